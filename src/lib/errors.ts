@@ -1,0 +1,137 @@
+/**
+ * Typed errors. Every failure in fnr is an FnrError with a kind; the kind decides the gRPC status
+ * code a server returns and the exit code a CLI command ends with. Messages are one line, meant
+ * for humans; extra structured data travels in `details`.
+ */
+
+export type ErrorKind =
+  | 'InvalidArgument'
+  | 'NotFound'
+  | 'DeadlineExceeded'
+  | 'Cancelled'
+  | 'ResourceExhausted'
+  | 'Unavailable'
+  | 'FailedPrecondition'
+  | 'Unauthenticated'
+  | 'PermissionDenied'
+  | 'Internal'
+  | 'FunctionFailed'
+  | 'Config'
+  | 'Usage'
+
+/** gRPC status code numbers (the wire values; see grpc/status.proto). */
+export const GrpcCode = {
+  OK: 0,
+  CANCELLED: 1,
+  UNKNOWN: 2,
+  INVALID_ARGUMENT: 3,
+  DEADLINE_EXCEEDED: 4,
+  NOT_FOUND: 5,
+  ALREADY_EXISTS: 6,
+  PERMISSION_DENIED: 7,
+  RESOURCE_EXHAUSTED: 8,
+  FAILED_PRECONDITION: 9,
+  ABORTED: 10,
+  OUT_OF_RANGE: 11,
+  UNIMPLEMENTED: 12,
+  INTERNAL: 13,
+  UNAVAILABLE: 14,
+  DATA_LOSS: 15,
+  UNAUTHENTICATED: 16,
+} as const
+
+const GRPC_BY_KIND: Record<ErrorKind, number> = {
+  InvalidArgument: GrpcCode.INVALID_ARGUMENT,
+  NotFound: GrpcCode.NOT_FOUND,
+  DeadlineExceeded: GrpcCode.DEADLINE_EXCEEDED,
+  Cancelled: GrpcCode.CANCELLED,
+  ResourceExhausted: GrpcCode.RESOURCE_EXHAUSTED,
+  Unavailable: GrpcCode.UNAVAILABLE,
+  FailedPrecondition: GrpcCode.FAILED_PRECONDITION,
+  Unauthenticated: GrpcCode.UNAUTHENTICATED,
+  PermissionDenied: GrpcCode.PERMISSION_DENIED,
+  Internal: GrpcCode.INTERNAL,
+  // A function that ran and failed is reported as Internal, as Porch's runner does.
+  FunctionFailed: GrpcCode.INTERNAL,
+  Config: GrpcCode.FAILED_PRECONDITION,
+  Usage: GrpcCode.INVALID_ARGUMENT,
+}
+
+/**
+ * CLI exit codes. 1 is "the function failed", 2 is "you called the command wrong" (oclif's own
+ * flag errors use 2 as well); the rest tell scripts what kind of trouble it was.
+ */
+export const EXIT_CODE_BY_KIND: Record<ErrorKind, number> = {
+  FunctionFailed: 1,
+  Internal: 1,
+  Usage: 2,
+  InvalidArgument: 2,
+  Config: 3,
+  FailedPrecondition: 3,
+  NotFound: 4,
+  Unauthenticated: 5,
+  PermissionDenied: 5,
+  DeadlineExceeded: 6,
+  Cancelled: 6,
+  ResourceExhausted: 7,
+  Unavailable: 8,
+}
+
+export interface FnrErrorOptions {
+  cause?: unknown
+  details?: Record<string, unknown>
+}
+
+export class FnrError extends Error {
+  readonly kind: ErrorKind
+  readonly details: Record<string, unknown>
+
+  constructor(kind: ErrorKind, message: string, options: FnrErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : {cause: options.cause})
+    this.name = 'FnrError'
+    this.kind = kind
+    this.details = options.details ?? {}
+  }
+
+  get grpcCode(): number {
+    return GRPC_BY_KIND[this.kind]
+  }
+
+  get exitCode(): number {
+    return EXIT_CODE_BY_KIND[this.kind]
+  }
+}
+
+export function isFnrError(err: unknown): err is FnrError {
+  return err instanceof FnrError
+}
+
+const KIND_BY_GRPC = new Map<number, ErrorKind>([
+  [GrpcCode.INVALID_ARGUMENT, 'InvalidArgument'],
+  [GrpcCode.NOT_FOUND, 'NotFound'],
+  [GrpcCode.DEADLINE_EXCEEDED, 'DeadlineExceeded'],
+  [GrpcCode.CANCELLED, 'Cancelled'],
+  [GrpcCode.RESOURCE_EXHAUSTED, 'ResourceExhausted'],
+  [GrpcCode.UNAVAILABLE, 'Unavailable'],
+  [GrpcCode.FAILED_PRECONDITION, 'FailedPrecondition'],
+  [GrpcCode.UNAUTHENTICATED, 'Unauthenticated'],
+  [GrpcCode.PERMISSION_DENIED, 'PermissionDenied'],
+])
+
+/** The error kind that corresponds to a gRPC status code (Internal for anything unlisted). */
+export function kindForGrpcCode(code: number): ErrorKind {
+  return KIND_BY_GRPC.get(code) ?? 'Internal'
+}
+
+/** Turns anything thrown into an FnrError, keeping the original as the cause. */
+export function toFnrError(err: unknown, fallbackKind: ErrorKind = 'Internal'): FnrError {
+  if (err instanceof FnrError) return err
+  const message = err instanceof Error ? err.message : String(err)
+  return new FnrError(fallbackKind, firstLine(message), {cause: err})
+}
+
+/** The first line of a message, trimmed and capped, for one-line human output. */
+export function firstLine(text: string, max = 500): string {
+  const line = text.split('\n', 1)[0]?.trim() ?? ''
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line
+}
