@@ -1,0 +1,83 @@
+import {Flags} from '@oclif/core'
+
+import {FnrCommand} from '../lib/cli/command.js'
+import {execFlags, goDuration, logLevelFlag, maxRequestBodySizeFlag, podFlags, registryFlags} from '../lib/cli/flags.js'
+import {resolveExecPaths} from '../lib/config/embedded.js'
+import {normaliseGoStyleArgs} from '../lib/config/go-flags.js'
+import {createLogger} from '../lib/log.js'
+import {startServe, validateServeOptions, type ServeOptions} from '../lib/serve.js'
+
+export default class Serve extends FnrCommand {
+  static summary = 'Run the function runner gRPC service (a drop-in for Porch\'s function runner).'
+
+  static description = `Serves evaluator.FunctionEvaluator/EvaluateFunction and grpc.health.v1 on --port.
+Flags and defaults are those of Porch's function runner, so its Deployment args work unchanged
+(Go-style "-flag=value" and bare boolean flags are accepted too). Functions are tried in a fixed
+order: the exec runtime (local binaries from --config), then the pod runtime.
+
+Health is NOT_SERVING until the evaluators are ready and while draining. On SIGTERM or SIGINT the
+server stops accepting calls, lets calls in flight finish within --grace-period, and exits 0; a
+second signal exits at once.
+
+Environment: WRAPPER_SERVER_IMAGE (required by the pod runtime), FNR_BIND_ADDRESS (listen address,
+default all interfaces).`
+
+  static examples = [
+    {description: 'Serve the functions fnr ships, exec runtime only:', command: '<%= config.bin %> <%= command.id %> --disable-runtimes=pod'},
+    {
+      description: 'As Porch\'s Deployment runs it:',
+      command: '<%= config.bin %> <%= command.id %> --config=/home/nonroot/config.yaml --functions=/home/nonroot/functions --pod-namespace=porch-fn-system --max-request-body-size=6291456',
+    },
+  ]
+
+  static flags = {
+    port: Flags.integer({summary: 'gRPC listen port.', default: 9445, min: 0, max: 65535}),
+    'disable-runtimes': Flags.string({summary: 'Comma-separated runtimes to disable: exec, pod.', default: ''}),
+    'log-level': logLevelFlag,
+    'max-request-body-size': maxRequestBodySizeFlag,
+    'grace-period': goDuration({summary: 'How long calls in flight may run after SIGTERM before they are cancelled.', default: 25_000, defaultHelp: async () => '25s'}),
+    ...execFlags,
+    ...podFlags,
+    ...registryFlags,
+  }
+
+  static booleanFlagNames = new Set(['warm-up-pod-cache', 'enable-private-registries', 'enable-private-registries-tls'])
+
+  async run(): Promise<void> {
+    this.argv = normaliseGoStyleArgs(this.argv, Serve.booleanFlagNames, new Set(Object.keys(Serve.flags)))
+    const {flags, metadata} = await this.parse(Serve)
+    this.verbosity = flags['log-level']
+    const options: ServeOptions = {
+      port: flags.port,
+      disableRuntimes: flags['disable-runtimes'],
+      maxRequestBodySize: flags['max-request-body-size'],
+      gracePeriodMs: flags['grace-period'],
+      exec: {
+        ...resolveExecPaths(flags.config, flags.functions, !metadata.flags.config?.setFromDefault, !metadata.flags.functions?.setFromDefault),
+        defaultImagePrefix: flags['default-image-prefix'],
+      },
+      pod: {
+        namespace: flags['pod-namespace'],
+        ttlMs: flags['pod-ttl'],
+        scanIntervalMs: flags['scan-interval'],
+        cacheConfigPath: flags['pod-cache-config'],
+        warmUp: flags['warm-up-pod-cache'],
+        templateConfigMap: flags['function-pod-template'],
+        maxWaitlistLength: flags['max-waitlist-length'] > 0 ? flags['max-waitlist-length'] : 2,
+        maxParallelPodsPerFunction: flags['max-parallel-pods-per-function'] > 0 ? flags['max-parallel-pods-per-function'] : 1,
+        wrapperServerImage: process.env.WRAPPER_SERVER_IMAGE || undefined,
+      },
+      registry: {
+        enablePrivateRegistries: flags['enable-private-registries'],
+        authSecretPath: flags['registry-auth-secret-path'],
+        authSecretName: flags['registry-auth-secret-name'],
+        enableTls: flags['enable-private-registries-tls'],
+        tlsSecretPath: flags['tls-secret-path'],
+      },
+    }
+    validateServeOptions(options)
+    const logger = createLogger({verbosity: flags['log-level'], name: 'fnr-serve'})
+    const running = await startServe(options, logger)
+    await running.done
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * Flag definitions shared by the commands. The serve flags keep the names and defaults of Porch's
+ * function runner (porch-function-runner.md §7.1), so its Deployment args carry over unchanged.
+ */
+import {Flags} from '@oclif/core'
+
+import {FnrError} from '../errors.js'
+import {parseGoBool, parseGoDuration} from '../config/go-flags.js'
+import {DEFAULT_IMAGE_PREFIX} from '../config/image-ref.js'
+
+export const goBool = Flags.custom<boolean>({
+  parse: async (input) => {
+    const v = parseGoBool(input)
+    if (v === undefined) throw new FnrError('Usage', `expected true or false, got ${JSON.stringify(input)}`)
+    return v
+  },
+  helpValue: 'true|false',
+})
+
+/** A Go duration ("30m", "1h30m", "500ms") parsed to milliseconds. */
+export const goDuration = Flags.custom<number>({
+  parse: async (input) => {
+    const v = parseGoDuration(input)
+    if (v === undefined) throw new FnrError('Usage', `expected a duration like 30m, 1h30m or 500ms, got ${JSON.stringify(input)}`)
+    return v
+  },
+  helpValue: '<duration>',
+})
+
+export const DEFAULT_MAX_REQUEST_BODY_SIZE = 6 * 1024 * 1024
+
+export const logLevelFlag = Flags.integer({
+  summary: 'Log verbosity, 0 (errors and warnings) to 5 (trace, includes ResourceLists).',
+  default: 2,
+  min: 0,
+  max: 5,
+  helpGroup: 'GLOBAL',
+})
+
+export const maxRequestBodySizeFlag = Flags.integer({
+  summary: 'Maximum gRPC message size in bytes, for receiving and sending (keep in sync with porch-server).',
+  default: DEFAULT_MAX_REQUEST_BODY_SIZE,
+  min: 1024,
+})
+
+export const execFlags = {
+  functions: Flags.string({
+    summary: 'Directory of the exec runtime\'s function binaries.',
+    description: 'When neither --functions nor --config is given and ./config.yaml does not exist, fnr uses the functions it ships.',
+    default: './functions',
+    helpGroup: 'EXEC RUNTIME',
+  }),
+  config: Flags.string({
+    summary: 'Exec runtime config mapping images to binaries (Porch\'s config.yaml format); "" disables it.',
+    default: './config.yaml',
+    helpGroup: 'EXEC RUNTIME',
+  }),
+  'default-image-prefix': Flags.string({
+    summary: 'Registry prefix for image names without a "/" when matching exec functions.',
+    default: DEFAULT_IMAGE_PREFIX,
+    helpGroup: 'EXEC RUNTIME',
+  }),
+}
+
+export const podFlags = {
+  'pod-namespace': Flags.string({summary: 'Namespace of function pods, their Services and the pull secret.', default: 'porch-fn-system', helpGroup: 'POD RUNTIME'}),
+  'pod-ttl': goDuration({summary: 'Idle time after which a function pod is garbage collected.', default: 30 * 60_000, defaultHelp: async () => '30m', helpGroup: 'POD RUNTIME'}),
+  'scan-interval': goDuration({summary: 'How often the pod garbage collector runs (<= 0 disables it).', default: 60_000, defaultHelp: async () => '1m', helpGroup: 'POD RUNTIME'}),
+  'pod-cache-config': Flags.string({summary: 'Per-image pod settings and the warm-up list.', default: '/pod-cache-config/pod-cache-config.yaml', helpGroup: 'POD RUNTIME'}),
+  'warm-up-pod-cache': goBool({summary: 'Create pods for the pod-cache-config images at startup.', default: true, helpGroup: 'POD RUNTIME'}),
+  'function-pod-template': Flags.string({summary: 'ConfigMap (in the runner\'s namespace) with "template" and "serviceTemplate" keys.', default: '', helpGroup: 'POD RUNTIME'}),
+  'max-waitlist-length': Flags.integer({summary: 'Calls in flight on a pod before another pod is started (<= 0 means 2).', default: 2, helpGroup: 'POD RUNTIME'}),
+  'max-parallel-pods-per-function': Flags.integer({summary: 'Maximum pods per function image (<= 0 means 1).', default: 1, helpGroup: 'POD RUNTIME'}),
+}
+
+export const registryFlags = {
+  'enable-private-registries': goBool({summary: 'Use registry credentials from --registry-auth-secret-path for any registry.', default: false, helpGroup: 'REGISTRIES'}),
+  'registry-auth-secret-path': Flags.string({summary: 'Docker config JSON with registry credentials.', default: '/var/tmp/config-secret/.dockerconfigjson', helpGroup: 'REGISTRIES'}),
+  'registry-auth-secret-name': Flags.string({summary: 'Name of the image pull Secret created in --pod-namespace.', default: 'auth-secret', helpGroup: 'REGISTRIES'}),
+  'enable-private-registries-tls': goBool({summary: 'Trust the CA in --tls-secret-path for registries (needs --enable-private-registries).', default: false, helpGroup: 'REGISTRIES'}),
+  'tls-secret-path': Flags.string({summary: 'Directory holding ca.crt or ca.pem.', default: '/var/tmp/tls-secret/', helpGroup: 'REGISTRIES'}),
+}

@@ -1,0 +1,34 @@
+/**
+ * The contract shared by every evaluator (exec, pod, multi): take an image and ResourceList bytes,
+ * return the function's stdout and stderr bytes, or throw an FnrError whose kind says what
+ * happened (NotFound means "this evaluator does not know the image" and lets multi fall through).
+ */
+import type {FunctionResult} from '../process/results.js'
+
+export interface EvaluationRequest {
+  image: string
+  /** ResourceList bytes, passed to the function untouched. */
+  resourceList: Buffer
+  /** Absolute deadline (ms since the epoch); undefined means none. */
+  deadline?: number
+  /** Aborted when the caller goes away. */
+  signal?: AbortSignal
+}
+
+export interface EvaluationResponse {
+  /** The function's stdout, byte for byte. */
+  resourceList: Buffer
+  /** The function's stderr (possibly only its tail). */
+  log: Buffer
+  /** Which evaluator produced it (exec, pod). */
+  evaluator: string
+  /** Error-severity results found in a successful output, when the evaluator looked. */
+  errorResults?: FunctionResult[]
+}
+
+export interface Evaluator {
+  readonly name: string
+  evaluate(request: EvaluationRequest): Promise<EvaluationResponse>
+  /** Stops background work and releases resources. */
+  close(): Promise<void>
+}

@@ -1,0 +1,40 @@
+/**
+ * The multi evaluator: tries its evaluators in a fixed order (exec, then pod) and moves to the
+ * next one only when an evaluator answers NotFound. Any other error ends the call.
+ *
+ * Upstream builds its evaluator list by iterating a Go map, so about half of its starts put the
+ * pod runtime first and never use the exec fast path (porch-function-runner.md §3, §10.2). fnr's
+ * order is deterministic, and a test pins it.
+ */
+import {FnrError} from '../errors.js'
+import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluator.js'
+
+export class MultiEvaluator implements Evaluator {
+  readonly name = 'multi'
+
+  constructor(readonly evaluators: readonly Evaluator[]) {
+    if (evaluators.length === 0) {
+      throw new FnrError('Config', 'no function runtime is enabled: enable at least one of exec, pod')
+    }
+  }
+
+  async evaluate(request: EvaluationRequest): Promise<EvaluationResponse> {
+    let lastNotFound: FnrError | undefined
+    for (const evaluator of this.evaluators) {
+      try {
+        return await evaluator.evaluate(request)
+      } catch (err) {
+        if (err instanceof FnrError && err.kind === 'NotFound') {
+          lastNotFound = err
+          continue
+        }
+        throw err
+      }
+    }
+    throw lastNotFound ?? new FnrError('NotFound', `function ${JSON.stringify(request.image)} not found`)
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled(this.evaluators.map((e) => e.close()))
+  }
+}

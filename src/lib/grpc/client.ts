@@ -1,0 +1,99 @@
+/**
+ * A client for evaluator.FunctionEvaluator (fnr serve, fnr wrapper-server, or Porch's own
+ * servers). One channel per address, reused across calls.
+ */
+import * as grpc from '@grpc/grpc-js'
+
+import {FnrError, kindForGrpcCode} from '../errors.js'
+import {readFailure} from './metadata.js'
+import {evaluatorClientConstructor, type EvaluateFunctionRequest, type EvaluateFunctionResponse} from './proto.js'
+
+export interface EvaluatorClientOptions {
+  maxMessageSize?: number
+  credentials?: grpc.ChannelCredentials
+  channelOptions?: grpc.ChannelOptions
+}
+
+export interface CallOptions {
+  /** Absolute deadline (ms since the epoch or a Date). */
+  deadline?: number | Date
+  signal?: AbortSignal
+}
+
+export interface EvaluateResult extends EvaluateFunctionResponse {
+  trailers: grpc.Metadata
+}
+
+type RawClient = grpc.Client & {
+  EvaluateFunction(
+    req: EvaluateFunctionRequest,
+    md: grpc.Metadata,
+    opts: grpc.CallOptions,
+    cb: (err: grpc.ServiceError | null, res?: EvaluateFunctionResponse) => void,
+  ): grpc.ClientUnaryCall
+}
+
+export const DEFAULT_MAX_MESSAGE_SIZE = 6 * 1024 * 1024
+
+export class EvaluatorClient {
+  private readonly client: RawClient
+
+  constructor(
+    readonly address: string,
+    options: EvaluatorClientOptions = {},
+  ) {
+    const max = options.maxMessageSize ?? DEFAULT_MAX_MESSAGE_SIZE
+    const Ctor = evaluatorClientConstructor()
+    this.client = new Ctor(address, options.credentials ?? grpc.credentials.createInsecure(), {
+      'grpc.max_receive_message_length': max,
+      'grpc.max_send_message_length': max,
+      ...options.channelOptions,
+    }) as unknown as RawClient
+  }
+
+  /** Calls EvaluateFunction; rejects with the grpc ServiceError (code, details, metadata). */
+  evaluateRaw(image: string, resourceList: Buffer, options: CallOptions = {}): Promise<EvaluateResult> {
+    return new Promise((resolve, reject) => {
+      let trailers = new grpc.Metadata()
+      const callOptions: grpc.CallOptions = {}
+      if (options.deadline !== undefined) callOptions.deadline = options.deadline
+      const call = this.client.EvaluateFunction({image, resourceList}, new grpc.Metadata(), callOptions, (err, res) => {
+        options.signal?.removeEventListener('abort', onAbort)
+        if (err) reject(err)
+        else resolve({resourceList: res!.resourceList, log: res!.log, trailers})
+      })
+      call.on('status', (status: grpc.StatusObject) => {
+        trailers = status.metadata
+      })
+      const onAbort = (): void => call.cancel()
+      if (options.signal?.aborted) call.cancel()
+      else options.signal?.addEventListener('abort', onAbort, {once: true})
+    })
+  }
+
+  /** Like evaluateRaw, but failures are FnrErrors (kind from the status code, failure details kept). */
+  async evaluate(image: string, resourceList: Buffer, options: CallOptions = {}): Promise<EvaluateResult> {
+    try {
+      return await this.evaluateRaw(image, resourceList, options)
+    } catch (err) {
+      throw fnrErrorFromStatus(err as grpc.ServiceError)
+    }
+  }
+
+  /** Resolves once the channel is connected, or rejects at the deadline. */
+  waitForReady(deadline: number | Date): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.client.waitForReady(deadline, (err) => (err ? reject(new FnrError('Unavailable', `${this.address} is not reachable: ${err.message}`, {cause: err})) : resolve()))
+    })
+  }
+
+  close(): void {
+    this.client.close()
+  }
+}
+
+export function fnrErrorFromStatus(err: grpc.ServiceError): FnrError {
+  const kind = err.code === grpc.status.INTERNAL ? 'FunctionFailed' : kindForGrpcCode(err.code)
+  const failure = readFailure(err.metadata)
+  return new FnrError(kind, err.details || err.message, {cause: err, details: {grpcCode: err.code, ...(failure ? {failure} : {})}})
+}

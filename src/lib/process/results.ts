@@ -1,0 +1,91 @@
+/**
+ * Reading structured results out of a function's output without keeping the parsed document:
+ * used on failure paths (exec evaluator, wrapper server) to report what went wrong. The YAML
+ * parser is imported lazily so the success path never pays for it.
+ */
+
+export interface FunctionResult {
+  message: string
+  severity?: 'error' | 'warning' | 'info'
+  resourceRef?: {apiVersion?: string; kind?: string; name?: string; namespace?: string}
+  field?: {path?: string; currentValue?: unknown; proposedValue?: unknown}
+  file?: {path?: string; index?: number}
+  tags?: Record<string, string>
+}
+
+function asRecord(v: unknown): Record<string, unknown> | undefined {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined
+}
+
+/** Normalises one result, accepting the legacy shapes kpt accepts (resourceRef.metadata, field.suggestedValue). */
+export function normaliseResult(raw: unknown): FunctionResult | undefined {
+  const r = asRecord(raw)
+  if (!r) return undefined
+  const out: FunctionResult = {message: typeof r.message === 'string' ? r.message : String(r.message ?? '')}
+  if (r.severity === 'error' || r.severity === 'warning' || r.severity === 'info') out.severity = r.severity
+  const ref = asRecord(r.resourceRef)
+  if (ref) {
+    const meta = asRecord(ref.metadata)
+    out.resourceRef = {
+      apiVersion: typeof ref.apiVersion === 'string' ? ref.apiVersion : undefined,
+      kind: typeof ref.kind === 'string' ? ref.kind : undefined,
+      name: typeof ref.name === 'string' ? ref.name : typeof meta?.name === 'string' ? meta.name : undefined,
+      namespace: typeof ref.namespace === 'string' ? ref.namespace : typeof meta?.namespace === 'string' ? meta.namespace : undefined,
+    }
+  }
+  const field = asRecord(r.field)
+  if (field) {
+    out.field = {
+      path: typeof field.path === 'string' ? field.path : undefined,
+      currentValue: field.currentValue,
+      proposedValue: field.proposedValue ?? field.suggestedValue,
+    }
+  }
+  const file = asRecord(r.file)
+  if (file) out.file = {path: typeof file.path === 'string' ? file.path : undefined, index: typeof file.index === 'number' ? file.index : undefined}
+  const tags = asRecord(r.tags)
+  if (tags) out.tags = Object.fromEntries(Object.entries(tags).map(([k, v]) => [k, String(v)]))
+  return out
+}
+
+/** The results of a parsed ResourceList object (list form or the legacy {items: [...]} form). */
+export function resultsOf(resourceList: unknown): FunctionResult[] {
+  const rl = asRecord(resourceList)
+  if (!rl) return []
+  let raw = rl.results
+  const wrapped = asRecord(raw)
+  if (wrapped && Array.isArray(wrapped.items)) raw = wrapped.items
+  if (!Array.isArray(raw)) return []
+  return raw.map((r) => normaliseResult(r)).filter((r): r is FunctionResult => r !== undefined)
+}
+
+/** Parses output bytes and returns their results; output that does not parse has none. */
+export async function readResults(output: Uint8Array): Promise<FunctionResult[]> {
+  if (output.length === 0) return []
+  const text = Buffer.from(output.buffer, output.byteOffset, output.byteLength).toString('utf8')
+  // Cheap pre-check: no results key, no results (skips the YAML parser on large outputs).
+  if (!/(^|\n|[{,]\s*)"?results"?\s*:/.test(text)) return []
+  try {
+    const {parse} = await import('yaml')
+    return resultsOf(parse(text, {maxAliasCount: 100}))
+  } catch {
+    return []
+  }
+}
+
+export function errorResults(results: readonly FunctionResult[]): FunctionResult[] {
+  return results.filter((r) => r.severity === 'error')
+}
+
+/** kpt's console form: `[severity] apiVersion/kind/namespace/name field.path: message`. */
+export function formatResult(r: FunctionResult): string {
+  const parts: string[] = [`[${r.severity ?? 'info'}]`]
+  const ref = r.resourceRef
+  if (ref) {
+    const id = [ref.apiVersion, ref.kind, ref.namespace, ref.name].filter((s) => s !== undefined && s !== '').join('/')
+    if (id) parts.push(id)
+  }
+  if (r.field?.path) parts.push(r.field.path)
+  const head = parts.join(' ')
+  return parts.length > 1 ? `${head}: ${r.message}` : `${head} ${r.message}`
+}

@@ -1,0 +1,225 @@
+/**
+ * Running one KRM function process: the single mechanism behind the exec evaluator, the wrapper
+ * server and `fnr eval --exec`.
+ *
+ * - No shell: the command and its arguments are passed to the kernel as they are.
+ * - stdin is the ResourceList bytes, untouched; stdout is collected up to a hard cap; stderr is
+ *   kept as a bounded tail (a function flooding stderr cannot exhaust memory).
+ * - The process runs in its own process group. On deadline, cancellation or an oversized stdout,
+ *   the whole group is killed with SIGKILL, so grandchildren die too. After a normal exit the
+ *   group is killed as well, so nothing the function left behind keeps running.
+ *
+ * It uses node:child_process directly rather than execa: it needs group kills, a tail-capped
+ * stderr and a stdout cap that stops reading at the limit, and it is on the hot path of every
+ * request, where execa's extra work costs about a millisecond per spawn (test-infra.md §5).
+ */
+import {spawn} from 'node:child_process'
+
+import {FnrError} from '../errors.js'
+
+export interface FunctionProcessOptions {
+  command: string
+  args?: readonly string[]
+  /** The ResourceList bytes written to stdin. */
+  input: Uint8Array
+  env?: NodeJS.ProcessEnv
+  cwd?: string
+  /** Absolute deadline (ms since the epoch); undefined or Infinity means none. */
+  deadline?: number
+  /** Aborting kills the process and the call ends Cancelled. */
+  signal?: AbortSignal
+  /** stdout larger than this kills the process and the call ends ResourceExhausted. */
+  maxStdoutBytes: number
+  /** Only the last this-many bytes of stderr are kept (default 256 KiB). */
+  maxStderrBytes?: number
+  /** A name for messages (the image, or the exec path). */
+  label: string
+}
+
+export interface FunctionProcessResult {
+  stdout: Buffer
+  stderr: Buffer
+  /** Exit code, or null when the process was ended by a signal. */
+  exitCode: number | null
+  signal: NodeJS.Signals | null
+  /** True when stderr was longer than maxStderrBytes and its head was dropped. */
+  stderrTruncated: boolean
+  durationMs: number
+}
+
+const DEFAULT_MAX_STDERR = 256 * 1024
+/** How long to wait for stdio to close after the process exited (a grandchild may hold it). */
+const STDIO_GRACE_MS = 200
+
+/** The environment function processes get: just enough to find interpreters, nothing secret. */
+export function minimalEnvironment(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+    LANG: 'C.UTF-8',
+    HOME: '/tmp',
+  }
+  if (process.env.TZ) env.TZ = process.env.TZ
+  return {...env, ...extra}
+}
+
+class TailBuffer {
+  private chunks: Buffer[] = []
+  private size = 0
+  dropped = 0
+
+  constructor(private readonly limit: number) {}
+
+  push(chunk: Buffer): void {
+    this.chunks.push(chunk)
+    this.size += chunk.length
+    while (this.size > this.limit && this.chunks.length > 0) {
+      const first = this.chunks[0]!
+      const excess = this.size - this.limit
+      if (first.length <= excess) {
+        this.chunks.shift()
+        this.size -= first.length
+        this.dropped += first.length
+      } else {
+        this.chunks[0] = first.subarray(excess)
+        this.size -= excess
+        this.dropped += excess
+      }
+    }
+  }
+
+  toBuffer(): Buffer {
+    return this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.size)
+  }
+}
+
+function killGroup(pid: number | undefined): void {
+  if (pid === undefined) return
+  try {
+    process.kill(-pid, 'SIGKILL')
+  } catch {
+    // ESRCH: the group is already gone.
+  }
+}
+
+export function runFunctionProcess(options: FunctionProcessOptions): Promise<FunctionProcessResult> {
+  const started = performance.now()
+  const deadline = options.deadline ?? Number.POSITIVE_INFINITY
+  if (options.signal?.aborted) {
+    return Promise.reject(new FnrError('Cancelled', `function ${JSON.stringify(options.label)} was cancelled before it started`))
+  }
+  if (deadline <= Date.now()) {
+    return Promise.reject(new FnrError('DeadlineExceeded', `deadline exceeded before function ${JSON.stringify(options.label)} started`))
+  }
+
+  return new Promise((resolve, reject) => {
+    let settled = false
+    let ending: 'deadline' | 'cancelled' | 'stdout-limit' | undefined
+    const stdoutChunks: Buffer[] = []
+    let stdoutSize = 0
+    const stderr = new TailBuffer(options.maxStderrBytes ?? DEFAULT_MAX_STDERR)
+    let timer: NodeJS.Timeout | undefined
+    let graceTimer: NodeJS.Timeout | undefined
+
+    const child = spawn(options.command, options.args ?? [], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: options.env ?? minimalEnvironment(),
+      cwd: options.cwd,
+      detached: true,
+      windowsHide: true,
+    })
+
+    const cleanup = (): void => {
+      if (timer) clearTimeout(timer)
+      if (graceTimer) clearTimeout(graceTimer)
+      options.signal?.removeEventListener('abort', onAbort)
+    }
+
+    const fail = (err: FnrError): void => {
+      if (settled) return
+      settled = true
+      cleanup()
+      killGroup(child.pid)
+      reject(err)
+    }
+
+    const end = (reason: typeof ending): void => {
+      if (ending) return
+      ending = reason
+      killGroup(child.pid)
+    }
+
+    function onAbort(): void {
+      end('cancelled')
+    }
+
+    if (Number.isFinite(deadline)) {
+      // setTimeout takes at most a 32-bit delay; longer deadlines are effectively none.
+      const delay = Math.max(0, Math.min(deadline - Date.now(), 2_147_483_647))
+      timer = setTimeout(() => end('deadline'), delay)
+    }
+    options.signal?.addEventListener('abort', onAbort, {once: true})
+
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      const why = err.code === 'ENOENT' ? 'executable not found' : err.code === 'EACCES' ? 'permission denied' : err.message
+      fail(
+        new FnrError('FunctionFailed', `failed to start function ${JSON.stringify(options.label)}: ${why} (${options.command})`, {
+          cause: err,
+          details: {startFailed: true},
+        }),
+      )
+    })
+
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (ending) return
+      stdoutSize += chunk.length
+      if (stdoutSize > options.maxStdoutBytes) {
+        end('stdout-limit')
+        return
+      }
+      stdoutChunks.push(chunk)
+    })
+    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk))
+
+    // A function may exit without reading its input: EPIPE on stdin is not an error.
+    child.stdin.on('error', () => {})
+    child.stdin.end(options.input)
+
+    child.on('exit', () => {
+      // stdio normally closes right after exit; if a grandchild holds it open, stop waiting.
+      graceTimer = setTimeout(() => killGroup(child.pid), STDIO_GRACE_MS)
+    })
+
+    child.on('close', (code: number | null, signal: NodeJS.Signals | null) => {
+      if (settled) return
+      settled = true
+      cleanup()
+      killGroup(child.pid)
+      const label = JSON.stringify(options.label)
+      if (ending === 'deadline') {
+        reject(new FnrError('DeadlineExceeded', `function ${label} did not finish before the deadline and was killed`, {details: {stderr: stderr.toBuffer()}}))
+        return
+      }
+      if (ending === 'cancelled') {
+        reject(new FnrError('Cancelled', `function ${label} was cancelled by the caller and killed`))
+        return
+      }
+      if (ending === 'stdout-limit') {
+        reject(
+          new FnrError(
+            'ResourceExhausted',
+            `function ${label} wrote more than ${options.maxStdoutBytes} bytes to stdout (the maximum message size) and was killed`,
+          ),
+        )
+        return
+      }
+      resolve({
+        stdout: stdoutChunks.length === 1 ? stdoutChunks[0]! : Buffer.concat(stdoutChunks, stdoutSize),
+        stderr: stderr.toBuffer(),
+        exitCode: code,
+        signal,
+        stderrTruncated: stderr.dropped > 0,
+        durationMs: performance.now() - started,
+      })
+    })
+  })
+}
