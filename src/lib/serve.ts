@@ -119,7 +119,6 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
   })
   const port = await server.start()
   server.setServing(true)
-  logger.lifecycle('fnr serve is ready', {port, runtimes, maxRequestBodySize: options.maxRequestBodySize})
 
   let stopping: Promise<{forced: boolean}> | undefined
   let resolveDone!: (v: {forced: boolean}) => void
@@ -158,5 +157,6 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
     process.on('SIGINT', onSignal)
   }
 
+  logger.lifecycle('fnr serve is ready', {port, runtimes, maxRequestBodySize: options.maxRequestBodySize})
   return {server, port, done, stop}
 }

@@ -54,16 +54,26 @@ export class EvaluatorClient {
   /** Calls EvaluateFunction; rejects with the grpc ServiceError (code, details, metadata). */
   evaluateRaw(image: string, resourceList: Buffer, options: CallOptions = {}): Promise<EvaluateResult> {
     return new Promise((resolve, reject) => {
-      let trailers = new grpc.Metadata()
+      // grpc-js calls back before it emits 'status' (which carries the trailers on success).
+      let response: EvaluateFunctionResponse | undefined
+      let trailers: grpc.Metadata | undefined
+      const settle = (): void => {
+        if (response && trailers) resolve({resourceList: response.resourceList, log: response.log, trailers})
+      }
       const callOptions: grpc.CallOptions = {}
       if (options.deadline !== undefined) callOptions.deadline = options.deadline
       const call = this.client.EvaluateFunction({image, resourceList}, new grpc.Metadata(), callOptions, (err, res) => {
         options.signal?.removeEventListener('abort', onAbort)
-        if (err) reject(err)
-        else resolve({resourceList: res!.resourceList, log: res!.log, trailers})
+        if (err) {
+          reject(err)
+          return
+        }
+        response = res!
+        settle()
       })
       call.on('status', (status: grpc.StatusObject) => {
         trailers = status.metadata
+        settle()
       })
       const onAbort = (): void => call.cancel()
       if (options.signal?.aborted) call.cancel()

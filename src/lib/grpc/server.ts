@@ -47,6 +47,7 @@ export class EvaluatorServer {
   private inFlight = 0
   private draining = false
   private boundPort = 0
+  private idleWaiters: Array<() => void> = []
 
   constructor(private readonly options: EvaluatorServerOptions) {
     this.logger = options.logger ?? silentLogger
@@ -95,19 +96,16 @@ export class EvaluatorServer {
   async shutdown(graceMs: number): Promise<{forced: boolean}> {
     this.draining = true
     this.setServing(false)
-    let forced = false
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        forced = true
-        this.server.forceShutdown()
-        resolve()
-      }, Math.max(0, graceMs))
-      this.server.tryShutdown(() => {
-        clearTimeout(timer)
-        resolve()
-      })
-    })
-    return {forced}
+    // tryShutdown stops new calls; it would also wait for open health Watch streams, which
+    // never end by themselves, so the wait is for EvaluateFunction calls only.
+    const closed = new Promise<void>((resolve) => this.server.tryShutdown(() => resolve()))
+    const idle = this.inFlight === 0 ? Promise.resolve(true) : new Promise<boolean>((resolve) => this.idleWaiters.push(() => resolve(true)))
+    const timeout = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), Math.max(0, graceMs)).unref())
+    const finished = await Promise.race([idle, timeout])
+    // Let the last responses flush; sessions holding only Watch streams are then cut.
+    if (finished) await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 250).unref())])
+    this.server.forceShutdown()
+    return {forced: !finished}
   }
 
   /** Immediate stop (tests, second signal). */
@@ -133,7 +131,7 @@ export class EvaluatorServer {
       evaluator?: string,
       trailers?: grpc.Metadata,
     ): void => {
-      this.inFlight--
+      if (--this.inFlight === 0) for (const wake of this.idleWaiters.splice(0)) wake()
       call.removeListener('cancelled', onCancel)
       const code = err ? (err.code ?? GrpcCode.UNKNOWN) : GrpcCode.OK
       this.logger.request('EvaluateFunction', {

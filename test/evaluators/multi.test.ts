@@ -1,0 +1,69 @@
+import {expect} from 'chai'
+
+import {FnrError} from '../../src/lib/errors.js'
+import type {EvaluationRequest, Evaluator} from '../../src/lib/evaluators/evaluator.js'
+import {MultiEvaluator} from '../../src/lib/evaluators/multi.js'
+
+class Fake implements Evaluator {
+  calls = 0
+  constructor(
+    readonly name: string,
+    private readonly behaviour: 'ok' | 'notfound' | 'fail',
+  ) {}
+
+  async evaluate(req: EvaluationRequest) {
+    this.calls++
+    if (this.behaviour === 'notfound') throw new FnrError('NotFound', `function "${req.image}" not found`)
+    if (this.behaviour === 'fail') throw new FnrError('FunctionFailed', `${this.name} failed`)
+    return {resourceList: Buffer.from(this.name), log: Buffer.alloc(0), evaluator: this.name}
+  }
+
+  async close() {}
+}
+
+const req = {image: 'x.io/f:v1', resourceList: Buffer.from('kind: ResourceList')}
+
+describe('multi evaluator', () => {
+  it('always tries exec before pod (upstream order is random: spec §10.2)', async () => {
+    for (let i = 0; i < 20; i++) {
+      const exec = new Fake('exec', 'ok')
+      const pod = new Fake('pod', 'ok')
+      const res = await new MultiEvaluator([exec, pod]).evaluate(req)
+      expect(res.evaluator).to.equal('exec')
+      expect(pod.calls).to.equal(0)
+    }
+  })
+
+  it('falls through on NotFound only', async () => {
+    const exec = new Fake('exec', 'notfound')
+    const pod = new Fake('pod', 'ok')
+    expect((await new MultiEvaluator([exec, pod]).evaluate(req)).evaluator).to.equal('pod')
+    expect(exec.calls).to.equal(1)
+  })
+
+  it('stops at any other error', async () => {
+    const exec = new Fake('exec', 'fail')
+    const pod = new Fake('pod', 'ok')
+    try {
+      await new MultiEvaluator([exec, pod]).evaluate(req)
+      expect.fail('should throw')
+    } catch (err) {
+      expect((err as FnrError).kind).to.equal('FunctionFailed')
+    }
+    expect(pod.calls).to.equal(0)
+  })
+
+  it('is NotFound when every evaluator is', async () => {
+    try {
+      await new MultiEvaluator([new Fake('exec', 'notfound'), new Fake('pod', 'notfound')]).evaluate(req)
+      expect.fail('should throw')
+    } catch (err) {
+      expect((err as FnrError).kind).to.equal('NotFound')
+      expect((err as FnrError).message).to.equal('function "x.io/f:v1" not found')
+    }
+  })
+
+  it('refuses to exist with no evaluators (upstream panics on the first request instead)', () => {
+    expect(() => new MultiEvaluator([])).to.throw(FnrError, /no function runtime is enabled/)
+  })
+})
