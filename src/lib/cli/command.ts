@@ -25,8 +25,8 @@ export abstract class FnrCommand extends Command {
     try {
       return await super.parse(options, argv)
     } catch (err) {
-      if (err instanceof Errors.ExitError || err instanceof FnrError) throw err
-      const message = (err as Error).message.split('\n').map((l) => l.trim()).filter(Boolean).join(': ')
+      if (err instanceof Errors.ExitError) throw err
+      const message = (err as Error).message.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !/^See more help/.test(l)).join(': ')
       throw new FnrError('Usage', message, {cause: err})
     }
   }
