@@ -1,0 +1,91 @@
+// Makes a checkout ready to run: npm dependencies, the TypeScript build and, for tests, the
+// Debian packages they use. Only Node built-ins here: this runs before node_modules exists.
+import {spawnSync} from 'node:child_process'
+import {existsSync, readdirSync, statSync} from 'node:fs'
+import path from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+export const ROOT = fileURLToPath(new URL('..', import.meta.url))
+
+/** Debian packages the test suites use, and the command each provides. */
+export const TEST_PACKAGES = [
+  {pkg: 'docker-registry', cmd: 'docker-registry'},
+  {pkg: 'skopeo', cmd: 'skopeo'},
+  {pkg: 'apache2-utils', cmd: 'htpasswd'},
+  {pkg: 'openssl', cmd: 'openssl'},
+  {pkg: 'runc', cmd: 'runc'},
+  {pkg: 'patchelf', cmd: 'patchelf'},
+  {pkg: 'busybox-static', cmd: 'busybox'},
+]
+
+function run(cmd, args, opts = {}) {
+  const r = spawnSync(cmd, args, {stdio: 'inherit', cwd: ROOT, ...opts})
+  if (r.status !== 0) {
+    console.error(`setup: ${cmd} ${args.join(' ')} failed with exit code ${r.status}`)
+    process.exit(r.status ?? 1)
+  }
+}
+
+function log(msg) {
+  process.stderr.write(`setup: ${msg}\n`)
+}
+
+function mtime(p) {
+  try {
+    return statSync(p).mtimeMs
+  } catch {
+    return 0
+  }
+}
+
+function newestIn(dir) {
+  let newest = 0
+  if (!existsSync(dir)) return 0
+  for (const entry of readdirSync(dir, {withFileTypes: true})) {
+    const p = path.join(dir, entry.name)
+    newest = Math.max(newest, entry.isDirectory() ? newestIn(p) : mtime(p))
+  }
+  return newest
+}
+
+export function ensureNpmDependencies() {
+  const marker = path.join(ROOT, 'node_modules', '.package-lock.json')
+  if (existsSync(marker) && mtime(marker) >= mtime(path.join(ROOT, 'package-lock.json'))) return
+  log('installing npm dependencies (npm ci)')
+  run('npm', ['ci', '--no-audit', '--no-fund'])
+}
+
+export function ensureBuilt() {
+  const out = path.join(ROOT, 'dist', 'commands')
+  const manifest = path.join(ROOT, 'oclif.manifest.json')
+  const built = Math.min(mtime(out), newestIn(path.join(ROOT, 'dist')) || 0)
+  if (built > 0 && newestIn(path.join(ROOT, 'src')) <= built && mtime(manifest) > 0) return
+  log('building (tsc + oclif manifest)')
+  run(path.join(ROOT, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json'])
+  // The manifest keeps `fnr --help` and command lookup fast; oclif's own chatter is dropped.
+  const r = spawnSync(path.join(ROOT, 'node_modules', '.bin', 'oclif'), ['manifest'], {cwd: ROOT, encoding: 'utf8'})
+  if (r.status !== 0) {
+    process.stderr.write(r.stdout + r.stderr)
+    process.exit(r.status ?? 1)
+  }
+}
+
+function have(cmd) {
+  return spawnSync('sh', ['-c', `command -v ${cmd}`], {stdio: 'ignore'}).status === 0
+}
+
+/** Installs missing test packages when running as root; otherwise says what is missing. */
+export function ensureTestPackages() {
+  const missing = TEST_PACKAGES.filter(({cmd}) => !have(cmd) && !existsSync(`/usr/sbin/${cmd}`))
+  if (missing.length === 0) return []
+  const names = missing.map((m) => m.pkg)
+  if (process.getuid?.() !== 0) {
+    log(`missing Debian packages: ${names.join(' ')} (not root, so not installing; the tests that need them will fail and say so)`)
+    return names
+  }
+  log(`installing Debian packages: ${names.join(' ')}`)
+  const env = {...process.env, DEBIAN_FRONTEND: 'noninteractive'}
+  run('apt-get', ['update', '-qq'], {env})
+  run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...names], {env})
+  return []
+}

@@ -1,0 +1,27 @@
+// `npm test`: installs what the tests need, builds, and runs every mocha suite.
+// Extra arguments go to mocha (e.g. `npm test -- --grep exec`).
+import {spawn} from 'node:child_process'
+import path from 'node:path'
+
+import {ROOT, ensureBuilt, ensureNpmDependencies, ensureTestPackages} from './setup.mjs'
+
+ensureNpmDependencies()
+ensureTestPackages()
+ensureBuilt()
+
+const mocha = path.join(ROOT, 'node_modules', '.bin', 'mocha')
+const child = spawn(mocha, process.argv.slice(2), {cwd: ROOT, stdio: ['inherit', 'pipe', 'inherit']})
+let tail = ''
+child.stdout.on('data', (chunk) => {
+  process.stdout.write(chunk)
+  tail = (tail + chunk.toString()).slice(-4000)
+})
+child.on('close', (code, signal) => {
+  const passing = Number(/(\d+) passing/.exec(tail)?.[1] ?? 0)
+  const failing = Number(/(\d+) failing/.exec(tail)?.[1] ?? 0)
+  const pending = Number(/(\d+) pending/.exec(tail)?.[1] ?? 0)
+  // A plain summary line that CI reads in any language.
+  process.stdout.write(`\n${passing} passed, ${failing} failed${pending ? `, ${pending} skipped` : ''}\n`)
+  if (signal) process.exit(1)
+  process.exit(code ?? 1)
+})
