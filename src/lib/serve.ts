@@ -8,6 +8,7 @@ import type {ExecPaths} from './config/embedded.js'
 import {ExecEvaluator} from './evaluators/exec.js'
 import type {Evaluator} from './evaluators/evaluator.js'
 import {MultiEvaluator} from './evaluators/multi.js'
+import {gracefulStopper} from './grpc/lifecycle.js'
 import {EvaluatorServer} from './grpc/server.js'
 import type {Logger} from './log.js'
 
@@ -120,42 +121,18 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
   const port = await server.start()
   server.setServing(true)
 
-  let stopping: Promise<{forced: boolean}> | undefined
-  let resolveDone!: (v: {forced: boolean}) => void
-  const done = new Promise<{forced: boolean}>((r) => (resolveDone = r))
-
-  const stop = (): Promise<{forced: boolean}> => {
-    stopping ??= (async () => {
+  const {done, stop} = gracefulStopper(
+    async () => {
       logger.lifecycle('draining', {activeCalls: server.activeCalls, gracePeriodMs: options.gracePeriodMs})
       const result = await server.shutdown(options.gracePeriodMs)
       await evaluator.close()
       logger.lifecycle('stopped', {forced: result.forced})
-      removeSignalHandlers()
-      resolveDone(result)
       return result
-    })()
-    return stopping
-  }
-
-  let signals = 0
-  const onSignal = (signal: NodeJS.Signals): void => {
-    signals++
-    if (signals > 1) {
-      logger.warn('second signal: exiting now', {signal})
-      server.forceShutdown()
-      process.exit(1)
-    }
-    logger.lifecycle('signal received', {signal})
-    void stop()
-  }
-  const removeSignalHandlers = (): void => {
-    process.removeListener('SIGTERM', onSignal)
-    process.removeListener('SIGINT', onSignal)
-  }
-  if (handleSignals) {
-    process.on('SIGTERM', onSignal)
-    process.on('SIGINT', onSignal)
-  }
+    },
+    () => server.forceShutdown(),
+    logger,
+    handleSignals,
+  )
 
   logger.lifecycle('fnr serve is ready', {port, runtimes, maxRequestBodySize: options.maxRequestBodySize})
   return {server, port, done, stop}
