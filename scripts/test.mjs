@@ -10,7 +10,7 @@ ensureTestPackages()
 ensureBuilt()
 
 const mocha = path.join(ROOT, 'node_modules', '.bin', 'mocha')
-const child = spawn(mocha, process.argv.slice(2), {cwd: ROOT, stdio: ['inherit', 'pipe', 'inherit']})
+const child = spawn(mocha, ['--spec', 'test/**/*.test.ts', ...process.argv.slice(2)], {cwd: ROOT, stdio: ['inherit', 'pipe', 'inherit']})
 let tail = ''
 child.stdout.on('data', (chunk) => {
   process.stdout.write(chunk)
