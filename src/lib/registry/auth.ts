@@ -200,7 +200,6 @@ function parseChallengeList(text: string, out: AuthChallenge[]): void {
       i++
       continue
     }
-    const start = i
     const token = readToken()
     if (token === '') {
       i++ // skip junk
@@ -236,7 +235,6 @@ function parseChallengeList(text: string, out: AuthChallenge[]): void {
     // a new challenge: scheme, optionally followed by token68 (not used by registries)
     current = {scheme: token.toLowerCase(), params: {}}
     out.push(current)
-    if (i === start) i++
   }
 }
 
