@@ -4,10 +4,19 @@
  * parser is imported lazily so the success path never pays for it.
  */
 
+export interface ResultResourceRef {
+  apiVersion?: string
+  kind?: string
+  name?: string
+  namespace?: string
+}
+
+/** One structured result, as the KRM functions spec defines it (legacy shapes normalised). */
 export interface FunctionResult {
   message: string
-  severity?: 'error' | 'warning' | 'info'
-  resourceRef?: {apiVersion?: string; kind?: string; name?: string; namespace?: string}
+  /** As the function wrote it (`error`, `warning`, `info`, or anything else); absent means info. */
+  severity?: string
+  resourceRef?: ResultResourceRef
   field?: {path?: string; currentValue?: unknown; proposedValue?: unknown}
   file?: {path?: string; index?: number}
   tags?: Record<string, string>
@@ -22,7 +31,7 @@ export function normaliseResult(raw: unknown): FunctionResult | undefined {
   const r = asRecord(raw)
   if (!r) return undefined
   const out: FunctionResult = {message: typeof r.message === 'string' ? r.message : String(r.message ?? '')}
-  if (r.severity === 'error' || r.severity === 'warning' || r.severity === 'info') out.severity = r.severity
+  if (typeof r.severity === 'string' && r.severity !== '') out.severity = r.severity
   const ref = asRecord(r.resourceRef)
   if (ref) {
     const meta = asRecord(ref.metadata)
@@ -77,15 +86,16 @@ export function errorResults(results: readonly FunctionResult[]): FunctionResult
   return results.filter((r) => r.severity === 'error')
 }
 
-/** kpt's console form: `[severity] apiVersion/kind/namespace/name field.path: message`. */
+/**
+ * One result as kpt prints it: `[severity] apiVersion/kind/namespace/name field.path: message`.
+ * Empty parts are left out; the field part is there whenever the result has a `field`; no
+ * severity prints as `[info]`.
+ */
 export function formatResult(r: FunctionResult): string {
-  const parts: string[] = [`[${r.severity ?? 'info'}]`]
   const ref = r.resourceRef
-  if (ref) {
-    const id = [ref.apiVersion, ref.kind, ref.namespace, ref.name].filter((s) => s !== undefined && s !== '').join('/')
-    if (id) parts.push(id)
-  }
-  if (r.field?.path) parts.push(r.field.path)
-  const head = parts.join(' ')
-  return parts.length > 1 ? `${head}: ${r.message}` : `${head} ${r.message}`
+  const ids = ref ? [ref.apiVersion, ref.kind, ref.namespace, ref.name].filter((s): s is string => !!s) : []
+  let line = `[${r.severity || 'info'}]`
+  if (ids.length > 0) line += ` ${ids.join('/')}`
+  if (r.field) line += ` ${r.field.path ?? ''}`
+  return `${line}: ${r.message}`
 }

@@ -1,0 +1,91 @@
+/**
+ * The functionConfig of `fnr eval`: built from `-- key=value` arguments (the ConfigMap kpt builds)
+ * or read from a `--fn-config` file.
+ */
+import {readFile} from 'node:fs/promises'
+
+import {Pair, Scalar, YAMLMap} from 'yaml'
+
+import {FnrError} from '../errors.js'
+import {krmError} from './meta.js'
+import {parseResourceList} from './read.js'
+import {stringScalar} from './yaml.js'
+
+/** Name of the ConfigMap kpt builds from command-line arguments. */
+export const FUNCTION_INPUT_NAME = 'function-input'
+
+/**
+ * The ConfigMap kpt builds from `-- k=v ...`: `metadata.name: function-input`, every value a
+ * string in `data` (later duplicates win, order of first appearance kept). As in kpt, a first
+ * argument without `=` is the functionConfig's kind instead of a key (`-- MyKind a=b`); any
+ * other argument without `=`, or with an empty key, is an error.
+ */
+export function functionConfigFromArgs(args: readonly string[]): YAMLMap {
+  let kind = 'ConfigMap'
+  const data = new YAMLMap()
+  args.forEach((arg, i) => {
+    const eq = arg.indexOf('=')
+    if (eq < 0) {
+      if (i === 0 && arg !== '') {
+        kind = arg
+        return
+      }
+      throw new FnrError('InvalidArgument', `args must have keys and values separated by =, got ${JSON.stringify(arg)}`)
+    }
+    const key = arg.slice(0, eq)
+    if (key === '') throw new FnrError('InvalidArgument', `args must have a key before =, got ${JSON.stringify(arg)}`)
+    const value = stringScalar(arg.slice(eq + 1))
+    const existing = data.items.find((p) => (p.key as Scalar).value === key)
+    if (existing) existing.value = value
+    else data.items.push(new Pair(stringScalar(key), value))
+  })
+  if (data.items.length === 0) data.flow = true
+  const metadata = new YAMLMap()
+  metadata.items.push(new Pair(new Scalar('name'), new Scalar(FUNCTION_INPUT_NAME)))
+  const fc = new YAMLMap()
+  fc.items.push(
+    new Pair(new Scalar('apiVersion'), new Scalar('v1')),
+    new Pair(new Scalar('kind'), stringScalar(kind)),
+    new Pair(new Scalar('metadata'), metadata),
+    new Pair(new Scalar('data'), data),
+  )
+  return fc
+}
+
+/**
+ * Reads a functionConfig file (`--fn-config`): exactly one KRM resource, comments kept. Like
+ * kpt, the node carries the index (and seqindent) annotations its reader sets.
+ */
+export async function readFunctionConfig(file: string): Promise<YAMLMap> {
+  let text: string
+  try {
+    text = await readFile(file, 'utf8')
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === 'ENOENT') throw new FnrError('InvalidArgument', `missing function config file: ${file}`)
+    throw new FnrError('InvalidArgument', `cannot read function config file ${file}: ${code ?? (error as Error).message}`)
+  }
+  return parseFunctionConfig(text, file)
+}
+
+/** Parses functionConfig text (see readFunctionConfig); `origin` names it in errors. */
+export function parseFunctionConfig(text: string, origin: string): YAMLMap {
+  const q = JSON.stringify(origin)
+  let list
+  try {
+    list = parseResourceList(text, {origin, unwrap: false, blockStyle: false})
+  } catch (error) {
+    if (error instanceof FnrError) {
+      throw new FnrError('InvalidArgument', `failed to read functionConfig ${q}: ${error.message.replace(`${origin}: `, '')}`)
+    }
+    throw error
+  }
+  if (list.items.length === 0) throw new FnrError('InvalidArgument', `functionConfig ${q} must contain one config, got 0`)
+  if (list.items.length > 1) {
+    throw new FnrError('InvalidArgument', `functionConfig ${q} must not contain more than one config, got ${list.items.length}`)
+  }
+  const fc = list.items[0]!
+  const bad = krmError(fc, undefined)
+  if (bad) throw new FnrError('InvalidArgument', `functionConfig ${q}: ${bad}`)
+  return fc
+}

@@ -1,0 +1,188 @@
+/**
+ * The round trip through a function, as kpt's runner does it (kyaml FunctionFilter + Pipeline):
+ *
+ * buildFunctionInput: checks the items are KRM, tags each with the ids kpt sets
+ * (`internal.config.kubernetes.io/id`, `config.k8s.io/id`, and the annotations-migration id) and
+ * renders the wrapped ResourceList with the functionConfig.
+ *
+ * readFunctionOutput: parses what the function printed (a ResourceList, a List, plain documents
+ * or nothing), restores comments the function dropped (matched by id, only where the output has
+ * none, so nothing is duplicated), removes the ids, reconciles legacy and internal path/index
+ * annotations, gives new resources a default path, and enforces kpt's output invariants.
+ */
+import {isMap, isScalar, isSeq, type Node, type YAMLMap} from 'yaml'
+
+import {FnrError} from '../errors.js'
+import {A} from './constants.js'
+import {annotationsOf, deleteAnnotation, getAnnotation, krmError, setAnnotation} from './meta.js'
+import {copyLegacyAnnotations, parseResourceList, type ResourceList} from './read.js'
+import {extractResults, type FunctionResult} from './results.js'
+import {checkPathInvariants, defaultPaths, stringifyResourceList} from './write.js'
+
+export interface FunctionInput {
+  /** The ResourceList text to write to the function's stdin. */
+  text: string
+  /** Input items by the id they were sent with (comment source for the output). */
+  byId: Map<string, YAMLMap>
+  /** Path/index annotations of each input item, by migration id. */
+  original: Map<string, Map<string, string>>
+}
+
+export interface BuildInputOptions {
+  functionConfig?: YAMLMap | null
+}
+
+/**
+ * Builds a function's stdin from the items (which must be KRM: apiVersion, kind, metadata.name,
+ * else FnrError('InvalidArgument', 'input resource list must contain only KRM resources: ...')).
+ * The items are annotated in place with ids; readFunctionOutput removes them from the output.
+ */
+export function buildFunctionInput(items: readonly YAMLMap[], options: BuildInputOptions = {}): FunctionInput {
+  items.forEach((item) => {
+    const bad = krmError(item, pathOf(item))
+    if (bad) throw new FnrError('InvalidArgument', `input resource list must contain only KRM resources: ${pathOf(item)}: ${bad}`)
+  })
+  const byId = new Map<string, YAMLMap>()
+  const original = new Map<string, Map<string, string>>()
+  items.forEach((item, i) => {
+    const rid = String(i)
+    setAnnotation(item, A.migrationId, rid)
+    copyLegacyAnnotations(item)
+    const annos = annotationsOf(item)
+    const kept = new Map<string, string>()
+    for (const key of [A.path, A.index, A.id, A.legacyPath, A.legacyIndex, A.legacyId]) {
+      const v = annos.get(key)
+      if (v !== undefined) kept.set(key, v)
+    }
+    original.set(rid, kept)
+    mismatched(annos, 'InvalidArgument')
+    const id = String(i + 1)
+    setAnnotation(item, A.id, id)
+    setAnnotation(item, A.legacyId, id)
+    byId.set(id, item)
+  })
+  const text = stringifyResourceList(items, {functionConfig: options.functionConfig ?? null})
+  for (const item of items) {
+    deleteAnnotation(item, A.id)
+    deleteAnnotation(item, A.legacyId)
+    deleteAnnotation(item, A.migrationId)
+  }
+  return {text, byId, original}
+}
+
+function pathOf(item: YAMLMap): string {
+  return getAnnotation(item, A.path) ?? getAnnotation(item, A.legacyPath) ?? ''
+}
+
+function mismatched(annos: Map<string, string>, kind: 'InvalidArgument' | 'FunctionFailed'): void {
+  for (const [what, internal, legacy] of [
+    ['path', A.path, A.legacyPath],
+    ['index', A.index, A.legacyIndex],
+    ['id', A.id, A.legacyId],
+  ] as const) {
+    const a = annos.get(internal) ?? ''
+    const b = annos.get(legacy) ?? ''
+    if (a !== '' && b !== '' && a !== b) {
+      throw new FnrError(kind, `resource input to function has mismatched legacy and internal ${what} annotations`)
+    }
+  }
+}
+
+export interface FunctionOutput {
+  list: ResourceList
+  results: FunctionResult[]
+}
+
+/**
+ * Reads a successful function's stdout. Empty output is an empty list (every resource deleted,
+ * as kpt does). Errors in the output are FnrError('FunctionFailed', ...).
+ */
+export function readFunctionOutput(output: Uint8Array | string, input?: FunctionInput): FunctionOutput {
+  const list = parseResourceList(output, {
+    origin: 'function output',
+    errorKind: 'FunctionFailed',
+    annotate: true,
+    preserveSeqIndent: false,
+  })
+  const results = extractResults(list)
+  for (const item of list.items) {
+    const id = getAnnotation(item, A.id) ?? getAnnotation(item, A.legacyId)
+    const source = id === undefined ? undefined : input?.byId.get(id)
+    if (source) copyComments(source, item)
+    deleteAnnotation(item, A.id)
+    deleteAnnotation(item, A.legacyId)
+    reconcile(item, input?.original)
+    deleteAnnotation(item, A.migrationId)
+  }
+  defaultPaths(list.items, 'FunctionFailed')
+  checkPathInvariants(list.items, 'FunctionFailed')
+  for (const item of list.items) {
+    const bad = krmError(item, pathOf(item))
+    if (bad) throw new FnrError('FunctionFailed', `output resource list must contain only KRM resources: ${pathOf(item)}: ${bad}`)
+  }
+  return {list, results}
+}
+
+/** kyaml ReconcileInternalAnnotations for one output item (both formats are always in use). */
+function reconcile(item: YAMLMap, original: Map<string, Map<string, string>> | undefined): void {
+  for (const [internal, legacy] of [
+    [A.path, A.legacyPath],
+    [A.index, A.legacyIndex],
+  ] as const) {
+    const v = getAnnotation(item, internal) ?? ''
+    const lv = getAnnotation(item, legacy) ?? ''
+    if (v === '' && lv !== '') setAnnotation(item, internal, lv, 'FunctionFailed')
+    else if (v !== '' && lv === '') setAnnotation(item, legacy, v, 'FunctionFailed')
+  }
+  const rid = getAnnotation(item, A.migrationId)
+  const before = rid === undefined ? undefined : original?.get(rid)
+  if (before) {
+    for (const [what, internal, legacy] of [
+      ['path', A.path, A.legacyPath],
+      ['index', A.index, A.legacyIndex],
+    ] as const) {
+      const was = before.get(internal) ?? before.get(legacy) ?? ''
+      if (was === '') continue
+      const now = getAnnotation(item, internal) ?? ''
+      const nowLegacy = getAnnotation(item, legacy) ?? ''
+      if (was !== now && was !== nowLegacy && now !== nowLegacy) {
+        throw new FnrError('FunctionFailed', `resource input to function has mismatched legacy and internal ${what} annotations`)
+      }
+      if (was !== now) setAnnotation(item, legacy, now, 'FunctionFailed')
+      else if (was !== nowLegacy) setAnnotation(item, internal, nowLegacy, 'FunctionFailed')
+    }
+  }
+  mismatched(annotationsOf(item), 'FunctionFailed')
+}
+
+/**
+ * Copies comments from an input resource onto the function's version of it wherever the output
+ * has none (kyaml comments.CopyComments): on the resource, on map keys and values, and on list
+ * elements matched by position (scalars only when equal).
+ */
+export function copyComments(from: Node | null | undefined, to: Node | null | undefined): void {
+  if (!from || !to) return
+  if (!to.commentBefore && from.commentBefore) to.commentBefore = from.commentBefore
+  if (!to.comment && from.comment) to.comment = from.comment
+  if (isMap(from) && isMap(to)) {
+    for (const pair of to.items) {
+      if (!isScalar(pair.key)) continue
+      const key = String(pair.key.value)
+      const src = from.items.find((p) => isScalar(p.key) && String(p.key.value) === key)
+      if (!src) continue
+      copyComments(src.key as Node, pair.key as Node)
+      copyComments(src.value as Node | null, pair.value as Node | null)
+    }
+  } else if (isSeq(from) && isSeq(to)) {
+    const n = Math.min(from.items.length, to.items.length)
+    for (let i = 0; i < n; i++) {
+      const a = from.items[i] as Node | null
+      const b = to.items[i] as Node | null
+      if (isScalar(a) && isScalar(b)) {
+        if (String(a.value) === String(b.value)) copyComments(a, b)
+      } else if (isScalar(a) === isScalar(b)) {
+        copyComments(a, b)
+      }
+    }
+  }
+}

@@ -1,0 +1,375 @@
+/**
+ * YAML plumbing shared by the ResourceList modules, on the `yaml` package's Document API.
+ *
+ * Documents are parsed with the failsafe schema: every scalar stays a string with its source
+ * style (plain, single or double quoted, block), so writing a resource back reproduces `0x1F`,
+ * `1.50`, `True` or `~` as they were written, the way kpt (go-yaml v3 nodes) does. When a typed
+ * value is needed (JSON files, result values) `toTyped` resolves plain scalars the way go-yaml
+ * does. Documents are split like kyaml's ByteReader (`\n---` lines), so indexes, empty
+ * documents and the seqindent annotation match kpt.
+ */
+import {
+  Alias,
+  Document,
+  isAlias,
+  isMap,
+  isPair,
+  isScalar,
+  isSeq,
+  parseAllDocuments,
+  Scalar,
+  type DocumentOptions,
+  type Node,
+  type ParseOptions,
+  type SchemaOptions,
+  type ToStringOptions,
+  type YAMLMap,
+} from 'yaml'
+
+import {type ErrorKind, FnrError, firstLine} from '../errors.js'
+import type {SeqIndent} from './constants.js'
+
+export const PARSE_OPTIONS: ParseOptions & DocumentOptions & SchemaOptions = {
+  schema: 'failsafe',
+  prettyErrors: false,
+  logLevel: 'silent',
+  uniqueKeys: true,
+}
+
+const TO_STRING: ToStringOptions = {
+  lineWidth: 0,
+  minContentWidth: 0,
+  flowCollectionPadding: false,
+  directives: false,
+}
+
+/** A document of a YAML stream as kpt reads it: its top-level node and the text it came from. */
+export interface StreamDocument {
+  node: Node
+  /** The document's own text (between separators), used to derive the seqindent style. */
+  text: string
+}
+
+/**
+ * Splits a stream like kyaml's ByteReader: a separator is a line starting with `---` that is not
+ * the first line; anything after `---` other than a comment is an error.
+ */
+export function splitDocuments(text: string): string[] {
+  if (text.length === 0) return []
+  const out: string[] = []
+  const re = /\n---.*\n/g
+  let prev = 0
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+    const after = m[0].slice(4).trim()
+    if (after.length > 0 && !after.startsWith('#')) {
+      throw new Error(`invalid document separator: ${m[0].trim()}`)
+    }
+    out.push(text.slice(prev, m.index))
+    prev = m.index + m[0].length
+  }
+  out.push(text.slice(prev))
+  return out
+}
+
+function isNullScalar(node: Node): boolean {
+  if (!isScalar(node)) return false
+  if (node.tag === 'tag:yaml.org,2002:null') return true
+  if (node.type !== undefined && node.type !== Scalar.PLAIN) return false
+  return node.tag === undefined && /^(~|null|Null|NULL|)$/.test(String(node.value))
+}
+
+/**
+ * Parses a YAML stream into its non-empty documents (kyaml ByteReader semantics). Document-level
+ * comments are moved onto the top-level node so the node can be moved into another document.
+ * Errors are thrown as FnrError(kind) prefixed with `origin`.
+ */
+export function parseStream(input: string, origin: string, kind: ErrorKind): StreamDocument[] {
+  const text = input.includes('\r\n') ? input.replace(/\r\n/g, '\n') : input
+  let chunks: string[]
+  try {
+    chunks = splitDocuments(text)
+  } catch (error) {
+    throw new FnrError(kind, `${origin}: ${(error as Error).message}`)
+  }
+  const out: StreamDocument[] = []
+  for (let i = 0; i < chunks.length; i++) {
+    const chunk = i === chunks.length - 1 ? chunks[i]! : `${chunks[i]!}\n`
+    if (chunk.trim() === '') continue
+    const parsed = parseAllDocuments(chunk, PARSE_OPTIONS)
+    const doc = parsed[0]
+    if (doc === undefined) {
+      // An empty stream (only comments); the yaml package may still report errors on it.
+      const errors = (parsed as {errors?: Array<{message: string}>}).errors ?? []
+      if (errors.length > 0) throw malformed(kind, origin, errors[0]!.message)
+      continue
+    }
+    if (doc.errors.length > 0) throw malformed(kind, origin, doc.errors[0]!.message)
+    const node = doc.contents as Node | null
+    if (node === null || isNullScalar(node)) continue
+    hoistHeadComment(node)
+    if (doc.commentBefore) node.commentBefore = joinComments(doc.commentBefore, node.commentBefore, '\n\n')
+    if (doc.comment) node.comment = joinComments(node.comment, doc.comment, '\n')
+    out.push({node, text: chunk})
+  }
+  return out
+}
+
+/**
+ * Moves the comment above a top-level map's first key onto the map itself, where the yaml
+ * package puts the head comment of a list item: an item then has its head comment in the same
+ * place whether it was read from a file or from a ResourceList.
+ */
+export function hoistHeadComment(node: Node): void {
+  if (!isMap(node)) return
+  const first = node.items[0]
+  const key = first && isPair(first) ? (first.key as Node | null) : null
+  if (key && typeof key === 'object' && key.commentBefore) {
+    node.commentBefore = joinComments(node.commentBefore, key.commentBefore, '\n')
+    key.commentBefore = undefined
+  }
+}
+
+function malformed(kind: ErrorKind, origin: string, message: string): FnrError {
+  return new FnrError(kind, `${origin}: MalformedYAMLError: ${firstLine(message)}`)
+}
+
+function joinComments(a: string | null | undefined, b: string | null | undefined, sep: string): string {
+  if (!a) return b ?? ''
+  if (!b) return a
+  return `${a}${sep}${b}`
+}
+
+/**
+ * kyaml's DeriveSeqIndentStyle: the style of the first block sequence whose key line can be
+ * found, `compact` when `- ` is at the key's column and `wide` when it is two columns further.
+ */
+export function deriveSeqIndent(text: string): SeqIndent {
+  const lines = text.split('\n')
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!
+    const at = line.indexOf('- ')
+    if (at < 0) continue
+    if (!/^ *$/.test(line.slice(0, at))) continue
+    let keyLine: string | undefined
+    for (let j = i - 1; j >= 0; j--) {
+      const candidate = lines[j]!
+      if (trimSpaces(candidate).startsWith('#')) continue
+      keyLine = candidate.split('#', 1)[0]!
+      break
+    }
+    if (keyLine === undefined || keyLine === '') continue
+    const keyIndent = keyLine.length - keyLine.replace(/^ +/, '').length
+    const trimmed = trimSpaces(keyLine)
+    if ((trimmed.match(/:/g) ?? []).length !== 1 || !trimmed.endsWith(':')) continue
+    if (at === keyIndent) return 'compact'
+    if (at - keyIndent === 2) return 'wide'
+  }
+  return 'compact'
+}
+
+function trimSpaces(s: string): string {
+  return s.replace(/^ +| +$/g, '')
+}
+
+/** Removes blank-line markers: kpt (go-yaml v3) does not keep blank lines between nodes. */
+export function dropBlankLines(node: Node | null | undefined): void {
+  if (!node) return
+  node.spaceBefore = false
+  if (isMap(node)) {
+    for (const pair of node.items) {
+      if (isPair(pair)) {
+        dropBlankLines(pair.key as Node | null)
+        dropBlankLines(pair.value as Node | null)
+      }
+    }
+  } else if (isSeq(node)) {
+    for (const item of node.items) dropBlankLines(item as Node | null)
+  }
+}
+
+let renderDoc: Document | undefined
+
+/**
+ * Renders one node as a standalone YAML document (no `---`), in the given sequence indentation.
+ * The node is not modified and stays usable in its own document.
+ */
+export function stringifyNode(node: Node, seqIndent: SeqIndent = 'compact'): string {
+  renderDoc ??= new Document(null, PARSE_OPTIONS)
+  renderDoc.contents = node
+  try {
+    return renderDoc.toString({...TO_STRING, indentSeq: seqIndent === 'wide'})
+  } catch (error) {
+    throw new FnrError('InvalidArgument', `cannot write resource: ${firstLine((error as Error).message)}`)
+  } finally {
+    renderDoc.contents = null
+  }
+}
+
+/** Indents every non-empty line of a block of text. */
+export function indentLines(text: string, prefix: string, firstPrefix = prefix): string {
+  const lines = text.endsWith('\n') ? text.slice(0, -1).split('\n') : text.split('\n')
+  return lines.map((l, i) => (l === '' ? '' : (i === 0 ? firstPrefix : prefix) + l)).join('\n') + '\n'
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scalars
+
+/** A string scalar that reads back as the same string in any YAML 1.1/1.2 parser. */
+export function stringScalar(value: string): Scalar<string> {
+  const s = new Scalar(value)
+  if (needsQuotes(value)) s.type = Scalar.QUOTE_DOUBLE
+  return s
+}
+
+/** A single-quoted string scalar, the style kpt uses for the annotations it adds. */
+export function quotedScalar(value: string): Scalar<string> {
+  const s = new Scalar(value)
+  s.type = Scalar.QUOTE_SINGLE
+  return s
+}
+
+const YAML11_BOOL = /^(y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF)$/
+
+/** True when a plain scalar with this text would not read back as this string. */
+export function needsQuotes(value: string): boolean {
+  return typeof resolvePlain(value) !== 'string' || YAML11_BOOL.test(value)
+}
+
+const FLOAT = /^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$/
+const GO_INT = /^[-+]?(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)$/
+
+/** The value of a plain scalar as go-yaml v3 resolves it (null, bool, int, float or string). */
+export function resolvePlain(text: string): string | number | boolean | null {
+  switch (text) {
+    case '':
+    case '~':
+    case 'null':
+    case 'Null':
+    case 'NULL':
+      return null
+    case 'true':
+    case 'True':
+    case 'TRUE':
+      return true
+    case 'false':
+    case 'False':
+    case 'FALSE':
+      return false
+    case '.inf':
+    case '.Inf':
+    case '.INF':
+    case '+.inf':
+    case '+.Inf':
+    case '+.INF':
+      return Number.POSITIVE_INFINITY
+    case '-.inf':
+    case '-.Inf':
+    case '-.INF':
+      return Number.NEGATIVE_INFINITY
+    case '.nan':
+    case '.NaN':
+    case '.NAN':
+      return Number.NaN
+  }
+  const c = text.charCodeAt(0)
+  const numberish = (c >= 48 && c <= 57) || c === 43 || c === 45 || c === 46
+  if (!numberish) return text
+  const plain = text.replace(/_/g, '')
+  if (GO_INT.test(plain)) {
+    const sign = plain.startsWith('-') ? -1 : 1
+    const digits = plain.replace(/^[-+]/, '')
+    let n: number
+    if (/^0[xX]/.test(digits)) n = Number.parseInt(digits.slice(2), 16)
+    else if (/^0[oO]/.test(digits)) n = Number.parseInt(digits.slice(2), 8)
+    else if (/^0[bB]/.test(digits)) n = Number.parseInt(digits.slice(2), 2)
+    else if (digits.length > 1 && digits.startsWith('0')) n = Number.parseInt(digits, 8)
+    else n = Number.parseInt(digits, 10)
+    return sign * n
+  }
+  if (FLOAT.test(plain)) return Number.parseFloat(plain)
+  return text
+}
+
+const MAX_ALIAS_EXPANSIONS = 10_000
+
+/**
+ * The plain JavaScript value of a node, with scalars typed as go-yaml v3 would type them. Used
+ * where types matter (JSON files, result values); metadata is read as strings elsewhere.
+ */
+export function toTyped(node: unknown): unknown {
+  const anchors = new Map<string, unknown>()
+  let expansions = 0
+  const walk = (n: unknown): unknown => {
+    if (n === null || n === undefined) return null
+    if (isAlias(n)) {
+      if (++expansions > MAX_ALIAS_EXPANSIONS) throw new FnrError('InvalidArgument', 'too many YAML alias expansions')
+      const v = anchors.get((n as Alias).source)
+      return v === undefined ? null : structuredClone(v)
+    }
+    let v: unknown
+    if (isScalar(n)) v = scalarValue(n)
+    else if (isMap(n)) {
+      const o: Record<string, unknown> = {}
+      for (const pair of n.items) {
+        const key = isScalar(pair.key) ? String(pair.key.value) : String(walk(pair.key))
+        if (key === '<<' && isAlias(pair.value)) {
+          const merged = walk(pair.value)
+          if (merged && typeof merged === 'object' && !Array.isArray(merged)) {
+            for (const [k, mv] of Object.entries(merged)) if (!(k in o)) o[k] = mv
+          }
+          continue
+        }
+        o[key] = walk(pair.value)
+      }
+      v = o
+    } else if (isSeq(n)) v = n.items.map((i) => walk(i))
+    else v = null
+    const anchor = (n as {anchor?: string}).anchor
+    if (anchor) anchors.set(anchor, v)
+    return v
+  }
+  return walk(node)
+}
+
+function scalarValue(s: Scalar): unknown {
+  const text = s.value === null || s.value === undefined ? '' : String(s.value)
+  switch (s.tag) {
+    case 'tag:yaml.org,2002:str':
+      return text
+    case 'tag:yaml.org,2002:null':
+      return null
+    case 'tag:yaml.org,2002:bool':
+    case 'tag:yaml.org,2002:int':
+    case 'tag:yaml.org,2002:float': {
+      const r = resolvePlain(text)
+      return typeof r === 'string' ? text : r
+    }
+  }
+  if (s.type !== undefined && s.type !== Scalar.PLAIN) return text
+  if (typeof s.value !== 'string') return s.value ?? null
+  return resolvePlain(text)
+}
+
+/** The string value of a scalar node, or undefined for anything else. */
+export function scalarString(node: unknown): string | undefined {
+  if (!isScalar(node)) return undefined
+  if (node.value === null || node.value === undefined) return ''
+  return String(node.value)
+}
+
+/** The value node under `key` in a map node (undefined when absent or not a map). */
+export function getIn(node: unknown, key: string): Node | undefined {
+  if (!isMap(node)) return undefined
+  for (const pair of node.items) {
+    if (isScalar(pair.key) && String(pair.key.value) === key) return (pair.value ?? undefined) as Node | undefined
+  }
+  return undefined
+}
+
+/** The pair for `key` in a map node. */
+export function pairOf(map: YAMLMap<unknown, unknown>, key: string) {
+  for (const pair of map.items) {
+    if (isScalar(pair.key) && String(pair.key.value) === key) return pair
+  }
+  return undefined
+}

@@ -1,0 +1,202 @@
+import {expect} from 'chai'
+import {parse} from 'yaml'
+
+import {FnrError} from '../../src/lib/errors.js'
+import {getAnnotation, readPackage, sourcePackage, sourcePathsOf} from '../../src/lib/resourcelist/index.js'
+import {kpt, PACKAGES, Scratch} from './helpers.js'
+
+const pathsOf = (text: string): string[] =>
+  (parse(text).items as Array<{metadata: {annotations: Record<string, string>}}>).map(
+    (i) => `${i.metadata.annotations['internal.config.kubernetes.io/path']}#${i.metadata.annotations['internal.config.kubernetes.io/index']}`,
+  )
+
+describe('resourcelist source', () => {
+  const scratch = new Scratch()
+  after(() => scratch.cleanup())
+
+  describe('interop with kpt fn source', () => {
+    for (const name of Object.keys(PACKAGES)) {
+      it(`produces the same ResourceList as kpt for the "${name}" package (byte for byte)`, async () => {
+        const dir = scratch.tree(PACKAGES[name]!, name)
+        const want = kpt(['fn', 'source', dir])
+        expect(want.status, want.stderr).to.equal(0)
+        const got = await sourcePackage([dir])
+        expect(parse(got)).to.deep.equal(parse(want.stdout))
+        expect(got).to.equal(want.stdout)
+      })
+    }
+
+    it('matches kpt for non-KRM documents and bare lists (passed through by source)', async () => {
+      const dir = scratch.tree({
+        'values.yaml': 'foo: bar\n',
+        'seq.yaml': '- a\n- b\n',
+        'flow.yaml': '{}\n',
+        'legacy.yaml': 'apiVersion: v1\nkind: A\nmetadata:\n  name: x\n  annotations:\n    config.kubernetes.io/path: foo/bar.yaml\n    internal.config.kubernetes.io/id: "3"\n',
+        'emptyannos.yaml': 'apiVersion: v1\nkind: A\nmetadata:\n  name: y\n  annotations: {}\n  labels:\n    l: v\n',
+        'null.yaml': 'null\n',
+      })
+      const want = kpt(['fn', 'source', dir])
+      expect(want.status, want.stderr).to.equal(0)
+      const got = await sourcePackage([dir], {requireKrm: false})
+      expect(got).to.equal(want.stdout)
+      const e = (await sourcePackage([dir]).catch((x: unknown) => x)) as FnrError
+      expect(e).to.be.instanceOf(FnrError)
+      expect(e.message).to.match(/^input resource list must contain only KRM resources: /)
+    })
+
+    it('reads a single file like kpt (path is the base name)', async () => {
+      const dir = scratch.tree(PACKAGES.basic!)
+      const want = kpt(['fn', 'source', `${dir}/deploy.yaml`])
+      expect(await sourcePackage([`${dir}/deploy.yaml`])).to.equal(want.stdout)
+    })
+
+    it('follows symlinked files but not symlinked directories, like kpt', async () => {
+      const dir = scratch.tree({
+        'target/t.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: t\n',
+        'linkdir': '->target',
+        'linkfile.yaml': '->target/t.yaml',
+      })
+      const want = kpt(['fn', 'source', dir])
+      const got = await sourcePackage([dir])
+      expect(got).to.equal(want.stdout)
+      expect(pathsOf(got)).to.deep.equal(['linkfile.yaml#0', 'target/t.yaml#0'])
+    })
+  })
+
+  describe('.krmignore', () => {
+    const files = {
+      'sub/x/a.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sxa\n',
+      'sub/deep/d.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sdd\n',
+      'sub/a.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sa\n',
+      'sub/c.yml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sc\n',
+      'x/a.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: xa\n',
+      'a.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n',
+      'sub2/b.json': '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"s2b"}}',
+      'b.json': '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"b"}}',
+    }
+    const patterns = [
+      '*.json',
+      'x/',
+      '/a.yaml',
+      'a.yaml',
+      'x/a.yaml',
+      'sub/x',
+      'deep',
+      '/sub/*.yaml',
+      'sub/*.yaml',
+      '*/a.yaml',
+      '**/a.yaml',
+      '  a.yaml  ',
+      'a.yaml\n!/x/a.yaml',
+      '!a.yaml\na.yaml',
+      '#a.yaml',
+      'sub',
+      'sub/',
+      '/sub',
+      'a.*',
+      '[ab].json',
+      '[^a].json',
+      'a?yaml',
+      'sub/**',
+      'sub/x/',
+      '/sub/x/a.yaml',
+      '*',
+    ]
+    for (const pattern of patterns) {
+      it(`ignores the same files as kpt for ${JSON.stringify(pattern)}`, async () => {
+        const dir = scratch.tree({...files, '.krmignore': `${pattern}\n`})
+        const want = kpt(['fn', 'source', dir])
+        expect(want.status, want.stderr).to.equal(0)
+        expect(pathsOf(await sourcePackage([dir]))).to.deep.equal(pathsOf(want.stdout))
+      })
+    }
+
+    it('matches anchored directory patterns that kpt misses (documented difference)', async () => {
+      const dir = scratch.tree({...files, '.krmignore': '/x/\n/sub/x\n'})
+      const got = pathsOf(await sourcePackage([dir]))
+      expect(got).to.not.include('x/a.yaml#0')
+      expect(got).to.not.include('sub/x/a.yaml#0')
+      expect(got).to.include('sub/a.yaml#0')
+    })
+  })
+
+  describe('reading', () => {
+    it('annotates items with path, index and seqindent (internal and legacy)', async () => {
+      const dir = scratch.tree(PACKAGES.basic!)
+      const list = await readPackage([dir])
+      const svc = list.items[2]!
+      expect(getAnnotation(svc, 'internal.config.kubernetes.io/path')).to.equal('deploy.yaml')
+      expect(getAnnotation(svc, 'config.kubernetes.io/path')).to.equal('deploy.yaml')
+      expect(getAnnotation(svc, 'internal.config.kubernetes.io/index')).to.equal('1')
+      expect(getAnnotation(svc, 'config.kubernetes.io/index')).to.equal('1')
+      expect(getAnnotation(svc, 'internal.config.kubernetes.io/seqindent')).to.equal('compact')
+      expect(getAnnotation(list.items[1]!, 'internal.config.kubernetes.io/seqindent')).to.equal('wide')
+      expect(sourcePathsOf(list.items)).to.deep.equal(['Kptfile', 'deploy.yaml', 'sub/cm.yaml'])
+    })
+
+    it('keeps comments on the items', async () => {
+      const dir = scratch.tree(PACKAGES.basic!)
+      const list = await readPackage([dir])
+      expect(list.items[1]!.commentBefore).to.equal(' leading comment')
+      expect(await sourcePackage([dir])).to.include('- # leading comment\n  apiVersion: apps/v1')
+    })
+
+    it('rejects non-KRM documents naming the file, as kpt fn eval does', async () => {
+      const dir = scratch.tree({'ok.yaml': 'apiVersion: v1\nkind: A\nmetadata:\n  name: a\n', 'values.yaml': 'foo: bar\n'})
+      const error = await readPackage([dir]).catch((e: unknown) => e)
+      expect(error).to.be.instanceOf(FnrError)
+      expect((error as FnrError).kind).to.equal('InvalidArgument')
+      expect((error as FnrError).message).to.equal('input resource list must contain only KRM resources: values.yaml: resource must have `apiVersion`')
+      for (const [doc, missing] of [
+        ['apiVersion: v1\nmetadata:\n  name: a\n', '`kind`'],
+        ['apiVersion: v1\nkind: A\n', '`metadata.name`'],
+      ] as const) {
+        const d = scratch.tree({'r.yaml': doc})
+        const e = (await readPackage([d]).catch((x: unknown) => x)) as FnrError
+        expect(e.message).to.equal(`input resource list must contain only KRM resources: r.yaml: resource must have ${missing}`)
+      }
+      const list = await readPackage([dir], {requireKrm: false})
+      expect(list.items).to.have.length(2)
+    })
+
+    it('lets kustomization files through the KRM check, as kpt does', async () => {
+      const dir = scratch.tree({'kustomization.yaml': 'resources:\n- a.yaml\n'})
+      expect((await readPackage([dir])).items).to.have.length(1)
+    })
+
+    it('reports malformed YAML and bad documents with the file name', async () => {
+      const cases: Array<[string, RegExp]> = [
+        ['a: [1\n', /^.*bad\.yaml: MalformedYAMLError: /],
+        ['a: 1\n--- foo\nb: 2\n', /bad\.yaml: invalid document separator: --- foo$/],
+        ['hello\n', /bad\.yaml: wrong node kind: expected MappingNode but got ScalarNode: hello$/],
+        ['apiVersion: v1\nkind: A\nmetadata: 5\n', /bad\.yaml: wrong node kind/],
+      ]
+      for (const [content, re] of cases) {
+        const dir = scratch.tree({'bad.yaml': content})
+        const e = (await readPackage([dir], {requireKrm: false}).catch((x: unknown) => x)) as FnrError
+        expect(e).to.be.instanceOf(FnrError)
+        expect(e.kind).to.equal('InvalidArgument')
+        expect(e.message).to.match(re)
+        expect(e.message).to.not.include('\n')
+      }
+    })
+
+    it('makes paths relative to each input and rejects overlapping inputs', async () => {
+      const a = scratch.tree({'x.yaml': 'apiVersion: v1\nkind: A\nmetadata:\n  name: a\n'})
+      const b = scratch.tree({'sub/y.yaml': 'apiVersion: v1\nkind: B\nmetadata:\n  name: b\n', 'single.yaml': 'apiVersion: v1\nkind: C\nmetadata:\n  name: c\n'})
+      const list = await readPackage([a, `${b}/sub`, `${b}/single.yaml`])
+      expect(list.items.map((i) => getAnnotation(i, 'internal.config.kubernetes.io/path'))).to.deep.equal(['x.yaml', 'y.yaml', 'single.yaml'])
+      const e = (await readPackage([a, `${a}/x.yaml`]).catch((x: unknown) => x)) as FnrError
+      expect(e.kind).to.equal('InvalidArgument')
+      expect(e.message).to.match(/^input paths overlap: "x\.yaml"/)
+    })
+
+    it('fails clearly on a missing input', async () => {
+      const e = (await readPackage([scratch.path('missing')]).catch((x: unknown) => x)) as FnrError
+      expect(e.kind).to.equal('InvalidArgument')
+      expect(e.message).to.match(/missing-\d+: no such file or directory$/)
+      const e2 = (await readPackage([]).catch((x: unknown) => x)) as FnrError
+      expect(e2.kind).to.equal('InvalidArgument')
+    })
+  })
+})
