@@ -108,7 +108,10 @@ export function readFunctionOutput(output: Uint8Array | string, input?: Function
   for (const item of list.items) {
     const id = getAnnotation(item, A.id) ?? getAnnotation(item, A.legacyId)
     const source = id === undefined ? undefined : input?.byId.get(id)
-    if (source) copyComments(source, item)
+    if (source) {
+      copyComments(source, item)
+      syncOrder(source, item)
+    }
     deleteAnnotation(item, A.id)
     deleteAnnotation(item, A.legacyId)
     reconcile(item, input?.original)
@@ -153,6 +156,35 @@ function reconcile(item: YAMLMap, original: Map<string, Map<string, string>> | u
     }
   }
   mismatched(annotationsOf(item), 'FunctionFailed')
+}
+
+/**
+ * Restores the input's key order on the function's version of a resource, as kpt does (kyaml
+ * SyncOrder): in every map that has a counterpart in the input, keys the input had come first in
+ * the input's order, then new keys in the order the function wrote them; lists are matched by
+ * position. Measured against kpt 1.0.0-beta.56 (a function that reorders or inserts keys).
+ */
+export function syncOrder(from: Node | null | undefined, to: Node | null | undefined): void {
+  if (!from || !to) return
+  if (isMap(from) && isMap(to)) {
+    const keyOf = (p: {key: unknown}): string | undefined => (isScalar(p.key) ? String(p.key.value) : undefined)
+    const rank = new Map<string, number>()
+    from.items.forEach((p, i) => {
+      const k = keyOf(p)
+      if (k !== undefined && !rank.has(k)) rank.set(k, i)
+    })
+    const known = to.items.filter((p) => rank.has(keyOf(p) ?? '\0'))
+    const added = to.items.filter((p) => !rank.has(keyOf(p) ?? '\0'))
+    known.sort((a, b) => rank.get(keyOf(a)!)! - rank.get(keyOf(b)!)!)
+    to.items = [...known, ...added]
+    for (const pair of known) {
+      const src = from.items[rank.get(keyOf(pair)!)!]
+      syncOrder(src?.value as Node | null, pair.value as Node | null)
+    }
+  } else if (isSeq(from) && isSeq(to)) {
+    const n = Math.min(from.items.length, to.items.length)
+    for (let i = 0; i < n; i++) syncOrder(from.items[i] as Node | null, to.items[i] as Node | null)
+  }
 }
 
 /**

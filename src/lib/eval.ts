@@ -1,0 +1,212 @@
+/**
+ * `fnr eval`: one evaluation of a function on a ResourceList, like `kpt fn eval`.
+ *
+ *   input     stdin (a ResourceList, or plain KRM YAML documents) or --input files/directories
+ *             (read like `kpt fn source`: path and index annotations)
+ *   function  --exec "PATH ARGS" (no shell) or --image (resolved through the exec config)
+ *   config    --fn-config FILE, or `-- key=value…` (kpt's function-input ConfigMap); a
+ *             ResourceList on stdin keeps its own functionConfig when neither is given
+ *   output    stdout: the wrapped ResourceList (what `kpt fn sink` reads); "unwrap": plain YAML
+ *             documents; a directory: files written like `kpt fn sink` (the directory must not
+ *             exist), or, when it is the one --input directory, written back in place
+ *
+ * Progress and results go to stderr in kpt's format; stdout carries only data. A function that
+ * exits non-zero writes nothing and fails the command (exit 1). Error-severity results with
+ * exit 0 pass, as in kpt, unless failOnErrorResults is set.
+ */
+import {realpath} from 'node:fs/promises'
+import path from 'node:path'
+import {buffer} from 'node:stream/consumers'
+
+import {parse as shellParse} from 'shell-quote'
+import type {YAMLMap} from 'yaml'
+
+import {loadExecConfig} from './config/exec-config.js'
+import type {ExecPaths} from './config/embedded.js'
+import {FnrError} from './errors.js'
+import {ExecEvaluator} from './evaluators/exec.js'
+import type {FunctionFailure} from './process/failure.js'
+import {functionFailedError} from './process/failure.js'
+import {runFunctionProcess} from './process/run.js'
+import * as rl from './resourcelist/index.js'
+
+export interface EvalOptions {
+  /** Files or directories; empty (or ["-"]) means stdin. */
+  inputs: string[]
+  image?: string
+  exec?: string
+  fnConfigPath?: string
+  fnConfigArgs: string[]
+  /** "stdout", "unwrap" or a directory. */
+  output: string
+  resultsDir?: string
+  timeoutMs: number
+  maxOutputBytes: number
+  failOnErrorResults: boolean
+  truncateOutput: boolean
+  execPaths: ExecPaths & {defaultImagePrefix: string}
+}
+
+export interface EvalIO {
+  stdin: NodeJS.ReadableStream
+  stdout: NodeJS.WritableStream
+  stderr: NodeJS.WritableStream
+}
+
+interface RunOutcome {
+  stdout: Buffer
+  stderr: Buffer
+  exitCode: number
+  durationMs: number
+}
+
+/** Splits an --exec string like kpt does (shell words, quotes) but never runs a shell. */
+export function splitExec(exec: string): string[] {
+  const words = shellParse(exec, (name) => `$${name}`)
+  const out: string[] = []
+  for (const w of words) {
+    if (typeof w !== 'string') {
+      throw new FnrError('Usage', `--exec ${JSON.stringify(exec)}: shell operators are not supported (fnr runs the command without a shell)`)
+    }
+    out.push(w)
+  }
+  if (out.length === 0) throw new FnrError('Usage', '--exec is empty')
+  return out
+}
+
+async function readInput(options: EvalOptions, io: EvalIO): Promise<{list: rl.ResourceList; fromStdin: boolean; inPlaceDir?: string}> {
+  const fromStdin = options.inputs.length === 0 || (options.inputs.length === 1 && options.inputs[0] === '-')
+  if (fromStdin) {
+    const bytes = await buffer(io.stdin)
+    if (bytes.length === 0) throw new FnrError('InvalidArgument', 'stdin is empty: pipe a ResourceList (e.g. kpt fn source DIR) or use --input')
+    return {list: rl.parseResourceList(bytes, {origin: 'stdin'}), fromStdin}
+  }
+  if (options.inputs.includes('-')) throw new FnrError('Usage', '"-" (stdin) cannot be combined with other --input paths')
+  const list = await rl.readPackage(options.inputs)
+  return {list, fromStdin}
+}
+
+async function functionConfigFor(options: EvalOptions, list: rl.ResourceList): Promise<YAMLMap | null> {
+  if (options.fnConfigPath && options.fnConfigArgs.length > 0) {
+    throw new FnrError('Usage', '--fn-config and "-- key=value" arguments cannot be used together')
+  }
+  if (options.fnConfigPath) return rl.readFunctionConfig(options.fnConfigPath)
+  if (options.fnConfigArgs.length > 0) return rl.functionConfigFromArgs(options.fnConfigArgs)
+  const own = list.functionConfig
+  if (own && typeof own === 'object' && 'items' in own) return own as YAMLMap
+  return rl.functionConfigFromArgs([])
+}
+
+async function runFunction(options: EvalOptions, label: string, input: Buffer): Promise<RunOutcome> {
+  const deadline = Date.now() + options.timeoutMs
+  if (options.exec !== undefined) {
+    const [command, ...args] = splitExec(options.exec)
+    // Like kpt: the exec function inherits the environment and runs in the current directory.
+    const r = await runFunctionProcess({command: command!, args, input, env: process.env, deadline, maxStdoutBytes: options.maxOutputBytes, label})
+    if (r.exitCode === null) throw await functionFailedError(label, r)
+    return {stdout: r.stdout, stderr: r.stderr, exitCode: r.exitCode, durationMs: r.durationMs}
+  }
+  const config = await loadExecConfig({
+    configPath: options.execPaths.configPath,
+    functionsDir: options.execPaths.functionsDir,
+    defaultImagePrefix: options.execPaths.defaultImagePrefix,
+  })
+  if (!config.lookup(options.image!)) {
+    throw new FnrError(
+      'NotFound',
+      `function ${JSON.stringify(options.image)} is not in the exec config ${options.execPaths.configPath}; use --exec, or --config/--functions to map it`,
+    )
+  }
+  const evaluator = new ExecEvaluator({config, maxOutputBytes: options.maxOutputBytes})
+  const started = performance.now()
+  try {
+    const res = await evaluator.evaluate({image: options.image!, resourceList: input, deadline})
+    return {stdout: res.resourceList, stderr: res.log, exitCode: 0, durationMs: performance.now() - started}
+  } catch (err) {
+    const failure = err instanceof FnrError ? (err.details.failure as FunctionFailure | undefined) : undefined
+    if (!failure || failure.exitCode === null) throw err
+    return {
+      stdout: err instanceof FnrError && Buffer.isBuffer(err.details.stdout) ? err.details.stdout : Buffer.alloc(0),
+      stderr: err instanceof FnrError && Buffer.isBuffer(err.details.stderr) ? err.details.stderr : Buffer.alloc(0),
+      exitCode: failure.exitCode,
+      durationMs: performance.now() - started,
+    }
+  }
+}
+
+async function sameDirectory(a: string, b: string): Promise<boolean> {
+  try {
+    return (await realpath(a)) === (await realpath(b))
+  } catch {
+    return false
+  }
+}
+
+/** Results of a failed function: parsed when possible, never an error of their own. */
+function resultsOfFailedRun(stdout: Buffer): rl.FunctionResult[] {
+  try {
+    return rl.readFunctionOutput(stdout).results
+  } catch {
+    return []
+  }
+}
+
+export async function runEval(options: EvalOptions, io: EvalIO): Promise<void> {
+  if ((options.image === undefined) === (options.exec === undefined)) {
+    throw new FnrError('Usage', 'give exactly one of --image or --exec')
+  }
+  const label = options.image ?? options.exec!
+  const {list, fromStdin} = await readInput(options, io)
+  const functionConfig = await functionConfigFor(options, list)
+  const previousPaths = rl.sourcePathsOf(list.items)
+  const input = rl.buildFunctionInput(list.items, {functionConfig})
+
+  io.stderr.write(`[RUNNING] ${JSON.stringify(label)}\n`)
+  const run = await runFunction(options, label, Buffer.from(input.text))
+  const stderrText = run.stderr.toString('utf8')
+  const record: rl.FunctionRunRecord = {
+    ...(options.image ? {image: options.image} : {exec: options.exec}),
+    exitCode: run.exitCode,
+    ...(stderrText ? {stderr: stderrText} : {}),
+  }
+  const blockOptions = {truncate: options.truncateOutput}
+
+  if (run.exitCode !== 0) {
+    const results = resultsOfFailedRun(run.stdout)
+    io.stderr.write(`[FAIL] ${JSON.stringify(label)} in ${rl.formatKptDuration(run.durationMs)}\n`)
+    io.stderr.write(rl.formatResultsBlock(results, blockOptions))
+    io.stderr.write(rl.formatStderrBlock(stderrText, blockOptions))
+    io.stderr.write(`  Exit code: ${run.exitCode}\n\n`)
+    await writeResults(options, io, {...record, results}, 1)
+    throw new FnrError('FunctionFailed', `function ${JSON.stringify(label)} exited with code ${run.exitCode}; nothing was written`)
+  }
+
+  const output = rl.readFunctionOutput(run.stdout, input)
+  io.stderr.write(`[PASS] ${JSON.stringify(label)} in ${rl.formatKptDuration(run.durationMs)}\n`)
+  io.stderr.write(rl.formatResultsBlock(output.results, blockOptions))
+  io.stderr.write(rl.formatStderrBlock(stderrText, blockOptions))
+  const errorCount = rl.countErrorResults(output.results)
+  const failing = options.failOnErrorResults && errorCount > 0
+  await writeResults(options, io, {...record, results: output.results}, failing ? 1 : 0)
+  if (failing) {
+    throw new FnrError('FunctionFailed', `function ${JSON.stringify(label)} reported ${errorCount} error result(s) (--fail-on-error-results); nothing was written`)
+  }
+
+  if (options.output === 'stdout') {
+    io.stdout.write(rl.wrapForStdout(output.list))
+  } else if (options.output === 'unwrap') {
+    io.stdout.write(rl.unwrapToYaml(output.list))
+  } else if (!fromStdin && options.inputs.length === 1 && (await sameDirectory(options.inputs[0]!, options.output))) {
+    const report = await rl.writePackage(output.list.items, options.output, {previousPaths})
+    io.stderr.write(`wrote ${report.written.length} file(s), deleted ${report.deleted.length}, unchanged ${report.unchanged.length} in ${options.output}\n`)
+  } else {
+    const report = await rl.sinkToDirectory(output.list, options.output)
+    io.stderr.write(`wrote ${report.written.length} file(s) to ${options.output}\n`)
+  }
+}
+
+async function writeResults(options: EvalOptions, io: EvalIO, record: rl.FunctionRunRecord, exitCode: number): Promise<void> {
+  if (!options.resultsDir) return
+  await rl.writeResultsFile(options.resultsDir, rl.buildFunctionResultList([record], exitCode))
+  io.stderr.write(`For complete results, see ${path.join(options.resultsDir, 'results.yaml')}\n`)
+}

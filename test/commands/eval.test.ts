@@ -1,0 +1,227 @@
+import {expect} from 'chai'
+import {execa} from 'execa'
+import {cp, mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
+import path from 'node:path'
+
+import {runCli} from '../support/cli.js'
+import {BIN_RUN, REPO_ROOT} from '../support/serve.js'
+import {SCRIPTS, TempDirs, writeExecutable} from '../support/tmp.js'
+
+const KPT = '/usr/bin/kpt'
+const EXAMPLE = path.join(REPO_ROOT, 'examples', 'hello')
+const SET_NS = path.join(REPO_ROOT, 'functions', 'set-namespace')
+
+/** Every file under dir (relative path → content). */
+async function tree(dir: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {}
+  async function walk(d: string): Promise<void> {
+    for (const e of await readdir(d, {withFileTypes: true})) {
+      const p = path.join(d, e.name)
+      if (e.isDirectory()) await walk(p)
+      else out[path.relative(dir, p)] = await readFile(p, 'utf8')
+    }
+  }
+  await walk(dir)
+  return out
+}
+
+describe('fnr eval', function () {
+  this.timeout(60_000)
+  const temp = new TempDirs()
+  let work: string
+  let kptResult: Record<string, string>
+
+  before(async () => {
+    try {
+      await execa(KPT, ['version'])
+    } catch {
+      throw new Error(`${KPT} is needed for the kpt interop tests (it ships with the machine image as google-cloud-cli-kpt)`)
+    }
+    work = await temp.make('fnr-eval-')
+    // The reference: kpt fn eval, in place, on a copy of the example.
+    const kptPkg = path.join(work, 'kpt-pkg')
+    await cp(EXAMPLE, kptPkg, {recursive: true})
+    await execa(KPT, ['fn', 'eval', kptPkg, '--exec', SET_NS, '--', 'namespace=prod'])
+    kptResult = await tree(kptPkg)
+  })
+  after(() => temp.cleanup())
+
+  it('kpt fn source | fnr eval --exec | kpt fn sink gives the same files as kpt fn eval', async () => {
+    const out = path.join(work, 'piped')
+    const cmd = `${KPT} fn source ${EXAMPLE} | ${process.execPath} ${BIN_RUN} eval --exec ${SET_NS} -- namespace=prod | ${KPT} fn sink ${out}`
+    await execa('bash', ['-o', 'pipefail', '-c', cmd])
+    expect(await tree(out)).to.deep.equal(kptResult)
+    expect(kptResult['deploy.yaml']).to.contain('namespace: prod')
+  })
+
+  it('--input DIR --output NEWDIR gives the same files', async () => {
+    const out = path.join(work, 'sunk')
+    const r = await runCli(['eval', '--input', EXAMPLE, '--output', out, '--exec', SET_NS, '--', 'namespace=prod'])
+    expect(r.exitCode, r.stderr).to.equal(0)
+    expect(await tree(out)).to.deep.equal(kptResult)
+    expect(r.stdout).to.equal('')
+    expect(r.stderr).to.contain(`[PASS] "${SET_NS}"`)
+  })
+
+  it('--input DIR --output DIR updates the package in place', async () => {
+    const pkg = path.join(work, 'inplace')
+    await cp(EXAMPLE, pkg, {recursive: true})
+    const r = await runCli(['eval', '-i', pkg, '-o', pkg, '--image', 'ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.1', '--', 'namespace=prod'])
+    expect(r.exitCode, r.stderr).to.equal(0)
+    expect(await tree(pkg)).to.deep.equal(kptResult)
+  })
+
+  it('resolves short image names through the shipped config and writes results.yaml like kpt', async () => {
+    const kptRes = path.join(work, 'kpt-results')
+    const kptPkg = path.join(work, 'kpt-pkg2')
+    await cp(EXAMPLE, kptPkg, {recursive: true})
+    await execa(KPT, ['fn', 'eval', kptPkg, '--exec', SET_NS, '--results-dir', kptRes, '--', 'namespace=prod'])
+    const fnrRes = path.join(work, 'fnr-results')
+    const r = await runCli(['eval', '-i', EXAMPLE, '--exec', SET_NS, '--results-dir', fnrRes, '--', 'namespace=prod'])
+    expect(r.exitCode, r.stderr).to.equal(0)
+    expect(await readFile(path.join(fnrRes, 'results.yaml'), 'utf8')).to.equal(await readFile(path.join(kptRes, 'results.yaml'), 'utf8'))
+    expect(r.stderr).to.contain('[info]: namespace [default hello] updated to "prod"')
+    const short = await runCli(['eval', '-i', EXAMPLE, '--image', 'set-namespace:v0.4.1', '-o', 'unwrap', '--', 'namespace=prod'])
+    expect(short.exitCode, short.stderr).to.equal(0)
+    expect(short.stdout).to.contain('namespace: prod')
+    expect(short.stdout).not.to.contain('internal.config.kubernetes.io')
+    expect(short.stdout).to.contain('\n---\n')
+  })
+
+  it('a failing function writes nothing, exits 1 and reports results and stderr like kpt', async () => {
+    const pkg = path.join(work, 'failing')
+    await cp(EXAMPLE, pkg, {recursive: true})
+    const before = await tree(pkg)
+    const kptRes = path.join(work, 'kpt-fail-results')
+    const kptPkg = path.join(work, 'kpt-fail-pkg')
+    await cp(EXAMPLE, kptPkg, {recursive: true})
+    const k = await execa(KPT, ['fn', 'eval', kptPkg, '--exec', SET_NS, '--results-dir', kptRes], {reject: false})
+    expect(k.exitCode).to.equal(1)
+    const fnrRes = path.join(work, 'fnr-fail-results')
+    const r = await runCli(['eval', '-i', pkg, '-o', pkg, '--exec', SET_NS, '--results-dir', fnrRes])
+    expect(r.exitCode).to.equal(1)
+    expect(await tree(pkg)).to.deep.equal(before)
+    expect(r.stderr).to.contain(`[FAIL] "${SET_NS}"`)
+    expect(r.stderr).to.contain('Exit code: 1')
+    expect(r.stderr).to.match(/fnr: function .* exited with code 1; nothing was written/)
+    expect(await readFile(path.join(fnrRes, 'results.yaml'), 'utf8')).to.equal(await readFile(path.join(kptRes, 'results.yaml'), 'utf8'))
+  })
+
+  it('reads plain YAML documents on stdin and keeps a ResourceList\'s own functionConfig', async () => {
+    const docs = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n'
+    const r = await runCli(['eval', '--exec', SET_NS, '--', 'namespace=x'], {input: docs})
+    expect(r.exitCode, r.stderr).to.equal(0)
+    expect(r.stdout).to.match(/kind: ResourceList/)
+    expect(r.stdout.match(/namespace: x/g)).to.have.length(2)
+    const list = `apiVersion: config.kubernetes.io/v1
+kind: ResourceList
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: a
+functionConfig:
+  apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: function-input
+  data:
+    namespace: from-list
+`
+    const own = await runCli(['eval', '--exec', SET_NS], {input: list})
+    expect(own.exitCode, own.stderr).to.equal(0)
+    expect(own.stdout).to.contain('namespace: from-list')
+  })
+
+  it('--fail-on-error-results turns error results into exit 1; by default they pass like kpt', async () => {
+    const dir = await temp.make()
+    const fn = await writeExecutable(
+      path.join(dir, 'warn-fn'),
+      `#!/bin/sh
+cat >/dev/null
+cat <<'YAML'
+apiVersion: config.kubernetes.io/v1
+kind: ResourceList
+items: []
+results:
+- message: something is wrong
+  severity: error
+YAML
+`,
+    )
+    const input = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n'
+    const pass = await runCli(['eval', '--exec', fn], {input})
+    expect(pass.exitCode, pass.stderr).to.equal(0)
+    expect(pass.stderr).to.contain('[error]: something is wrong')
+    const fail = await runCli(['eval', '--exec', fn, '--fail-on-error-results'], {input})
+    expect(fail.exitCode).to.equal(1)
+    expect(fail.stdout).to.equal('')
+  })
+
+  it('kills a function at --timeout (exit 6)', async () => {
+    const dir = await temp.make()
+    const fn = await writeExecutable(path.join(dir, 'sleepy'), SCRIPTS.sleep)
+    const r = await runCli(['eval', '--exec', fn, '--timeout', '500ms'], {input: 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n'})
+    expect(r.exitCode).to.equal(6)
+    expect(r.stderr).to.match(/did not finish before the deadline/)
+  })
+
+  it('gives one-line usage errors', async () => {
+    const input = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n'
+    const cases: Array<[string[], number, RegExp, string?]> = [
+      [['eval', '--input', EXAMPLE], 2, /exactly one of --image or --exec/],
+      [['eval', '--image', 'a', '--exec', 'b'], 2, /cannot also be provided when using --exec|--image/],
+      [['eval', '--image', 'example.com/not-there:v1', '-i', EXAMPLE], 4, /not in the exec config/],
+      [['eval', '--exec', SET_NS], 2, /stdin is empty/, ''],
+      [['eval', '--exec', 'cat | sh', '-i', EXAMPLE], 2, /shell operators are not supported/],
+      [['eval', '--exec', SET_NS, '-i', EXAMPLE, '--fn-config', '/nonexistent', '--', 'a=b'], 2, /cannot be used together/],
+      [['eval', '--exec', SET_NS, '-i', '/nonexistent/dir'], 2, /nonexistent/],
+      [['eval', '--exec', SET_NS, 'stray'], 2, /unexpected argument "stray"/],
+    ]
+    for (const [args, code, pattern, stdin] of cases) {
+      const r = await runCli(args, {input: stdin ?? input})
+      expect(r.exitCode, `${args.join(' ')}\n${r.stderr}`).to.equal(code)
+      expect(r.stderr, args.join(' ')).to.match(pattern)
+      expect(r.stderr.trim().split('\n').filter((l) => l.startsWith('fnr: ')), args.join(' ')).to.have.length(1)
+    }
+  })
+
+  it('restores the input key order like kpt when a function reorders or adds keys', async () => {
+    const dir = await temp.make()
+    const pkg = path.join(dir, 'pkg')
+    await mkdir(pkg)
+    await writeFile(
+      path.join(pkg, 'cm.yaml'),
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels:\n    x: y\n    w: z\ndata:\n  k1: v\n  k2: v\nspec:\n  inner:\n    a: 1\n    b: 2\n',
+    )
+    const fn = await writeExecutable(
+      path.join(dir, 'reorder'),
+      `#!/usr/bin/env node
+let s = require('fs').readFileSync(0, 'utf8')
+s = s.replace('  data:\\n    k1: v\\n    k2: v\\n', '  data:\\n    new: n\\n    k2: v\\n    k1: v\\n')
+s = s.replace('    labels:\\n      x: y\\n      w: z\\n', '    labels:\\n      w: z\\n      x: y\\n')
+s = s.replace('  kind: ConfigMap\\n', '  kind: ConfigMap\\n  top: t\\n')
+process.stdout.write(s)
+`,
+    )
+    const kptPkg = path.join(dir, 'kpt')
+    await cp(pkg, kptPkg, {recursive: true})
+    await execa(KPT, ['fn', 'eval', kptPkg, '--exec', fn])
+    const out = path.join(dir, 'out')
+    const r = await runCli(['eval', '-i', pkg, '-o', out, '--exec', fn])
+    expect(r.exitCode, r.stderr).to.equal(0)
+    const ours = await tree(out)
+    expect(ours).to.deep.equal(await tree(kptPkg))
+    expect(ours['cm.yaml']).to.contain('top: t')
+  })
+
+  it('refuses to sink into an existing directory, like kpt fn sink', async () => {
+    const out = path.join(work, 'exists')
+    await mkdir(out)
+    await writeFile(path.join(out, 'keep.txt'), 'mine')
+    const r = await runCli(['eval', '-i', EXAMPLE, '-o', out, '--exec', SET_NS, '--', 'namespace=prod'])
+    expect(r.exitCode).to.equal(2)
+    expect(r.stderr).to.contain('already exists')
+    expect(await tree(out)).to.deep.equal({'keep.txt': 'mine'})
+  })
+})
