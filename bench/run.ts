@@ -6,6 +6,7 @@ import {existsSync} from 'node:fs'
 import path from 'node:path'
 
 import {ROOT, printTable, saveResults, type Row} from './lib.js'
+import {benchEvalVsKpt} from './eval-vs-kpt.js'
 import {benchServeExec, type FunctionUnderTest} from './serve-exec.js'
 
 const iterations = Number(process.env.FNR_BENCH_ITERATIONS ?? 200)
@@ -20,6 +21,10 @@ async function main(): Promise<void> {
   const p1 = await benchServeExec(functions, iterations)
   rows.push(...p1.rows)
   Object.assign(raw, p1.raw)
+
+  const p2 = await benchEvalVsKpt(Math.max(10, Math.round(iterations / 10)))
+  rows.push(...p2.rows)
+  Object.assign(raw, p2.raw)
 
   const table = printTable(rows)
   process.stdout.write(`\n${table}\n\n`)

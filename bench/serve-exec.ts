@@ -3,12 +3,11 @@
  * directly with the same stdin, interleaved in one run. Also the idle RSS of `fnr serve`.
  */
 import {spawn} from 'node:child_process'
-import {copyFile, mkdir, mkdtemp, rm, writeFile} from 'node:fs/promises'
-import os from 'node:os'
+import {copyFile, cp, mkdir, mkdtemp, rm, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 
 import {EvaluatorClient} from '../src/lib/grpc/client.js'
-import {BIN_RUN, percentile, round, rssMiB, timedSpawn, type Row} from './lib.js'
+import {BIN_RUN, ROOT, percentile, round, rssMiB, timedSpawn, type Row} from './lib.js'
 
 export interface ServeHandle {
   pid: number
@@ -51,12 +50,14 @@ export function makeResourceList(items: number): Buffer {
 
 export interface FunctionUnderTest {
   name: string
-  /** File to copy into the functions dir. */
+  /** File to copy into the functions dir (a sibling "lib" folder is copied along, for Node functions). */
   source: string
 }
 
 export async function benchServeExec(functions: FunctionUnderTest[], iterations: number): Promise<{rows: Row[]; raw: Record<string, unknown>}> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'fnr-bench-'))
+  // Inside the repository, so Node functions resolve their npm imports.
+  await mkdir(path.join(ROOT, 'build'), {recursive: true})
+  const dir = await mkdtemp(path.join(ROOT, 'build', 'bench-'))
   const rows: Row[] = []
   const raw: Record<string, unknown> = {}
   try {
@@ -65,6 +66,10 @@ export async function benchServeExec(functions: FunctionUnderTest[], iterations:
     const entries: string[] = []
     for (const fn of functions) {
       await copyFile(fn.source, path.join(fnDir, fn.name))
+      if (fn.source.startsWith(path.join(ROOT, 'functions'))) {
+        await cp(path.join(ROOT, 'functions', 'lib'), path.join(fnDir, 'lib'), {recursive: true})
+        await copyFile(path.join(ROOT, 'functions', 'package.json'), path.join(fnDir, 'package.json'))
+      }
       entries.push(`- function: ${fn.name}\n  images: [bench.local/${fn.name}:v1]`)
     }
     await writeFile(path.join(dir, 'config.yaml'), `functions:\n${entries.join('\n')}\n`)
