@@ -8,6 +8,7 @@ import path from 'node:path'
 import {ROOT, printTable, saveResults, type Row} from './lib.js'
 import {benchEvalVsKpt} from './eval-vs-kpt.js'
 import {benchServeExec, type FunctionUnderTest} from './serve-exec.js'
+import {benchWrapper} from './wrapper.js'
 
 const iterations = Number(process.env.FNR_BENCH_ITERATIONS ?? 200)
 
@@ -25,6 +26,10 @@ async function main(): Promise<void> {
   const p2 = await benchEvalVsKpt(Math.max(10, Math.round(iterations / 10)))
   rows.push(...p2.rows)
   Object.assign(raw, p2.raw)
+
+  const wrapper = await benchWrapper(iterations)
+  rows.push(...wrapper.rows)
+  Object.assign(raw, wrapper.raw)
 
   const table = printTable(rows)
   process.stdout.write(`\n${table}\n\n`)

@@ -16,6 +16,7 @@ export const TEST_PACKAGES = [
   {pkg: 'runc', cmd: 'runc'},
   {pkg: 'patchelf', cmd: 'patchelf'},
   {pkg: 'busybox-static', cmd: 'busybox'},
+  {pkg: 'binutils', cmd: 'strip'},
 ]
 
 function run(cmd, args, opts = {}) {

@@ -4,7 +4,7 @@ import {FnrCommand} from '../lib/cli/command.js'
 import {goDuration, logLevelFlag, maxRequestBodySizeFlag} from '../lib/cli/flags.js'
 import {normaliseGoStyleArgs} from '../lib/config/go-flags.js'
 import {createLogger} from '../lib/log.js'
-import {startWrapperServer} from '../lib/wrapper.js'
+import {WRAPPER_DEFAULTS, WRAPPER_FLAGS, splitEntrypoint, startWrapperServer} from '../lib/wrapper.js'
 
 export default class WrapperServer extends FnrCommand {
   static summary = 'Run the in-pod gRPC server that executes a function image\'s entrypoint.'
@@ -13,25 +13,27 @@ export default class WrapperServer extends FnrCommand {
 EvaluateFunction call runs the entrypoint given after "--" with the ResourceList on stdin; stdout
 is the response, stderr the log. The function pod template starts it as
 /wrapper-server-tools/wrapper-server. Accepts Porch's wrapper flags (--port,
---max-request-body-size, --verbosity).`
+--max-request-body-size, --verbosity). The packaged wrapper (scripts/package-wrapper.mjs) takes the
+same flags.`
 
   static examples = ['<%= config.bin %> <%= command.id %> --port 9446 --max-request-body-size 6291456 -- /usr/local/bin/function']
 
   static strict = false
 
+  // The names and defaults are shared with the packaged executable's parser (lib/wrapper.ts
+  // WRAPPER_FLAGS, WRAPPER_DEFAULTS, parseWrapperArgs); test/wrapper/flags.test.ts keeps them equal.
   static flags = {
-    port: Flags.integer({summary: 'gRPC listen port.', default: 9446, min: 0, max: 65535}),
+    port: Flags.integer({summary: 'gRPC listen port.', default: WRAPPER_DEFAULTS.port, min: 0, max: 65535}),
     'max-request-body-size': maxRequestBodySizeFlag,
     verbosity: Flags.integer({summary: 'Log verbosity (Porch\'s spelling of --log-level).', min: 0, max: 5}),
     'log-level': logLevelFlag,
-    'grace-period': goDuration({summary: 'How long calls in flight may run after SIGTERM.', default: 25_000, defaultHelp: async () => '25s'}),
-  }
+    'grace-period': goDuration({summary: 'How long calls in flight may run after SIGTERM.', default: WRAPPER_DEFAULTS.gracePeriodMs, defaultHelp: async () => '25s'}),
+  } satisfies Record<(typeof WRAPPER_FLAGS)[number], unknown>
 
   async run(): Promise<void> {
-    const dash = this.argv.indexOf('--')
-    const entrypoint = dash >= 0 ? this.argv.slice(dash + 1) : []
-    const flagArgs = normaliseGoStyleArgs(dash >= 0 ? this.argv.slice(0, dash) : this.argv, new Set(), new Set(Object.keys(WrapperServer.flags)))
-    const {flags} = await this.parse(WrapperServer, flagArgs)
+    const split = splitEntrypoint(this.argv)
+    const {flags} = await this.parse(WrapperServer, normaliseGoStyleArgs(split.flagArgs, new Set(), new Set(WRAPPER_FLAGS)))
+    const entrypoint = split.entrypoint
     this.verbosity = flags.verbosity ?? flags['log-level']
     const logger = createLogger({verbosity: this.verbosity, name: 'fnr-wrapper'})
     const running = await startWrapperServer(

@@ -2,7 +2,16 @@
  * `fnr wrapper-server`: the gRPC server inside each function pod (port 9446). It serves the
  * same evaluator.FunctionEvaluator service as `fnr serve`, running the image's entrypoint for
  * every call, plus grpc.health.v1; SIGTERM drains calls in flight.
+ *
+ * Two front ends start it: the oclif command (src/commands/wrapper-server.ts) and the packaged
+ * single executable (src/bin/wrapper-server.ts, which cannot carry oclif). Both take the same
+ * flags: WRAPPER_FLAGS and WRAPPER_DEFAULTS below are the one list of names and defaults, and
+ * parseWrapperArgs is the oclif-free parser of the packaged binary.
  */
+import {parseArgs} from 'node:util'
+
+import {normaliseGoStyleArgs, parseGoDuration} from './config/go-flags.js'
+import {FnrError} from './errors.js'
 import {EntrypointEvaluator} from './evaluators/entrypoint.js'
 import {gracefulStopper, type StopHandle} from './grpc/lifecycle.js'
 import {EvaluatorServer} from './grpc/server.js'
@@ -19,6 +28,75 @@ export interface WrapperOptions {
 export interface RunningWrapper extends StopHandle {
   server: EvaluatorServer
   port: number
+}
+
+/** Porch's wrapper flags (--port, --max-request-body-size, --verbosity) and fnr's additions. */
+export const WRAPPER_FLAGS = ['port', 'max-request-body-size', 'verbosity', 'log-level', 'grace-period'] as const
+
+export const WRAPPER_DEFAULTS = {
+  port: 9446,
+  /** Porch's default (6 MiB); the function runner passes its own value in the pod args. */
+  maxRequestBodySize: 6 * 1024 * 1024,
+  minMaxRequestBodySize: 1024,
+  logLevel: 2,
+  gracePeriodMs: 25_000,
+} as const
+
+/** What the command line of either front end asks for. */
+export interface WrapperCommandLine {
+  options: WrapperOptions
+  verbosity: number
+}
+
+/** Splits argv at the first "--": flags before it, the function's command after it. */
+export function splitEntrypoint(argv: readonly string[]): {flagArgs: string[]; entrypoint: string[]} {
+  const dash = argv.indexOf('--')
+  return dash >= 0 ? {flagArgs: argv.slice(0, dash), entrypoint: argv.slice(dash + 1)} : {flagArgs: [...argv], entrypoint: []}
+}
+
+function integerFlag(name: string, value: string | undefined, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback
+  if (!/^[+-]?\d+$/.test(value.trim())) throw new FnrError('Usage', `--${name}: expected an integer, got ${JSON.stringify(value)}`)
+  const n = Number(value)
+  if (n < min || n > max) throw new FnrError('Usage', `--${name}: expected an integer between ${min} and ${max}, got ${n}`)
+  return n
+}
+
+/**
+ * Parses a wrapper-server command line (`--port 9446 --max-request-body-size N -- ENTRYPOINT…`)
+ * without oclif, for the packaged executable. Same flags, defaults and limits as the oclif
+ * command; Go's one-dash spellings are accepted; positional arguments before "--" are ignored,
+ * as upstream does. Bad flags are FnrError('Usage'); a missing entrypoint is left to
+ * startWrapperServer (a Config error there, as in the command).
+ */
+export function parseWrapperArgs(argv: readonly string[]): WrapperCommandLine {
+  const {flagArgs, entrypoint} = splitEntrypoint(argv)
+  let values: Record<string, string | boolean | undefined>
+  try {
+    ;({values} = parseArgs({
+      args: normaliseGoStyleArgs(flagArgs, new Set(), new Set(WRAPPER_FLAGS)),
+      options: Object.fromEntries(WRAPPER_FLAGS.map((name) => [name, {type: 'string' as const}])),
+      strict: true,
+      allowPositionals: true,
+    }))
+  } catch (err) {
+    throw new FnrError('Usage', (err as Error).message.split('\n', 1)[0]!.replace(/\. To specify a positional argument.*$/, ''), {cause: err})
+  }
+  const str = (name: (typeof WRAPPER_FLAGS)[number]): string | undefined => values[name] as string | undefined
+  const grace = str('grace-period')
+  const gracePeriodMs = grace === undefined ? WRAPPER_DEFAULTS.gracePeriodMs : parseGoDuration(grace)
+  if (gracePeriodMs === undefined) throw new FnrError('Usage', `--grace-period: expected a duration like 30m, 1h30m or 500ms, got ${JSON.stringify(grace)}`)
+  const logLevel = integerFlag('log-level', str('log-level'), WRAPPER_DEFAULTS.logLevel, 0, 5)
+  const verbosity = str('verbosity') === undefined ? logLevel : integerFlag('verbosity', str('verbosity'), logLevel, 0, 5)
+  return {
+    verbosity,
+    options: {
+      port: integerFlag('port', str('port'), WRAPPER_DEFAULTS.port, 0, 65535),
+      maxRequestBodySize: integerFlag('max-request-body-size', str('max-request-body-size'), WRAPPER_DEFAULTS.maxRequestBodySize, WRAPPER_DEFAULTS.minMaxRequestBodySize, Number.MAX_SAFE_INTEGER),
+      entrypoint,
+      gracePeriodMs,
+    },
+  }
 }
 
 export async function startWrapperServer(options: WrapperOptions, logger: Logger, handleSignals = true): Promise<RunningWrapper> {

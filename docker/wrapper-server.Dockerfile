@@ -1,0 +1,38 @@
+# syntax=docker/dockerfile:1
+#
+# The wrapper-server image (WRAPPER_SERVER_IMAGE): the init container of every function pod copies
+# its self-contained wrapper folder into the pod's emptyDir, and the function container runs
+# /wrapper-server-tools/wrapper-server from there. See docker/README.md.
+#
+#   docker build -f docker/wrapper-server.Dockerfile -t fnr-wrapper-server .
+#
+# The folder is made by the same script as `npm run package:wrapper` (scripts/package-wrapper.mjs),
+# from this stage's node binary and Debian's glibc, patchelf and binutils.
+
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+FROM ${NODE_IMAGE} AS build
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends patchelf binutils busybox-static \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY proto proto
+COPY src src
+COPY scripts scripts
+RUN node scripts/package-wrapper.mjs --out /out/rootfs/wrapper-server
+# The final image has no shell or libc: a static busybox gives the init container `cp`, and
+# /home/nonroot/wrapper-server is where Porch's inline pod template copies from (spec §4.6).
+RUN mkdir -p /out/rootfs/bin /out/rootfs/home/nonroot \
+ && cp /bin/busybox /out/rootfs/bin/busybox \
+ && for applet in sh cp ls cat; do ln -s busybox "/out/rootfs/bin/$applet"; done \
+ && ln -s /wrapper-server /out/rootfs/home/nonroot/wrapper-server \
+ && mkdir -p /out/rootfs/licenses \
+ && cp /usr/share/doc/busybox-static/copyright /out/rootfs/licenses/busybox-static.copyright
+
+FROM scratch
+COPY --from=build /out/rootfs/ /
+USER 65532:65532
+# What the init container does (fnr's and Porch's templates pass this command explicitly).
+CMD ["cp", "-a", "/wrapper-server/.", "/wrapper-server-tools"]

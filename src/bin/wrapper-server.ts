@@ -1,0 +1,77 @@
+/**
+ * Main of the packaged wrapper-server: the single executable that scripts/package-wrapper.mjs
+ * builds (esbuild bundle → Node single-executable application) and that function pods run as
+ * /wrapper-server-tools/wrapper-server. It is `fnr wrapper-server` without oclif: the flags
+ * (names, defaults, limits, Go spellings) come from lib/wrapper.ts, which the oclif command
+ * shares, and the server is the same startWrapperServer.
+ *
+ *   wrapper-server [--port 9446] [--max-request-body-size N] [--verbosity V | --log-level V]
+ *                  [--grace-period 25s] -- ENTRYPOINT [ARGS…]
+ *
+ * Run as `grpc-health-probe` (the symlink next to it in the packaged folder), or with
+ * `grpc-health-probe` as its first argument, it is a health probe instead (bin/health-probe.ts).
+ *
+ * Errors print one line, `fnr: <message>`, and exit with the code of their kind (errors.ts), as
+ * the CLI does. It also runs unbundled (`node --import tsx src/bin/wrapper-server.ts …`), which is
+ * how the tests check its argument handling without packaging.
+ */
+import path from 'node:path'
+
+import {firstLine, toFnrError} from '../lib/errors.js'
+import {useEmbeddedEvaluatorDescriptor} from '../lib/grpc/proto.js'
+import {createLogger} from '../lib/log.js'
+import {parseWrapperArgs, splitEntrypoint, startWrapperServer} from '../lib/wrapper.js'
+import {runHealthProbe} from './health-probe.js'
+
+/** Set by the bundle's banner (scripts/package-wrapper.mjs): protobufjs JSON descriptors of the protos and build facts. */
+declare const __FNR_EMBEDDED__:
+  | {evaluatorDescriptor: Parameters<typeof useEmbeddedEvaluatorDescriptor>[0]; version: string; builtFrom: string}
+  | undefined
+
+const embedded = typeof __FNR_EMBEDDED__ === 'undefined' ? undefined : __FNR_EMBEDDED__
+
+const USAGE = `Runs a KRM function's entrypoint for every evaluator.FunctionEvaluator/EvaluateFunction call.
+
+Usage:
+  wrapper-server [flags] -- ENTRYPOINT [ARGS...]
+  grpc-health-probe -addr HOST:PORT [-service NAME] [-connect-timeout 1s] [-rpc-timeout 1s]
+
+Flags (Porch's spellings; -flag and --flag, "--flag value" and "--flag=value" all work):
+  --port                   gRPC listen port (default 9446); the address is FNR_BIND_ADDRESS or 0.0.0.0
+  --max-request-body-size  maximum gRPC message size in bytes, received and sent (default 6291456)
+  --verbosity, --log-level log verbosity 0-5 (default 2)
+  --grace-period           how long calls in flight may run after SIGTERM (default 25s)
+`
+
+let verbosity = 0
+
+async function main(argv: string[]): Promise<number> {
+  if (embedded) useEmbeddedEvaluatorDescriptor(embedded.evaluatorDescriptor)
+  if (path.basename(process.argv0) === 'grpc-health-probe') return runHealthProbe(argv)
+  if (argv[0] === 'grpc-health-probe') return runHealthProbe(argv.slice(1))
+  const {flagArgs} = splitEntrypoint(argv)
+  if (flagArgs.some((a) => a === '--help' || a === '-h' || a === '-help')) {
+    process.stdout.write(USAGE)
+    return 0
+  }
+  if (flagArgs.some((a) => a === '--version' || a === '-version')) {
+    process.stdout.write(`fnr wrapper-server ${embedded?.version ?? 'dev'} (node ${process.version}${embedded ? `, ${embedded.builtFrom}` : ''})\n`)
+    return 0
+  }
+  const cli = parseWrapperArgs(argv)
+  verbosity = cli.verbosity
+  const logger = createLogger({verbosity: cli.verbosity, name: 'fnr-wrapper'})
+  const running = await startWrapperServer(cli.options, logger)
+  await running.done
+  return 0
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    const e = toFnrError(err)
+    process.stderr.write(`fnr: ${firstLine(e.message, 2000)}${e.kind === 'Usage' ? ' (see --help)' : ''}\n`)
+    if (verbosity >= 4 || process.env.FNR_DEBUG) process.stderr.write(`${(e.cause instanceof Error ? e.cause : e).stack ?? ''}\n`)
+    process.exit(e.exitCode)
+  },
+)

@@ -1,0 +1,155 @@
+import * as protoLoader from '@grpc/proto-loader'
+import {expect} from 'chai'
+import {spawnSync} from 'node:child_process'
+import {service as healthService} from 'grpc-health-check'
+
+import {parseProbeArgs, probeTarget} from '../../src/bin/health-probe.js'
+import WrapperServer from '../../src/commands/wrapper-server.js'
+import {FnrError} from '../../src/lib/errors.js'
+import {EVALUATOR_LOAD_OPTIONS, PROTO_PATH} from '../../src/lib/grpc/proto.js'
+import {WRAPPER_DEFAULTS, WRAPPER_FLAGS, parseWrapperArgs} from '../../src/lib/wrapper.js'
+import {REPO_ROOT} from '../support/serve.js'
+import {PACKAGE_SCRIPT} from './support/package.js'
+
+function usageError(argv: string[]): FnrError {
+  try {
+    parseWrapperArgs(argv)
+  } catch (err) {
+    expect(err).to.be.instanceOf(FnrError)
+    expect((err as FnrError).kind, (err as Error).message).to.equal('Usage')
+    return err as FnrError
+  }
+  return expect.fail(`expected a usage error for ${argv.join(' ')}`)
+}
+
+describe('wrapper-server flags', () => {
+  describe('one set of flags for the oclif command and the packaged executable', () => {
+    it('has the same names', () => {
+      expect(Object.keys(WrapperServer.flags).sort()).to.deep.equal([...WRAPPER_FLAGS].sort())
+    })
+
+    // The limits (port 0-65535, body size >= 1024, verbosity 0-5) are compared by behaviour in process.test.ts.
+    it('has the same defaults', () => {
+      const f = WrapperServer.flags
+      expect(f.port.default).to.equal(WRAPPER_DEFAULTS.port)
+      expect(f['max-request-body-size'].default).to.equal(WRAPPER_DEFAULTS.maxRequestBodySize)
+      expect(f['log-level'].default).to.equal(WRAPPER_DEFAULTS.logLevel)
+      expect(f['grace-period'].default).to.equal(WRAPPER_DEFAULTS.gracePeriodMs)
+    })
+  })
+
+  describe('parseWrapperArgs (the packaged executable\'s parser)', () => {
+    it('has Porch\'s defaults', () => {
+      const {options, verbosity} = parseWrapperArgs(['--', '/usr/local/bin/function'])
+      expect(options).to.deep.equal({port: 9446, maxRequestBodySize: 6291456, entrypoint: ['/usr/local/bin/function'], gracePeriodMs: 25_000})
+      expect(verbosity).to.equal(2)
+    })
+
+    it('takes the pod args the function runner writes (spec §4.6)', () => {
+      const {options} = parseWrapperArgs(['--port', '9446', '--max-request-body-size', '6291456', '--', '/usr/local/bin/function', 'a'])
+      expect(options.port).to.equal(9446)
+      expect(options.maxRequestBodySize).to.equal(6291456)
+      expect(options.entrypoint).to.deep.equal(['/usr/local/bin/function', 'a'])
+    })
+
+    it('accepts Go\'s one-dash and = spellings, --verbosity and --log-level, and Go durations', () => {
+      const a = parseWrapperArgs(['-port=0', '-max-request-body-size', '2048', '-verbosity=4', '--grace-period=1m30s', '--', 'fn'])
+      expect(a.options).to.deep.include({port: 0, maxRequestBodySize: 2048, gracePeriodMs: 90_000})
+      expect(a.verbosity).to.equal(4)
+      expect(parseWrapperArgs(['--log-level', '1', '--', 'fn']).verbosity).to.equal(1)
+      expect(parseWrapperArgs(['--log-level=1', '--verbosity=3', '--', 'fn']).verbosity).to.equal(3)
+    })
+
+    it('ignores positional arguments before "--" and leaves everything after it alone', () => {
+      const {options} = parseWrapperArgs(['serve', '--port=1', 'extra', '--', 'fn', '--port', '5', '--', '-h'])
+      expect(options.port).to.equal(1)
+      expect(options.entrypoint).to.deep.equal(['fn', '--port', '5', '--', '-h'])
+    })
+
+    it('leaves a missing entrypoint to the server (a Config error at startup)', () => {
+      expect(parseWrapperArgs(['--port=1']).options.entrypoint).to.deep.equal([])
+      expect(parseWrapperArgs(['--port=1', '--']).options.entrypoint).to.deep.equal([])
+    })
+
+    it('rejects unknown flags, bad numbers, out-of-range values and bad durations as usage errors', () => {
+      expect(usageError(['--bogus', '--', 'fn']).message).to.equal("Unknown option '--bogus'")
+      expect(usageError(['--port', 'abc', '--', 'fn']).message).to.contain('--port: expected an integer')
+      expect(usageError(['--port=70000', '--', 'fn']).message).to.contain('between 0 and 65535')
+      expect(usageError(['--max-request-body-size=10', '--', 'fn']).message).to.contain('between 1024')
+      expect(usageError(['--verbosity=9', '--', 'fn']).message).to.contain('--verbosity')
+      expect(usageError(['--grace-period=30', '--', 'fn']).message).to.contain('duration')
+      expect(usageError(['--port']).message).to.contain('argument missing')
+    })
+  })
+
+  describe('grpc-health-probe arguments', () => {
+    it('parses Porch\'s readiness probe command and Go spellings', () => {
+      expect(parseProbeArgs(['-addr', 'localhost:9446'])).to.deep.equal({addr: 'localhost:9446', service: '', connectTimeoutMs: 1000, rpcTimeoutMs: 1000, verbose: false})
+      expect(parseProbeArgs(['--addr=127.0.0.1:1', '-service', 'evaluator.FunctionEvaluator', '-connect-timeout=250ms', '-rpc-timeout', '2s', '-v'])).to.deep.equal({
+        addr: '127.0.0.1:1',
+        service: 'evaluator.FunctionEvaluator',
+        connectTimeoutMs: 250,
+        rpcTimeoutMs: 2000,
+        verbose: true,
+      })
+    })
+
+    it('refuses missing -addr, unknown flags, TLS and bad durations', () => {
+      expect(() => parseProbeArgs([])).to.throw('-addr not specified')
+      expect(() => parseProbeArgs(['-addr', 'a:1', '-nope'])).to.throw('flag provided but not defined: -nope')
+      expect(() => parseProbeArgs(['-addr', 'a:1', '-tls'])).to.throw('plaintext gRPC only')
+      expect(() => parseProbeArgs(['-addr', 'a:1', '-rpc-timeout', '5'])).to.throw('positive duration')
+      expect(() => parseProbeArgs(['-addr'])).to.throw('flag needs an argument')
+    })
+
+    it('dials localhost as 127.0.0.1 (images need not have /etc/hosts)', () => {
+      expect(probeTarget('localhost:9446')).to.equal('127.0.0.1:9446')
+      expect(probeTarget('10.0.0.1:9446')).to.equal('10.0.0.1:9446')
+      expect(probeTarget('localhost.example:9446')).to.equal('localhost.example:9446')
+    })
+  })
+
+  describe('the protos embedded in the packaged executable', () => {
+    let descriptors: {evaluator: Parameters<typeof protoLoader.fromJSON>[0]; health: Parameters<typeof protoLoader.fromJSON>[0]}
+
+    before(() => {
+      const r = spawnSync(
+        process.execPath,
+        ['--input-type=module', '-e', `import(${JSON.stringify(PACKAGE_SCRIPT)}).then((m) => process.stdout.write(JSON.stringify(m.protoDescriptors())))`],
+        {cwd: REPO_ROOT, encoding: 'utf8'},
+      )
+      expect(r.status, r.stderr).to.equal(0)
+      descriptors = JSON.parse(r.stdout)
+    })
+
+    it('encode and decode evaluator messages exactly as proto/evaluator.proto does', () => {
+      const fromFile = protoLoader.loadSync(PROTO_PATH, EVALUATOR_LOAD_OPTIONS)['evaluator.FunctionEvaluator'] as protoLoader.ServiceDefinition
+      const fromJson = protoLoader.fromJSON(descriptors.evaluator, EVALUATOR_LOAD_OPTIONS)['evaluator.FunctionEvaluator'] as protoLoader.ServiceDefinition
+      const a = fromFile.EvaluateFunction!
+      const b = fromJson.EvaluateFunction!
+      expect(b.path).to.equal('/evaluator.FunctionEvaluator/EvaluateFunction')
+      expect(b.path).to.equal(a.path)
+      const req = {resourceList: Buffer.from('ab'), image: 'i'}
+      // Field 1 bytes "ab", field 2 string "i": the wire bytes of the proto in spec §1.1.
+      expect(b.requestSerialize(req).toString('hex')).to.equal('0a0261621201' + '69')
+      expect(b.requestSerialize(req).equals(a.requestSerialize(req))).to.equal(true)
+      const res = {resourceList: Buffer.from('out'), log: Buffer.from('err')}
+      const bytes = a.responseSerialize(res)
+      expect(b.responseSerialize(res).equals(bytes)).to.equal(true)
+      expect(b.responseDeserialize(bytes)).to.deep.equal(a.responseDeserialize(bytes))
+    })
+
+    it('encode grpc.health.v1 messages exactly as grpc-health-check\'s own proto does', () => {
+      const fromJson = protoLoader.fromJSON(descriptors.health, {keepCase: true, longs: String, enums: String, defaults: true, oneofs: true})['grpc.health.v1.Health'] as protoLoader.ServiceDefinition
+      for (const method of ['Check', 'Watch'] as const) {
+        const a = (healthService as unknown as protoLoader.ServiceDefinition)[method]!
+        const b = fromJson[method]!
+        expect(b.path).to.equal(a.path)
+        expect(b.requestSerialize({service: 'x'}).equals(a.requestSerialize({service: 'x'}))).to.equal(true)
+        const bytes = a.responseSerialize({status: 'NOT_SERVING'})
+        expect(b.responseSerialize({status: 'NOT_SERVING'}).equals(bytes)).to.equal(true)
+        expect(b.responseDeserialize(bytes)).to.deep.equal({status: 'NOT_SERVING'})
+      }
+    })
+  })
+})
