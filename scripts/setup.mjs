@@ -61,8 +61,9 @@ export function ensureBuilt() {
   const manifest = path.join(ROOT, 'oclif.manifest.json')
   const built = Math.min(mtime(out), newestIn(path.join(ROOT, 'dist')) || 0)
   if (built > 0 && newestIn(path.join(ROOT, 'src')) <= built && mtime(manifest) > 0) return
-  log('building (tsc + oclif manifest)')
+  log('building (tsc, eval bundle, oclif manifest)')
   run(path.join(ROOT, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json'])
+  run(process.execPath, [path.join(ROOT, 'scripts', 'bundle-eval.mjs')])
   // The manifest keeps `fnr --help` and command lookup fast; oclif's own chatter is dropped.
   const r = spawnSync(path.join(ROOT, 'node_modules', '.bin', 'oclif'), ['manifest'], {cwd: ROOT, encoding: 'utf8'})
   if (r.status !== 0) {

@@ -1,8 +1,6 @@
-import {Flags} from '@oclif/core'
-
 import {FnrCommand} from '../lib/cli/command.js'
-import {execFlags, goDuration} from '../lib/cli/flags.js'
-import {resolveExecPaths} from '../lib/config/embedded.js'
+import {EVAL_FLAG_SPECS, evalOptionsFromFlags, splitFunctionConfigArgs} from '../lib/cli/eval-flags.js'
+import {oclifFlags} from '../lib/cli/flags.js'
 import {FnrError} from '../lib/errors.js'
 import {runEval} from '../lib/eval.js'
 
@@ -32,44 +30,14 @@ when --image is not mapped, 6 when --timeout passes.`
 
   static strict = false
 
-  static flags = {
-    input: Flags.string({char: 'i', summary: 'File or directory of KRM resources (repeatable); "-" or none means stdin.', multiple: true}),
-    image: Flags.string({summary: 'Function image, resolved through the exec config.', exclusive: ['exec']}),
-    exec: Flags.string({summary: 'Executable function and its arguments, e.g. "./fn --flag" (no shell).', exclusive: ['image']}),
-    'fn-config': Flags.string({summary: 'File holding the functionConfig resource.'}),
-    output: Flags.string({char: 'o', summary: 'stdout (wrapped ResourceList), unwrap (YAML documents) or a directory.', default: 'stdout'}),
-    'results-dir': Flags.string({summary: 'Write results.yaml (a kpt FunctionResultList) into this directory.'}),
-    timeout: goDuration({summary: 'Kill the function after this long.', default: 5 * 60_000, defaultHelp: async () => '5m'}),
-    'max-output-size': Flags.integer({summary: 'Largest function output accepted, in bytes.', default: 256 * 1024 * 1024, min: 1024}),
-    'fail-on-error-results': Flags.boolean({summary: 'Exit 1 (and write nothing) when the function reports error-severity results.', default: false}),
-    'truncate-output': Flags.boolean({summary: 'Show at most 4 lines of results and stderr on the console.', default: true, allowNo: true}),
-    ...execFlags,
-  }
+  // Shared with the oclif-free fast path in bin/run.js (src/lib/cli/fast-eval.ts).
+  static flags = oclifFlags(EVAL_FLAG_SPECS)
 
   async run(): Promise<void> {
-    const dash = this.argv.indexOf('--')
-    const fnConfigArgs = dash >= 0 ? this.argv.slice(dash + 1) : []
-    const {flags, argv, metadata} = await this.parse(Eval, dash >= 0 ? this.argv.slice(0, dash) : this.argv)
+    const {flagArgs, fnConfigArgs} = splitFunctionConfigArgs(this.argv)
+    const {flags, argv, metadata} = await this.parse(Eval, flagArgs)
     if (argv.length > 0) throw new FnrError('Usage', `unexpected argument ${JSON.stringify(argv[0])}; function config goes after "--" (e.g. -- namespace=prod)`)
-    await runEval(
-      {
-        inputs: flags.input ?? [],
-        image: flags.image,
-        exec: flags.exec,
-        fnConfigPath: flags['fn-config'],
-        fnConfigArgs,
-        output: flags.output,
-        resultsDir: flags['results-dir'],
-        timeoutMs: flags.timeout,
-        maxOutputBytes: flags['max-output-size'],
-        failOnErrorResults: flags['fail-on-error-results'],
-        truncateOutput: flags['truncate-output'],
-        execPaths: {
-          ...resolveExecPaths(flags.config, flags.functions, !metadata.flags.config?.setFromDefault, !metadata.flags.functions?.setFromDefault),
-          defaultImagePrefix: flags['default-image-prefix'],
-        },
-      },
-      {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr},
-    )
+    const given = new Set(Object.keys(flags).filter((name) => !metadata.flags[name]?.setFromDefault))
+    await runEval(evalOptionsFromFlags(flags, given, fnConfigArgs), {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr})
   }
 }

@@ -215,6 +215,28 @@ process.stdout.write(s)
     expect(ours['cm.yaml']).to.contain('top: t')
   })
 
+  it('gives the same results through oclif as through the fast path', async () => {
+    const input = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n'
+    const cases = [
+      ['eval', '--exec', SET_NS, '--', 'namespace=x'],
+      ['eval', '--exec', SET_NS, '-o', 'unwrap', '--no-truncate-output', '--timeout', '1m', '--', 'namespace=y'],
+      ['eval', '--image', 'set-namespace:v0.4.1', '--', 'namespace=z'],
+      ['eval', '--image', 'a', '--exec', 'b'],
+      ['eval', '--exec', SET_NS, '--timeout', 'soon'],
+      ['eval', '--exec', SET_NS, '--max-output-size', '12'],
+      ['eval', '--exec', SET_NS, '--bogus'],
+      ['eval', '--exec', SET_NS, 'stray'],
+      ['eval', '--exec', SET_NS],
+    ]
+    for (const args of cases) {
+      const fast = await runCli(args, {input})
+      const viaOclif = await runCli(args, {input, env: {FNR_NO_FAST_PATH: '1'}})
+      expect(fast.exitCode, `${args.join(' ')}: ${fast.stderr}`).to.equal(viaOclif.exitCode)
+      expect(fast.stdout, args.join(' ')).to.equal(viaOclif.stdout)
+      if (fast.exitCode === 0) expect(fast.stdout).to.contain('kind: ')
+    }
+  })
+
   it('refuses to sink into an existing directory, like kpt fn sink', async () => {
     const out = path.join(work, 'exists')
     await mkdir(out)

@@ -1,11 +1,12 @@
 /**
- * The base class of every fnr command. It renders errors the same way everywhere: one line on
- * stderr ("fnr: <message>"), an exit code chosen by the error's kind (see errors.ts), and a stack
- * trace only when FNR_DEBUG is set or --log-level is 4 or more.
+ * The base class of every fnr command. It renders errors the same way everywhere (renderError:
+ * one line on stderr, an exit code chosen by the error's kind) and turns flag errors into Usage
+ * errors.
  */
 import {Command, Errors, type Interfaces} from '@oclif/core'
 
-import {FnrError, firstLine, toFnrError} from '../errors.js'
+import {FnrError} from '../errors.js'
+import {renderError} from './render-error.js'
 
 // The shapes oclif's parse() is generic over (not exported from @oclif/core's entry point).
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -34,11 +35,6 @@ export abstract class FnrCommand extends Command {
   protected async catch(err: Error & {exitCode?: number; oclif?: {exit?: number}}): Promise<void> {
     // oclif's own exits (this.exit(), --help, --version) pass straight through.
     if (err instanceof Errors.ExitError) throw err
-    const fnrError = err instanceof FnrError ? err : toFnrError(err)
-    process.stderr.write(`fnr: ${firstLine(fnrError.message, 2000)}${fnrError.kind === 'Usage' ? ' (see --help)' : ''}\n`)
-    if (this.verbosity >= 4 || process.env.FNR_DEBUG) {
-      process.stderr.write(`${(fnrError.cause instanceof Error ? fnrError.cause : fnrError).stack ?? ''}\n`)
-    }
-    process.exitCode = fnrError.exitCode
+    process.exitCode = renderError(err, this.verbosity)
   }
 }

@@ -6,7 +6,7 @@ import {Flags} from '@oclif/core'
 
 import {FnrError} from '../errors.js'
 import {parseGoBool, parseGoDuration} from '../config/go-flags.js'
-import {DEFAULT_IMAGE_PREFIX} from '../config/image-ref.js'
+import {EXEC_FLAG_SPECS, type FlagSpec, type FlagSpecs} from './spec.js'
 
 export const goBool = Flags.custom<boolean>({
   parse: async (input) => {
@@ -43,23 +43,42 @@ export const maxRequestBodySizeFlag = Flags.integer({
   min: 1024,
 })
 
+/** oclif flags built from plain specs (spec.ts), so the oclif-free fast paths share them. */
+export function oclifFlags<S extends FlagSpecs>(specs: S): Record<keyof S, ReturnType<typeof oclifFlag>> {
+  return Object.fromEntries(Object.entries(specs).map(([name, spec]) => [name, oclifFlag(spec)])) as Record<keyof S, ReturnType<typeof oclifFlag>>
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function oclifFlag(spec: FlagSpec): any {
+  const common = {
+    summary: spec.summary,
+    description: spec.description,
+    char: spec.char as 'i' | undefined,
+    helpGroup: spec.helpGroup,
+    exclusive: spec.exclusive,
+  }
+  switch (spec.kind) {
+    case 'boolean':
+      return Flags.boolean({...common, default: spec.default as boolean | undefined, allowNo: spec.allowNo})
+    case 'integer':
+      return Flags.integer({...common, default: spec.default as number | undefined, min: spec.min})
+    case 'duration':
+      return goDuration({...common, default: spec.default as number | undefined, ...(spec.defaultHelp ? {defaultHelp: async () => spec.defaultHelp!} : {})})
+    default:
+      return spec.multiple
+        ? Flags.string({...common, multiple: true})
+        : Flags.string({...common, default: spec.default as string | undefined})
+  }
+}
+
 export const execFlags = {
-  functions: Flags.string({
-    summary: 'Directory of the exec runtime\'s function binaries.',
-    description: 'When neither --functions nor --config is given and ./config.yaml does not exist, fnr uses the functions it ships.',
-    default: './functions',
-    helpGroup: 'EXEC RUNTIME',
-  }),
-  config: Flags.string({
-    summary: 'Exec runtime config mapping images to binaries (Porch\'s config.yaml format); "" disables it.',
-    default: './config.yaml',
-    helpGroup: 'EXEC RUNTIME',
-  }),
-  'default-image-prefix': Flags.string({
-    summary: 'Registry prefix for image names without a "/" when matching exec functions.',
-    default: DEFAULT_IMAGE_PREFIX,
-    helpGroup: 'EXEC RUNTIME',
-  }),
+  functions: Flags.string({...oclifCommon(EXEC_FLAG_SPECS.functions), default: EXEC_FLAG_SPECS.functions.default}),
+  config: Flags.string({...oclifCommon(EXEC_FLAG_SPECS.config), default: EXEC_FLAG_SPECS.config.default}),
+  'default-image-prefix': Flags.string({...oclifCommon(EXEC_FLAG_SPECS['default-image-prefix']), default: EXEC_FLAG_SPECS['default-image-prefix'].default}),
+}
+
+function oclifCommon(spec: FlagSpec): {summary: string; description?: string; helpGroup?: string} {
+  return {summary: spec.summary, description: spec.description, helpGroup: spec.helpGroup}
 }
 
 export const podFlags = {

@@ -1,0 +1,24 @@
+/**
+ * `fnr eval` without oclif: bin/run.js calls this for `fnr eval …` (not for --help), saving the
+ * ~80 ms oclif costs to load. Flags, their parsing and the error rendering are the same ones the
+ * oclif command uses (eval-flags.ts, spec.ts, render-error.ts).
+ */
+import {FnrError} from '../errors.js'
+import {runEval} from '../eval.js'
+import {EVAL_FLAG_SPECS, evalOptionsFromFlags, splitFunctionConfigArgs} from './eval-flags.js'
+import {renderError} from './render-error.js'
+import {parseWithSpecs} from './spec.js'
+
+export async function runEvalFast(argv: string[]): Promise<number> {
+  try {
+    const {flagArgs, fnConfigArgs} = splitFunctionConfigArgs(argv)
+    const {values, given, positionals} = parseWithSpecs(flagArgs, EVAL_FLAG_SPECS)
+    if (positionals.length > 0) {
+      throw new FnrError('Usage', `unexpected argument ${JSON.stringify(positionals[0])}; function config goes after "--" (e.g. -- namespace=prod)`)
+    }
+    await runEval(evalOptionsFromFlags(values, given, fnConfigArgs), {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr})
+    return 0
+  } catch (err) {
+    return renderError(err)
+  }
+}
