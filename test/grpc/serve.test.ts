@@ -8,6 +8,7 @@ import {FAILURE_TRAILER, readFailure} from '../../src/lib/grpc/metadata.js'
 import type {RunningServer} from '../../src/lib/serve.js'
 import {makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
 import {SAMPLE_RL, TempDirs} from '../support/tmp.js'
+import {expectStatus} from '../support/grpc.js'
 
 function isAlive(pid: number): boolean {
   try {
@@ -16,17 +17,6 @@ function isAlive(pid: number): boolean {
   } catch {
     return false
   }
-}
-
-async function expectStatus(p: Promise<unknown>, code: number): Promise<grpc.ServiceError> {
-  try {
-    await p
-  } catch (err) {
-    const e = err as grpc.ServiceError
-    expect(e.code, `status ${e.code}: ${e.details}`).to.equal(code)
-    return e
-  }
-  return expect.fail(`expected status ${code}`)
 }
 
 describe('fnr serve over gRPC (exec runtime)', () => {

@@ -12,17 +12,7 @@ import {checkHealth, healthClient} from '../support/health.js'
 import {SAMPLE_RL, TempDirs, writeExecutable} from '../support/tmp.js'
 import {CONFIGMAP_OLD_NS, SHELL_FUNCTIONS, resourceList, writeNodeFunctions, writeShellFunctions, type ShellFunction} from './support/functions.js'
 import {isAlive, waitFor} from './support/process.js'
-
-async function expectStatus(p: Promise<unknown>, code: number): Promise<grpc.ServiceError> {
-  try {
-    await p
-  } catch (err) {
-    const e = err as grpc.ServiceError
-    expect(e.code, `status ${e.code}: ${e.details}`).to.equal(code)
-    return e
-  }
-  return expect.fail(`expected status ${code}`)
-}
+import {expectStatus} from '../support/grpc.js'
 
 const MAX = 1024 * 1024
 

@@ -5,7 +5,7 @@
 import {mkdir} from 'node:fs/promises'
 import path from 'node:path'
 
-import {writeExecutable} from '../../support/tmp.js'
+import {SCRIPTS, writeExecutable} from '../../support/tmp.js'
 
 export const RL_HEADER = 'apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n'
 
@@ -18,26 +18,10 @@ cat >/dev/null
 printf 'apiVersion: config.kubernetes.io/v1\\nkind: ResourceList\\nitems: []\\n# argc=%s\\n' "$#"
 for a in "$@"; do printf '# arg=[%s]\\n' "$a"; done
 `,
-  stderr: '#!/bin/sh\necho "working on it" >&2\nexec cat\n',
+  stderr: SCRIPTS.stderr,
   /** Replaces the namespace "old" with "new", like Porch's wrapper test (sed instead of awk). */
   setNamespace: '#!/bin/sh\nsed "s/namespace: old/namespace: new/"\n',
-  failWithResults: `#!/bin/sh
-cat >/dev/null
-echo "fatal: boom" >&2
-cat <<'YAML'
-apiVersion: config.kubernetes.io/v1
-kind: ResourceList
-items: []
-results:
-- message: replicas must be at most 3
-  severity: error
-  resourceRef: {apiVersion: apps/v1, kind: Deployment, name: web, namespace: prod}
-  field: {path: spec.replicas}
-- message: just saying
-  severity: info
-YAML
-exit 3
-`,
+  failWithResults: SCRIPTS.failWithResults,
   /** Exit 0, but with an error-severity result: upstream returns success, and so do we. */
   okWithErrorResults: `#!/bin/sh
 cat >/dev/null
