@@ -3,6 +3,7 @@ import {Flags} from '@oclif/core'
 import {FnrCommand} from '../lib/cli/command.js'
 import {execFlags, goDuration, logLevelFlag, maxRequestBodySizeFlag, podFlags, registryFlags} from '../lib/cli/flags.js'
 import {resolveExecPaths} from '../lib/config/embedded.js'
+import {parseResourceList} from '../lib/config/pod-cache-config.js'
 import {normaliseGoStyleArgs} from '../lib/config/go-flags.js'
 import {createLogger} from '../lib/log.js'
 import {startServe, validateServeOptions, type ServeOptions} from '../lib/serve.js'
@@ -19,8 +20,9 @@ Health is NOT_SERVING until the evaluators are ready and while draining. On SIGT
 server stops accepting calls, lets calls in flight finish within --grace-period, and exits 0; a
 second signal exits at once.
 
-Environment: WRAPPER_SERVER_IMAGE (required by the pod runtime), FNR_BIND_ADDRESS (listen address,
-default all interfaces).`
+Environment: WRAPPER_SERVER_IMAGE (required by the pod runtime's inline template), FNR_BIND_ADDRESS
+(listen address, default all interfaces), POD_NAME (the runner's identity on the pods it owns),
+KUBECONFIG.`
 
   static examples = [
     {description: 'Serve the functions fnr ships, exec runtime only:', command: '<%= config.bin %> <%= command.id %> --disable-runtimes=pod'},
@@ -66,6 +68,12 @@ default all interfaces).`
         maxWaitlistLength: flags['max-waitlist-length'] > 0 ? flags['max-waitlist-length'] : 2,
         maxParallelPodsPerFunction: flags['max-parallel-pods-per-function'] > 0 ? flags['max-parallel-pods-per-function'] : 1,
         wrapperServerImage: process.env.WRAPPER_SERVER_IMAGE || undefined,
+        podReadyTimeoutMs: flags['pod-ready-timeout'],
+        callRetries: flags['pod-call-retries'],
+        podAddress: flags['pod-address'] as 'service' | 'pod-ip',
+        clusterDomain: flags['cluster-domain'],
+        kubeconfig: flags.kubeconfig || undefined,
+        resources: {requests: parseResourceList('pod-requests', flags['pod-requests']), limits: parseResourceList('pod-limits', flags['pod-limits'])},
       },
       registry: {
         enablePrivateRegistries: flags['enable-private-registries'],

@@ -82,9 +82,22 @@ export interface FnrErrorOptions {
   details?: Record<string, unknown>
 }
 
+/** Marks FnrErrors across copies of this module (see FnrError[Symbol.hasInstance]). */
+const FNR_ERROR_BRAND = Symbol.for('fnr.FnrError')
+
 export class FnrError extends Error {
   readonly kind: ErrorKind
   readonly details: Record<string, unknown>
+  readonly [FNR_ERROR_BRAND] = true
+
+  /**
+   * `instanceof FnrError` holds for an FnrError made by any copy of this module: a process can
+   * load it twice (under tsx, a CommonJS copy for static imports and an ESM copy for dynamic
+   * ones, which the lazily loaded pod runtime uses), and errors must keep their kind across.
+   */
+  static [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[FNR_ERROR_BRAND] === true
+  }
 
   constructor(kind: ErrorKind, message: string, options: FnrErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : {cause: options.cause})

@@ -32,6 +32,26 @@ export interface ServeOptions {
     maxWaitlistLength: number
     maxParallelPodsPerFunction: number
     wrapperServerImage?: string
+    /** How long a new pod may take to become ready (always capped by the caller's deadline); default 60 s. */
+    podReadyTimeoutMs?: number
+    /** Extra attempts of a call whose pod turned out unavailable; default 1. */
+    callRetries?: number
+    /** How fnr reaches function pods: their Service's DNS name (default) or the pod IP. */
+    podAddress?: 'service' | 'pod-ip'
+    /** Cluster domain of Service DNS names; default cluster.local. */
+    clusterDomain?: string
+    /** A kubeconfig file; default in-cluster config, then $KUBECONFIG or ~/.kube/config. */
+    kubeconfig?: string
+    /** Requests and limits of the inline template's function container. */
+    resources?: {requests?: Record<string, string>; limits?: Record<string, string>}
+    /** Runner identity for the owner label; default $POD_NAME or the host name. */
+    owner?: string
+    /** Tests: a fixed image metadata source instead of the registry. */
+    metadata?: import('./pods/metadata.js').ImageMetadataSource
+    /** Tests: a ready client-node KubeConfig. */
+    kubeConfig?: import('@kubernetes/client-node').KubeConfig
+    /** Namespace of the --function-pod-template ConfigMap; default the runner's own. */
+    runnerNamespace?: string
   }
   registry: {
     enablePrivateRegistries: boolean
@@ -68,14 +88,23 @@ export function validateServeOptions(options: ServeOptions): Runtime[] {
     throw new FnrError('Usage', '--enable-private-registries-tls needs --enable-private-registries=true')
   }
   if (options.pod.ttlMs <= 0) throw new FnrError('Usage', '--pod-ttl must be a positive duration')
-  if (runtimes.includes('pod') && !options.pod.wrapperServerImage) {
+  if (runtimes.includes('pod') && !options.pod.wrapperServerImage && !options.pod.templateConfigMap) {
     throw new FnrError('Config', 'environment variable WRAPPER_SERVER_IMAGE must be set to use the pod runtime (or pass --disable-runtimes=pod)')
   }
+  if (options.pod.podReadyTimeoutMs !== undefined && options.pod.podReadyTimeoutMs <= 0) throw new FnrError('Usage', '--pod-ready-timeout must be a positive duration')
+  if (options.pod.callRetries !== undefined && options.pod.callRetries < 0) throw new FnrError('Usage', '--pod-call-retries must be 0 or more')
   return runtimes
 }
 
-async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logger: Logger): Promise<Evaluator[]> {
+interface BuiltEvaluators {
+  evaluators: Evaluator[]
+  /** Resolve when the evaluators are ready to report SERVING (pod warm-up). */
+  ready: Array<Promise<unknown>>
+}
+
+async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logger: Logger): Promise<BuiltEvaluators> {
   const evaluators: Evaluator[] = []
+  const ready: Array<Promise<unknown>> = []
   // Fixed order: exec first (fast, local), then pod.
   if (runtimes.includes('exec')) {
     const config = await loadExecConfig({
@@ -93,9 +122,64 @@ async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logge
     evaluators.push(new ExecEvaluator({config, maxOutputBytes: options.maxRequestBodySize, logger}))
   }
   if (runtimes.includes('pod')) {
-    throw new FnrError('Config', 'the pod runtime is not part of this build of fnr yet; start with --disable-runtimes=pod')
+    try {
+      const pod = await buildPodEvaluator(options, logger)
+      evaluators.push(pod)
+      ready.push(pod.ready)
+    } catch (err) {
+      await Promise.allSettled(evaluators.map((e) => e.close()))
+      throw err
+    }
   }
-  return evaluators
+  return {evaluators, ready}
+}
+
+/** The pod runtime: loaded only when enabled (it brings @kubernetes/client-node). */
+async function buildPodEvaluator(options: ServeOptions, logger: Logger): Promise<Evaluator & {ready: Promise<void>}> {
+  const [{createPodEvaluator}, {PodCacheConfig}, {RegistryMetadataSource}] = await Promise.all([
+    import('./evaluators/pod.js'),
+    import('./config/pod-cache-config.js'),
+    import('./pods/metadata.js'),
+  ])
+  const pod = options.pod
+  const {config: cacheConfig, missing} = await PodCacheConfig.load(pod.cacheConfigPath)
+  if (missing) logger.info('no pod cache config; using the flag defaults for every image', {path: pod.cacheConfigPath})
+  for (const warning of cacheConfig.warnings) logger.warn(warning)
+  let metadata = pod.metadata
+  let pullSecret: {name: string; dockerConfig: import('./registry/auth.js').DockerConfig; dockerConfigJson: Buffer} | undefined
+  if (!metadata || options.registry.enablePrivateRegistries) {
+    const {createRunnerRegistry} = await import('./registry/index.js')
+    const registry = await createRunnerRegistry(options.registry, {logger})
+    metadata ??= new RegistryMetadataSource(registry.client)
+    if (options.registry.enablePrivateRegistries && registry.dockerConfigJson) {
+      pullSecret = {name: options.registry.authSecretName, dockerConfig: registry.dockerConfig, dockerConfigJson: registry.dockerConfigJson}
+    }
+  }
+  const evaluator = await createPodEvaluator({
+    namespace: pod.namespace,
+    ttlMs: pod.ttlMs,
+    scanIntervalMs: pod.scanIntervalMs,
+    cacheConfig,
+    warmUp: pod.warmUp,
+    templateConfigMap: pod.templateConfigMap,
+    maxWaitlistLength: pod.maxWaitlistLength,
+    maxParallelPods: pod.maxParallelPodsPerFunction,
+    wrapperServerImage: pod.wrapperServerImage,
+    maxRequestBodySize: options.maxRequestBodySize,
+    podReadyTimeoutMs: pod.podReadyTimeoutMs ?? 60_000,
+    callRetries: pod.callRetries ?? 1,
+    addressMode: pod.podAddress ?? 'service',
+    clusterDomain: pod.clusterDomain ?? 'cluster.local',
+    metadata,
+    kube: {kubeconfig: pod.kubeconfig, kubeConfig: pod.kubeConfig},
+    pullSecret,
+    owner: pod.owner,
+    runnerNamespace: pod.runnerNamespace,
+    inlineResources: pod.resources,
+    logger,
+  })
+  logger.info('pod runtime ready', {namespace: pod.namespace, kubernetes: evaluator.runtime.clients.server, config: evaluator.runtime.clients.source, warmUp: pod.warmUp, images: cacheConfig.images().length})
+  return evaluator
 }
 
 export interface RunningServer {
@@ -106,11 +190,14 @@ export interface RunningServer {
   stop(): Promise<{forced: boolean}>
 }
 
-/** Starts everything; the returned server is SERVING once this resolves. */
+/**
+ * Starts everything. The returned server is SERVING once this resolves, or, with the pod runtime
+ * warming up, once warm-up has finished (NOT_SERVING until then).
+ */
 export async function startServe(options: ServeOptions, logger: Logger, handleSignals = true): Promise<RunningServer> {
   const runtimes = validateServeOptions(options)
-  const evaluators = await buildEvaluators(options, runtimes, logger)
-  const evaluator = new MultiEvaluator(evaluators)
+  const built = await buildEvaluators(options, runtimes, logger)
+  const evaluator = new MultiEvaluator(built.evaluators)
   const server = new EvaluatorServer({
     evaluator,
     maxMessageSize: options.maxRequestBodySize,
@@ -118,8 +205,21 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
     host: options.host,
     port: options.port,
   })
-  const port = await server.start()
-  server.setServing(true)
+  let port: number
+  try {
+    port = await server.start()
+  } catch (err) {
+    await evaluator.close()
+    throw err
+  }
+  // NOT_SERVING until every evaluator is ready (the pod runtime's warm-up).
+  if (built.ready.length === 0) server.setServing(true)
+  else {
+    void Promise.all(built.ready).then(() => {
+      server.setServing(true)
+      logger.lifecycle('evaluators ready: SERVING')
+    })
+  }
 
   const {done, stop} = gracefulStopper(
     async () => {

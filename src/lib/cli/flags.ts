@@ -90,6 +90,13 @@ export const podFlags = {
   'function-pod-template': Flags.string({summary: 'ConfigMap (in the runner\'s namespace) with "template" and "serviceTemplate" keys.', default: '', helpGroup: 'POD RUNTIME'}),
   'max-waitlist-length': Flags.integer({summary: 'Calls in flight on a pod before another pod is started (<= 0 means 2).', default: 2, helpGroup: 'POD RUNTIME'}),
   'max-parallel-pods-per-function': Flags.integer({summary: 'Maximum pods per function image (<= 0 means 1).', default: 1, helpGroup: 'POD RUNTIME'}),
+  'pod-ready-timeout': goDuration({summary: 'How long a new function pod may take to become ready (the caller\'s deadline always caps the wait).', default: 60_000, defaultHelp: async () => '60s', helpGroup: 'POD RUNTIME'}),
+  'pod-call-retries': Flags.integer({summary: 'Retries of a call whose pod turned out unavailable (the pod is evicted; the retry goes to another pod).', default: 1, min: 0, max: 5, helpGroup: 'POD RUNTIME'}),
+  'pod-address': Flags.string({summary: 'How fnr reaches function pods: "service" (the pod\'s Service DNS name) or "pod-ip".', default: 'service', options: ['service', 'pod-ip'], helpGroup: 'POD RUNTIME'}),
+  'cluster-domain': Flags.string({summary: 'Cluster domain of Service DNS names (<svc>.<ns>.svc.<domain>).', default: 'cluster.local', helpGroup: 'POD RUNTIME'}),
+  kubeconfig: Flags.string({summary: 'Kubeconfig file; default in-cluster config, then $KUBECONFIG or ~/.kube/config.', default: '', helpGroup: 'POD RUNTIME'}),
+  'pod-requests': Flags.string({summary: 'Resource requests of the function container in the inline template ("cpu=100m,memory=128Mi"; "" for none).', default: 'cpu=100m,memory=128Mi', helpGroup: 'POD RUNTIME'}),
+  'pod-limits': Flags.string({summary: 'Resource limits of the function container in the inline template ("memory=1Gi"; "" for none).', default: 'memory=1Gi', helpGroup: 'POD RUNTIME'}),
 }
 
 export const registryFlags = {

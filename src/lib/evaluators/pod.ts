@@ -1,0 +1,104 @@
+/**
+ * The pod evaluator: runs a function in a pod of its own image (through the wrapper server on
+ * port 9446), as Porch's pod runtime does, with the pod cache deciding which pod takes the call.
+ *
+ * - The caller's deadline and cancellation bound everything: waiting for a pod, connecting and
+ *   the call itself.
+ * - A call that fails with Unavailable (the pod went away, refused or dropped the connection)
+ *   evicts that pod and is retried on a fresh or other pod, `callRetries` times (default 1).
+ *   Functions are pure transformations of their input, so a retry is safe.
+ * - It never answers NotFound: that code means "not an exec function" to the evaluator chain.
+ *   An image the registry does not know, or a pod that cannot start, is FailedPrecondition with
+ *   the image and the pod's last state in the message.
+ */
+import {FnrError, toFnrError} from '../errors.js'
+import {readFailure} from '../grpc/metadata.js'
+import {silentLogger, type Logger} from '../log.js'
+import type {PodCache} from '../pods/cache.js'
+import type {PodRuntime, PodRuntimeOptions} from '../pods/runtime.js'
+import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluator.js'
+
+export interface PodEvaluatorOptions {
+  cache: Pick<PodCache, 'acquire' | 'noteUnavailable'>
+  /** Extra attempts after an Unavailable call (default 1). */
+  callRetries?: number
+  logger?: Logger
+  /** Resolves when the runtime is ready to report SERVING (warm-up finished). */
+  ready?: Promise<unknown>
+  /** Stops the runtime. */
+  close?: () => Promise<void>
+}
+
+export class PodEvaluator implements Evaluator {
+  readonly name = 'pod'
+  readonly ready: Promise<void>
+  /** The runtime behind it, when built by createPodEvaluator (for logs, tests, `fnr pods`). */
+  runtime?: PodRuntime
+  private readonly logger: Logger
+  private readonly retries: number
+
+  constructor(private readonly options: PodEvaluatorOptions) {
+    this.logger = options.logger ?? silentLogger
+    this.retries = Math.max(0, options.callRetries ?? 1)
+    this.ready = (options.ready ?? Promise.resolve()).then(
+      () => undefined,
+      () => undefined,
+    )
+  }
+
+  async evaluate(request: EvaluationRequest): Promise<EvaluationResponse> {
+    const {image, deadline, signal} = request
+    for (let attempt = 0; ; attempt++) {
+      const lease = await this.options.cache.acquire(image, {deadline, signal})
+      try {
+        if (!lease.usable) throw new FnrError('Unavailable', `function pod ${lease.slot.name} was evicted (${lease.slot.goneReason ?? 'gone'})`)
+        const res = await lease.client.evaluate(image, request.resourceList, {deadline, signal})
+        const failure = readFailure(res.trailers)
+        return {
+          resourceList: res.resourceList,
+          log: res.log,
+          evaluator: this.name,
+          ...(failure?.results?.length ? {errorResults: failure.results} : {}),
+        }
+      } catch (err) {
+        const e = toFnrError(err)
+        if (e.kind === 'Unavailable') {
+          this.options.cache.noteUnavailable(lease.slot, e.message)
+          const timeLeft = deadline === undefined || deadline > Date.now()
+          if (attempt < this.retries && timeLeft && !signal?.aborted) {
+            this.logger.info('function pod unavailable; retrying on another pod', {image, pod: lease.slot.name, error: e.message, attempt: attempt + 1})
+            continue
+          }
+          throw new FnrError('Unavailable', `function pod ${lease.slot.name} for image "${image}" is unavailable: ${e.message}`, {cause: e, details: e.details})
+        }
+        if (e.kind === 'NotFound') throw new FnrError('FailedPrecondition', e.message, {cause: e, details: e.details})
+        throw e
+      } finally {
+        lease.release()
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.options.close?.()
+  }
+}
+
+export interface PodEvaluatorRuntimeOptions extends PodRuntimeOptions {
+  callRetries?: number
+}
+
+/** Starts the pod runtime (loading @kubernetes/client-node) and wraps it in an evaluator. */
+export async function createPodEvaluator(options: PodEvaluatorRuntimeOptions): Promise<PodEvaluator & {runtime: PodRuntime}> {
+  const {startPodRuntime} = await import('../pods/runtime.js')
+  const runtime = await startPodRuntime(options)
+  const evaluator = new PodEvaluator({
+    cache: runtime.cache,
+    callRetries: options.callRetries,
+    logger: options.logger,
+    ready: runtime.warmedUp,
+    close: () => runtime.close(),
+  }) as PodEvaluator & {runtime: PodRuntime}
+  evaluator.runtime = runtime
+  return evaluator
+}

@@ -1,0 +1,724 @@
+/**
+ * PodCache: the single owner of the pod runtime's per-image state.
+ *
+ * Node runs JavaScript on one thread, so every decision here (which pod takes a call, whether to
+ * start another, eviction, expiry, adoption) is made in one synchronous step that no other code
+ * can interleave with; the slow work (registry, API server, readiness, gRPC connect) runs
+ * outside and comes back into the same synchronous methods. That is what upstream needs an event
+ * loop goroutine and channels for, without the goroutine's hazards (spec §4.3-§4.5, §4.17).
+ *
+ * Per image there is a list of pod slots. A call takes the live slot with the least load
+ * (calls in flight or waiting), round-robin among ties. A new pod is started when the image has
+ * none, or when the best slot's load has reached maxWaitlistLength and fewer than
+ * maxParallelPods live slots exist (per-image overrides from --pod-cache-config); otherwise the
+ * call queues on the best slot (upstream semantics: the waitlist length is a scale-up threshold,
+ * never a rejection, spec §10.6).
+ *
+ * Load accounting: a lease is taken synchronously with the load increment and released exactly
+ * once, whatever happens (timeout while waiting for the pod, cancellation, failure, success), so
+ * load never leaks (upstream leaks it on timeout, §10.21).
+ */
+import {randomUUID} from 'node:crypto'
+
+import type {V1Pod} from '@kubernetes/client-node'
+
+import type {ImagePodSettings} from '../config/pod-cache-config.js'
+import {FnrError, toFnrError} from '../errors.js'
+import {EvaluatorClient} from '../grpc/client.js'
+import {silentLogger, type Logger} from '../log.js'
+import type {WatchEventType} from '../k8s/watch.js'
+import {WRAPPER_SERVER_PORT} from '../registry/image-config.js'
+import {planGc, observePod, observeService, type GcPlan} from './gc.js'
+import type {PodManager} from './manager.js'
+import {podReadiness} from './manager.js'
+import type {ImageMetadataSource} from './metadata.js'
+import {
+  ANNOTATION_CREATION_ID,
+  ANNOTATION_IMAGE,
+  ANNOTATION_LAST_USED,
+  ANNOTATION_OWNER,
+  ANNOTATION_TEMPLATE_VERSION,
+  ANNOTATION_TTL,
+  COMPONENT_POD,
+  COMPONENT_SERVICE,
+  LABEL_COMPONENT,
+  LABEL_FN_IMAGE,
+  LABEL_IMAGE_HASH,
+  LABEL_MANAGED_BY,
+  LABEL_OWNER,
+  LABEL_POD,
+  MANAGED_BY_FNR,
+  imageHash,
+  labelValueFor,
+  podNameFor,
+} from './naming.js'
+import {buildPod, buildService, type Templates} from './template.js'
+
+export type PodAddressMode = 'service' | 'pod-ip'
+
+export interface PodCacheOptions {
+  manager: PodManager
+  metadata: ImageMetadataSource
+  /** The templates new pods are made from (they may change: see setTemplates). */
+  templates: Templates
+  settingsFor: (image: string) => ImagePodSettings
+  /** This runner's identity (owner label, annotation). */
+  owner: string
+  /** How long a pod may take from the decision to start it to a connected channel. */
+  podReadyTimeoutMs: number
+  /** How fnr dials pods: the Service's DNS name (default) or the pod IP. */
+  addressMode: PodAddressMode
+  clusterDomain: string
+  maxMessageSize: number
+  /** Adds the image pull Secret to a pod spec when the image needs it; may be async (ensuring the Secret). */
+  preparePod?: (pod: V1Pod, image: string, signal: AbortSignal) => Promise<void> | void
+  logger?: Logger
+  now?: () => number
+  /** Fewest ms between two last-used annotation patches of one pod (default: TTL/10, 5 s to 5 min). */
+  lastUsedPatchIntervalMs?: (ttlMs: number) => number
+  /** GC: minimum age of an orphan Service before it is deleted (default 60 s). */
+  orphanMinAgeMs?: number
+  /** GC: how long past its TTL another runner's pod is left alone (default 10 min). */
+  foreignGraceMs?: number
+}
+
+type SlotState = 'starting' | 'ready' | 'retiring' | 'gone'
+
+export interface SlotTimings {
+  /** Registry metadata (entrypoint). */
+  metadataMs?: number
+  /** Pod create call(s). */
+  createMs?: number
+  /** From created to Ready (the kubelet's part). */
+  readyMs?: number
+  /** gRPC channel connect. */
+  connectMs?: number
+  totalMs?: number
+}
+
+/** One pod of an image, from the decision to start it until it is gone. */
+export class PodSlot {
+  state: SlotState = 'starting'
+  load = 0
+  lastUsed: number
+  readonly since: number
+  client?: EvaluatorClient
+  address?: string
+  /** Resolves when ready; rejects with the reason it never became ready. */
+  ready!: Promise<void>
+  /** The pod's state while starting, for messages. */
+  detail = 'starting'
+  /** Set once the pod object exists in the API. */
+  created = false
+  timings: SlotTimings = {}
+  annotatedAt = 0
+  abort = new AbortController()
+  /** Why it was evicted (for logs and retried calls). */
+  goneReason?: string
+
+  constructor(
+    readonly image: string,
+    public name: string,
+    readonly templateVersion: string,
+    now: number,
+  ) {
+    this.lastUsed = now
+    this.since = now
+  }
+}
+
+interface ImageEntry {
+  image: string
+  slots: PodSlot[]
+  rr: number
+}
+
+/** A call's claim on a slot; release() exactly once (extra calls are no-ops). */
+export class PodLease {
+  private released = false
+
+  constructor(
+    private readonly cache: PodCache,
+    readonly slot: PodSlot,
+  ) {}
+
+  get client(): EvaluatorClient {
+    if (!this.slot.client) throw new FnrError('Unavailable', `function pod ${this.slot.name} has no connection`)
+    return this.slot.client
+  }
+
+  /** False when the pod was evicted after the lease was taken. */
+  get usable(): boolean {
+    return (this.slot.state === 'ready' || this.slot.state === 'retiring') && this.slot.client !== undefined
+  }
+
+  release(): void {
+    if (this.released) return
+    this.released = true
+    this.cache.releaseSlot(this.slot)
+  }
+}
+
+export interface AcquireOptions {
+  deadline?: number
+  signal?: AbortSignal
+}
+
+export interface SlotSnapshot {
+  name: string
+  image: string
+  state: SlotState
+  load: number
+  lastUsed: number
+  templateVersion: string
+  address?: string
+  timings: SlotTimings
+}
+
+/** Races a promise against a deadline and an abort signal. */
+function raceDeadline<T>(promise: Promise<T>, options: AcquireOptions, onTimeout: () => FnrError, onCancel: () => FnrError): Promise<T> {
+  if (options.deadline === undefined && !options.signal) return promise
+  return new Promise<T>((resolve, reject) => {
+    let timer: NodeJS.Timeout | undefined
+    const done = (): void => {
+      clearTimeout(timer)
+      options.signal?.removeEventListener('abort', onAbort)
+    }
+    const onAbort = (): void => {
+      done()
+      reject(onCancel())
+    }
+    if (options.signal?.aborted) return onAbort()
+    options.signal?.addEventListener('abort', onAbort, {once: true})
+    if (options.deadline !== undefined) {
+      timer = setTimeout(() => {
+        done()
+        reject(onTimeout())
+      }, Math.max(0, options.deadline - Date.now()))
+    }
+    promise.then(
+      (v) => {
+        done()
+        resolve(v)
+      },
+      (e: unknown) => {
+        done()
+        reject(e)
+      },
+    )
+  })
+}
+
+function secondsText(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${(ms / 1000).toFixed(1)}s`
+}
+
+export class PodCache {
+  private readonly entries = new Map<string, ImageEntry>()
+  private readonly logger: Logger
+  private readonly now: () => number
+  private readonly ownerLabel: string
+  private templates: Templates
+  private closed = false
+  private startup: Promise<void> = Promise.resolve()
+  private startupDone = true
+
+  constructor(private readonly options: PodCacheOptions) {
+    this.logger = options.logger ?? silentLogger
+    this.now = options.now ?? Date.now
+    this.templates = options.templates
+    this.ownerLabel = labelValueFor(options.owner)
+  }
+
+  get currentTemplates(): Templates {
+    return this.templates
+  }
+
+  /** Calls wait for this (bounded by their deadline) before the first decision, e.g. adoption. */
+  setStartup(startup: Promise<void>): void {
+    this.startupDone = false
+    this.startup = startup.finally(() => {
+      this.startupDone = true
+    })
+  }
+
+  /**
+   * Takes a slot for a call on `image`, starting a pod if the rules say so, and waits (bounded by
+   * the caller's deadline and signal) until that pod is ready. The lease must be released.
+   */
+  async acquire(image: string, options: AcquireOptions = {}): Promise<PodLease> {
+    if (!this.startupDone) {
+      await raceDeadline(
+        this.startup,
+        options,
+        () => new FnrError('DeadlineExceeded', `the pod runtime was still starting (listing existing function pods) at the call's deadline`),
+        () => new FnrError('Cancelled', 'the call was cancelled while the pod runtime was starting'),
+      )
+    }
+    let allowScaleUp = true
+    for (let attempt = 0; ; attempt++) {
+      const lease = this.take(image, allowScaleUp)
+      const slot = lease.slot
+      if (slot.state === 'ready' || slot.state === 'retiring') return lease
+      try {
+        await raceDeadline(
+          slot.ready,
+          options,
+          () =>
+            new FnrError('DeadlineExceeded', `function pod ${slot.name} for image "${image}" was not ready by the call's deadline (${slot.detail}); it keeps starting for later calls`, {details: {caller: true}}),
+          () => new FnrError('Cancelled', `the call was cancelled while waiting for function pod ${slot.name}`, {details: {caller: true}}),
+        )
+      } catch (err) {
+        lease.release()
+        // The pod this call waited for failed to start; when the image has other pods, use them.
+        const e = toFnrError(err)
+        if (e.details.caller !== true && attempt === 0 && this.liveSlots(image).length > 0) {
+          allowScaleUp = false
+          continue
+        }
+        throw e
+      }
+      if (slot.state === 'gone') {
+        lease.release()
+        if (attempt === 0) continue
+        throw new FnrError('Unavailable', `function pod ${slot.name} for image "${image}" went away right after it became ready (${slot.goneReason ?? 'evicted'})`)
+      }
+      return lease
+    }
+  }
+
+  /** Slots that take new calls: starting or ready, made from the current template version. */
+  private liveSlots(image: string): PodSlot[] {
+    const version = this.templates.version
+    return (this.entries.get(image)?.slots ?? []).filter((s) => (s.state === 'starting' || s.state === 'ready') && s.templateVersion === version)
+  }
+
+  /** The synchronous decision: pick (or start) a slot and count the call on it. */
+  private take(image: string, allowScaleUp: boolean): PodLease {
+    if (this.closed) throw new FnrError('Unavailable', 'the pod runtime is shutting down')
+    let entry = this.entries.get(image)
+    if (!entry) {
+      entry = {image, slots: [], rr: 0}
+      this.entries.set(image, entry)
+    }
+    const settings = this.options.settingsFor(image)
+    const version = this.templates.version
+    const live = entry.slots.filter((s) => (s.state === 'starting' || s.state === 'ready') && s.templateVersion === version)
+    let best = pickLeastLoaded(entry, live)
+    if (!best || (allowScaleUp && best.load >= settings.maxWaitlistLength && live.length < settings.maxParallelPods)) {
+      this.logger.debug(best ? 'scaling up: every pod of the image is at the waitlist length' : 'no pod for the image; starting one', {image, pods: live.length, load: best?.load})
+      best = this.startSlot(entry, settings)
+    }
+    best.load++
+    best.lastUsed = this.now()
+    if (best.state === 'ready') this.maybeAnnotateLastUse(best, settings)
+    return new PodLease(this, best)
+  }
+
+  /** Called by PodLease.release. */
+  releaseSlot(slot: PodSlot): void {
+    slot.load = Math.max(0, slot.load - 1)
+    slot.lastUsed = this.now()
+    if (slot.load > 0) return
+    if (slot.state === 'retiring') this.evict(slot, 'replaced by a new template version')
+    else if (slot.state === 'gone') this.finish(slot)
+  }
+
+  /**
+   * Starts a pod for an image when it has none (warm-up). Resolves when the pod is ready (or at
+   * once when there already is one); rejects when it fails to start.
+   */
+  async warm(image: string): Promise<void> {
+    if (this.closed) return
+    const live = this.liveSlots(image)
+    if (live.length > 0) return live[0]!.ready
+    let entry = this.entries.get(image)
+    if (!entry) {
+      entry = {image, slots: [], rr: 0}
+      this.entries.set(image, entry)
+    }
+    const slot = this.startSlot(entry, this.options.settingsFor(image))
+    return slot.ready
+  }
+
+  private startSlot(entry: ImageEntry, settings: ImagePodSettings): PodSlot {
+    const templates = this.templates
+    const slot = new PodSlot(entry.image, podNameFor(entry.image), templates.version, this.now())
+    entry.slots.push(slot)
+    slot.ready = this.bringUp(slot, templates, settings)
+    slot.ready.catch(() => {})
+    return slot
+  }
+
+  private podLabels(slot: PodSlot): Record<string, string> {
+    return {
+      [LABEL_FN_IMAGE]: slot.name,
+      [LABEL_MANAGED_BY]: MANAGED_BY_FNR,
+      [LABEL_COMPONENT]: COMPONENT_POD,
+      [LABEL_IMAGE_HASH]: imageHash(slot.image),
+      [LABEL_OWNER]: this.ownerLabel,
+    }
+  }
+
+  /** Creates the pod and its Service, waits for ready and connects; the slot is ready after. */
+  private async bringUp(slot: PodSlot, templates: Templates, settings: ImagePodSettings): Promise<void> {
+    const {manager} = this.options
+    const started = this.now()
+    const deadline = started + this.options.podReadyTimeoutMs
+    const deadlineName = `the pod-ready timeout (${secondsText(this.options.podReadyTimeoutMs)})`
+    const signal = slot.abort.signal
+    const step = (what: string, promise: Promise<unknown>): Promise<unknown> =>
+      raceDeadline(
+        promise,
+        {deadline, signal},
+        () => new FnrError('DeadlineExceeded', `function pod ${slot.name} for image "${slot.image}" was not ready within ${deadlineName} (${what})`),
+        () => new FnrError('Unavailable', `function pod ${slot.name} for image "${slot.image}" was abandoned (${slot.goneReason ?? 'the runner is shutting down'})`),
+      )
+    try {
+      let t = this.now()
+      slot.detail = 'reading the image metadata'
+      const info = (await step('reading the image metadata', this.options.metadata.describe(slot.image, {signal}))) as Awaited<ReturnType<ImageMetadataSource['describe']>>
+      slot.timings.metadataMs = this.now() - t
+      t = this.now()
+      slot.detail = 'creating the pod'
+      for (let attempt = 0; ; attempt++) {
+        if (isGone(slot)) throw new FnrError('Unavailable', `function pod for image "${slot.image}" was abandoned (${slot.goneReason})`)
+        const pod = buildPod({
+          templates,
+          image: slot.image,
+          command: info.command,
+          name: slot.name,
+          namespace: manager.namespace,
+          labels: this.podLabels(slot),
+          annotations: {
+            [ANNOTATION_TEMPLATE_VERSION]: templates.version,
+            [ANNOTATION_IMAGE]: slot.image,
+            [ANNOTATION_OWNER]: this.options.owner,
+            [ANNOTATION_LAST_USED]: new Date(this.now()).toISOString(),
+            [ANNOTATION_TTL]: String(Math.round(settings.ttlMs / 1000)),
+            [ANNOTATION_CREATION_ID]: randomUUID(),
+          },
+          resources: settings.resources,
+          maxRequestBodySize: this.options.maxMessageSize,
+        })
+        if (this.options.preparePod) await step('preparing the pod (image pull Secret)', Promise.resolve(this.options.preparePod(pod, slot.image, signal)))
+        try {
+          await step('creating the pod', manager.createPod(pod, {deadline, signal}))
+          slot.created = true
+          slot.annotatedAt = this.now()
+          break
+        } catch (err) {
+          if (err instanceof FnrError && err.details.nameTaken === true && attempt < 3) {
+            const taken = slot.name
+            slot.name = podNameFor(slot.image)
+            this.logger.warn('pod name taken; trying another', {image: slot.image, taken, next: slot.name})
+            continue
+          }
+          throw err
+        }
+      }
+      slot.timings.createMs = this.now() - t
+      t = this.now()
+      slot.detail = 'pod created'
+      const service = buildService(templates, slot.name, manager.namespace, {[LABEL_MANAGED_BY]: MANAGED_BY_FNR, [LABEL_COMPONENT]: COMPONENT_SERVICE, [LABEL_POD]: slot.name, [LABEL_OWNER]: this.ownerLabel}, {[LABEL_FN_IMAGE]: slot.name})
+      const [{ip}] = await Promise.all([
+        manager.waitForPodReady(slot.name, slot.image, {deadline, signal, deadlineName, onProgress: (d) => (slot.detail = d)}),
+        step('creating the Service', manager.ensureService(service, {deadline, signal})),
+      ])
+      slot.timings.readyMs = this.now() - t
+      t = this.now()
+      slot.detail = 'connecting'
+      slot.address = this.addressOf(slot.name, ip)
+      slot.client = new EvaluatorClient(slot.address, {
+        maxMessageSize: this.options.maxMessageSize,
+        channelOptions: {'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2000, 'grpc.enable_retries': 0},
+      })
+      await step(`connecting to ${slot.address}`, slot.client.waitForReady(deadline))
+      slot.timings.connectMs = this.now() - t
+      slot.timings.totalMs = this.now() - started
+      if (isGone(slot)) throw new FnrError('Unavailable', `function pod ${slot.name} for image "${slot.image}" was evicted while starting (${slot.goneReason})`)
+      if (slot.state === 'starting') slot.state = 'ready'
+      slot.detail = 'ready'
+      this.logger.info('function pod ready', {image: slot.image, pod: slot.name, address: slot.address, ...slot.timings})
+    } catch (err) {
+      let e = toFnrError(err)
+      // "Not found" from the registry or the API means something else here: the evaluator chain
+      // must never see NotFound from the pod runtime (it means "not an exec function").
+      if (e.kind === 'NotFound') e = new FnrError('FailedPrecondition', e.message, {cause: e, details: e.details})
+      if (slot.created && e.kind === 'FailedPrecondition' && /crash|terminated|exit code/.test(e.message)) {
+        const tail = await this.options.manager.logTail(slot.name)
+        if (tail) e = new FnrError(e.kind, `${e.message}; last log lines: ${tail.split('\n').slice(-5).join(' | ').slice(0, 600)}`, {cause: e.cause, details: e.details})
+      }
+      this.logger.warn('function pod failed to start', {image: slot.image, pod: slot.name, error: e.message})
+      this.evict(slot, `failed to start: ${e.message}`)
+      throw e
+    }
+  }
+
+  private addressOf(podName: string, ip: string): string {
+    if (this.options.addressMode === 'pod-ip') return ip.includes(':') ? `[${ip}]:${WRAPPER_SERVER_PORT}` : `${ip}:${WRAPPER_SERVER_PORT}`
+    return `${podName}.${this.options.manager.namespace}.svc.${this.options.clusterDomain}:${WRAPPER_SERVER_PORT}`
+  }
+
+  private maybeAnnotateLastUse(slot: PodSlot, settings: ImagePodSettings): void {
+    const interval = this.options.lastUsedPatchIntervalMs?.(settings.ttlMs) ?? Math.min(300_000, Math.max(5_000, settings.ttlMs / 10))
+    const now = this.now()
+    if (now - slot.annotatedAt < interval) return
+    slot.annotatedAt = now
+    this.options.manager
+      .patchPodMetadata(slot.name, {annotations: {[ANNOTATION_LAST_USED]: new Date(now).toISOString(), [ANNOTATION_TTL]: String(Math.round(settings.ttlMs / 1000))}})
+      .catch((err: unknown) => this.logger.debug('cannot record the last use of a pod', {pod: slot.name, error: (err as Error).message}))
+  }
+
+  /**
+   * Takes a slot out of service: no new calls go to it; once no call is in flight its channel is
+   * closed and the pod and Service are deleted.
+   */
+  evict(slot: PodSlot, reason: string): void {
+    if (slot.state === 'gone') return
+    const wasStarting = slot.state === 'starting'
+    slot.state = 'gone'
+    slot.goneReason = reason
+    const entry = this.entries.get(slot.image)
+    if (entry) {
+      entry.slots = entry.slots.filter((s) => s !== slot)
+      if (entry.slots.length === 0) this.entries.delete(slot.image)
+    }
+    if (wasStarting) slot.abort.abort()
+    this.logger.info('function pod evicted', {image: slot.image, pod: slot.name, reason, load: slot.load})
+    if (slot.load === 0 || wasStarting) this.finish(slot)
+  }
+
+  /** Closes the channel and deletes the pod and Service (once). */
+  private finished = new WeakSet<PodSlot>()
+  private finish(slot: PodSlot): void {
+    if (this.finished.has(slot)) return
+    this.finished.add(slot)
+    slot.client?.close()
+    if (this.closed && !slot.created) return
+    void this.options.manager.deletePodAndService(slot.name, slot.goneReason ?? 'evicted')
+  }
+
+  /** A call to the pod failed with Unavailable: the pod is treated as dead. */
+  noteUnavailable(slot: PodSlot, reason: string): void {
+    this.evict(slot, `call failed: ${reason}`)
+  }
+
+  /** Pod watch events: evict a slot whose pod failed, ended, crashed or was deleted. */
+  onPodEvent(type: WatchEventType, pod: V1Pod): void {
+    const name = pod.metadata?.name
+    if (!name) return
+    const slot = this.findSlot(name)
+    if (!slot || slot.state === 'starting' || slot.state === 'gone') return
+    if (type === 'DELETED') {
+      this.evict(slot, 'the pod was deleted')
+      return
+    }
+    const r = podReadiness(pod, slot.image)
+    if (r.state === 'failed') this.evict(slot, r.detail)
+  }
+
+  /** The slot of a pod, if the cache holds it (tests, `fnr pods ls`). */
+  slotFor(name: string): PodSlot | undefined {
+    return this.findSlot(name)
+  }
+
+  private findSlot(name: string): PodSlot | undefined {
+    for (const entry of this.entries.values()) for (const s of entry.slots) if (s.name === name) return s
+    return undefined
+  }
+
+  /**
+   * New templates: pods made from other versions get no new calls and are replaced as they go
+   * idle (new pods are started on demand).
+   */
+  setTemplates(templates: Templates): void {
+    if (templates.version === this.templates.version) return
+    this.logger.info('function pod template changed; replacing pods as they go idle', {from: this.templates.version, to: templates.version, origin: templates.origin})
+    this.templates = templates
+    for (const entry of [...this.entries.values()]) {
+      for (const slot of [...entry.slots]) {
+        if (slot.templateVersion === templates.version) continue
+        if (slot.state === 'ready') {
+          if (slot.load === 0) this.evict(slot, 'replaced by a new template version')
+          else slot.state = 'retiring'
+        } else if (slot.state === 'starting') {
+          this.retireWhenReady(slot)
+        }
+      }
+    }
+  }
+
+  private retireWhenReady(slot: PodSlot): void {
+    slot.ready.then(
+      () => {
+        if (slot.state !== 'ready') return
+        if (slot.load === 0) this.evict(slot, 'replaced by a new template version')
+        else slot.state = 'retiring'
+      },
+      () => {},
+    )
+  }
+
+  /**
+   * Startup: takes over fnr's pods that are ready and made from the current template version
+   * (up to each image's pod limit) and deletes the others. One pod's problem never stops the rest.
+   */
+  adopt(pods: readonly V1Pod[]): {adopted: string[]; deleted: string[]} {
+    const adopted: string[] = []
+    const deleted: string[] = []
+    if (this.closed) return {adopted, deleted}
+    const now = this.now()
+    for (const pod of pods) {
+      const name = pod.metadata?.name
+      if (!name) continue
+      try {
+        const observed = observePod(pod)
+        if (!observed.managed || observed.deleting || this.findSlot(name)) continue
+        const image = observed.image
+        const version = pod.metadata?.annotations?.[ANNOTATION_TEMPLATE_VERSION]
+        let reason: string | undefined
+        let ip: string | undefined
+        if (!image) reason = `it has no ${ANNOTATION_IMAGE} annotation`
+        else if (version !== this.templates.version) reason = `its template version ${version ?? '(none)'} is not the current ${this.templates.version}`
+        else {
+          const r = podReadiness(pod, image)
+          if (r.state !== 'ready') reason = `it is not ready (${r.detail})`
+          else if (this.liveSlots(image).length >= this.options.settingsFor(image).maxParallelPods) reason = 'the image already has its maximum number of pods'
+          else ip = r.ip
+        }
+        if (reason !== undefined || !image || !ip) {
+          this.logger.info('deleting a function pod found at startup', {pod: name, reason})
+          deleted.push(name)
+          void this.options.manager.deletePodAndService(name, `found at startup: ${reason}`)
+          continue
+        }
+        let entry = this.entries.get(image)
+        if (!entry) {
+          entry = {image, slots: [], rr: 0}
+          this.entries.set(image, entry)
+        }
+        const slot = new PodSlot(image, name, this.templates.version, Math.min(now, observed.lastUsed ?? now))
+        slot.created = true
+        slot.state = 'ready'
+        slot.annotatedAt = observed.lastUsed ?? 0
+        slot.address = this.addressOf(name, ip)
+        slot.client = new EvaluatorClient(slot.address, {
+          maxMessageSize: this.options.maxMessageSize,
+          channelOptions: {'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2000, 'grpc.enable_retries': 0},
+        })
+        slot.ready = Promise.resolve()
+        entry.slots.push(slot)
+        adopted.push(name)
+        this.logger.info('adopted function pod', {pod: name, image, owner: observed.owner})
+        if (observed.owner !== this.ownerLabel) {
+          this.options.manager
+            .patchPodMetadata(name, {labels: {[LABEL_OWNER]: this.ownerLabel}, annotations: {[ANNOTATION_OWNER]: this.options.owner}})
+            .catch((err: unknown) => this.logger.warn('cannot take ownership of an adopted pod', {pod: name, error: (err as Error).message}))
+        }
+        const service = buildService(this.templates, name, this.options.manager.namespace, {[LABEL_MANAGED_BY]: MANAGED_BY_FNR, [LABEL_COMPONENT]: COMPONENT_SERVICE, [LABEL_POD]: name, [LABEL_OWNER]: this.ownerLabel}, {[LABEL_FN_IMAGE]: name})
+        this.options.manager.ensureService(service, {deadline: now + this.options.podReadyTimeoutMs}).catch((err: unknown) => {
+          this.logger.warn('adopted pod has no usable Service', {pod: name, error: (err as Error).message})
+          if (this.options.addressMode === 'service') this.evict(slot, 'its Service cannot be created')
+        })
+      } catch (err) {
+        this.logger.warn('cannot adopt a function pod', {pod: name, error: (err as Error).message})
+      }
+    }
+    return {adopted, deleted}
+  }
+
+  /** One GC pass over the given cluster state (see gc.ts for the rules); applies and returns the plan. */
+  applyGc(pods: readonly V1Pod[], services: Parameters<typeof observeService>[0][], observedAt: number): GcPlan {
+    const now = this.now()
+    const cached = [...this.entries.values()].flatMap((e) =>
+      e.slots.map((s) => ({
+        name: s.name,
+        image: s.image,
+        load: s.load,
+        lastUsed: s.lastUsed,
+        ttlMs: this.options.settingsFor(s.image).ttlMs,
+        starting: s.state === 'starting',
+        since: s.since,
+      })),
+    )
+    const plan = planGc({
+      now,
+      self: this.ownerLabel,
+      cached,
+      pods: pods.map(observePod),
+      services: services.map(observeService),
+      observedAt,
+      orphanMinAgeMs: this.options.orphanMinAgeMs,
+      foreignGraceMs: this.options.foreignGraceMs,
+    })
+    for (const e of plan.expire) {
+      const slot = this.findSlot(e.name)
+      if (slot && slot.load === 0 && slot.state !== 'starting') this.evict(slot, e.reason)
+    }
+    for (const d of plan.deletePods) {
+      if (this.findSlot(d.name)) continue
+      void this.options.manager.deletePodAndService(d.name, d.reason)
+    }
+    for (const s of plan.deleteServices) {
+      this.options.manager.deleteService(s.name).then(
+        () => this.logger.info('deleted orphan Service', {service: s.name}),
+        (err: unknown) => this.logger.warn('cannot delete orphan Service', {service: s.name, error: (err as Error).message}),
+      )
+    }
+    if (plan.expire.length + plan.deletePods.length + plan.deleteServices.length > 0) {
+      this.logger.info('pod garbage collection', {expired: plan.expire.map((e) => e.name), deletedPods: plan.deletePods.map((d) => d.name), deletedServices: plan.deleteServices.map((s) => s.name)})
+    }
+    return plan
+  }
+
+  /** Lists the cluster and applies one GC pass. */
+  async collectGarbage(): Promise<GcPlan> {
+    const observedAt = this.now()
+    const [pods, services] = await Promise.all([this.options.manager.listPods(), this.options.manager.listServices()])
+    return this.applyGc(pods, services, observedAt)
+  }
+
+  /** The cache's state, for tests, logs and `fnr pods ls`. */
+  snapshot(): SlotSnapshot[] {
+    return [...this.entries.values()].flatMap((e) =>
+      e.slots.map((s) => ({name: s.name, image: s.image, state: s.state, load: s.load, lastUsed: s.lastUsed, templateVersion: s.templateVersion, address: s.address, timings: {...s.timings}})),
+    )
+  }
+
+  /** Stops: pods starting are abandoned, channels closed; pods are kept for the next start to adopt. */
+  close(): void {
+    this.closed = true
+    for (const entry of this.entries.values()) {
+      for (const slot of entry.slots) {
+        if (slot.state === 'starting') {
+          slot.goneReason = 'the runner is shutting down'
+          slot.abort.abort()
+        }
+        slot.client?.close()
+      }
+    }
+    this.entries.clear()
+  }
+}
+
+/** Reads the state afresh (TypeScript narrows it across awaits otherwise). */
+function isGone(slot: PodSlot): boolean {
+  return slot.state === 'gone'
+}
+
+/** Least load wins; among equals, the first at or after the round-robin index (upstream's findBestPod). */
+export function pickLeastLoaded(entry: {rr: number}, live: readonly PodSlot[]): PodSlot | undefined {
+  if (live.length === 0) return undefined
+  let min = Infinity
+  for (const s of live) min = Math.min(min, s.load)
+  const n = live.length
+  for (let i = 0; i < n; i++) {
+    const idx = (entry.rr + i) % n
+    if (live[idx]!.load === min) {
+      entry.rr = (idx + 1) % n
+      return live[idx]
+    }
+  }
+  return undefined
+}

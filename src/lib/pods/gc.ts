@@ -1,0 +1,216 @@
+/**
+ * Garbage collection of function pods: the rules as a pure function (planGc) and the loop that
+ * applies them every --scan-interval (PodGarbageCollector). `fnr pods gc` is meant to reuse
+ * planGc with an empty cache.
+ *
+ * The rules:
+ *   - a cached pod is expired when it has no calls in flight and was last used more than its TTL
+ *     ago (the TTL runs from the end of the last call), or when its pod failed, ended or vanished;
+ *     a pod with calls in flight is never touched;
+ *   - a pod that is not fnr's (no app.kubernetes.io/managed-by=fnr + fn.kpt.dev/image labels) is
+ *     never touched;
+ *   - an fnr pod that no cache entry owns is deleted when it failed or ended, when it is this
+ *     runner's own (an orphan, e.g. left by a crash mid-creation), or, for another runner's pod,
+ *     only when its last-used annotation says it expired more than `foreignGraceMs` ago;
+ *   - an fnr Service whose pod is neither cached nor present is deleted once it is older than
+ *     `orphanMinAgeMs` (a pod and its Service are created one after the other).
+ */
+import type {V1Pod, V1Service} from '@kubernetes/client-node'
+
+import {silentLogger, type Logger} from '../log.js'
+import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, ANNOTATION_TTL, LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER, LABEL_POD, MANAGED_BY_FNR} from './naming.js'
+
+export interface CachedPodState {
+  name: string
+  image: string
+  /** Calls in flight or waiting for this pod. */
+  load: number
+  /** ms since the epoch */
+  lastUsed: number
+  ttlMs: number
+  /** Still being created (never collected here: creation has its own timeout). */
+  starting: boolean
+  /** When the cache first held it (ms since the epoch). */
+  since: number
+}
+
+export interface ObservedPod {
+  name: string
+  managed: boolean
+  deleting: boolean
+  phase?: string
+  owner?: string
+  image?: string
+  lastUsed?: number
+  ttlMs?: number
+  created?: number
+}
+
+export interface ObservedService {
+  name: string
+  managed: boolean
+  deleting: boolean
+  /** The pod it fronts (label fnr.dev/pod). */
+  pod?: string
+  created?: number
+}
+
+export interface GcInput {
+  now: number
+  /** This runner's owner label value. */
+  self: string
+  cached: readonly CachedPodState[]
+  pods: readonly ObservedPod[]
+  services: readonly ObservedService[]
+  /** When the pod and Service lists were requested (ms since the epoch). */
+  observedAt: number
+  /** Default 60 s. */
+  orphanMinAgeMs?: number
+  /** Default 10 min. */
+  foreignGraceMs?: number
+}
+
+export interface GcAction {
+  name: string
+  reason: string
+}
+
+export interface GcPlan {
+  /** Cached pods to drop from the cache and delete (with their Services). */
+  expire: Array<GcAction & {image: string}>
+  /** Uncached pods to delete (with their Services). */
+  deletePods: GcAction[]
+  /** Services without a pod. */
+  deleteServices: GcAction[]
+}
+
+function parseTime(text: string | undefined): number | undefined {
+  if (!text) return undefined
+  const ms = Date.parse(text)
+  return Number.isFinite(ms) ? ms : undefined
+}
+
+export function observePod(pod: V1Pod): ObservedPod {
+  const labels = pod.metadata?.labels ?? {}
+  const annotations = pod.metadata?.annotations ?? {}
+  const ttlSeconds = Number(annotations[ANNOTATION_TTL])
+  return {
+    name: pod.metadata?.name ?? '',
+    managed: labels[LABEL_MANAGED_BY] === MANAGED_BY_FNR && LABEL_FN_IMAGE in labels,
+    deleting: !!pod.metadata?.deletionTimestamp,
+    phase: pod.status?.phase,
+    owner: labels[LABEL_OWNER],
+    image: annotations[ANNOTATION_IMAGE],
+    lastUsed: parseTime(annotations[ANNOTATION_LAST_USED]),
+    ttlMs: Number.isFinite(ttlSeconds) && ttlSeconds > 0 ? ttlSeconds * 1000 : undefined,
+    created: parseTime(pod.metadata?.creationTimestamp as unknown as string | undefined) ?? toMs(pod.metadata?.creationTimestamp),
+  }
+}
+
+export function observeService(svc: V1Service): ObservedService {
+  const labels = svc.metadata?.labels ?? {}
+  return {
+    name: svc.metadata?.name ?? '',
+    managed: labels[LABEL_MANAGED_BY] === MANAGED_BY_FNR && LABEL_POD in labels,
+    deleting: !!svc.metadata?.deletionTimestamp,
+    pod: labels[LABEL_POD],
+    created: parseTime(svc.metadata?.creationTimestamp as unknown as string | undefined) ?? toMs(svc.metadata?.creationTimestamp),
+  }
+}
+
+function toMs(value: unknown): number | undefined {
+  return value instanceof Date ? value.getTime() : undefined
+}
+
+export function planGc(input: GcInput): GcPlan {
+  const plan: GcPlan = {expire: [], deletePods: [], deleteServices: []}
+  const orphanMinAge = input.orphanMinAgeMs ?? 60_000
+  const foreignGrace = input.foreignGraceMs ?? 600_000
+  const podsByName = new Map(input.pods.map((p) => [p.name, p]))
+  const cachedNames = new Set(input.cached.map((c) => c.name))
+
+  for (const c of input.cached) {
+    if (c.starting || c.load > 0) continue
+    const observed = podsByName.get(c.name)
+    if (input.now - c.lastUsed >= c.ttlMs) plan.expire.push({name: c.name, image: c.image, reason: 'idle for longer than its TTL'})
+    else if (!observed && c.since < input.observedAt) plan.expire.push({name: c.name, image: c.image, reason: 'the pod no longer exists'})
+    else if (observed?.phase === 'Failed' || observed?.phase === 'Succeeded') plan.expire.push({name: c.name, image: c.image, reason: `the pod is ${observed.phase}`})
+  }
+
+  for (const p of input.pods) {
+    if (!p.managed || p.deleting || cachedNames.has(p.name)) continue
+    if (p.phase === 'Failed' || p.phase === 'Succeeded') plan.deletePods.push({name: p.name, reason: `the pod is ${p.phase}`})
+    else if (p.owner === input.self) plan.deletePods.push({name: p.name, reason: 'orphan: no cache entry owns it'})
+    else {
+      const lastUsed = p.lastUsed ?? p.created
+      if (lastUsed !== undefined && p.ttlMs !== undefined && input.now - lastUsed >= p.ttlMs + foreignGrace) {
+        plan.deletePods.push({name: p.name, reason: `expired pod of runner ${p.owner ?? '(unknown)'}`})
+      }
+    }
+  }
+
+  const deletedPods = new Set(plan.deletePods.map((d) => d.name))
+  for (const s of input.services) {
+    if (!s.managed || s.deleting || !s.pod) continue
+    if (cachedNames.has(s.pod)) continue
+    const pod = podsByName.get(s.pod)
+    if (pod && !deletedPods.has(s.pod)) continue
+    if (deletedPods.has(s.pod)) continue // deleted together with its pod
+    if (s.created !== undefined && input.now - s.created < orphanMinAge) continue
+    plan.deleteServices.push({name: s.name, reason: 'orphan: its pod is gone'})
+  }
+  return plan
+}
+
+export interface GcTarget {
+  /** One collection: list, plan, apply. */
+  collectGarbage(): Promise<GcPlan>
+}
+
+/** Runs GC every interval (none when the interval is ≤ 0); one run at a time. */
+export class PodGarbageCollector {
+  private timer: NodeJS.Timeout | undefined
+  private running: Promise<unknown> | undefined
+  private stopped = false
+  runs = 0
+
+  constructor(
+    private readonly target: GcTarget,
+    private readonly intervalMs: number,
+    private readonly logger: Logger = silentLogger,
+  ) {}
+
+  start(): void {
+    if (this.intervalMs <= 0 || this.stopped) return
+    this.timer = setInterval(() => void this.runOnce(), this.intervalMs)
+    this.timer.unref()
+  }
+
+  /** Runs one collection now (or joins the one running). */
+  async runOnce(): Promise<GcPlan | undefined> {
+    if (this.stopped) return undefined
+    if (this.running) return (await this.running) as GcPlan | undefined
+    const run = this.target.collectGarbage().then(
+      (plan) => {
+        this.runs++
+        return plan
+      },
+      (err: unknown) => {
+        this.logger.warn('pod garbage collection failed', {error: (err as Error).message})
+        return undefined
+      },
+    )
+    this.running = run
+    try {
+      return await run
+    } finally {
+      this.running = undefined
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true
+    clearInterval(this.timer)
+    await this.running
+  }
+}

@@ -1,0 +1,176 @@
+/**
+ * The pod runtime, assembled: Kubernetes clients (loaded lazily), the template source, the
+ * PodManager, the PodCache, startup adoption, the GC loop and warm-up. `fnr serve` builds one
+ * through the pod evaluator; the pods commands can build the parts they need.
+ */
+import type {V1Pod} from '@kubernetes/client-node'
+
+import {PodCacheConfig, type ResourceRequirements} from '../config/pod-cache-config.js'
+import {FnrError} from '../errors.js'
+import {connectKube, runnerNamespace, type KubeClients, type KubeConnectOptions} from '../k8s/client.js'
+import {silentLogger, type Logger} from '../log.js'
+import type {DockerConfig} from '../registry/auth.js'
+import {attachPullSecret, ensurePullSecret} from '../registry/pull-secret.js'
+import {PodCache, type PodAddressMode} from './cache.js'
+import {PodGarbageCollector} from './gc.js'
+import {PodManager} from './manager.js'
+import type {ImageMetadataSource} from './metadata.js'
+import {defaultRunnerIdentity} from './naming.js'
+import {TemplateSource} from './template-source.js'
+import {warmUpPods, type WarmUpResult} from './warmup.js'
+
+export interface PodRuntimeOptions {
+  /** --pod-namespace: pods, Services and the pull Secret. */
+  namespace: string
+  ttlMs: number
+  scanIntervalMs: number
+  cacheConfig: PodCacheConfig
+  warmUp: boolean
+  /** --function-pod-template: a ConfigMap name in the runner's namespace, or '' for the inline template. */
+  templateConfigMap: string
+  maxWaitlistLength: number
+  maxParallelPods: number
+  /** $WRAPPER_SERVER_IMAGE (needed by the inline template). */
+  wrapperServerImage?: string
+  maxRequestBodySize: number
+  podReadyTimeoutMs: number
+  addressMode: PodAddressMode
+  clusterDomain: string
+  metadata: ImageMetadataSource
+  kube?: KubeConnectOptions
+  /** With private registries on: the pull Secret to create and attach. */
+  pullSecret?: {name: string; dockerConfig: DockerConfig; dockerConfigJson: Buffer}
+  /** Runner identity; default $POD_NAME or the host name. */
+  owner?: string
+  /** Where the template ConfigMap is; default the runner's own namespace. */
+  runnerNamespace?: string
+  /** Requests/limits of the inline template's function container. */
+  inlineResources?: ResourceRequirements
+  orphanMinAgeMs?: number
+  foreignGraceMs?: number
+  pollMs?: number
+  watchRetryMs?: number
+  warmUpConcurrency?: number
+  logger?: Logger
+}
+
+export class PodRuntime {
+  /** Resolves when startup adoption is done. */
+  readonly started: Promise<void>
+  /** Resolves when warm-up has finished (at once without warm-up). */
+  readonly warmedUp: Promise<WarmUpResult | undefined>
+  private closed = false
+
+  constructor(
+    readonly clients: KubeClients,
+    readonly manager: PodManager,
+    readonly templates: TemplateSource,
+    readonly cache: PodCache,
+    readonly gc: PodGarbageCollector,
+    started: Promise<void>,
+    warmedUp: Promise<WarmUpResult | undefined>,
+    private readonly cleanups: Array<() => void>,
+  ) {
+    this.started = started
+    this.warmedUp = warmedUp
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    for (const c of this.cleanups) c()
+    await this.gc.stop()
+    this.cache.close()
+    this.templates.close()
+    this.manager.close()
+  }
+}
+
+export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRuntime> {
+  const logger = options.logger ?? silentLogger
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(options.namespace) || options.namespace.length > 63) {
+    throw new FnrError('Config', `--pod-namespace ${JSON.stringify(options.namespace)} is not a valid namespace name (lowercase letters, digits and "-", at most 63)`)
+  }
+  const clients = await connectKube(options.kube)
+  const owner = options.owner ?? defaultRunnerIdentity()
+  const templateExtra = {maxRequestBodySize: options.maxRequestBodySize}
+  let templates: TemplateSource
+  if (options.templateConfigMap) {
+    const ns = options.runnerNamespace ?? runnerNamespace(clients)
+    templates = await TemplateSource.fromConfigMap({...clients, namespace: ns, name: options.templateConfigMap, extra: templateExtra, logger, watchRetryMs: options.watchRetryMs})
+  } else {
+    if (!options.wrapperServerImage) {
+      throw new FnrError('Config', 'environment variable WRAPPER_SERVER_IMAGE must be set to use the pod runtime with the inline template (or pass --function-pod-template, or --disable-runtimes=pod)')
+    }
+    templates = TemplateSource.inline({wrapperServerImage: options.wrapperServerImage, resources: options.inlineResources}, templateExtra)
+  }
+
+  const manager = new PodManager({...clients, namespace: options.namespace, logger, pollMs: options.pollMs, watchRetryMs: options.watchRetryMs})
+  const defaults = {ttlMs: options.ttlMs, maxWaitlistLength: options.maxWaitlistLength, maxParallelPods: options.maxParallelPods}
+
+  let secretReady: Promise<void> | undefined
+  const ensureSecret = (): Promise<void> => {
+    const secret = options.pullSecret!
+    secretReady ??= ensurePullSecret(clients.core, options.namespace, secret.name, secret.dockerConfigJson).then(
+      (result) => logger.info('image pull secret', {secret: `${options.namespace}/${secret.name}`, result}),
+      (err: unknown) => {
+        secretReady = undefined
+        throw err
+      },
+    )
+    return secretReady
+  }
+
+  const cache = new PodCache({
+    manager,
+    metadata: options.metadata,
+    templates: templates.current(),
+    settingsFor: (image) => options.cacheConfig.settingsFor(image, defaults),
+    owner,
+    podReadyTimeoutMs: options.podReadyTimeoutMs,
+    addressMode: options.addressMode,
+    clusterDomain: options.clusterDomain,
+    maxMessageSize: options.maxRequestBodySize,
+    preparePod: options.pullSecret
+      ? async (pod: V1Pod, image: string) => {
+          if (attachPullSecret(pod.spec!, options.pullSecret!.name, options.pullSecret!.dockerConfig, image)) await ensureSecret()
+        }
+      : undefined,
+    logger,
+    orphanMinAgeMs: options.orphanMinAgeMs,
+    foreignGraceMs: options.foreignGraceMs,
+  })
+  const cleanups: Array<() => void> = []
+  cleanups.push(templates.onChange((t) => cache.setTemplates(t)))
+  cleanups.push(manager.onPodChange((type, pod) => cache.onPodEvent(type, pod)))
+
+  await manager.start()
+  const started = manager.whenSynced().then(() => {
+    const {adopted, deleted} = cache.adopt(manager.observedPods())
+    logger.info('pod runtime started', {namespace: options.namespace, owner, template: templates.current().origin, templateVersion: templates.current().version, adopted: adopted.length, deleted: deleted.length})
+  })
+  cache.setStartup(started)
+  const gc = new PodGarbageCollector(cache, options.scanIntervalMs, logger)
+  void started.then(() => gc.start())
+  // Warm-up waits for adoption, but not forever: a runner whose API server stays away still
+  // reports SERVING after the pod-ready timeout (its exec runtime works), with a warning.
+  let syncTimer: NodeJS.Timeout | undefined
+  const startedInTime = Promise.race([
+    started.then(() => true),
+    new Promise<boolean>((resolve) => {
+      syncTimer = setTimeout(() => resolve(false), options.podReadyTimeoutMs)
+      syncTimer.unref()
+    }),
+  ]).finally(() => clearTimeout(syncTimer))
+  cleanups.push(() => clearTimeout(syncTimer))
+  const warmedUp = options.warmUp
+    ? startedInTime.then((inTime) => {
+        if (!inTime) {
+          logger.warn('the pod runtime could not list its pods in time; skipping warm-up', {timeoutMs: options.podReadyTimeoutMs})
+          return undefined
+        }
+        return warmUpPods(cache, options.cacheConfig.images(), {concurrency: options.warmUpConcurrency, logger})
+      })
+    : Promise.resolve(undefined)
+  return new PodRuntime(clients, manager, templates, cache, gc, started, warmedUp, cleanups)
+}

@@ -1,0 +1,99 @@
+/**
+ * Where the current function pod templates come from: fnr's inline template, or a ConfigMap
+ * (--function-pod-template) in the runner's namespace that is watched, so an edit is picked up
+ * without a restart. A changed ConfigMap that breaks the contract is reported and ignored (the
+ * last good templates stay in use); a deleted one keeps the last good templates too.
+ */
+import type {CoreV1Api, KubeConfig, V1ConfigMap} from '@kubernetes/client-node'
+
+import {FnrError} from '../errors.js'
+import {silentLogger, type Logger} from '../log.js'
+import type {ClientNode} from '../k8s/client.js'
+import {apiStatusCode, kubeError} from '../k8s/errors.js'
+import {withApiRetries} from '../k8s/retry.js'
+import {ResourceWatcher} from '../k8s/watch.js'
+import {inlineTemplates, templatesFromConfigMap, type InlineTemplateOptions, type Templates} from './template.js'
+
+export class TemplateSource {
+  private listeners = new Set<(templates: Templates) => void>()
+  private watcher: ResourceWatcher<V1ConfigMap> | undefined
+
+  private constructor(private templates: Templates) {}
+
+  static inline(options: InlineTemplateOptions, extra: Record<string, unknown> = {}): TemplateSource {
+    return new TemplateSource(inlineTemplates(options, extra))
+  }
+
+  /** Reads the ConfigMap (a missing or broken one is a Config error) and watches it. */
+  static async fromConfigMap(options: {
+    k8s: ClientNode
+    kubeConfig: KubeConfig
+    core: CoreV1Api
+    namespace: string
+    name: string
+    extra?: Record<string, unknown>
+    logger?: Logger
+    watchRetryMs?: number
+  }): Promise<TemplateSource> {
+    const {core, namespace, name} = options
+    const logger = options.logger ?? silentLogger
+    const where = `function pod template ConfigMap ${namespace}/${name} (--function-pod-template)`
+    let cm: V1ConfigMap
+    try {
+      cm = await withApiRetries(() => core.readNamespacedConfigMap({name, namespace}), {what: `cannot read ${where}`})
+    } catch (err) {
+      if (apiStatusCode(err) === 404) throw new FnrError('Config', `${where} does not exist`, {cause: err})
+      throw err instanceof FnrError ? new FnrError('Config', err.message, {cause: err, details: err.details}) : kubeError(err, `cannot read ${where}`)
+    }
+    const source = new TemplateSource(templatesFromConfigMap(cm, options.extra))
+    let lastResourceVersion = cm.metadata?.resourceVersion
+    source.watcher = new ResourceWatcher<V1ConfigMap>({
+      k8s: options.k8s,
+      kubeConfig: options.kubeConfig,
+      path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps`,
+      fieldSelector: `metadata.name=${name}`,
+      list: () => core.listNamespacedConfigMap({namespace, fieldSelector: `metadata.name=${name}`}),
+      logger,
+      description: `ConfigMap ${namespace}/${name}`,
+      retryMs: options.watchRetryMs,
+    })
+    source.watcher.on((type, object) => {
+      if (type === 'DELETED') {
+        logger.warn('the function pod template ConfigMap was deleted; keeping the last templates', {configMap: `${namespace}/${name}`})
+        lastResourceVersion = undefined
+        return
+      }
+      if (object.metadata?.resourceVersion === lastResourceVersion) return
+      lastResourceVersion = object.metadata?.resourceVersion
+      let next: Templates
+      try {
+        next = templatesFromConfigMap(object, options.extra)
+      } catch (err) {
+        logger.error('the changed function pod template is not usable; keeping the last good one', {error: (err as Error).message})
+        return
+      }
+      source.update(next)
+    })
+    source.watcher.start().catch((err: unknown) => logger.warn('cannot watch the function pod template ConfigMap', {error: (err as Error).message}))
+    return source
+  }
+
+  current(): Templates {
+    return this.templates
+  }
+
+  onChange(listener: (templates: Templates) => void): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  private update(next: Templates): void {
+    if (next.version === this.templates.version) return
+    this.templates = next
+    for (const l of this.listeners) l(next)
+  }
+
+  close(): void {
+    this.watcher?.stop()
+  }
+}

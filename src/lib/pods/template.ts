@@ -1,0 +1,271 @@
+/**
+ * Function pod and Service templates: fnr's inline default, templates from a ConfigMap
+ * (--function-pod-template: keys `template` and `serviceTemplate`, in the runner's namespace, as
+ * upstream, spec §4.7), the template contract, the template version, and the pod and Service
+ * built for one function.
+ *
+ * The contract a template must meet (checked when it is loaded; a broken point stops the runner,
+ * or, for a changed ConfigMap, keeps the last good template, with a message naming the point):
+ *   1. `template` is a Pod with a container named `function`;
+ *   2. that container's command starts the wrapper server (…/wrapper-server, normally
+ *      /wrapper-server-tools/wrapper-server);
+ *   3. fnr owns the container's image and the tail of its args: the image is replaced with the
+ *      function's image, and `--port 9446 --max-request-body-size N -- <entrypoint>` is appended
+ *      to the args, so the template's args must not contain `--`;
+ *   4. `serviceTemplate` is a Service with a port whose targetPort (or port) is 9446.
+ */
+import type {V1ConfigMap, V1Container, V1Pod, V1ResourceRequirements, V1Service} from '@kubernetes/client-node'
+import {parse as parseYaml} from 'yaml'
+
+import type {ResourceRequirements} from '../config/pod-cache-config.js'
+import {FnrError} from '../errors.js'
+import {WRAPPER_SERVER_PATH, WRAPPER_SERVER_PORT, wrapperServerArgs} from '../registry/image-config.js'
+import {sha256Hex} from './naming.js'
+
+export const FUNCTION_CONTAINER = 'function'
+export const WRAPPER_VOLUME = 'wrapper-server-tools'
+export const WRAPPER_MOUNT = '/wrapper-server-tools'
+/** Where the wrapper-server image keeps its folder (the path upstream's init container copies from). */
+export const WRAPPER_IMAGE_FOLDER = '/home/nonroot/wrapper-server'
+export const NONROOT_UID = 65532
+
+export interface Templates {
+  pod: V1Pod
+  service: V1Service
+  /** What the pods made from these templates are labelled with (fn.kpt.dev/template-version). */
+  version: string
+  /** "inline" or "ConfigMap <ns>/<name>", for messages. */
+  origin: string
+}
+
+export interface InlineTemplateOptions {
+  /** $WRAPPER_SERVER_IMAGE: the init container copies the wrapper from it. */
+  wrapperServerImage: string
+  /** Requests and limits of the function container. */
+  resources?: ResourceRequirements
+}
+
+/** Requests/limits of the function container when nothing else is configured. */
+export const DEFAULT_FUNCTION_RESOURCES: ResourceRequirements = {requests: {cpu: '100m', memory: '128Mi'}, limits: {memory: '1Gi'}}
+
+const RESTRICTED_CONTAINER = {
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  capabilities: {drop: ['ALL']},
+}
+
+/** fnr's default function pod: the restricted Pod Security Standard, no service account token. */
+export function inlinePodTemplate(options: InlineTemplateOptions): V1Pod {
+  const resources = options.resources ?? DEFAULT_FUNCTION_RESOURCES
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      annotations: {
+        'cluster-autoscaler.kubernetes.io/safe-to-evict': 'true',
+        'sidecar.istio.io/inject': 'false',
+      },
+    },
+    spec: {
+      restartPolicy: 'Never',
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: NONROOT_UID,
+        runAsGroup: NONROOT_UID,
+        fsGroup: NONROOT_UID,
+        seccompProfile: {type: 'RuntimeDefault'},
+      },
+      initContainers: [
+        {
+          name: 'copy-wrapper-server',
+          image: options.wrapperServerImage,
+          command: ['cp', '-a', `${WRAPPER_IMAGE_FOLDER}/.`, WRAPPER_MOUNT],
+          securityContext: RESTRICTED_CONTAINER,
+          resources: {requests: {cpu: '10m', memory: '16Mi'}, limits: {memory: '64Mi'}},
+          volumeMounts: [{name: WRAPPER_VOLUME, mountPath: WRAPPER_MOUNT}],
+        },
+      ],
+      containers: [
+        {
+          name: FUNCTION_CONTAINER,
+          image: 'replaced-by-fnr',
+          command: [WRAPPER_SERVER_PATH],
+          ports: [{name: 'grpc', containerPort: WRAPPER_SERVER_PORT, protocol: 'TCP'}],
+          readinessProbe: {grpc: {port: WRAPPER_SERVER_PORT}, periodSeconds: 1, failureThreshold: 3, timeoutSeconds: 1},
+          securityContext: RESTRICTED_CONTAINER,
+          ...(resources.requests || resources.limits ? {resources: resources as V1ResourceRequirements} : {}),
+          volumeMounts: [
+            {name: WRAPPER_VOLUME, mountPath: WRAPPER_MOUNT, readOnly: true},
+            {name: 'tmp', mountPath: '/tmp'},
+          ],
+        },
+      ],
+      volumes: [
+        {name: WRAPPER_VOLUME, emptyDir: {}},
+        {name: 'tmp', emptyDir: {}},
+      ],
+    },
+  }
+}
+
+export function inlineServiceTemplate(): V1Service {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: {},
+    spec: {
+      type: 'ClusterIP',
+      ports: [{name: 'grpc', protocol: 'TCP', port: WRAPPER_SERVER_PORT, targetPort: WRAPPER_SERVER_PORT}],
+    },
+  }
+}
+
+/** Sorted-key JSON, so equal objects hash equally whatever their key order. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined)
+    entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`
+  }
+  return JSON.stringify(value)
+}
+
+/**
+ * The template version: a hash of everything that shapes a pod (both templates and the settings
+ * fnr adds, such as the max message size), so a restarted runner adopts only pods it would have
+ * made itself, and a ConfigMap update that changes nothing replaces nothing.
+ */
+export function templateVersion(kind: 'inline' | 'cm', pod: V1Pod, service: V1Service, extra: Record<string, unknown> = {}): string {
+  return `${kind}-${sha256Hex(canonical({pod, service, extra})).slice(0, 12)}`
+}
+
+export function inlineTemplates(options: InlineTemplateOptions, extra: Record<string, unknown> = {}): Templates {
+  const pod = inlinePodTemplate(options)
+  const service = inlineServiceTemplate()
+  return {pod, service, version: templateVersion('inline', pod, service, extra), origin: 'the inline template'}
+}
+
+function contractError(origin: string, point: number, text: string): FnrError {
+  return new FnrError('Config', `function pod template (${origin}): contract point ${point} is broken: ${text}`)
+}
+
+function decode(text: string, key: string, origin: string): Record<string, unknown> {
+  let doc: unknown
+  try {
+    doc = parseYaml(text)
+  } catch (err) {
+    throw new FnrError('Config', `function pod template (${origin}): key ${key} is not valid YAML or JSON: ${(err as Error).message.split('\n', 1)[0]}`, {cause: err})
+  }
+  if (!doc || typeof doc !== 'object' || Array.isArray(doc)) throw new FnrError('Config', `function pod template (${origin}): key ${key} must hold one object`)
+  return doc as Record<string, unknown>
+}
+
+/** Checks points 1-3 on a pod template; returns the function container. */
+export function validatePodTemplate(pod: V1Pod, origin: string): V1Container {
+  const kind = (pod as {kind?: string}).kind
+  if (kind !== undefined && kind !== 'Pod') throw contractError(origin, 1, `key template must hold a Pod, not a ${kind}`)
+  const containers = pod.spec?.containers
+  if (!Array.isArray(containers) || containers.length === 0) throw contractError(origin, 1, 'the Pod has no containers; it needs one named "function"')
+  const fn = containers.find((c) => c?.name === FUNCTION_CONTAINER)
+  if (!fn) {
+    throw contractError(origin, 1, `no container is named "function" (containers: ${containers.map((c) => JSON.stringify(c?.name)).join(', ')})`)
+  }
+  const command = fn.command ?? []
+  if (command.length === 0 || !/(^|\/)wrapper-server$/.test(command[0] ?? '')) {
+    throw contractError(origin, 2, `the "function" container's command must start the wrapper server (${WRAPPER_SERVER_PATH}), got ${JSON.stringify(command)}`)
+  }
+  if ((fn.args ?? []).includes('--')) {
+    throw contractError(origin, 3, `the "function" container's args must not contain "--": fnr appends "--port ${WRAPPER_SERVER_PORT} --max-request-body-size N -- <entrypoint>" to them, got ${JSON.stringify(fn.args)}`)
+  }
+  return fn
+}
+
+/** Checks point 4 on a Service template. */
+export function validateServiceTemplate(service: V1Service, origin: string): void {
+  const kind = (service as {kind?: string}).kind
+  if (kind !== undefined && kind !== 'Service') throw contractError(origin, 4, `key serviceTemplate must hold a Service, not a ${kind}`)
+  const ports = service.spec?.ports ?? []
+  const ok = ports.some((p) => Number(p.targetPort ?? p.port) === WRAPPER_SERVER_PORT || (p.targetPort === undefined && p.port === WRAPPER_SERVER_PORT))
+  if (!ok) throw contractError(origin, 4, `the Service must have a port whose targetPort is ${WRAPPER_SERVER_PORT} (the wrapper server's port), got ${JSON.stringify(ports)}`)
+}
+
+/** Reads and checks the templates of a ConfigMap (its data keys `template` and `serviceTemplate`). */
+export function templatesFromConfigMap(cm: V1ConfigMap, extra: Record<string, unknown> = {}): Templates {
+  const origin = `ConfigMap ${cm.metadata?.namespace ?? ''}/${cm.metadata?.name ?? ''}`
+  const data = cm.data ?? {}
+  if (typeof data.template !== 'string' || data.template.trim() === '') {
+    throw contractError(origin, 1, 'key template (a Pod) is missing')
+  }
+  if (typeof data.serviceTemplate !== 'string' || data.serviceTemplate.trim() === '') {
+    throw contractError(origin, 4, 'key serviceTemplate (a Service) is missing')
+  }
+  const pod = decode(data.template, 'template', origin) as V1Pod
+  const service = decode(data.serviceTemplate, 'serviceTemplate', origin) as V1Service
+  validatePodTemplate(pod, origin)
+  validateServiceTemplate(service, origin)
+  return {pod, service, version: templateVersion('cm', pod, service, extra), origin}
+}
+
+export interface PodSpecInput {
+  templates: Templates
+  image: string
+  /** The function's command (the image's entrypoint and cmd), after "--". */
+  command: readonly string[]
+  name: string
+  namespace: string
+  labels: Record<string, string>
+  annotations: Record<string, string>
+  /** Per-image requests/limits (pod-cache-config); replace the template's for the function container. */
+  resources?: ResourceRequirements
+  maxRequestBodySize: number
+}
+
+function clone<T>(value: T): T {
+  return structuredClone(value)
+}
+
+/** The pod for one function: the template with fnr's name, labels, image and args. */
+export function buildPod(input: PodSpecInput): V1Pod {
+  const pod = clone(input.templates.pod)
+  const meta = pod.metadata ?? {}
+  pod.apiVersion = 'v1'
+  pod.kind = 'Pod'
+  pod.metadata = {
+    name: input.name,
+    namespace: input.namespace,
+    labels: {...(meta.labels ?? {}), ...input.labels},
+    annotations: {...(meta.annotations ?? {}), ...input.annotations},
+  }
+  delete (pod as {status?: unknown}).status
+  const spec = pod.spec!
+  delete spec.nodeName
+  const fn = validatePodTemplate(pod, input.templates.origin)
+  fn.image = input.image
+  fn.args = [...(fn.args ?? []), ...wrapperServerArgs(input.command, {port: WRAPPER_SERVER_PORT, maxRequestBodySize: input.maxRequestBodySize})]
+  if (input.resources && (input.resources.requests || input.resources.limits)) fn.resources = clone(input.resources) as V1ResourceRequirements
+  return pod
+}
+
+/** The Service fronting one pod: the template, named like the pod, selecting only that pod. */
+export function buildService(templates: Templates, podName: string, namespace: string, labels: Record<string, string>, selector: Record<string, string>): V1Service {
+  const svc = clone(templates.service)
+  const meta = svc.metadata ?? {}
+  svc.apiVersion = 'v1'
+  svc.kind = 'Service'
+  svc.metadata = {
+    name: podName,
+    namespace,
+    labels: {...(meta.labels ?? {}), 'app.kubernetes.io/name': podName, ...labels},
+    ...(meta.annotations ? {annotations: meta.annotations} : {}),
+  }
+  delete (svc as {status?: unknown}).status
+  const spec = svc.spec ?? {}
+  delete spec.clusterIP
+  delete spec.clusterIPs
+  spec.selector = {...(spec.selector ?? {}), ...selector}
+  svc.spec = spec
+  return svc
+}

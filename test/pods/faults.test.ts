@@ -1,0 +1,109 @@
+import {expect} from 'chai'
+
+import {FnrError} from '../../src/lib/errors.js'
+import {RL, createdCount, image, podNames, podPid, resetGate, startPodBed, startRuntime, storedPods, until, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
+
+describe('pod runtime: API and watch faults', function () {
+  this.timeout(120_000)
+  let pb: PodBed
+  let h: RuntimeHandle | undefined
+  let ns: string
+
+  before(async () => {
+    pb = await startPodBed()
+  })
+  after(async () => {
+    await pb?.stop()
+  })
+  beforeEach(async () => {
+    ns = pb.namespace()
+    await resetGate(pb)
+  })
+  afterEach(async () => {
+    await h?.close()
+    h = undefined
+  })
+
+  const evaluate = (img = image('cat')) => h!.evaluator.evaluate({image: img, resourceList: RL, deadline: Date.now() + 60_000})
+
+  it('an invalid pod namespace is a Config error at start (upstream: invalid namespace)', async () => {
+    const {startPodRuntime} = await import('../../src/lib/pods/runtime.js')
+    const {runtimeOptions} = await import('../support/pods/index.js')
+    const err = await startPodRuntime(runtimeOptions(pb, {namespace: 'not a valid namespace'})).catch((e: unknown) => e)
+    expect(err).to.be.instanceOf(FnrError)
+    expect((err as FnrError).kind).to.equal('Config')
+    expect((err as FnrError).message).to.contain('--pod-namespace')
+  })
+
+  it('retries pod and Service creation through API 5xx and 429', async () => {
+    h = await startRuntime(pb, {namespace: ns})
+    pb.bed.api.failNext({verb: 'create', resource: 'pods', namespace: ns, code: 500, times: 2})
+    pb.bed.api.failNext({verb: 'create', resource: 'services', namespace: ns, code: 429, times: 1})
+    const res = await evaluate()
+    expect(res.resourceList.toString()).to.equal(RL.toString())
+    expect(createdCount(pb, ns, 'pods')).to.equal(1)
+    expect(pb.bed.api.requestsFor({verb: 'create', resource: 'pods', namespace: ns})).to.have.length(3)
+  })
+
+  it('a 409 on pod creation (name taken) retries under a new name; a 409 on the Service reuses or recreates it', async () => {
+    h = await startRuntime(pb, {namespace: ns})
+    pb.bed.api.failNext({verb: 'create', resource: 'pods', namespace: ns, code: 409, times: 1})
+    pb.bed.api.failNext({verb: 'create', resource: 'services', namespace: ns, code: 409, times: 1})
+    await evaluate()
+    const attempts = pb.bed.api.requestsFor({verb: 'create', resource: 'pods', namespace: ns})
+    expect(attempts.map((r) => r.code)).to.deep.equal([409, 201])
+    expect(storedPods(pb, ns)).to.have.length(1)
+  })
+
+  it('a persistent API failure fails the call with a short one-line Unavailable message (no headers or bodies)', async () => {
+    h = await startRuntime(pb, {namespace: ns})
+    const rule = pb.bed.api.failNext({verb: 'create', resource: 'pods', namespace: ns, code: 503, times: Infinity, message: 'etcd is sad'})
+    let err: FnrError | undefined
+    try {
+      await evaluate()
+    } catch (e) {
+      err = e as FnrError
+    } finally {
+      rule.cancel()
+    }
+    expect(err).to.be.instanceOf(FnrError)
+    expect(err!.kind).to.equal('Unavailable')
+    expect(err!.message).to.contain('etcd is sad')
+    expect(err!.message).not.to.match(/\n|Headers|HTTP-Code/)
+    expect(h.runtime.cache.snapshot()).to.deep.equal([])
+    // and the runtime recovers once the API does
+    await evaluate()
+  })
+
+  it('survives watches dropped (cleanly and by reset) and expired while a pod starts', async () => {
+    h = await startRuntime(pb, {namespace: ns})
+    const starts = h.runtime.manager.watchStarts
+    pb.bed.api.addLatency({verb: 'create', resource: 'pods', namespace: ns, ms: 300, times: 1})
+    const p = evaluate()
+    let modes = 0
+    const dropper = setInterval(() => {
+      pb.bed.api.dropWatches({resource: 'pods', namespace: ns, mode: modes++ % 2 === 0 ? 'end' : 'destroy'})
+      if (modes === 3) pb.bed.api.compact()
+    }, 60)
+    try {
+      await p
+    } finally {
+      clearInterval(dropper)
+    }
+    await until(() => h!.runtime.manager.watchStarts > starts, 'the watch restarted')
+    // and the pod watch still works: a second image's pod becomes ready through it
+    await evaluate(image('stderr'))
+  })
+
+  it('still sees a pod die after its watch was dropped (the watch resumes)', async () => {
+    h = await startRuntime(pb, {namespace: ns})
+    await evaluate()
+    const [first] = podNames(pb, ns)
+    pb.bed.api.dropWatches({resource: 'pods', namespace: ns, mode: 'destroy'})
+    pb.bed.api.compact()
+    process.kill(-podPid(pb, ns, first!)!, 'SIGKILL')
+    await until(() => h!.runtime.cache.snapshot().length === 0, 'the dead pod evicted')
+    await evaluate()
+    expect(podNames(pb, ns)).not.to.include(first)
+  })
+})

@@ -1,0 +1,137 @@
+import * as grpc from '@grpc/grpc-js'
+import {expect} from 'chai'
+import {spawn} from 'node:child_process'
+import {once} from 'node:events'
+import {readFile, writeFile} from 'node:fs/promises'
+import path from 'node:path'
+
+import {EvaluatorClient} from '../../src/lib/grpc/client.js'
+import type {RunningServer} from '../../src/lib/serve.js'
+import {checkHealth, healthClient} from '../support/health.js'
+import {RL, WRAPPER_IMAGE, image, startPodBed, storedPods, until, type PodBed} from '../support/pods/index.js'
+import {BIN_RUN, makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
+import {TempDirs} from '../support/tmp.js'
+
+describe('fnr serve with the pod runtime', function () {
+  this.timeout(120_000)
+  const temp = new TempDirs()
+  let pb: PodBed
+  let fns: {configPath: string; functionsDir: string}
+
+  before(async () => {
+    pb = await startPodBed()
+    fns = await makeFunctionsDir(await temp.make())
+  })
+  after(async () => {
+    await pb?.stop()
+    await temp.cleanup()
+  })
+
+  function options(ns: string, pod: Record<string, unknown> = {}) {
+    const base = serveOptions({...fns, disableRuntimes: ''})
+    return {
+      ...base,
+      pod: {
+        ...base.pod,
+        namespace: ns,
+        wrapperServerImage: WRAPPER_IMAGE,
+        podAddress: 'pod-ip' as const,
+        metadata: pb.metadata,
+        kubeConfig: pb.bed.kubeConfig,
+        owner: 'serve-test',
+        ...pod,
+      },
+    }
+  }
+
+  it('tries exec first, then the pod runtime, over gRPC', async () => {
+    const ns = pb.namespace()
+    const running = await startInProcess(options(ns))
+    const client = new EvaluatorClient(`127.0.0.1:${running.port}`)
+    try {
+      const exec = await client.evaluateRaw('example.com/cat:v1', RL)
+      expect(exec.trailers.get('fnr-evaluator')).to.deep.equal(['exec'])
+      const pod = await client.evaluateRaw(image('cat'), RL, {deadline: Date.now() + 60_000})
+      expect(pod.resourceList.toString()).to.equal(RL.toString())
+      expect(pod.trailers.get('fnr-evaluator')).to.deep.equal(['pod'])
+      const failed = await client.evaluateRaw(image('fail'), RL, {deadline: Date.now() + 60_000}).catch((e: grpc.ServiceError) => e)
+      expect((failed as grpc.ServiceError).code).to.equal(grpc.status.INTERNAL)
+      expect((failed as grpc.ServiceError).metadata.get('fnr-failure-bin')).to.have.length(1)
+      const crash = await client.evaluateRaw(image('crash'), RL, {deadline: Date.now() + 60_000}).catch((e: grpc.ServiceError) => e)
+      expect((crash as grpc.ServiceError).code).to.equal(grpc.status.FAILED_PRECONDITION)
+      const deadline = await client.evaluateRaw(image('stderr'), RL, {deadline: Date.now() + 20}).catch((e: grpc.ServiceError) => e)
+      expect((deadline as grpc.ServiceError).code).to.equal(grpc.status.DEADLINE_EXCEEDED)
+    } finally {
+      client.close()
+      await running.stop()
+    }
+    // pods outlive the runner, for the next one to adopt
+    expect(storedPods(pb, ns).length).to.be.greaterThan(0)
+  })
+
+  it('reports NOT_SERVING until warm-up has finished, then SERVING', async () => {
+    const ns = pb.namespace()
+    const dir = await temp.make()
+    const cacheConfigPath = path.join(dir, 'pod-cache-config.yaml')
+    await writeFile(cacheConfigPath, `- name: ${image('cat')}\n  maxParallelPodsPerFunction: 1\n`)
+    const latency = pb.bed.api.addLatency({verb: 'create', resource: 'pods', namespace: ns, ms: 1500, times: 1})
+    let running: RunningServer | undefined
+    try {
+      running = await startInProcess(options(ns, {warmUp: true, cacheConfigPath}))
+      const hc = healthClient(`127.0.0.1:${running.port}`)
+      try {
+        expect(await checkHealth(hc)).to.equal('NOT_SERVING')
+        await until(async () => (await checkHealth(hc)) === 'SERVING', 'SERVING after warm-up')
+        expect(storedPods(pb, ns)).to.have.length(1)
+      } finally {
+        hc.close()
+      }
+    } finally {
+      latency.cancel()
+      await running?.stop()
+    }
+  })
+
+  it('stops the runtime on shutdown: no watches left open', async () => {
+    const ns = pb.namespace()
+    const baseline = pb.bed.api.activeWatchCount('pods')
+    const running = await startInProcess(options(ns))
+    await until(() => pb.bed.api.activeWatchCount('pods') > baseline, 'the pod watch open')
+    await running.stop()
+    await until(() => pb.bed.api.activeWatchCount('pods') === baseline, 'the pod watch closed')
+  })
+
+  it('fails to start with a one-line Config error when the template ConfigMap breaks the contract', async () => {
+    pb.bed.api.registry.create('configmaps', 'default', {metadata: {name: 'bad-template'}, data: {template: 'spec: {containers: [{name: app}]}', serviceTemplate: 'spec: {ports: [{port: 9446}]}'}})
+    const err = await startInProcess(options(pb.namespace(), {templateConfigMap: 'bad-template', runnerNamespace: 'default'})).catch((e: Error) => e)
+    expect(err).to.be.instanceOf(Error)
+    expect((err as Error).message).to.match(/contract point 1 is broken: no container is named "function"/)
+  })
+
+  it('`fnr serve --disable-runtimes=pod` never loads @kubernetes/client-node (checked by a module-resolution trace)', async () => {
+    const dir = await temp.make()
+    const trace = path.join(dir, 'modules.txt')
+    const hook = path.join(path.dirname(new URL(import.meta.url).pathname), '..', 'support', 'pods', 'module-trace.mjs')
+    const run = async (args: string[], env: Record<string, string>): Promise<string[]> => {
+      await writeFile(trace, '')
+      const child = spawn(process.execPath, ['--import', hook, BIN_RUN, 'serve', '--port=0', '--log-level=2', `--config=${fns.configPath}`, `--functions=${fns.functionsDir}`, ...args], {
+        env: {...process.env, FNR_BIND_ADDRESS: '127.0.0.1', FNR_MODULE_TRACE: trace, ...env},
+        stdio: ['ignore', 'ignore', 'pipe'],
+      })
+      let stderr = ''
+      child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()))
+      const exited = once(child, 'exit')
+      await until(() => /fnr serve is ready/.test(stderr) || child.exitCode !== null, 'serve ready')
+      child.kill('SIGTERM')
+      await exited
+      expect(stderr, stderr).to.match(/fnr serve is ready/)
+      return (await readFile(trace, 'utf8')).split('\n').filter((l) => l !== '')
+    }
+    const execOnly = await run(['--disable-runtimes=pod'], {})
+    expect(execOnly.some((u) => u.includes('/dist/commands/serve.js'))).to.equal(true)
+    expect(execOnly.filter((u) => u.includes('@kubernetes/client-node'))).to.deep.equal([])
+    // the same trace sees client-node when the pod runtime is on
+    const withPods = await run(['--disable-runtimes=', `--kubeconfig=${pb.bed.kubeconfigPath}`, `--pod-namespace=${pb.namespace()}`, '--warm-up-pod-cache=false', '--pod-cache-config='], {WRAPPER_SERVER_IMAGE: WRAPPER_IMAGE})
+    expect(withPods.some((u) => u.includes('@kubernetes/client-node'))).to.equal(true)
+  })
+})
