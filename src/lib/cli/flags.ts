@@ -106,3 +106,11 @@ export const registryFlags = {
   'enable-private-registries-tls': goBool({summary: 'Trust the CA in --tls-secret-path for registries (needs --enable-private-registries).', default: false, helpGroup: 'REGISTRIES'}),
   'tls-secret-path': Flags.string({summary: 'Directory holding ca.crt or ca.pem.', default: '/var/tmp/tls-secret/', helpGroup: 'REGISTRIES'}),
 }
+
+/** Where the `fnr pods …` commands find the cluster and the function pods. */
+export const clusterFlags = {
+  namespace: Flags.string({char: 'n', summary: 'Namespace of the function pods (serve\'s --pod-namespace).', default: 'porch-fn-system', helpGroup: 'CLUSTER'}),
+  context: Flags.string({summary: 'Kubeconfig context to use (default: the current context).', helpGroup: 'CLUSTER'}),
+  kubeconfig: Flags.string({summary: 'Kubeconfig file; default in-cluster config, then $KUBECONFIG or ~/.kube/config.', helpGroup: 'CLUSTER'}),
+  'log-level': Flags.integer({summary: 'Log verbosity, 0 (errors and warnings) to 5 (trace); 4 and up print stack traces on errors.', default: 0, min: 0, max: 5, helpGroup: 'GLOBAL'}),
+}

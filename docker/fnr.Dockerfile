@@ -1,0 +1,52 @@
+# syntax=docker/dockerfile:1
+#
+# The fnr image: `fnr serve` (manifests/deployment.yaml) and the `fnr pods …` operator commands.
+#
+#   docker build -f docker/fnr.Dockerfile -t fnr:v0.1.0 .
+#
+# Multi-stage: build with the dev dependencies, then a runtime stage with production dependencies
+# only, tini as PID 1 (signals reach node, zombies are reaped), user 65532 (non-root), and the
+# functions fnr ships as the exec runtime's defaults (/home/nonroot/config.yaml and
+# /home/nonroot/functions, the paths Porch's Deployment passes).
+# Not built in the development environment (no Docker engine there).
+
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+FROM ${NODE_IMAGE} AS build
+WORKDIR /src
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY bin bin
+COPY proto proto
+COPY scripts scripts
+COPY src src
+COPY functions functions
+RUN npm run build \
+ && npm ci --omit=dev --no-audit --no-fund \
+ && npm cache clean --force
+
+FROM ${NODE_IMAGE}
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends tini \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --gid 65532 nonroot \
+ && useradd --uid 65532 --gid 65532 --home-dir /home/nonroot --create-home --shell /usr/sbin/nologin nonroot
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /src/package.json /src/oclif.manifest.json ./
+COPY --from=build /src/node_modules node_modules
+COPY --from=build /src/bin bin
+COPY --from=build /src/dist dist
+COPY --from=build /src/proto proto
+COPY --from=build /src/functions functions
+# The exec runtime's defaults, where Porch's Deployment points --config and --functions.
+COPY --from=build --chown=65532:65532 /src/functions /home/nonroot/functions
+COPY --from=build --chown=65532:65532 /src/functions/config.yaml /home/nonroot/config.yaml
+# The shipped functions import `yaml`; Node looks for it in node_modules above the script.
+RUN ln -s /app/node_modules /home/nonroot/node_modules
+USER 65532:65532
+WORKDIR /home/nonroot
+EXPOSE 9445
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "/app/bin/run.js"]
+CMD ["serve", "--config=/home/nonroot/config.yaml", "--functions=/home/nonroot/functions"]

@@ -1,0 +1,64 @@
+import {Flags} from '@oclif/core'
+
+import {FnrCommand} from '../../lib/cli/command.js'
+import {clusterFlags, goDuration} from '../../lib/cli/flags.js'
+import {FnrError} from '../../lib/errors.js'
+
+export default class PodsGc extends FnrCommand {
+  static summary = 'Delete the function pods (and Services) the runner\'s garbage collector would delete.'
+
+  static description = `Uses the runner's GC rules (src/lib/pods/gc.ts) from outside the runner: deletes fnr's pods that failed or ended, and pods whose last use (fnr.dev/last-used, kept current by the runner while a pod takes calls) is older than their TTL (fnr.dev/ttl-seconds) or than --older-than; each pod goes with its Service. fnr Services whose pod is gone are deleted once older than a minute. A pod in use has a recent last use and is kept. Pods and Services without fnr's labels (app.kubernetes.io/managed-by=fnr) are never touched, not even with --all.
+
+Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdout gets the result: what was (or, with --dry-run, would be) deleted, or with --json {"namespace", "dryRun", "items": [{kind, name, reason, image?, deleted, error?}], "deleted", "failed"}. Exit code 1 when a deletion failed.`
+
+  static examples = [
+    {description: 'See what would go:', command: '<%= config.bin %> <%= command.id %> --dry-run'},
+    '<%= config.bin %> <%= command.id %>',
+    {description: 'Pods idle for more than an hour, whatever their TTL:', command: '<%= config.bin %> <%= command.id %> --older-than 1h'},
+    {description: 'Remove every fnr pod and Service (e.g. after uninstalling the runner):', command: '<%= config.bin %> <%= command.id %> --all --json'},
+  ]
+
+  static flags = {
+    'dry-run': Flags.boolean({summary: 'List what would be deleted; delete nothing.', default: false}),
+    all: Flags.boolean({summary: 'Delete every fnr pod and Service in the namespace, in use or not.', default: false}),
+    'older-than': goDuration({summary: 'Treat pods idle for longer than this as expired, whatever their TTL (e.g. 1h).'}),
+    json: Flags.boolean({summary: 'Print a JSON summary.', default: false}),
+    ...clusterFlags,
+  }
+
+  async run(): Promise<void> {
+    const {flags} = await this.parse(PodsGc)
+    this.verbosity = flags['log-level']
+    const {PodOperator, runWithProgress} = await import('../../lib/pods/operator.js')
+    const operator = await PodOperator.connect({namespace: flags.namespace, kube: {kubeconfig: flags.kubeconfig, context: flags.context}})
+    try {
+      const items = await operator.planGc({all: flags.all, olderThanMs: flags['older-than'], orphanMinAgeMs: flags.all ? 0 : undefined})
+      const label = (i: {kind: string; name: string}): string => `${i.kind === 'pod' ? 'pod' : 'Service'} ${i.name}`
+      if (flags['dry-run']) {
+        const out = items.map((i) => ({...i, deleted: false}))
+        if (flags.json) process.stdout.write(`${JSON.stringify({namespace: flags.namespace, dryRun: true, items: out, deleted: 0, failed: 0}, null, 2)}\n`)
+        else if (items.length === 0) process.stderr.write(`Nothing to collect in namespace ${flags.namespace}.\n`)
+        else process.stdout.write(items.map((i) => `would delete ${label(i)}${i.image ? ` (${i.image})` : ''}: ${i.reason}\n`).join(''))
+        return
+      }
+      const results = await runWithProgress(
+        items.map((item) => ({
+          title: `deleting ${label(item)}`,
+          run: () => operator.deleteItem(item),
+          done: (r: {deleted: boolean; error?: string}) => ({ok: r.deleted, line: r.deleted ? `deleted ${label(item)}: ${item.reason}` : `cannot delete ${label(item)}: ${r.error}`}),
+        })),
+      )
+      const failed = results.filter((r) => !r.deleted).length
+      if (flags.json) {
+        process.stdout.write(`${JSON.stringify({namespace: flags.namespace, dryRun: false, items: results, deleted: results.length - failed, failed}, null, 2)}\n`)
+      } else if (results.length === 0) {
+        process.stderr.write(`Nothing to collect in namespace ${flags.namespace}.\n`)
+      } else {
+        process.stdout.write(results.map((r) => (r.deleted ? `deleted ${label(r)}: ${r.reason}\n` : `FAILED ${label(r)}: ${r.error}\n`)).join(''))
+      }
+      if (failed > 0) throw new FnrError('Internal', `${failed} of ${results.length} deletions failed`)
+    } finally {
+      operator.close()
+    }
+  }
+}

@@ -1,0 +1,235 @@
+/**
+ * What the operator commands (`fnr pods ls|gc`) do, on the same code as `fnr serve`'s pod
+ * runtime: PodManager for the API calls, observePod/observeService for "is this fnr's and what
+ * state is it in", planGc for the GC rules. Nothing here keeps state between calls.
+ *
+ * GC from outside the runner: there is no pod cache, so every fnr pod is judged by its labels
+ * and annotations the way the runner judges another runner's pods (gc.ts), except that the
+ * operator asked for it, so there is no extra grace: a pod is collected when it failed or ended,
+ * or when its last use (fnr.dev/last-used, which the runner keeps up to date while the pod
+ * takes calls) is older than its TTL (fnr.dev/ttl-seconds) or than --older-than. A pod in use
+ * therefore always has a recent last-used time and is never collected, except by --all.
+ */
+import type {V1Pod, V1Service} from '@kubernetes/client-node'
+
+import {FnrError} from '../errors.js'
+import {connectKube, type KubeClients, type KubeConnectOptions} from '../k8s/client.js'
+import {silentLogger, type Logger} from '../log.js'
+import {observePod, observeService, planGc} from './gc.js'
+import {PodManager, podReadiness} from './manager.js'
+import {ANNOTATION_TEMPLATE_VERSION} from './naming.js'
+
+export interface OperatorOptions {
+  namespace: string
+  kube?: KubeConnectOptions
+  logger?: Logger
+}
+
+/** One function pod as `fnr pods ls` shows it (the --json schema). */
+export interface FunctionPodInfo {
+  pod: string
+  /** The Service fronting it, when there is one. */
+  service: string | null
+  image: string | null
+  phase: string
+  ready: boolean
+  /** ready, starting, failed or deleting, with the detail the runner would report. */
+  state: 'ready' | 'starting' | 'failed' | 'deleting'
+  detail: string
+  created: string | null
+  ageSeconds: number | null
+  lastUsed: string | null
+  ttlSeconds: number | null
+  /** Seconds until the TTL runs out (negative: expired), from the last use. */
+  ttlLeftSeconds: number | null
+  templateVersion: string | null
+  owner: string | null
+  podIP: string | null
+}
+
+export interface GcOptions {
+  /** Delete every fnr pod and Service, whatever its state. */
+  all?: boolean
+  /** Treat pods idle (or, without a last use, existing) longer than this as expired, whatever their TTL. */
+  olderThanMs?: number
+  /** An fnr Service without a pod is deleted once older than this (default 60 s; 0 with --all). */
+  orphanMinAgeMs?: number
+  now?: number
+}
+
+export interface GcItem {
+  kind: 'pod' | 'service'
+  name: string
+  reason: string
+  /** For pods: their image, if known. */
+  image?: string
+}
+
+export interface GcItemResult extends GcItem {
+  deleted: boolean
+  error?: string
+}
+
+/** An owner value no runner has (label values cannot contain spaces). */
+const NOBODY = 'fnr pods gc'
+
+function iso(ms: number | undefined): string | null {
+  return ms === undefined ? null : new Date(ms).toISOString()
+}
+
+export class PodOperator {
+  private constructor(
+    readonly clients: KubeClients,
+    readonly manager: PodManager,
+    readonly namespace: string,
+  ) {}
+
+  static async connect(options: OperatorOptions): Promise<PodOperator> {
+    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(options.namespace) || options.namespace.length > 63) {
+      throw new FnrError('Usage', `--namespace ${JSON.stringify(options.namespace)} is not a valid namespace name`)
+    }
+    const clients = await connectKube(options.kube)
+    const manager = new PodManager({...clients, namespace: options.namespace, logger: options.logger ?? silentLogger})
+    return new PodOperator(clients, manager, options.namespace)
+  }
+
+  /** Every pod fnr manages in the namespace (optionally of one image), oldest first. */
+  async list(filter: {image?: string; now?: number} = {}): Promise<FunctionPodInfo[]> {
+    const now = filter.now ?? Date.now()
+    const [pods, services] = await Promise.all([this.manager.listPods(), this.manager.listServices()])
+    const serviceOf = new Map<string, string>()
+    for (const s of services.map(observeService)) if (s.managed && s.pod && !s.deleting) serviceOf.set(s.pod, s.name)
+    const infos: FunctionPodInfo[] = []
+    for (const pod of pods) {
+      const o = observePod(pod)
+      if (!o.managed) continue
+      if (filter.image !== undefined && o.image !== filter.image) continue
+      infos.push(describePod(pod, serviceOf.get(o.name) ?? null, now))
+    }
+    infos.sort((a, b) => (a.created ?? '').localeCompare(b.created ?? '') || a.pod.localeCompare(b.pod))
+    return infos
+  }
+
+  /** What a GC pass would delete now (nothing is deleted). */
+  async planGc(options: GcOptions = {}): Promise<GcItem[]> {
+    const observedAt = options.now ?? Date.now()
+    const [pods, services] = await Promise.all([this.manager.listPods(), this.manager.listServices()])
+    return planOperatorGc(pods, services, {...options, now: options.now ?? Date.now()}, observedAt)
+  }
+
+  /** Deletes the planned items (a pod together with its Service); one failure never stops the rest. */
+  async deleteItem(item: GcItem): Promise<GcItemResult> {
+    try {
+      if (item.kind === 'pod') await Promise.all([this.manager.deletePod(item.name), this.manager.deleteService(item.name)])
+      else await this.manager.deleteService(item.name)
+      return {...item, deleted: true}
+    } catch (err) {
+      return {...item, deleted: false, error: (err as Error).message.split('\n', 1)[0]}
+    }
+  }
+
+  close(): void {
+    this.manager.close()
+  }
+}
+
+export function describePod(pod: V1Pod, service: string | null, now: number): FunctionPodInfo {
+  const o = observePod(pod)
+  const r = podReadiness(pod, o.image ?? '?')
+  const state: FunctionPodInfo['state'] = o.deleting ? 'deleting' : r.state === 'pending' ? 'starting' : r.state
+  const lastUse = o.lastUsed ?? o.created
+  return {
+    pod: o.name,
+    service,
+    image: o.image ?? null,
+    phase: o.phase ?? 'Pending',
+    ready: r.state === 'ready' && !o.deleting,
+    state,
+    detail: o.deleting ? 'being deleted' : r.detail,
+    created: iso(o.created),
+    ageSeconds: o.created === undefined ? null : Math.max(0, Math.floor((now - o.created) / 1000)),
+    lastUsed: iso(o.lastUsed),
+    ttlSeconds: o.ttlMs === undefined ? null : Math.round(o.ttlMs / 1000),
+    ttlLeftSeconds: o.ttlMs === undefined || lastUse === undefined ? null : Math.floor((lastUse + o.ttlMs - now) / 1000),
+    templateVersion: pod.metadata?.annotations?.[ANNOTATION_TEMPLATE_VERSION] ?? null,
+    owner: o.owner ?? null,
+    podIP: pod.status?.podIP ?? null,
+  }
+}
+
+/** The GC rules applied from outside a runner (see the top of this file); pure. */
+export function planOperatorGc(pods: readonly V1Pod[], services: readonly V1Service[], options: GcOptions & {now: number}, observedAt = options.now): GcItem[] {
+  const observedPods = pods.map(observePod)
+  const observedServices = services.map(observeService)
+  const items: GcItem[] = []
+  if (options.all) {
+    for (const p of observedPods) if (p.managed && !p.deleting) items.push({kind: 'pod', name: p.name, reason: '--all', ...(p.image ? {image: p.image} : {})})
+    const podNames = new Set(items.map((i) => i.name))
+    for (const s of observedServices) if (s.managed && !s.deleting && !podNames.has(s.name)) items.push({kind: 'service', name: s.name, reason: '--all'})
+    return items
+  }
+  const ttlOverride = options.olderThanMs
+  const plan = planGc({
+    now: options.now,
+    self: NOBODY,
+    cached: [],
+    pods: observedPods.map((p) => (ttlOverride !== undefined ? {...p, ttlMs: ttlOverride} : p)),
+    services: observedServices,
+    observedAt,
+    orphanMinAgeMs: options.orphanMinAgeMs ?? 60_000,
+    foreignGraceMs: 0,
+  })
+  const byName = new Map(observedPods.map((p) => [p.name, p]))
+  for (const d of plan.deletePods) {
+    const image = byName.get(d.name)?.image
+    const reason = d.reason.startsWith('expired') ? (ttlOverride !== undefined ? 'idle for longer than --older-than' : 'idle for longer than its TTL') : d.reason
+    items.push({kind: 'pod', name: d.name, reason, ...(image ? {image} : {})})
+  }
+  for (const s of plan.deleteServices) items.push({kind: 'service', name: s.name, reason: s.reason})
+  return items
+}
+
+export interface ProgressTask<R> {
+  title: string
+  run: () => Promise<R>
+  /** The line that replaces the title when the task ends. */
+  done: (result: R) => {ok: boolean; line: string}
+}
+
+/**
+ * Runs tasks (a few at a time) with progress on stderr: listr2 when stderr is a terminal, one
+ * plain line per finished task otherwise. Never writes to stdout. listr2 is loaded only here.
+ */
+export async function runWithProgress<R>(tasks: ReadonlyArray<ProgressTask<R>>, options: {tty?: boolean; concurrency?: number; stderr?: NodeJS.WriteStream} = {}): Promise<R[]> {
+  const stderr = options.stderr ?? process.stderr
+  const tty = options.tty ?? stderr.isTTY === true
+  const concurrency = Math.max(1, options.concurrency ?? 4)
+  const results: R[] = new Array(tasks.length)
+  if (tty) {
+    const {Listr, ProcessOutput} = await import('listr2')
+    const list = new Listr(
+      tasks.map((t, i) => ({
+        title: t.title,
+        task: async (_ctx: unknown, task: {title: string}) => {
+          results[i] = await t.run()
+          const {ok, line} = t.done(results[i]!)
+          task.title = line
+          if (!ok) throw new Error(line)
+        },
+      })),
+      {concurrent: concurrency, exitOnError: false, collectErrors: false, rendererOptions: {processOutput: new ProcessOutput(stderr, stderr)}} as never,
+    )
+    await list.run().catch(() => {})
+    return results
+  }
+  let next = 0
+  const worker = async (): Promise<void> => {
+    for (let i = next++; i < tasks.length; i = next++) {
+      results[i] = await tasks[i]!.run()
+      const {ok, line} = tasks[i]!.done(results[i]!)
+      stderr.write(`${ok ? 'ok' : 'FAILED'}: ${line}\n`)
+    }
+  }
+  await Promise.all(Array.from({length: Math.min(concurrency, tasks.length)}, worker))
+  return results
+}

@@ -1,0 +1,165 @@
+import {expect} from 'chai'
+
+import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, ANNOTATION_TTL, LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER, LABEL_POD} from '../../src/lib/pods/naming.js'
+import {runCli} from '../support/cli.js'
+import {RL, WRAPPER_IMAGE, image, podNames, resetGate, startPodBed, startRuntime, startedCalls, storedPods, storedServices, until, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
+
+/** A pod as another runner (or Porch) would have left it; runs as a no-process 'skip' pod. */
+function strayPod(name: string, labels: Record<string, string>, annotations: Record<string, string> = {}, img = WRAPPER_IMAGE): object {
+  return {
+    metadata: {name, labels, annotations},
+    spec: {restartPolicy: 'Never', containers: [{name: 'function', image: img, command: ['/wrapper-server-tools/wrapper-server']}]},
+  }
+}
+
+const ours = (name: string, owner: string): Record<string, string> => ({[LABEL_MANAGED_BY]: 'fnr', [LABEL_FN_IMAGE]: name, [LABEL_OWNER]: owner})
+const ago = (ms: number): string => new Date(Date.now() - ms).toISOString()
+
+const POD_INFO_KEYS = ['pod', 'service', 'image', 'phase', 'ready', 'state', 'detail', 'created', 'ageSeconds', 'lastUsed', 'ttlSeconds', 'ttlLeftSeconds', 'templateVersion', 'owner', 'podIP']
+
+describe('fnr pods ls|gc against the test bed', function () {
+  this.timeout(180_000)
+  let pb: PodBed
+  let h: RuntimeHandle | undefined
+  let ns: string
+  const cli = (args: string[]) => runCli([...args, '--kubeconfig', pb.bed.kubeconfigPath, '-n', ns], {timeout: 120_000})
+
+  before(async () => {
+    pb = await startPodBed()
+  })
+  after(async () => {
+    await pb?.stop()
+  })
+  beforeEach(async () => {
+    ns = pb.namespace()
+    await resetGate(pb)
+  })
+  afterEach(async () => {
+    await pb.openGate()
+    await h?.close()
+    h = undefined
+  })
+
+  /** Pods of every kind: one the runtime made (in use), and strays of other runners, Porch and others. */
+  async function populate(): Promise<void> {
+    h = await startRuntime(pb, {namespace: ns})
+    await h.evaluator.evaluate({image: image('cat'), resourceList: RL})
+    const reg = pb.bed.api.registry
+    reg.create('pods', ns, strayPod('other-expired', ours('other-expired', 'runner-b'), {[ANNOTATION_IMAGE]: image('cat'), [ANNOTATION_LAST_USED]: ago(3 * 3600_000), [ANNOTATION_TTL]: '60'}))
+    reg.create('pods', ns, strayPod('other-fresh', ours('other-fresh', 'runner-b'), {[ANNOTATION_IMAGE]: image('cat'), [ANNOTATION_LAST_USED]: ago(0), [ANNOTATION_TTL]: '1800'}))
+    reg.create('pods', ns, strayPod('other-idle-hour', ours('other-idle-hour', 'runner-b'), {[ANNOTATION_IMAGE]: image('stderr'), [ANNOTATION_LAST_USED]: ago(3600_000), [ANNOTATION_TTL]: '86400'}))
+    reg.create('pods', ns, strayPod('other-failed', ours('other-failed', 'runner-b'), {[ANNOTATION_IMAGE]: image('crash'), [ANNOTATION_LAST_USED]: ago(0), [ANNOTATION_TTL]: '1800'}, image('crash')))
+    reg.create('pods', ns, strayPod('porch-pod', {[LABEL_FN_IMAGE]: 'porch-pod'}, {[ANNOTATION_LAST_USED]: ago(3 * 3600_000), [ANNOTATION_TTL]: '60'}))
+    reg.create('pods', ns, strayPod('unrelated', {app: 'web'}))
+    reg.create('services', ns, {metadata: {name: 'orphan-svc', labels: {[LABEL_MANAGED_BY]: 'fnr', [LABEL_POD]: 'gone-pod'}}, spec: {ports: [{port: 9446}], selector: {[LABEL_FN_IMAGE]: 'gone-pod'}}})
+    reg.create('services', ns, {metadata: {name: 'porch-svc'}, spec: {ports: [{port: 9446}], selector: {[LABEL_FN_IMAGE]: 'gone-pod'}}})
+    await until(() => storedPods(pb, ns).find((p) => p.metadata!.name === 'other-failed')?.status?.phase === 'Failed', 'the crashing pod failed')
+  }
+
+  it('ls: says so clearly when there are no function pods (text on stderr, nothing on stdout; JSON lists none)', async () => {
+    pb.bed.api.registry.create('pods', ns, strayPod('unrelated', {app: 'web'}))
+    const r = await cli(['pods', 'ls'])
+    expect(r.exitCode, r.stderr).to.equal(0)
+    expect(r.stdout).to.equal('')
+    expect(r.stderr).to.include(`No function pods managed by fnr in namespace ${ns}`)
+    const j = await cli(['pods', 'ls', '--json'])
+    expect(j.exitCode, j.stderr).to.equal(0)
+    expect(JSON.parse(j.stdout)).to.deep.equal({namespace: ns, pods: []})
+  })
+
+  it('ls: lists every fnr pod with its Service, state, TTL and owner, never others; --image filters; --json has the documented schema', async () => {
+    await populate()
+    const [runtimePod] = h!.runtime.cache.snapshot()
+    const j = await cli(['pods', 'ls', '--json'])
+    expect(j.exitCode, j.stderr).to.equal(0)
+    const out = JSON.parse(j.stdout) as {namespace: string; pods: Array<Record<string, unknown>>}
+    expect(out.namespace).to.equal(ns)
+    expect(out.pods.map((p) => p.pod).sort()).to.deep.equal([runtimePod!.name, 'other-expired', 'other-failed', 'other-fresh', 'other-idle-hour'].sort())
+    for (const p of out.pods) expect(Object.keys(p)).to.have.members(POD_INFO_KEYS)
+    const mine = out.pods.find((p) => p.pod === runtimePod!.name)!
+    expect(mine).to.deep.include({service: runtimePod!.name, image: image('cat'), phase: 'Running', ready: true, state: 'ready', owner: 'runner-a', ttlSeconds: 1800, templateVersion: runtimePod!.templateVersion})
+    expect(mine.ttlLeftSeconds).to.be.a('number').greaterThan(1700)
+    expect(mine.ageSeconds).to.be.a('number')
+    expect(out.pods.find((p) => p.pod === 'other-expired')!.ttlLeftSeconds).to.be.lessThan(0)
+    expect(out.pods.find((p) => p.pod === 'other-failed')).to.deep.include({state: 'failed', ready: false, phase: 'Failed'})
+
+    const text = await cli(['pods', 'ls'])
+    expect(text.exitCode, text.stderr).to.equal(0)
+    const lines = text.stdout.trim().split('\n')
+    expect(lines[0]).to.match(/^IMAGE\s+POD\s+SERVICE\s+STATE\s+READY\s+AGE\s+LAST USED\s+TTL LEFT\s+TEMPLATE\s+OWNER$/)
+    expect(lines).to.have.length(6)
+    expect(text.stdout).to.include(runtimePod!.name).and.include('expired').and.not.include('porch-pod').and.not.include('unrelated')
+
+    const filtered = await cli(['pods', 'ls', '--json', '--image', image('stderr')])
+    expect((JSON.parse(filtered.stdout) as {pods: Array<{pod: string}>}).pods.map((p) => p.pod)).to.deep.equal(['other-idle-hour'])
+  })
+
+  it('gc --dry-run lists what the GC rules collect and deletes nothing', async () => {
+    await populate()
+    const before = podNames(pb, ns)
+    const r = await cli(['pods', 'gc', '--dry-run', '--json'])
+    expect(r.exitCode, r.stderr).to.equal(0)
+    const out = JSON.parse(r.stdout) as {dryRun: boolean; items: Array<{kind: string; name: string; reason: string; deleted: boolean}>}
+    expect(out.dryRun).to.equal(true)
+    expect(out.items.map((i) => `${i.kind}/${i.name}`).sort()).to.deep.equal(['pod/other-expired', 'pod/other-failed'])
+    expect(out.items.every((i) => !i.deleted)).to.equal(true)
+    const text = await cli(['pods', 'gc', '--dry-run'])
+    expect(text.stdout).to.include('would delete pod other-expired').and.include('would delete pod other-failed')
+    expect(podNames(pb, ns)).to.deep.equal(before)
+    expect(storedServices(pb, ns)).to.have.length(3)
+  })
+
+  it('gc deletes expired and failed fnr pods with their Services; keeps pods in use, fresh ones and everything not fnr\'s', async () => {
+    await populate()
+    // the runtime's pod has a call in flight
+    const inFlight = h!.evaluator.evaluate({image: image('gate'), resourceList: RL})
+    await until(async () => (await startedCalls(pb)) === 1, 'the call running')
+    const busy = h!.runtime.cache.snapshot().find((s) => s.image === image('gate'))!.name
+    const r = await cli(['pods', 'gc'])
+    expect(r.exitCode, r.stderr).to.equal(0)
+    expect(r.stdout).to.include('deleted pod other-expired').and.include('deleted pod other-failed')
+    // not a terminal: one plain progress line per pod on stderr
+    expect(r.stderr).to.include('ok: deleted pod other-expired')
+    await until(() => !podNames(pb, ns).some((n) => n === 'other-expired' || n === 'other-failed'), 'the collected pods gone')
+    expect(podNames(pb, ns)).to.include.members([busy, 'other-fresh', 'other-idle-hour', 'porch-pod', 'unrelated'])
+    expect(storedServices(pb, ns).map((s) => s.metadata!.name)).to.include.members(['porch-svc', 'orphan-svc'])
+    await pb.openGate()
+    await inFlight
+  })
+
+  it('gc --older-than collects pods idle longer than that, whatever their TTL', async () => {
+    await populate()
+    const r = await cli(['pods', 'gc', '--older-than', '30m', '--json'])
+    expect(r.exitCode, r.stderr).to.equal(0)
+    const out = JSON.parse(r.stdout) as {items: Array<{name: string; reason: string; deleted: boolean}>; deleted: number; failed: number}
+    expect(out.items.map((i) => i.name).sort()).to.deep.equal(['other-expired', 'other-failed', 'other-idle-hour'])
+    expect(out.items.find((i) => i.name === 'other-idle-hour')!.reason).to.equal('idle for longer than --older-than')
+    expect(out).to.deep.include({deleted: 3, failed: 0})
+    await until(() => !podNames(pb, ns).includes('other-idle-hour'), 'the idle pod gone')
+    expect(podNames(pb, ns)).to.include.members(['other-fresh', 'porch-pod'])
+  })
+
+  it('gc --all removes every fnr pod and Service, and nothing else', async () => {
+    await populate()
+    const r = await cli(['pods', 'gc', '--all', '--json'])
+    expect(r.exitCode, r.stderr).to.equal(0)
+    const out = JSON.parse(r.stdout) as {items: Array<{kind: string; name: string}>; failed: number}
+    expect(out.failed).to.equal(0)
+    expect(out.items.filter((i) => i.kind === 'service').map((i) => i.name)).to.deep.equal(['orphan-svc'])
+    await until(() => podNames(pb, ns).join() === 'porch-pod,unrelated', `only foreign pods left (${podNames(pb, ns)})`)
+    await until(() => storedServices(pb, ns).map((s) => s.metadata!.name).join() === 'porch-svc', 'only the foreign Service left')
+  })
+
+  it('errors are one line with a non-zero exit and no stack trace', async () => {
+    const r = await runCli(['pods', 'ls', '--kubeconfig', '/nonexistent/kubeconfig'])
+    expect(r.exitCode).to.equal(3)
+    expect(r.stderr.trim().split('\n')).to.have.length(1)
+    expect(r.stderr).to.match(/^fnr: /)
+    const bad = await runCli(['pods', 'gc', '--older-than', 'soon', '--kubeconfig', pb.bed.kubeconfigPath])
+    expect(bad.exitCode).to.equal(2)
+    expect(bad.stderr.trim().split('\n')).to.have.length(1)
+    const ctx = await runCli(['pods', 'ls', '--kubeconfig', pb.bed.kubeconfigPath, '--context', 'nope'])
+    expect(ctx.exitCode).to.equal(3)
+    expect(ctx.stderr).to.include('no context "nope"')
+  })
+})
