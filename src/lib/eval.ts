@@ -155,6 +155,9 @@ export async function runEval(options: EvalOptions, io: EvalIO): Promise<void> {
   if ((options.image === undefined) === (options.exec === undefined)) {
     throw new FnrError('Usage', 'give exactly one of --image or --exec')
   }
+  // Checked before any work, so a bad value is a usage error and nothing is printed first.
+  if (options.image !== undefined && options.image.trim() === '') throw new FnrError('Usage', '--image is empty')
+  if (options.exec !== undefined) splitExec(options.exec)
   const label = options.image ?? options.exec!
   const {list, fromStdin} = await readInput(options, io)
   const functionConfig = await functionConfigFor(options, list)

@@ -103,8 +103,15 @@ export async function loadExecConfig(options: ExecConfigOptions): Promise<ExecCo
 
   let text: string
   try {
+    // Only a regular file (or a symlink to one, as in a mounted ConfigMap): a FIFO would block
+    // startup and a device could be read forever.
+    const info = await stat(options.configPath)
+    if (!info.isFile()) {
+      throw new FnrError('Config', `cannot read exec config ${JSON.stringify(options.configPath)}: ${info.isDirectory() ? 'EISDIR (it is a directory)' : 'not a regular file'}`)
+    }
     text = await readFile(options.configPath, 'utf8')
   } catch (err) {
+    if (err instanceof FnrError) throw err
     const code = (err as NodeJS.ErrnoException).code ?? String(err)
     throw new FnrError('Config', `cannot read exec config ${JSON.stringify(options.configPath)}: ${code}`, {cause: err})
   }

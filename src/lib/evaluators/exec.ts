@@ -4,7 +4,8 @@
  */
 import {FnrError} from '../errors.js'
 import type {ExecConfig} from '../config/exec-config.js'
-import {silentLogger, type Logger} from '../log.js'
+// Type only: `fnr eval` bundles this module, and log.ts would bring pino into it.
+import type {Logger} from '../log.js'
 import {functionFailedError} from '../process/failure.js'
 import {minimalEnvironment, runFunctionProcess} from '../process/run.js'
 import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluator.js'
@@ -20,13 +21,13 @@ export class ExecEvaluator implements Evaluator {
   readonly name = 'exec'
   private readonly config: ExecConfig
   private readonly maxOutputBytes: number
-  private readonly logger: Logger
+  private readonly logger: Logger | undefined
   private readonly env = minimalEnvironment()
 
   constructor(options: ExecEvaluatorOptions) {
     this.config = options.config
     this.maxOutputBytes = options.maxOutputBytes
-    this.logger = options.logger ?? silentLogger
+    this.logger = options.logger
   }
 
   /** The binary that would run for an image, if any. */
@@ -48,13 +49,15 @@ export class ExecEvaluator implements Evaluator {
       label: request.image,
     })
     if (result.exitCode !== 0) throw await functionFailedError(request.image, result)
-    this.logger.debug('function finished', {
-      image: request.image,
-      binary: fn.name,
-      stdoutBytes: result.stdout.length,
-      stderrBytes: result.stderr.length,
-      ms: Math.round(result.durationMs * 10) / 10,
-    })
+    if (this.logger?.enabled(4)) {
+      this.logger.debug('function finished', {
+        image: request.image,
+        binary: fn.name,
+        stdoutBytes: result.stdout.length,
+        stderrBytes: result.stderr.length,
+        ms: Math.round(result.durationMs * 10) / 10,
+      })
+    }
     return {resourceList: result.stdout, log: result.stderr, evaluator: this.name}
   }
 

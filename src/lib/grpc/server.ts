@@ -7,6 +7,8 @@
  * and errors become gRPC statuses by their kind (errors.ts). A failing function adds the
  * fnr-failure-bin trailer (metadata.ts).
  */
+import {format} from 'node:util'
+
 import * as grpc from '@grpc/grpc-js'
 import {HealthImplementation, type ServingStatus} from 'grpc-health-check'
 
@@ -14,6 +16,7 @@ import {FnrError, GrpcCode, toFnrError} from '../errors.js'
 import type {Evaluator} from '../evaluators/evaluator.js'
 import {silentLogger, type Logger} from '../log.js'
 import type {FunctionFailure} from '../process/failure.js'
+import {claimFramingRoom, FRAMING_ROOM_BEFORE} from '../process/run.js'
 import {EVALUATOR_TRAILER, failureMetadata, resultsMetadata} from './metadata.js'
 import {EVALUATOR_SERVICE, evaluatorServiceDefinition, type EvaluateFunctionRequest, type EvaluateFunctionResponse} from './proto.js'
 
@@ -32,8 +35,33 @@ export interface EvaluatorServerOptions {
 /** Bytes reserved in a response for protobuf framing. */
 const RESPONSE_FRAMING = 64
 
+/**
+ * Longest image name accepted. Real references are a few hundred characters at most (Docker
+ * caps the repository name at 255); the limit keeps every message that quotes the image small.
+ */
+export const MAX_IMAGE_LENGTH = 4096
+
+/**
+ * Largest status message sent, in bytes. The message travels in an HTTP/2 trailer: a trailer
+ * larger than the client's header list limit (64 KiB after HPACK in grpc-js) is never delivered,
+ * and the call and every later call on that connection hang. The full details of a failure are
+ * in the fnr-failure-bin trailer, which metadata.ts keeps under 6 KiB.
+ */
+export const MAX_STATUS_MESSAGE_BYTES = 8 * 1024
+
 export function defaultBindHost(): string {
   return process.env.FNR_BIND_ADDRESS || '0.0.0.0'
+}
+
+/**
+ * Sends grpc-js's own log lines (by default "E …" lines on stderr, such as "No address added out
+ * of total 1 resolved" before fnr's own error for a port in use) to fnr's logger at debug level:
+ * fnr reports what matters to it through its own errors. GRPC_VERBOSITY and GRPC_TRACE still
+ * choose what grpc-js logs. The grpc-js logger is process-wide; the last server built sets it.
+ */
+export function routeGrpcLogging(logger: Logger): void {
+  const to = (severity: string) => (...args: unknown[]) => logger.debug('grpc-js', {severity, message: format(...args)})
+  grpc.setLogger({error: to('error'), info: to('info'), debug: to('debug')})
 }
 
 function formatHostPort(host: string, port: number): string {
@@ -51,6 +79,7 @@ export class EvaluatorServer {
 
   constructor(private readonly options: EvaluatorServerOptions) {
     this.logger = options.logger ?? silentLogger
+    routeGrpcLogging(this.logger)
     this.server = new grpc.Server({
       'grpc.max_receive_message_length': options.maxMessageSize,
       'grpc.max_send_message_length': options.maxMessageSize,
@@ -58,7 +87,12 @@ export class EvaluatorServer {
       'grpc.keepalive_timeout_ms': 20_000,
       'grpc.keepalive_permit_without_calls': 1,
     })
-    this.server.addService(evaluatorServiceDefinition(), {EvaluateFunction: this.handle.bind(this)})
+    const definition = evaluatorServiceDefinition()
+    const method = definition.EvaluateFunction!
+    this.server.addService(
+      {...definition, EvaluateFunction: {...method, responseSerialize: framedResponseSerializer(method.responseSerialize)}},
+      {EvaluateFunction: this.handle.bind(this)},
+    )
     this.health.addToServer(this.server)
   }
 
@@ -76,7 +110,7 @@ export class EvaluatorServer {
     const address = formatHostPort(host, this.options.port)
     this.boundPort = await new Promise<number>((resolve, reject) => {
       this.server.bindAsync(address, this.options.credentials ?? grpc.ServerCredentials.createInsecure(), (err, port) => {
-        if (err) reject(new FnrError('Unavailable', `cannot listen on ${address}: ${err.message}`, {cause: err}))
+        if (err) reject(new FnrError('Unavailable', `cannot listen on ${address}: ${bindFailure(err.message)}`, {cause: err}))
         else resolve(port)
       })
     })
@@ -135,7 +169,7 @@ export class EvaluatorServer {
       call.removeListener('cancelled', onCancel)
       const code = err ? (err.code ?? GrpcCode.UNKNOWN) : GrpcCode.OK
       this.logger.request('EvaluateFunction', {
-        image,
+        image: image && image.length > MAX_IMAGE_LENGTH ? `${image.slice(0, 64)}…` : image,
         bytesIn: resourceList?.length ?? 0,
         bytesOut: response?.resourceList.length,
         code,
@@ -149,6 +183,10 @@ export class EvaluatorServer {
 
     if (!image || image.trim() === '') {
       finish(statusError(new FnrError('InvalidArgument', 'image is empty: set the image of the function to evaluate')))
+      return
+    }
+    if (image.length > MAX_IMAGE_LENGTH) {
+      finish(statusError(new FnrError('InvalidArgument', `image is ${image.length} characters long, more than the limit of ${MAX_IMAGE_LENGTH}: ${JSON.stringify(image.slice(0, 64))}…`)))
       return
     }
     if (!resourceList || resourceList.length === 0) {
@@ -177,6 +215,53 @@ export class EvaluatorServer {
   }
 }
 
+/** Field 1 (resource_list) and field 2 (log) of EvaluateFunctionResponse, length-delimited. */
+const RESOURCE_LIST_TAG = 0x0a
+const LOG_TAG = 0x12
+
+function varintLength(n: number): number {
+  let length = 1
+  for (let v = n; v > 0x7f; v >>>= 7) length++
+  return length
+}
+
+function writeVarint(buf: Buffer, offset: number, n: number): number {
+  let v = n
+  while (v > 0x7f) {
+    buf[offset++] = (v & 0x7f) | 0x80
+    v >>>= 7
+  }
+  buf[offset++] = v
+  return offset
+}
+
+/**
+ * The response serializer. A function's output that runFunctionProcess joined from several
+ * chunks has room around it (process/run.ts): the protobuf field headers and the log are written
+ * there and the message is a view of that memory, so a large output is not copied once more
+ * (grpc-js still copies the message into its frame). The bytes are those protobufjs writes:
+ * resource_list, then log, each written even when empty. Anything else goes to the generated
+ * serializer.
+ */
+function framedResponseSerializer(generated: grpc.serialize<EvaluateFunctionResponse>): grpc.serialize<EvaluateFunctionResponse> {
+  return (value) => {
+    const {resourceList, log} = value
+    if (!Buffer.isBuffer(resourceList) || !Buffer.isBuffer(log)) return generated(value)
+    const roomAfter = claimFramingRoom(resourceList)
+    const head = 1 + varintLength(resourceList.length)
+    const tail = 1 + varintLength(log.length) + log.length
+    if (roomAfter === undefined || roomAfter < tail || head > FRAMING_ROOM_BEFORE) return generated(value)
+    const message = Buffer.from(resourceList.buffer, resourceList.byteOffset - head, head + resourceList.length + tail)
+    message[0] = RESOURCE_LIST_TAG
+    writeVarint(message, 1, resourceList.length)
+    let offset = head + resourceList.length
+    message[offset++] = LOG_TAG
+    offset = writeVarint(message, offset, log.length)
+    log.copy(message, offset)
+    return message
+  }
+}
+
 function evaluatorMetadata(evaluator: string): grpc.Metadata {
   const md = new grpc.Metadata()
   md.set(EVALUATOR_TRAILER, evaluator)
@@ -185,11 +270,31 @@ function evaluatorMetadata(evaluator: string): grpc.Metadata {
 
 function statusError(err: FnrError): grpc.ServerErrorResponse {
   const failure = err.details.failure as FunctionFailure | undefined
-  const e = new Error(err.message) as grpc.ServerErrorResponse
+  const message = capStatusMessage(err.message)
+  const e = new Error(message) as grpc.ServerErrorResponse
   e.code = err.grpcCode
-  e.details = err.message
+  e.details = message
   if (failure) e.metadata = failureMetadata(failure)
   return e
+}
+
+/** Cuts a status message down to MAX_STATUS_MESSAGE_BYTES, saying how much was left out. */
+export function capStatusMessage(message: string): string {
+  const total = Buffer.byteLength(message)
+  if (total <= MAX_STATUS_MESSAGE_BYTES) return message
+  const room = MAX_STATUS_MESSAGE_BYTES - 96
+  let head = message.slice(0, room)
+  while (Buffer.byteLength(head) > room) head = head.slice(0, Math.floor(head.length * 0.9))
+  // Do not end on half of a surrogate pair.
+  if (/[\ud800-\udbff]$/.test(head)) head = head.slice(0, -1)
+  return `${head}… (${total - Buffer.byteLength(head)} more bytes left out)`
+}
+
+/** The useful part of a grpc-js bind error ("… errors: [listen EADDRINUSE: address already in use …]"). */
+function bindFailure(message: string): string {
+  const inner = /errors: \[(.*)\]\s*$/s.exec(message)?.[1]
+  if (!inner) return message
+  return /EADDRINUSE/.test(inner) ? `the address is already in use (${inner.replace(/^listen /, '')})` : inner.replace(/^listen /, '')
 }
 
 function toEpochMs(deadline: grpc.Deadline): number | undefined {

@@ -19,10 +19,16 @@ export interface FunctionFailure {
 
 const MESSAGE_STDERR_TAIL = 1024
 const MAX_MESSAGE_RESULTS = 10
+/** One result in the message is cut to this many characters (the structured form keeps it whole). */
+const MAX_MESSAGE_RESULT_LINE = 512
 
 function tail(text: string, max: number): string {
   const trimmed = text.trimEnd()
   return trimmed.length > max ? `…${trimmed.slice(trimmed.length - max)}` : trimmed
+}
+
+function head(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text
 }
 
 /** Builds the FunctionFailed error for a process that exited non-zero or was killed by a signal. */
@@ -33,7 +39,7 @@ export async function functionFailedError(label: string, result: FunctionProcess
   const how = result.exitCode === null ? `was killed by ${result.signal ?? 'a signal'}` : `exited with code ${result.exitCode}`
   const parts = [`function ${JSON.stringify(label)} ${how}`]
   if (errors.length > 0) {
-    const shown = errors.slice(0, MAX_MESSAGE_RESULTS).map((r) => formatResult(r))
+    const shown = errors.slice(0, MAX_MESSAGE_RESULTS).map((r) => head(formatResult(r), MAX_MESSAGE_RESULT_LINE))
     if (errors.length > shown.length) shown.push(`… and ${errors.length - shown.length} more error result(s)`)
     parts.push(`error results:\n${shown.join('\n')}`)
   }

@@ -92,6 +92,40 @@ class TailBuffer {
   }
 }
 
+/**
+ * Bytes kept free in front of a function's stdout when it is joined from several chunks, and
+ * (FRAMING_ROOM_BEFORE + the stderr length) behind it: the gRPC server writes the response's
+ * protobuf field headers and the log there, around the output, instead of copying a large output
+ * a second time (grpc/server.ts). Outputs that arrive in one chunk are passed on as they are.
+ */
+export const FRAMING_ROOM_BEFORE = 6
+const framingRoom = new WeakMap<Buffer, number>()
+
+/** Joins stdout chunks into one Buffer with framing room around it (its own memory, not the pool's). */
+function joinStdout(chunks: Buffer[], size: number, roomAfter: number): Buffer {
+  if (chunks.length <= 1) return chunks[0] ?? Buffer.alloc(0)
+  const store = Buffer.allocUnsafeSlow(FRAMING_ROOM_BEFORE + size + roomAfter)
+  let offset = FRAMING_ROOM_BEFORE
+  for (const chunk of chunks) {
+    chunk.copy(store, offset)
+    offset += chunk.length
+  }
+  const stdout = store.subarray(FRAMING_ROOM_BEFORE, FRAMING_ROOM_BEFORE + size)
+  framingRoom.set(stdout, roomAfter)
+  return stdout
+}
+
+/**
+ * For a stdout Buffer from runFunctionProcess that has framing room: the bytes free behind it
+ * (FRAMING_ROOM_BEFORE are free in front), which the caller may then write, once. Undefined for
+ * any other Buffer, and for the same Buffer the second time.
+ */
+export function claimFramingRoom(stdout: Buffer): number | undefined {
+  const room = framingRoom.get(stdout)
+  if (room !== undefined) framingRoom.delete(stdout)
+  return room
+}
+
 function killGroup(pid: number | undefined): void {
   if (pid === undefined) return
   try {
@@ -185,8 +219,17 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
     child.stdin.end(options.input)
 
     child.on('exit', () => {
-      // stdio normally closes right after exit; if a grandchild holds it open, stop waiting.
-      graceTimer = setTimeout(() => killGroup(child.pid), STDIO_GRACE_MS)
+      // stdio normally closes right after exit. If a grandchild holds it open, kill the group;
+      // if it is still open after that (a descendant that left the process group with setsid
+      // holds it), stop reading: the function itself has ended, and the call must not wait for
+      // a process it cannot kill.
+      graceTimer = setTimeout(() => {
+        killGroup(child.pid)
+        graceTimer = setTimeout(() => {
+          child.stdout.destroy()
+          child.stderr.destroy()
+        }, STDIO_GRACE_MS)
+      }, STDIO_GRACE_MS)
     })
 
     child.on('close', (code: number | null, signal: NodeJS.Signals | null) => {
@@ -212,9 +255,10 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
         )
         return
       }
+      const stderrBytes = stderr.toBuffer()
       resolve({
-        stdout: stdoutChunks.length === 1 ? stdoutChunks[0]! : Buffer.concat(stdoutChunks, stdoutSize),
-        stderr: stderr.toBuffer(),
+        stdout: joinStdout(stdoutChunks, stdoutSize, FRAMING_ROOM_BEFORE + stderrBytes.length),
+        stderr: stderrBytes,
         exitCode: code,
         signal,
         stderrTruncated: stderr.dropped > 0,

@@ -2,7 +2,7 @@
  * The functionConfig of `fnr eval`: built from `-- key=value` arguments (the ConfigMap kpt builds)
  * or read from a `--fn-config` file.
  */
-import {readFile} from 'node:fs/promises'
+import {readFile, stat} from 'node:fs/promises'
 
 import {Pair, Scalar, YAMLMap} from 'yaml'
 
@@ -59,11 +59,17 @@ export function functionConfigFromArgs(args: readonly string[]): YAMLMap {
 export async function readFunctionConfig(file: string): Promise<YAMLMap> {
   let text: string
   try {
+    // Devices and sockets are refused (reading /dev/zero would never end); FIFOs are read, so
+    // process substitution (--fn-config <(...)) works.
+    const st = await stat(file)
+    if (!st.isFile() && !st.isFIFO() && !st.isDirectory()) throw new FnrError('InvalidArgument', `cannot read function config file ${file}: not a regular file`)
     text = await readFile(file, 'utf8')
   } catch (error) {
+    if (error instanceof FnrError) throw error
     const code = (error as NodeJS.ErrnoException).code
     if (code === 'ENOENT') throw new FnrError('InvalidArgument', `missing function config file: ${file}`)
-    throw new FnrError('InvalidArgument', `cannot read function config file ${file}: ${code ?? (error as Error).message}`)
+    const kind = code === 'EACCES' || code === 'EPERM' ? 'PermissionDenied' : 'InvalidArgument'
+    throw new FnrError(kind, `cannot read function config file ${file}: ${code ?? (error as Error).message}`)
   }
   return parseFunctionConfig(text, file)
 }

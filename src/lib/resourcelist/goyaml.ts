@@ -27,9 +27,8 @@ function sortDeep(value: unknown): unknown {
   }
   if (value instanceof Map) return Object.fromEntries([...value.entries()].filter(([, v]) => v !== undefined).map(([k, v]) => [k, sortDeep(v)]))
   if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = {}
-    for (const k of Object.keys(value).sort(compareBytes)) out[k] = sortDeep((value as Record<string, unknown>)[k])
-    return out
+    // fromEntries keeps a "__proto__" key as a key (assignment would set the prototype).
+    return Object.fromEntries(Object.keys(value).sort(compareBytes).map((k) => [k, sortDeep((value as Record<string, unknown>)[k])]))
   }
   return value
 }

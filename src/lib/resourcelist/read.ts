@@ -53,6 +53,19 @@ export function emptyResourceList(): ResourceList {
  * multi-document KRM YAML. Comments are kept on the item nodes.
  */
 export function parseResourceList(input: Uint8Array | string, options: ParseResourceListOptions = {}): ResourceList {
+  try {
+    return parseUnguarded(input, options)
+  } catch (error) {
+    // Deeply nested input overflows the stack of the recursive builders (the YAML parser reports
+    // its own overflow as a parse error; JSON input reaches fromJson and the tree walkers).
+    if (error instanceof RangeError) {
+      throw new FnrError(options.errorKind ?? 'InvalidArgument', `${options.origin ?? 'stdin'}: the document is nested too deeply to process (${error.message})`)
+    }
+    throw error
+  }
+}
+
+function parseUnguarded(input: Uint8Array | string, options: ParseResourceListOptions): ResourceList {
   const text = typeof input === 'string' ? input : Buffer.from(input.buffer, input.byteOffset, input.byteLength).toString('utf8')
   const origin = options.origin ?? 'stdin'
   const kind = options.errorKind ?? 'InvalidArgument'
@@ -96,6 +109,13 @@ function unwrapList(node: YAMLMap, origin: string, kind: ErrorKind, blockStyle: 
   list.kind = scalarString(getIn(node, 'kind')) ?? RESOURCE_LIST_KIND
   const items = getIn(node, 'items')
   if (isSeq(items)) {
+    // The yaml package gives a comment above the first item to the list; kpt (go-yaml) gives it
+    // to the item, and keeps it in the file the item is written to.
+    const first = items.items[0] as Node | undefined
+    if (items.commentBefore && first && isMap(first)) {
+      first.commentBefore = first.commentBefore ? `${items.commentBefore}\n${first.commentBefore}` : items.commentBefore
+      items.commentBefore = undefined
+    }
     items.items.forEach((raw, i) => {
       const item = asItem(raw as Node, `${origin}: items[${i}]`, kind, false)
       if (blockStyle) toBlockStyle(item)

@@ -293,8 +293,15 @@ function resultStruct(r: FunctionResult): Map<string, unknown> {
 
 /** Writes `<dir>/results.yaml` (creating dir) and returns its path. */
 export async function writeResultsFile(dir: string, list: FunctionResultList): Promise<string> {
-  await mkdir(dir, {recursive: true})
   const file = join(dir, 'results.yaml')
-  await writeFile(file, stringifyFunctionResultList(list))
+  try {
+    await mkdir(dir, {recursive: true})
+    await writeFile(file, stringifyFunctionResultList(list))
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'not a directory' : code === 'EISDIR' ? `${file} is a directory` : (code ?? (error as Error).message)
+    const kind = code === 'EACCES' || code === 'EPERM' ? 'PermissionDenied' : code === undefined ? 'Internal' : 'InvalidArgument'
+    throw new FnrError(kind, `cannot write results to ${dir}: ${why}`, {cause: error})
+  }
   return file
 }

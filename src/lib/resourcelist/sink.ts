@@ -178,7 +178,21 @@ async function safeWrite(root: string, rel: string, content: string, kind: Error
   return true
 }
 
+/** Problems with the path the user gave are InvalidArgument (or PermissionDenied); the rest Internal. */
+const PATH_ERRORS: Record<string, string> = {
+  ENOENT: 'no such file or directory',
+  ENOTDIR: 'a path component is not a directory',
+  EISDIR: 'is a directory',
+  ELOOP: 'too many symbolic links',
+  ENAMETOOLONG: 'name too long',
+  EEXIST: 'already exists',
+  EROFS: 'read-only file system',
+}
+
 function ioError(path: string, error: unknown): FnrError {
   const e = error as NodeJS.ErrnoException
+  if (e.code === 'EACCES' || e.code === 'EPERM') return new FnrError('PermissionDenied', `${path}: permission denied (${e.code})`, {cause: error})
+  const known = e.code === undefined ? undefined : PATH_ERRORS[e.code]
+  if (known) return new FnrError('InvalidArgument', `${path}: ${known} (${e.code})`, {cause: error})
   return new FnrError('Internal', `${path}: ${e.code ?? e.message}`, {cause: error})
 }

@@ -136,6 +136,9 @@ async function listInput(input: string): Promise<SourceFile[]> {
     throw ioError(input, error)
   }
   const st = await stat(root)
+  // Devices and sockets are refused (reading /dev/zero would never end); a FIFO is read like a
+  // file, so process substitution (-i <(...)) works.
+  if (!st.isDirectory() && !st.isFile() && !st.isFIFO()) throw new FnrError('InvalidArgument', `${input}: not a regular file or directory`)
   if (!st.isDirectory()) {
     const rel = basename(root)
     return [{abs: root, rel, display: input}]
@@ -224,5 +227,7 @@ function ioError(path: string, error: unknown): FnrError {
   const e = error as NodeJS.ErrnoException
   const reason =
     e.code === 'ENOENT' ? 'no such file or directory' : e.code === 'EISDIR' ? 'is a directory' : e.code === 'EACCES' ? 'permission denied' : (e.code ?? e.message)
-  return new FnrError('InvalidArgument', `${path}: ${reason}`, {cause: error})
+  // Permission problems have their own kind (exit code 5), as the README's table says.
+  const kind = e.code === 'EACCES' || e.code === 'EPERM' ? 'PermissionDenied' : 'InvalidArgument'
+  return new FnrError(kind, `${path}: ${reason}`, {cause: error})
 }

@@ -33,7 +33,9 @@ export const PARSE_OPTIONS: ParseOptions & DocumentOptions & SchemaOptions = {
   schema: 'failsafe',
   prettyErrors: false,
   logLevel: 'silent',
-  uniqueKeys: true,
+  // The yaml package checks for duplicate keys by comparing every pair of keys of a map, which
+  // takes seconds on a map of 20,000 keys; parseStream checks them in linear time instead.
+  uniqueKeys: false,
 }
 
 const TO_STRING: ToStringOptions = {
@@ -106,12 +108,36 @@ export function parseStream(input: string, origin: string, kind: ErrorKind): Str
     if (doc.errors.length > 0) throw malformed(kind, origin, doc.errors[0]!.message)
     const node = doc.contents as Node | null
     if (node === null || isNullScalar(node)) continue
+    const duplicate = duplicateKey(node)
+    if (duplicate !== undefined) throw malformed(kind, origin, `Map keys must be unique; ${JSON.stringify(duplicate)} is repeated`)
     hoistHeadComment(node)
     if (doc.commentBefore) node.commentBefore = joinComments(doc.commentBefore, node.commentBefore, '\n\n')
     if (doc.comment) node.comment = joinComments(node.comment, doc.comment, '\n')
     out.push({node, text: chunk})
   }
   return out
+}
+
+/** The first scalar key that appears twice in one map of the tree, if any (iterative: no recursion limit). */
+export function duplicateKey(root: Node): string | undefined {
+  const stack: unknown[] = [root]
+  while (stack.length > 0) {
+    const n = stack.pop()
+    if (isMap(n)) {
+      const seen = new Set<string>()
+      for (const pair of n.items) {
+        if (isScalar(pair.key)) {
+          const key = pair.key.value === null || pair.key.value === undefined ? '' : String(pair.key.value)
+          if (seen.has(key)) return key
+          seen.add(key)
+        } else if (pair.key) stack.push(pair.key)
+        if (pair.value) stack.push(pair.value)
+      }
+    } else if (isSeq(n)) {
+      for (const item of n.items) stack.push(item)
+    }
+  }
+  return undefined
 }
 
 /**
@@ -290,21 +316,33 @@ export function resolvePlain(text: string): string | number | boolean | null {
   return text
 }
 
-const MAX_ALIAS_EXPANSIONS = 10_000
+/** Most nodes that aliases may add when a document is turned into plain values ("billion laughs" guard). */
+export const MAX_ALIAS_EXPANDED_NODES = 100_000
 
 /**
  * The plain JavaScript value of a node, with scalars typed as go-yaml v3 would type them. Used
  * where types matter (JSON files, result values); metadata is read as strings elsewhere.
+ * Aliases are expanded; a document whose aliases expand to more than MAX_ALIAS_EXPANDED_NODES
+ * nodes is refused with FnrError('InvalidArgument') instead of being built.
  */
 export function toTyped(node: unknown): unknown {
-  const anchors = new Map<string, unknown>()
-  let expansions = 0
+  const anchors = new Map<string, {value: unknown; size: number}>()
+  // Nodes built so far (an expanded alias counts with every node it copies).
+  let built = 0
+  let expanded = 0
   const walk = (n: unknown): unknown => {
     if (n === null || n === undefined) return null
+    const start = built
+    built++
     if (isAlias(n)) {
-      if (++expansions > MAX_ALIAS_EXPANSIONS) throw new FnrError('InvalidArgument', 'too many YAML alias expansions')
-      const v = anchors.get((n as Alias).source)
-      return v === undefined ? null : structuredClone(v)
+      const target = anchors.get((n as Alias).source)
+      if (target === undefined) return null
+      expanded += target.size
+      if (expanded > MAX_ALIAS_EXPANDED_NODES) {
+        throw new FnrError('InvalidArgument', `YAML aliases expand to more than ${MAX_ALIAS_EXPANDED_NODES} nodes; refusing to expand them`)
+      }
+      built += target.size
+      return structuredClone(target.value)
     }
     let v: unknown
     if (isScalar(n)) v = scalarValue(n)
@@ -315,20 +353,26 @@ export function toTyped(node: unknown): unknown {
         if (key === '<<' && isAlias(pair.value)) {
           const merged = walk(pair.value)
           if (merged && typeof merged === 'object' && !Array.isArray(merged)) {
-            for (const [k, mv] of Object.entries(merged)) if (!(k in o)) o[k] = mv
+            for (const [k, mv] of Object.entries(merged)) if (!Object.hasOwn(o, k)) setOwn(o, k, mv)
           }
           continue
         }
-        o[key] = walk(pair.value)
+        setOwn(o, key, walk(pair.value))
       }
       v = o
     } else if (isSeq(n)) v = n.items.map((i) => walk(i))
     else v = null
     const anchor = (n as {anchor?: string}).anchor
-    if (anchor) anchors.set(anchor, v)
+    if (anchor) anchors.set(anchor, {value: v, size: built - start})
     return v
   }
   return walk(node)
+}
+
+/** o[key] = value, also for "__proto__" (which plain assignment would turn into the prototype). */
+function setOwn(o: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(o, key, {value, enumerable: true, writable: true, configurable: true})
+  else o[key] = value
 }
 
 function scalarValue(s: Scalar): unknown {
