@@ -114,3 +114,17 @@ export const clusterFlags = {
   kubeconfig: Flags.string({summary: 'Kubeconfig file; default in-cluster config, then $KUBECONFIG or ~/.kube/config.', helpGroup: 'CLUSTER'}),
   'log-level': Flags.integer({summary: 'Log verbosity, 0 (errors and warnings) to 5 (trace); 4 and up print stack traces on errors.', default: 0, min: 0, max: 5, helpGroup: 'GLOBAL'}),
 }
+
+/**
+ * What `fnr pods warm|gc` need to know the runner's current function pod templates (and so the
+ * template version its pods carry): the same flags as `fnr serve`, plus the wrapper-server image
+ * serve reads from $WRAPPER_SERVER_IMAGE and the runner's namespace.
+ */
+export const runnerTemplateFlags = {
+  'function-pod-template': podFlags['function-pod-template'],
+  'wrapper-server-image': Flags.string({summary: 'Wrapper-server image of the inline template (what `fnr serve` reads from $WRAPPER_SERVER_IMAGE).', env: 'WRAPPER_SERVER_IMAGE', helpGroup: 'POD RUNTIME'}),
+  'runner-namespace': Flags.string({summary: 'Namespace of the runner, where --function-pod-template is read (default: this pod\'s service account namespace, else $POD_NAMESPACE, else porch-system).', helpGroup: 'POD RUNTIME'}),
+  'pod-requests': podFlags['pod-requests'],
+  'pod-limits': podFlags['pod-limits'],
+  'max-request-body-size': maxRequestBodySizeFlag,
+}

@@ -139,3 +139,34 @@ export function labelValueFor(text: string): string {
 export function defaultRunnerIdentity(env: NodeJS.ProcessEnv = process.env): string {
   return env.POD_NAME || os.hostname() || 'fnr'
 }
+
+/**
+ * The labels of a function pod: what the runner's pod cache and `fnr pods warm` put on the pods
+ * they create (one definition, so either kind of pod is adopted and collected the same way).
+ */
+export function functionPodLabels(podName: string, image: string, ownerLabel: string): Record<string, string> {
+  return {
+    [LABEL_FN_IMAGE]: podName,
+    [LABEL_MANAGED_BY]: MANAGED_BY_FNR,
+    [LABEL_COMPONENT]: COMPONENT_POD,
+    [LABEL_IMAGE_HASH]: imageHash(image),
+    [LABEL_OWNER]: ownerLabel,
+  }
+}
+
+/** The annotations of a new function pod (see functionPodLabels). */
+export function functionPodAnnotations(input: {templateVersion: string; image: string; owner: string; now: number; ttlMs: number; creationId: string}): Record<string, string> {
+  return {
+    [ANNOTATION_TEMPLATE_VERSION]: input.templateVersion,
+    [ANNOTATION_IMAGE]: input.image,
+    [ANNOTATION_OWNER]: input.owner,
+    [ANNOTATION_LAST_USED]: new Date(input.now).toISOString(),
+    [ANNOTATION_TTL]: String(Math.round(input.ttlMs / 1000)),
+    [ANNOTATION_CREATION_ID]: input.creationId,
+  }
+}
+
+/** The labels of a function pod's Service; its selector is {[LABEL_FN_IMAGE]: podName}. */
+export function functionServiceLabels(podName: string, ownerLabel: string): Record<string, string> {
+  return {[LABEL_MANAGED_BY]: MANAGED_BY_FNR, [LABEL_COMPONENT]: COMPONENT_SERVICE, [LABEL_POD]: podName, [LABEL_OWNER]: ownerLabel}
+}

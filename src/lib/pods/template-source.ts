@@ -37,15 +37,8 @@ export class TemplateSource {
   }): Promise<TemplateSource> {
     const {core, namespace, name} = options
     const logger = options.logger ?? silentLogger
-    const where = `function pod template ConfigMap ${namespace}/${name} (--function-pod-template)`
-    let cm: V1ConfigMap
-    try {
-      cm = await withApiRetries(() => core.readNamespacedConfigMap({name, namespace}), {what: `cannot read ${where}`})
-    } catch (err) {
-      if (apiStatusCode(err) === 404) throw new FnrError('Config', `${where} does not exist`, {cause: err})
-      throw err instanceof FnrError ? new FnrError('Config', err.message, {cause: err, details: err.details}) : kubeError(err, `cannot read ${where}`)
-    }
-    const source = new TemplateSource(templatesFromConfigMap(cm, options.extra))
+    const {cm, templates} = await readTemplateConfigMap(core, namespace, name, options.extra)
+    const source = new TemplateSource(templates)
     let lastResourceVersion = cm.metadata?.resourceVersion
     source.watcher = new ResourceWatcher<V1ConfigMap>({
       k8s: options.k8s,
@@ -96,4 +89,21 @@ export class TemplateSource {
   close(): void {
     this.watcher?.stop()
   }
+}
+
+/**
+ * Reads the --function-pod-template ConfigMap once and checks its templates (a missing or broken
+ * one is a Config error): what TemplateSource.fromConfigMap starts from, and what `fnr pods warm|gc`
+ * use to learn the runner's current templates.
+ */
+export async function readTemplateConfigMap(core: CoreV1Api, namespace: string, name: string, extra: Record<string, unknown> = {}): Promise<{cm: V1ConfigMap; templates: Templates}> {
+  const where = `function pod template ConfigMap ${namespace}/${name} (--function-pod-template)`
+  let cm: V1ConfigMap
+  try {
+    cm = await withApiRetries(() => core.readNamespacedConfigMap({name, namespace}), {what: `cannot read ${where}`})
+  } catch (err) {
+    if (apiStatusCode(err) === 404) throw new FnrError('Config', `${where} does not exist`, {cause: err})
+    throw err instanceof FnrError ? new FnrError('Config', err.message, {cause: err, details: err.details}) : kubeError(err, `cannot read ${where}`)
+  }
+  return {cm, templates: templatesFromConfigMap(cm, extra)}
 }
