@@ -188,6 +188,31 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     await until(() => storedPods(pb, ns)[0]!.metadata!.labels![LABEL_OWNER] === 'runner-w', 'ownership taken')
   })
 
+  it('builds the same pod and Service as the runner: same spec, same label and annotation keys, same Service', async () => {
+    const r = await warm(['--image', img('cat'), '--json'])
+    expect(r.exitCode, r.stderr).to.equal(0)
+    const warmed = podOf(img('cat'))!
+    const warmedNs = ns
+    // the runner, in another namespace, makes its own pod for the same image
+    ns = pb.namespace()
+    const h = await startRuntime(pb, {namespace: ns, metadata: new StaticMetadataSource({[img('cat')]: [FUNCTION_PATH]}), owner: 'runner-s'})
+    handles.push(h)
+    await h.evaluator.evaluate({image: img('cat'), resourceList: RL})
+    const runners = podOf(img('cat'))!
+    const comparable = (pod: V1Pod): object => {
+      const spec = structuredClone(pod.spec!)
+      delete spec.nodeName
+      delete spec.imagePullSecrets // the runner here has no private registries
+      return {spec, labels: Object.keys(pod.metadata!.labels!).sort(), annotations: Object.keys(pod.metadata!.annotations!).sort()}
+    }
+    expect(comparable(warmed)).to.deep.equal(comparable(runners))
+    const svc = (namespace: string, name: string): object => {
+      const s = storedServices(pb, namespace).find((x) => x.metadata!.name === name)!
+      return {labels: Object.keys(s.metadata!.labels!).sort(), ports: s.spec!.ports, selectorKeys: Object.keys(s.spec!.selector!)}
+    }
+    expect(svc(warmedNs, warmed.metadata!.name!)).to.deep.equal(svc(ns, runners.metadata!.name!))
+  })
+
   it('builds from the runner\'s template ConfigMap (--function-pod-template in --runner-namespace)', async () => {
     const name = `warm-template-${ns}`
     pb.bed.api.registry.create('configmaps', RUNNER_NS, {

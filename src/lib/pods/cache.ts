@@ -33,16 +33,22 @@ import type {PodManager} from './manager.js'
 import {podReadiness} from './manager.js'
 import type {ImageMetadataSource} from './metadata.js'
 import {
+  ANNOTATION_CREATION_ID,
   ANNOTATION_IMAGE,
   ANNOTATION_LAST_USED,
   ANNOTATION_OWNER,
   ANNOTATION_TEMPLATE_VERSION,
   ANNOTATION_TTL,
+  COMPONENT_POD,
+  COMPONENT_SERVICE,
+  LABEL_COMPONENT,
   LABEL_FN_IMAGE,
+  LABEL_IMAGE_HASH,
+  LABEL_MANAGED_BY,
   LABEL_OWNER,
-  functionPodAnnotations,
-  functionPodLabels,
-  functionServiceLabels,
+  LABEL_POD,
+  MANAGED_BY_FNR,
+  imageHash,
   labelValueFor,
   podNameFor,
 } from './naming.js'
@@ -345,7 +351,13 @@ export class PodCache {
   }
 
   private podLabels(slot: PodSlot): Record<string, string> {
-    return functionPodLabels(slot.name, slot.image, this.ownerLabel)
+    return {
+      [LABEL_FN_IMAGE]: slot.name,
+      [LABEL_MANAGED_BY]: MANAGED_BY_FNR,
+      [LABEL_COMPONENT]: COMPONENT_POD,
+      [LABEL_IMAGE_HASH]: imageHash(slot.image),
+      [LABEL_OWNER]: this.ownerLabel,
+    }
   }
 
   /** Creates the pod and its Service, waits for ready and connects; the slot is ready after. */
@@ -378,7 +390,14 @@ export class PodCache {
           name: slot.name,
           namespace: manager.namespace,
           labels: this.podLabels(slot),
-          annotations: functionPodAnnotations({templateVersion: templates.version, image: slot.image, owner: this.options.owner, now: this.now(), ttlMs: settings.ttlMs, creationId: randomUUID()}),
+          annotations: {
+            [ANNOTATION_TEMPLATE_VERSION]: templates.version,
+            [ANNOTATION_IMAGE]: slot.image,
+            [ANNOTATION_OWNER]: this.options.owner,
+            [ANNOTATION_LAST_USED]: new Date(this.now()).toISOString(),
+            [ANNOTATION_TTL]: String(Math.round(settings.ttlMs / 1000)),
+            [ANNOTATION_CREATION_ID]: randomUUID(),
+          },
           resources: settings.resources,
           maxRequestBodySize: this.options.maxMessageSize,
         })
@@ -401,7 +420,7 @@ export class PodCache {
       slot.timings.createMs = this.now() - t
       t = this.now()
       slot.detail = 'pod created'
-      const service = buildService(templates, slot.name, manager.namespace, functionServiceLabels(slot.name, this.ownerLabel), {[LABEL_FN_IMAGE]: slot.name})
+      const service = buildService(templates, slot.name, manager.namespace, {[LABEL_MANAGED_BY]: MANAGED_BY_FNR, [LABEL_COMPONENT]: COMPONENT_SERVICE, [LABEL_POD]: slot.name, [LABEL_OWNER]: this.ownerLabel}, {[LABEL_FN_IMAGE]: slot.name})
       const [{ip}] = await Promise.all([
         manager.waitForPodReady(slot.name, slot.image, {deadline, signal, deadlineName, onProgress: (d) => (slot.detail = d)}),
         step('creating the Service', manager.ensureService(service, {deadline, signal})),
@@ -597,7 +616,7 @@ export class PodCache {
             .patchPodMetadata(name, {labels: {[LABEL_OWNER]: this.ownerLabel}, annotations: {[ANNOTATION_OWNER]: this.options.owner}})
             .catch((err: unknown) => this.logger.warn('cannot take ownership of an adopted pod', {pod: name, error: (err as Error).message}))
         }
-        const service = buildService(this.templates, name, this.options.manager.namespace, functionServiceLabels(name, this.ownerLabel), {[LABEL_FN_IMAGE]: name})
+        const service = buildService(this.templates, name, this.options.manager.namespace, {[LABEL_MANAGED_BY]: MANAGED_BY_FNR, [LABEL_COMPONENT]: COMPONENT_SERVICE, [LABEL_POD]: name, [LABEL_OWNER]: this.ownerLabel}, {[LABEL_FN_IMAGE]: name})
         this.options.manager.ensureService(service, {deadline: now + this.options.podReadyTimeoutMs}).catch((err: unknown) => {
           this.logger.warn('adopted pod has no usable Service', {pod: name, error: (err as Error).message})
           if (this.options.addressMode === 'service') this.evict(slot, 'its Service cannot be created')
