@@ -9,6 +9,12 @@
  * or when its last use (fnr.dev/last-used, which the runner keeps up to date while the pod
  * takes calls) is older than its TTL (fnr.dev/ttl-seconds) or than --older-than. A pod in use
  * therefore always has a recent last-used time and is never collected, except by --all.
+ *
+ * Stale templates: given the runner's current template version (template-operator.ts), a pod
+ * made from another version is collected too (the runner replaces such pods as they go idle and
+ * deletes them at startup), but only once its last use is older than a grace period (default
+ * 10 min, gc.ts's grace for another runner's pods), since from outside "idle" can only be read
+ * from that annotation. `fnr pods warm` is in warm-operator.ts.
  */
 import type {V1Pod, V1Service} from '@kubernetes/client-node'
 
