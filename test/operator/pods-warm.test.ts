@@ -8,6 +8,7 @@ import {writeFile} from 'node:fs/promises'
 import path from 'node:path'
 
 import type {V1Pod} from '@kubernetes/client-node'
+import {execa} from 'execa'
 
 import {StaticMetadataSource} from '../../src/lib/pods/metadata.js'
 import {ANNOTATION_IMAGE, ANNOTATION_OWNER, ANNOTATION_TEMPLATE_VERSION, ANNOTATION_TTL, LABEL_OWNER} from '../../src/lib/pods/naming.js'
@@ -15,6 +16,7 @@ import {inlineTemplates} from '../../src/lib/pods/template.js'
 import {inlineResources} from '../../src/lib/pods/template-operator.js'
 import {WARM_OWNER} from '../../src/lib/pods/warm-operator.js'
 import {runCli} from '../support/cli.js'
+import {BIN_RUN} from '../support/serve.js'
 import {FUNCTION_PATH, RL, RUNNER_NS, WRAPPER_IMAGE, createdCount, podNames, startPodBed, startRuntime, storedPods, storedServices, until, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
 import {pushImage} from '../support/registry/fixtures.js'
 import {TestRegistry} from '../support/registry/registry.js'
@@ -265,6 +267,20 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     oneLine(noCm)
     expect(noCm.stderr).to.include(`ConfigMap ${RUNNER_NS}/nope`)
     expect(podNames(pb, ns)).to.deep.equal([])
+  })
+
+  it('on a terminal, shows listr2 progress per image (ticks and crosses), then the same result lines', async () => {
+    const q = (a: string): string => `'${a.replace(/'/g, "'\\''")}'`
+    const args = [process.execPath, BIN_RUN, 'pods', 'warm', '--kubeconfig', pb.bed.kubeconfigPath, '-n', ns, '--wrapper-server-image', WRAPPER_IMAGE, ...registryArgs(), '--image', img('cat'), '--image', img('missing')]
+    // util-linux script(1) runs the command on a pseudo-terminal (stdout and stderr are a TTY), 200 columns wide
+    const r = await execa('script', ['-qec', `stty cols 200 rows 50; ${args.map(q).join(' ')}`, '/dev/null'], {reject: false, timeout: 180_000, env: {...env(), TERM: 'xterm'}, extendEnv: false})
+    // eslint-disable-next-line no-control-regex
+    const text = String(r.stdout).replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '')
+    expect(r.exitCode, text).to.equal(1)
+    expect(text).to.match(/✔ .*fn\/cat:v1: ready, pod /)
+    expect(text).to.match(/✖ .*fn\/missing:v1: failed: /)
+    expect(text).to.not.include('ok: ')
+    expect(text).to.include('fnr: 1 of 2 images did not get a ready pod')
   })
 
   it('--help has examples', async () => {
