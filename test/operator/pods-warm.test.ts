@@ -10,6 +10,7 @@ import path from 'node:path'
 import type {V1Pod} from '@kubernetes/client-node'
 import {execa} from 'execa'
 
+import {podReadiness} from '../../src/lib/pods/manager.js'
 import {StaticMetadataSource} from '../../src/lib/pods/metadata.js'
 import {ANNOTATION_IMAGE, ANNOTATION_OWNER, ANNOTATION_TEMPLATE_VERSION, ANNOTATION_TTL, LABEL_OWNER} from '../../src/lib/pods/naming.js'
 import {inlineTemplates} from '../../src/lib/pods/template.js'
@@ -17,10 +18,12 @@ import {inlineResources} from '../../src/lib/pods/template-operator.js'
 import {WARM_OWNER} from '../../src/lib/pods/warm-operator.js'
 import {runCli} from '../support/cli.js'
 import {BIN_RUN} from '../support/serve.js'
-import {FUNCTION_PATH, RL, RUNNER_NS, WRAPPER_IMAGE, createdCount, podNames, startPodBed, startRuntime, storedPods, storedServices, until, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
+import {FUNCTION_PATH, RL, RUNNER_NS, WRAPPER_IMAGE, WRAPPER_PATH, wrapperCommand, createdCount, podNames, startPodBed, startRuntime, storedPods, storedServices, until, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
 import {pushImage} from '../support/registry/fixtures.js'
 import {TestRegistry} from '../support/registry/registry.js'
 import {SCRIPTS, TempDirs, writeExecutable} from '../support/tmp.js'
+
+const podReadinessOf = (pod: V1Pod): string => podReadiness(pod, '?').state
 
 const SUMMARY_KEYS = ['namespace', 'templateVersion', 'template', 'images', 'ready', 'failed', 'created']
 const RESULT_KEYS = ['image', 'ok', 'pod', 'action', 'error', 'ms']
@@ -46,6 +49,7 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
   let authFile: string
   let dir: string
   let ns: string
+  let slowGate: string
   const handles: RuntimeHandle[] = []
   /** Registry images (host/fn/<name>:v1). */
   const img = (name: string): string => `${registry.host}/fn/${name}:v1`
@@ -56,12 +60,20 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     authFile = await registry.writeAuthFile('testuser', 'testpass')
     dir = await temp.make('fnr-warm-')
     const spec = {entrypoint: [FUNCTION_PATH], files: {'usr/local/bin/function': SCRIPTS.cat}}
-    for (const name of ['cat', 'stderr', 'gate', 'unpullable']) await pushImage(registry, `fn/${name}:v1`, spec, authFile)
+    for (const name of ['cat', 'stderr', 'gate', 'slow', 'unpullable']) await pushImage(registry, `fn/${name}:v1`, spec, authFile)
     // The kubelet "pulls" cat, stderr and gate (mapped to local scripts); unpullable is in the
     // registry but the kubelet cannot pull it (ErrImagePull); missing is not in the registry.
     pb.bed.kubelet.setImage(img('cat'), {commandMap: {[FUNCTION_PATH]: await writeExecutable(path.join(dir, 'cat'), SCRIPTS.cat)}})
     pb.bed.kubelet.setImage(img('stderr'), {commandMap: {[FUNCTION_PATH]: await writeExecutable(path.join(dir, 'stderr'), SCRIPTS.stderr)}})
     pb.bed.kubelet.setImage(img('gate'), {commandMap: {[FUNCTION_PATH]: await writeExecutable(path.join(dir, 'gate'), SCRIPTS.cat)}})
+    // slow: the wrapper server starts only once the file `slowGate` exists (the pod stays starting until then)
+    slowGate = path.join(dir, 'slow-gate')
+    pb.bed.kubelet.setImage(img('slow'), {
+      commandMap: {
+        [WRAPPER_PATH]: ['/bin/sh', '-c', `while [ ! -f '${slowGate}' ]; do sleep 0.05; done; exec "$@"`, 'sh', ...wrapperCommand()],
+        [FUNCTION_PATH]: path.join(dir, 'cat'),
+      },
+    })
   })
   after(async () => {
     await pb?.stop()
@@ -150,6 +162,27 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     expect(json.images[0]!.action).to.equal('existing')
     expect(createdCount(pb, ns, 'pods')).to.equal(created)
     expect(podNames(pb, ns)).to.deep.equal(pods)
+  })
+
+  it('is idempotent while a pod is starting: a second warm waits for it instead of creating another', async () => {
+    const first = warm(['--image', img('slow'), '--json'])
+    const pod = await until(() => podOf(img('slow')), 'the first warm created its pod')
+    const lists = () => pb.bed.api.requestsFor({verb: 'list', resource: 'pods', namespace: ns}).length
+    const listsBefore = lists()
+    const second = warm(['--image', img('slow'), '--json'])
+    // the second warm has listed the pods twice (its watch, then its candidates) while the slow
+    // pod is still starting; now let the pod start
+    await until(() => lists() >= listsBefore + 2, 'the second warm listed the pods')
+    expect(podReadinessOf(podOf(img('slow'))!)).to.not.equal('ready')
+    await writeFile(slowGate, '')
+    const [a, b] = await Promise.all([first, second])
+    expect(a.exitCode, a.stderr).to.equal(0)
+    expect(b.exitCode, b.stderr).to.equal(0)
+    const [ra, rb] = [a, b].map((r) => (JSON.parse(r.stdout) as Summary).images[0]!)
+    expect(ra).to.deep.include({ok: true, action: 'created', pod: pod.metadata!.name})
+    expect(rb).to.deep.include({ok: true, action: 'waited', pod: pod.metadata!.name})
+    expect(podNames(pb, ns)).to.deep.equal([pod.metadata!.name])
+    expect(createdCount(pb, ns, 'pods')).to.equal(1)
   })
 
   it('reports a failure per image and exits non-zero; the other images still get ready pods', async () => {
