@@ -4,7 +4,7 @@
  * a real registry (docker-registry over TLS with Basic auth, reached with serve's registry flags).
  */
 import {expect} from 'chai'
-import {writeFile} from 'node:fs/promises'
+import {rm, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 
 import type {V1Pod} from '@kubernetes/client-node'
@@ -185,6 +185,16 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     expect(createdCount(pb, ns, 'pods')).to.equal(1)
   })
 
+  it('--timeout: a pod not ready in time fails its image and is deleted again', async () => {
+    await rm(slowGate, {force: true})
+    const r = await warm(['--image', img('slow'), '--timeout', '3s', '--json'])
+    expect(r.exitCode).to.equal(1)
+    const [res] = (JSON.parse(r.stdout) as Summary).images
+    expect(res).to.deep.include({ok: false, action: 'created'})
+    expect(res!.error).to.match(/was not ready within the --timeout/)
+    await until(() => podNames(pb, ns).length === 0 && storedServices(pb, ns).length === 0, 'the pod and its Service deleted')
+  })
+
   it('reports a failure per image and exits non-zero; the other images still get ready pods', async () => {
     const r = await warm(['--image', img('missing'), '--image', img('cat'), '--image', img('unpullable'), '--pod-ready-timeout', '60s', '--json'])
     expect(r.exitCode).to.equal(1)
@@ -307,7 +317,6 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     const args = [process.execPath, BIN_RUN, 'pods', 'warm', '--kubeconfig', pb.bed.kubeconfigPath, '-n', ns, '--wrapper-server-image', WRAPPER_IMAGE, ...registryArgs(), '--image', img('cat'), '--image', img('missing')]
     // util-linux script(1) runs the command on a pseudo-terminal (stdout and stderr are a TTY), 200 columns wide
     const r = await execa('script', ['-qec', `stty cols 200 rows 50; ${args.map(q).join(' ')}`, '/dev/null'], {reject: false, timeout: 180_000, env: {...env(), TERM: 'xterm'}, extendEnv: false})
-    // eslint-disable-next-line no-control-regex
     const text = String(r.stdout).replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '')
     expect(r.exitCode, text).to.equal(1)
     expect(text).to.match(/✔ .*fn\/cat:v1: ready, pod /)
