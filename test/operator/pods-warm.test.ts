@@ -289,6 +289,13 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     const noCluster = await runCli(['pods', 'warm', '--kubeconfig', '/nonexistent/kubeconfig', '--image', img('cat'), '--wrapper-server-image', WRAPPER_IMAGE])
     expect(noCluster.exitCode).to.equal(3)
     oneLine(noCluster)
+    // an API server that does not answer: one line, exit 8 (unavailable), nothing left running
+    const deadKubeconfig = path.join(dir, 'dead-kubeconfig.yaml')
+    await writeFile(deadKubeconfig, 'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "http://127.0.0.1:1", insecure-skip-tls-verify: true}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\ncurrent-context: c\n')
+    const dead = await runCli(['pods', 'warm', '--kubeconfig', deadKubeconfig, '--image', img('cat'), '--wrapper-server-image', WRAPPER_IMAGE])
+    expect(dead.exitCode).to.equal(8)
+    oneLine(dead)
+    expect(dead.stderr).to.include('cannot list pods')
     const bad = await cacheConfig('- name: [not, a, string]\n')
     const badFile = await warm(['--pod-cache-config', bad])
     expect(badFile.exitCode).to.equal(3)

@@ -53,7 +53,7 @@ Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdo
         if (templatesConfigured(template)) {
           const templates = await operator.currentTemplates(template)
           templateVersion = templates.version
-          if (!flags.json) process.stderr.write(`Current template version ${templates.version} (${templates.origin}); pods of other versions idle for ${flags['stale-grace'] / 1000}s or more are stale.\n`)
+          if (!flags.json) process.stderr.write(`Current template version ${templates.version} (${templates.origin}); pods of other versions idle for ${seconds(flags['stale-grace'])} or more are stale.\n`)
         } else if (!flags.json) {
           process.stderr.write('Stale-template rule off: pass --wrapper-server-image (or set WRAPPER_SERVER_IMAGE) or --function-pod-template as the runner has them.\n')
         }
@@ -87,4 +87,9 @@ Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdo
       operator.close()
     }
   }
+}
+
+function seconds(ms: number): string {
+  const s = Math.round(ms / 1000)
+  return s % 3600 === 0 && s > 0 ? `${s / 3600}h` : s % 60 === 0 && s > 0 ? `${s / 60}m` : `${s}s`
 }

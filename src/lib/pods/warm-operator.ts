@@ -78,10 +78,13 @@ export class PodWarmer {
     this.now = options.now ?? Date.now
   }
 
-  /** Lists fnr's pods once and starts watching them (readiness waits use the watch). */
+  /**
+   * Lists fnr's pods once (an API server that cannot be reached fails here, in one line), then
+   * starts watching them (readiness waits use the watch, with a GET fallback).
+   */
   async prepare(): Promise<void> {
-    await this.options.manager.start()
     this.existing = await this.options.manager.listPods()
+    await this.options.manager.start()
   }
 
   /** fnr pods of this image and of the current template version, not being deleted. */
