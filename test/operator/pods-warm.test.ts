@@ -146,6 +146,16 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     expect(pb.bed.api.registry.get('secrets', ns, 'auth-secret')).to.not.equal(undefined)
   })
 
+  it('never changes an existing pull Secret (it is the runner\'s), only creates a missing one', async () => {
+    const runnersConfig = Buffer.from(JSON.stringify({auths: {[registry.host]: {auth: Buffer.from('testuser:testpass').toString('base64')}, 'other.example': {auth: 'eDp5'}}})).toString('base64')
+    pb.bed.api.registry.create('secrets', ns, {metadata: {name: 'auth-secret'}, type: 'kubernetes.io/dockerconfigjson', data: {'.dockerconfigjson': runnersConfig}})
+    const r = await warm(['--image', img('cat')])
+    expect(r.exitCode, r.stderr).to.equal(0)
+    const secret = pb.bed.api.registry.get('secrets', ns, 'auth-secret') as {data: Record<string, string>}
+    expect(secret.data['.dockerconfigjson']).to.equal(runnersConfig)
+    expect(podOf(img('cat'))!.spec!.imagePullSecrets).to.deep.equal([{name: 'auth-secret'}])
+  })
+
   it('is idempotent: a second run creates nothing and reports the ready pods (text output)', async () => {
     const first = await warm(['--image', img('cat'), '--image', img('stderr')])
     expect(first.exitCode, first.stderr).to.equal(0)

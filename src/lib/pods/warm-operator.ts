@@ -25,16 +25,35 @@ import type {CoreV1Api, V1Pod} from '@kubernetes/client-node'
 import {PodCacheConfig, type ImagePodSettings} from '../config/pod-cache-config.js'
 import {FnrError, toFnrError} from '../errors.js'
 import {connectKube, type KubeConnectOptions} from '../k8s/client.js'
+import {apiStatusCode, kubeError} from '../k8s/errors.js'
 import {silentLogger, type Logger} from '../log.js'
 import type {DockerConfig} from '../registry/auth.js'
 import type {RunnerRegistrySettings} from '../registry/index.js'
-import {attachPullSecret, ensurePullSecret} from '../registry/pull-secret.js'
+import {attachPullSecret, buildPullSecret} from '../registry/pull-secret.js'
 import {observePod} from './gc.js'
 import {podReadiness, type PodManager} from './manager.js'
 import type {ImageMetadataSource} from './metadata.js'
 import {ANNOTATION_TEMPLATE_VERSION, LABEL_FN_IMAGE, functionPodAnnotations, functionPodLabels, functionServiceLabels, podNameFor} from './naming.js'
 import {buildPod, buildService, type Templates} from './template.js'
 import {runnerTemplates, type RunnerTemplateOptions} from './template-operator.js'
+
+/** Creates the pull Secret (the runner's object, pull-secret.ts) unless one of that name exists. */
+export async function createPullSecretIfMissing(core: CoreV1Api, namespace: string, name: string, dockerConfigJson: Buffer): Promise<'created' | 'exists'> {
+  const where = `Secret ${namespace}/${name}`
+  try {
+    await core.readNamespacedSecret({name, namespace})
+    return 'exists'
+  } catch (err) {
+    if (apiStatusCode(err) !== 404) throw kubeError(err, `cannot read ${where}`)
+  }
+  try {
+    await core.createNamespacedSecret({namespace, body: buildPullSecret(name, namespace, dockerConfigJson)})
+    return 'created'
+  } catch (err) {
+    if (apiStatusCode(err) === 409) return 'exists'
+    throw kubeError(err, `cannot create ${where}`)
+  }
+}
 
 /** The owner label (and annotation) of pods made by `fnr pods warm`. */
 export const WARM_OWNER = 'fnr-pods-warm'
@@ -176,11 +195,16 @@ export class PodWarmer {
     }
   }
 
-  /** The runner's preparePod: attach the pull Secret when it has credentials for the image (and make sure it exists). */
+  /**
+   * The runner's preparePod: attach the pull Secret when it has credentials for the image, and
+   * make sure it exists. Unlike the runner, an existing Secret is never changed: it is the
+   * runner's (made from its --registry-auth-secret-path), and an operator's credentials must not
+   * replace it.
+   */
   private async preparePod(pod: V1Pod, image: string): Promise<void> {
     const secret = this.options.pullSecret
     if (!secret || !attachPullSecret(pod.spec!, secret.name, secret.dockerConfig, image)) return
-    this.secretReady ??= ensurePullSecret(this.options.core, this.options.manager.namespace, secret.name, secret.dockerConfigJson).then(
+    this.secretReady ??= createPullSecretIfMissing(this.options.core, this.options.manager.namespace, secret.name, secret.dockerConfigJson).then(
       () => {},
       (err: unknown) => {
         this.secretReady = undefined
