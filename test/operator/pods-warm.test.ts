@@ -5,6 +5,7 @@
  */
 import {expect} from 'chai'
 import {rm, writeFile} from 'node:fs/promises'
+import {createServer, type AddressInfo, type Socket} from 'node:net'
 import path from 'node:path'
 
 import type {V1Pod} from '@kubernetes/client-node'
@@ -203,6 +204,25 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     expect(res).to.deep.include({ok: false, action: 'created'})
     expect(res!.error).to.match(/was not ready within the --timeout/)
     await until(() => podNames(pb, ns).length === 0 && storedServices(pb, ns).length === 0, 'the pod and its Service deleted')
+  })
+
+  it('--timeout also bounds reading the entrypoint from a registry that does not answer', async () => {
+    const sockets = new Set<Socket>()
+    const silent = createServer((socket) => sockets.add(socket)) // accepts, never answers
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+    try {
+      const hanging = `127.0.0.1:${(silent.address() as AddressInfo).port}/fn/cat:v1`
+      const r = await warm(['--image', hanging, '--image', img('cat'), '--timeout', '3s', '--json'])
+      expect(r.exitCode).to.equal(1)
+      const out = JSON.parse(r.stdout) as Summary
+      expect(out.images.find((i) => i.image === img('cat'))).to.deep.include({ok: true})
+      const failed = out.images.find((i) => i.image === hanging)!
+      expect(failed).to.deep.include({ok: false, pod: null, action: 'none'})
+      expect(failed.error).to.match(/was not read from its registry within the --timeout/)
+    } finally {
+      for (const s of sockets) s.destroy()
+      await new Promise((resolve) => silent.close(resolve))
+    }
   })
 
   it('reports a failure per image and exits non-zero; the other images still get ready pods', async () => {

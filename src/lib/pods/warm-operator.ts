@@ -149,7 +149,14 @@ export class PodWarmer {
     let created = false
     try {
       progress('reading the image metadata')
-      const info = await this.options.metadata.describe(image)
+      const signal = AbortSignal.timeout(Math.max(1, deadline - this.now()))
+      let info: Awaited<ReturnType<ImageMetadataSource['describe']>>
+      try {
+        info = await this.options.metadata.describe(image, {signal})
+      } catch (err) {
+        if (signal.aborted) throw new FnrError('DeadlineExceeded', `the entrypoint of image "${image}" was not read from its registry within ${deadlineName}`, {cause: err})
+        throw err
+      }
       const settings = this.options.settingsFor(image)
       const {manager, templates} = this.options
       for (let attempt = 0; ; attempt++) {
