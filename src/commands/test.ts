@@ -1,3 +1,5 @@
+import {Args, Flags} from '@oclif/core'
+
 import {FnrCommand} from '../lib/cli/command.js'
 import {oclifFlags} from '../lib/cli/flags.js'
 import {runTestCommand, TEST_FLAG_SPECS, testOptionsFromFlags} from '../lib/fntest/cli.js'
@@ -27,7 +29,15 @@ config is invalid, 4 the function (--image, --exec) was not found.`
 
   static strict = false
 
-  static flags = oclifFlags(TEST_FLAG_SPECS)
+  static args = {
+    folders: Args.string({description: 'Folders of test cases, or case directories (several may be given).'}),
+  }
+
+  static flags = {
+    ...oclifFlags(TEST_FLAG_SPECS),
+    // Non-greedy, so `--filter x testdata` leaves the folder a folder.
+    filter: Flags.string({summary: TEST_FLAG_SPECS.filter.summary, multiple: true, multipleNonGreedy: true}),
+  }
 
   async run(): Promise<void> {
     const {flags, argv, metadata} = await this.parse(Test)

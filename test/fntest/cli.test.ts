@@ -213,7 +213,8 @@ items:
   })
 
   it('prints a JSON summary with --json, and --filter selects cases', async () => {
-    const r = await runCli(['test', TESTDATA, '--json', '--filter', 'set-namespace/', '--filter', '*labels/simple'])
+    // --filter takes one value each time, so a folder may follow it.
+    const r = await runCli(['test', '--filter', 'set-namespace/', TESTDATA, '--json', '--filter', '*labels/simple'])
     expect(r.exitCode, r.stderr).to.equal(0)
     const summary = JSON.parse(r.stdout)
     const total = await countCases(path.join(TESTDATA, 'set-namespace'))
