@@ -91,9 +91,13 @@ describe('fnr test (CLI)', function () {
     const again = await runCli(['test', root])
     expect(again.exitCode, again.stdout).to.equal(0)
     expect(again.stdout).to.contain('1 passed, 0 failed')
+    // --update on a passing case writes nothing.
+    const idle = await runCli(['test', root, '--update'])
+    expect(idle.exitCode, idle.stdout).to.equal(0)
+    expect(idle.stdout).to.contain('1 passed, 0 failed (1 case,')
   })
 
-  it('--update records a new case from scratch: diff.patch, results.yaml and a non-zero exit code', async () => {
+  it('--update records new cases from scratch: diff.patch, results.yaml, a non-zero exit code, an output ResourceList', async () => {
     const root = path.join(work, 'fresh')
     const fn = await writeExecutable(path.join(work, 'fail-with-results.sh'), SCRIPTS.failWithResults)
     await writeCase(path.join(root, 'fails'), {'cm.yaml': CM})
@@ -117,6 +121,19 @@ describe('fnr test (CLI)', function () {
     expect(r.exitCode, r.stdout).to.equal(0)
     const r2 = await runCli(['test', path.join(root, 'changes')])
     expect(r2.exitCode, r2.stdout).to.equal(0)
+
+    // A ResourceList case: the output ResourceList is recorded in .expected/resourcelist.yaml.
+    const rl = `apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- ${CM.trimEnd().replaceAll('\n', '\n  ')}\n`
+    await writeCase(path.join(root, 'rl'), {'resourcelist.yaml': rl, '.expected/config.yaml': 'image: ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.2\nargs:\n  env: dev\n'})
+    const rlFirst = await runCli(['test', path.join(root, 'rl')])
+    expect(rlFirst.exitCode).to.equal(1)
+    expect(rlFirst.stdout).to.contain('the output ResourceList differs from .expected/resourcelist.yaml')
+    expect(rlFirst.stdout).to.contain('+++ actual/resourcelist.yaml\n@@ -0,0 +1,')
+    expect((await runCli(['test', path.join(root, 'rl'), '--update'])).exitCode).to.equal(0)
+    const recorded = await readFile(path.join(root, 'rl', '.expected', 'resourcelist.yaml'), 'utf8')
+    expect(recorded).to.match(/^apiVersion: config\.kubernetes\.io\/v1\nkind: ResourceList\n/)
+    expect(recorded).to.contain('      env: dev\n')
+    expect((await runCli(['test', path.join(root, 'rl')])).exitCode).to.equal(0)
   })
 
   it('checks an expected non-zero exit code, stdErr and results.yaml of a failing function', async () => {
