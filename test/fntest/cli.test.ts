@@ -258,7 +258,7 @@ items:
     const root = path.join(work, 'hang')
     const hang = await writeExecutable(path.join(work, 'hang.sh'), SCRIPTS.sleepWithChild)
     await writeCase(path.join(root, 'a-hangs'), {'cm.yaml': CM, '.expected/config.yaml': `execPath: ${hang}\n`})
-    await writeCase(path.join(root, 'b-ok'), {'cm.yaml': CM, '.expected/config.yaml': `execPath: ${path.join(REPO_ROOT, 'functions', 'remove-local-config-resources')}\n`})
+    await writeCase(path.join(root, 'b-ok'), {'cm.yaml': CM, '.expected/config.yaml': `execPath: ${path.join(REPO_ROOT, 'functions', 'remove-local-config-resources')}\ntimeout: 60s # its own, generous: the machine may be busy\n`})
     await writeCase(path.join(root, 'c-own-timeout'), {'cm.yaml': CM, '.expected/config.yaml': `execPath: ${hang}\ntimeout: 1s\n`})
     const r = await runCli(['test', root, '--timeout', '2s'])
     expect(r.exitCode).to.equal(1)
