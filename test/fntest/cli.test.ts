@@ -167,6 +167,8 @@ items:
       '.expected/config.yaml': 'exitCode: 1\nstdErr: "[error] apps/v1/Deployment/prod/web spec.replicas: replicas must be at most 3"\n',
       '.expected/results.yaml': resultsYaml,
     })
+    // Like kpt's harness, results.yaml is compared without leading and trailing white space.
+    await writeCase(path.join(root, 'expects-failure-trimmed'), {'cm.yaml': CM, '.expected/config.yaml': 'exitCode: 1\n', '.expected/results.yaml': `\n${resultsYaml.trimEnd()}`})
     await writeCase(path.join(root, 'wrong-results'), {
       'cm.yaml': CM,
       '.expected/config.yaml': 'exitCode: 1\n',
@@ -182,7 +184,8 @@ items:
     expect(r.stdout).to.contain('-      - message: something else\n+      - message: just saying\n')
     expect(r.stdout).to.match(/^FAIL +.*failing\/wrong-stderr/m)
     expect(r.stdout).to.contain('stderr does not contain stdErr "not in the output"')
-    expect(r.stdout).to.contain('1 passed, 2 failed (3 cases,')
+    expect(r.stdout).to.match(/^PASS +.*failing\/expects-failure-trimmed/m)
+    expect(r.stdout).to.contain('2 passed, 2 failed (4 cases,')
     // stdErr cannot be derived from a run: --update leaves that case failing.
     const u = await runCli(['test', path.join(root, 'wrong-stderr'), '--exec', fn, '--update'])
     expect(u.exitCode).to.equal(1)
@@ -331,6 +334,11 @@ items:
       await expectSetupError([path.join(work, 'bad-rl'), '--exec', 'cat'], 3, /a resourcelist\.yaml case holds nothing else, but found "extra\.yaml"/)
       await writeCase(path.join(work, 'bad-pkg', 'c'), {'cm.yaml': CM, '.expected/resourcelist.yaml': CM})
       await expectSetupError([path.join(work, 'bad-pkg'), '--exec', 'cat'], 3, /\.expected\/resourcelist\.yaml is for cases whose input is resourcelist\.yaml/)
+    })
+
+    it('a case with kpt\'s out-of-place out/ directory', async () => {
+      await writeCase(path.join(work, 'bad-out', 'c'), {'cm.yaml': CM, 'out/.gitkeep': ''})
+      await expectSetupError([path.join(work, 'bad-out'), '--exec', 'cat'], 3, /an out\/ directory \(kpt's out-of-place cases\) is not supported/)
     })
 
     it('a folder without cases, and a case without a function', async () => {

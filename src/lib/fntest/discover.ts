@@ -69,6 +69,7 @@ const KPT_ONLY_KEYS: Record<string, string> = {
   skip: 'fnr test runs every case it finds; move the case out of the folder or narrow the run with --filter',
   stdOut: 'compare the output with .expected/resourcelist.yaml (a ResourceList case) instead',
   sequential: 'cases never share state; --concurrency 1 runs them one at a time',
+  includeMetaResources: 'fnr eval passes the package as it reads it',
 }
 const SCRIPT_FILES = ['exec.sh', 'setup.sh', 'teardown.sh']
 const SKIPPED_DIRS = new Set(['node_modules'])
@@ -159,6 +160,8 @@ export async function readCase(dir: string, name = caseName(dir)): Promise<TestC
     const others = caseEntries.filter((e) => e !== RESOURCELIST_FILE)
     if (others.length > 0) throw layoutError(name, `a ${RESOURCELIST_FILE} case holds nothing else, but found ${JSON.stringify(others[0])}`)
     if (expectedFiles.has('diff.patch')) throw layoutError(name, `${EXPECTED_DIR}/diff.patch is for package cases; a ${RESOURCELIST_FILE} case expects ${EXPECTED_DIR}/${RESOURCELIST_FILE}`)
+  } else if (caseEntries.includes('out') && (await isDir(path.join(dir, 'out')))) {
+    throw layoutError(name, 'an out/ directory (kpt\'s out-of-place cases) is not supported: fnr test updates the package in place')
   } else if (expectedFiles.has(RESOURCELIST_FILE)) {
     throw layoutError(name, `${EXPECTED_DIR}/${RESOURCELIST_FILE} is for cases whose input is ${RESOURCELIST_FILE}; a package case expects ${EXPECTED_DIR}/diff.patch`)
   }

@@ -252,7 +252,9 @@ export async function runCase(c: TestCase, options: FnTestOptions): Promise<Case
     const expectedResults = await readOptional(expectedResultsFile)
     const actualResults = (await readOptional(path.join(resultsDir, 'results.yaml'))) ?? ''
     const hasResults = /^\s+results:$/m.test(actualResults)
-    if ((expectedResults !== undefined && expectedResults !== actualResults) || (expectedResults === undefined && options.update && hasResults)) {
+    // Compared without leading and trailing white space, as kpt's harness does.
+    const resultsDiffer = expectedResults !== undefined && expectedResults.trim() !== actualResults.trim()
+    if (resultsDiffer || (expectedResults === undefined && options.update && hasResults)) {
       if (options.update) {
         await writeFile(expectedResultsFile, actualResults)
         updated.push(`${EXPECTED_DIR}/results.yaml`)
