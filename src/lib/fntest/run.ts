@@ -187,7 +187,7 @@ export async function runCase(c: TestCase, options: FnTestOptions): Promise<Case
   const problems: CaseProblem[] = []
   const updated: string[] = []
   const timeoutMs = c.config.timeoutMs ?? options.timeoutMs
-  const work = await mkdtemp(path.join(os.tmpdir(), 'fnr-test-'))
+  const work = await mkdtemp(path.join(os.tmpdir(), 'fnr-test-case-'))
   let exitCode = 0
   let timedOut = false
   try {
