@@ -95,6 +95,35 @@ describe('fnr serve --function-config-source: FunctionConfig objects on the test
     }
   })
 
+  it('keeps watching across dropped watches and expired resource versions; a missing CRD at start is a one-line Config error', async () => {
+    const ns = pb.namespace()
+    const running = await startInProcess(options(ns, 'crd'))
+    const client = new EvaluatorClient(`127.0.0.1:${running.port}`)
+    try {
+      await until(() => pb.bed.api.activeWatchCount(PLURAL) > 0, 'the FunctionConfig watch open')
+      pb.bed.api.dropWatches({resource: PLURAL, mode: 'destroy'})
+      create(ns, 'cat', {image: 'cat', prefixes: ['example.com/drop'], binaryExecutor: {tags: ['v1'], path: 'cat'}})
+      await until(async () => (await code(client, 'example.com/drop/cat:v1')) === 0, 'the object created while the watch was down')
+      pb.bed.api.compact()
+      pb.bed.api.dropWatches({resource: PLURAL})
+      pb.bed.api.registry.delete(PLURAL, ns, 'cat')
+      await until(async () => (await code(client, 'example.com/drop/cat:v1')) === grpc.status.NOT_FOUND, 'the deletion seen after a relist')
+    } finally {
+      client.close()
+      await running.stop()
+    }
+    const ns2 = pb.namespace()
+    const fault = pb.bed.api.failNext({verb: 'list', resource: PLURAL, code: 404, times: 1, message: 'the server could not find the requested resource'})
+    try {
+      const err = await startInProcess(options(ns2, 'crd')).catch((e: Error) => e)
+      expect(err).to.be.instanceOf(Error)
+      expect((err as Error).message).to.match(/^cannot list FunctionConfigs in namespace fn-\d+: the FunctionConfig CRD \(functionconfigs\.config\.porch\.kpt\.dev\) is not installed/)
+      expect((err as Error).message).to.not.include('\n')
+    } finally {
+      fault.cancel()
+    }
+  })
+
   it('both: a FunctionConfig wins over config.yaml for the same image, config.yaml serves the rest', async () => {
     const ns = pb.namespace()
     // config.yaml maps example.com/cat:v1 to `cat`; the FunctionConfig maps it to `stderr` (which logs "working on it")
