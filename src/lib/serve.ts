@@ -212,7 +212,7 @@ async function buildPodEvaluator(options: ServeOptions, logger: Logger, function
     runnerNamespace: pod.runnerNamespace,
     inlineResources: pod.resources,
     logger,
-    ...(functionConfigs ? {extension: (await import('./config/function-config-crd.js')).podRuntimeExtension(functionConfigs)} : {}),
+    ...(functionConfigs ? {extension: (await import('./config/function-config-crd.js')).podRuntimeExtension(functionConfigs, {namespace: pod.namespace, logger})} : {}),
   })
   logger.info('pod runtime ready', {namespace: pod.namespace, kubernetes: evaluator.runtime.clients.server, config: evaluator.runtime.clients.source, warmUp: pod.warmUp, images: cacheConfig.images().length})
   return evaluator

@@ -43,8 +43,8 @@ describe('manifests/function-config: the FunctionConfig CRD component', function
     expect((d.spec.template.spec.containers[0].args as string[]).some((a) => a.startsWith('--function-config-source'))).to.equal(false)
   })
 
-  it('adds the CRD (Porch\'s group, version and names), namespaced RBAC for it, and --function-config-source=both', async () => {
-    const c = withComponent.find((o) => o.kind === 'CustomResourceDefinition')!
+  it('adds the FunctionConfig and ServiceTemplate CRDs (Porch\'s group, version and names), namespaced read RBAC, and --function-config-source=both', async () => {
+    const c = withComponent.find((o) => o.kind === 'CustomResourceDefinition' && o.metadata.name === `${FUNCTION_CONFIG_PLURAL}.${FUNCTION_CONFIG_GROUP}`)!
     expect(c.metadata.name).to.equal(`${FUNCTION_CONFIG_PLURAL}.${FUNCTION_CONFIG_GROUP}`)
     expect(c.spec.group).to.equal(FUNCTION_CONFIG_GROUP)
     expect(c.spec.scope).to.equal('Namespaced')
@@ -55,7 +55,12 @@ describe('manifests/function-config: the FunctionConfig CRD component', function
     expect(role.rules).to.deep.equal([
       {apiGroups: [FUNCTION_CONFIG_GROUP], resources: ['functionconfigs'], verbs: ['get', 'list', 'watch']},
       {apiGroups: [FUNCTION_CONFIG_GROUP], resources: ['functionconfigs/status'], verbs: ['get', 'patch']},
+      {apiGroups: [FUNCTION_CONFIG_GROUP], resources: ['servicetemplates'], verbs: ['get', 'list', 'watch']},
+      {apiGroups: [''], resources: ['podtemplates'], verbs: ['get', 'list', 'watch']},
     ])
+    const st = withComponent.find((o) => o.kind === 'CustomResourceDefinition' && o.metadata.name === `servicetemplates.${FUNCTION_CONFIG_GROUP}`)!
+    expect(st.spec.names.kind).to.equal('ServiceTemplate')
+    expect(Object.keys(st.spec.versions[0].schema.openAPIV3Schema.properties.template.properties).sort()).to.deep.equal(['metadata', 'spec'])
     const binding = withComponent.find((o) => o.kind === 'RoleBinding' && o.metadata.name === 'porch-fn-runner-functionconfigs')!
     expect(binding.subjects).to.deep.equal([{kind: 'ServiceAccount', name: 'porch-fn-runner', namespace: 'porch-system'}])
     expect(withComponent.filter((o) => String(o.kind).startsWith('Cluster'))).to.deep.equal([])

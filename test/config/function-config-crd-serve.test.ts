@@ -7,8 +7,9 @@ import type {V1Pod} from '@kubernetes/client-node'
 import {parse} from 'yaml'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
+import {inlinePodTemplate} from '../../src/lib/pods/template.js'
 import type {RunningServer, ServeOptions} from '../../src/lib/serve.js'
-import {registerCrd, type KubeObject} from '../support/k8s/index.js'
+import {registerCrd, registerCustomResource, type KubeObject} from '../support/k8s/index.js'
 import {RL, WRAPPER_IMAGE, image, startPodBed, storedPods, until, type PodBed} from '../support/pods/index.js'
 import {REPO_ROOT, makeFunctionsDir, serveOptions, startInProcess, startServeProcess} from '../support/serve.js'
 import {TempDirs} from '../support/tmp.js'
@@ -25,7 +26,9 @@ describe('fnr serve --function-config-source: FunctionConfig objects on the test
   let fns: {configPath: string; functionsDir: string}
 
   before(async () => {
-    registerCrd(parse(await readFile(path.join(REPO_ROOT, 'manifests', 'function-config', 'functionconfigs.yaml'), 'utf8')) as KubeObject)
+    for (const file of ['functionconfigs.yaml', 'servicetemplates.yaml']) registerCrd(parse(await readFile(path.join(REPO_ROOT, 'manifests', 'function-config', file), 'utf8')) as KubeObject)
+    // core/v1 PodTemplates, which the test API server does not serve by itself
+    registerCustomResource({group: '', version: 'v1', plural: 'podtemplates', kind: 'PodTemplate', statusSubresource: false})
     pb = await startPodBed()
     fns = await makeFunctionsDir(await temp.make())
   })
@@ -203,6 +206,54 @@ describe('fnr serve --function-config-source: FunctionConfig objects on the test
       client.close()
       await running.stop()
     }
+  })
+
+  it('the pod runtime: Porch\'s PodTemplate base-pod-template and ServiceTemplate base-service-template are the base templates (watched; a broken edit keeps the last good one)', async () => {
+    const ns = pb.namespace()
+    const base = inlinePodTemplate({wrapperServerImage: 'porch/wrapper-server:latest'})
+    const podTemplate = (value: string, containerName = 'function') => {
+      const spec = structuredClone(base.spec!)
+      const fn = spec.containers.find((c) => c.name === 'function')!
+      fn.name = containerName
+      fn.env = [{name: 'FROM_TEMPLATE', value}]
+      return {metadata: {name: 'base-pod-template'}, template: {metadata: {labels: {from: 'podtemplate'}}, spec}}
+    }
+    pb.bed.api.registry.create('podtemplates', ns, podTemplate('one'))
+    pb.bed.api.registry.create('servicetemplates', ns, {apiVersion: 'config.porch.kpt.dev/v1alpha1', kind: 'ServiceTemplate', metadata: {name: 'base-service-template'}, template: {metadata: {labels: {from: 'servicetemplate'}}, spec: {type: 'ClusterIP', ports: [{name: 'grpc', port: 9446, targetPort: 9446}]}}})
+    const logger = memoryLogger()
+    const running = await startInProcess(options(ns, 'crd', ''), logger)
+    const client = new EvaluatorClient(`127.0.0.1:${running.port}`)
+    try {
+      // the init container's image is $WRAPPER_SERVER_IMAGE (the kubelet knows only that one), so the pod starts
+      expect(await code(client, image('cat'))).to.equal(0)
+      const [first] = storedPods(pb, ns)
+      expect(first!.metadata!.labels!.from).to.equal('podtemplate')
+      expect(first!.spec!.initContainers![0]!.image).to.equal(WRAPPER_IMAGE)
+      expect(first!.spec!.containers.find((c) => c.name === 'function')!.env).to.deep.equal([{name: 'FROM_TEMPLATE', value: 'one'}])
+      const version1 = first!.metadata!.annotations!['fn.kpt.dev/template-version']!
+      expect(version1).to.match(/^porch-[0-9a-f]{12}$/)
+      const svc = pb.bed.api.registry.get('services', ns, first!.metadata!.name!)
+      expect(svc.metadata.labels.from).to.equal('servicetemplate')
+      // an edit replaces the idle pod
+      pb.bed.api.registry.update('podtemplates', ns, 'base-pod-template', podTemplate('two'))
+      await until(() => !storedPods(pb, ns).some((p) => p.metadata!.name === first!.metadata!.name), 'the old pod replaced')
+      expect(await code(client, image('cat'))).to.equal(0)
+      const [second] = storedPods(pb, ns)
+      expect(second!.spec!.containers.find((c) => c.name === 'function')!.env).to.deep.equal([{name: 'FROM_TEMPLATE', value: 'two'}])
+      // an edit that breaks the contract is reported and ignored
+      pb.bed.api.registry.update('podtemplates', ns, 'base-pod-template', podTemplate('three', 'app'))
+      await until(() => logger.lines.some((l) => l.level === 'error' && String(l.fields?.error).includes('no container is named "function"')), 'the broken template reported')
+      expect(await code(client, image('cat'))).to.equal(0)
+      expect(storedPods(pb, ns).map((p) => p.metadata!.name)).to.deep.equal([second!.metadata!.name])
+    } finally {
+      client.close()
+      await running.stop()
+    }
+    // a broken PodTemplate at start stops the start with a one-line message naming it
+    const ns2 = pb.namespace()
+    pb.bed.api.registry.create('podtemplates', ns2, podTemplate('x', 'app'))
+    const err = await startInProcess(options(ns2, 'crd', '')).catch((e: Error) => e)
+    expect((err as Error).message).to.equal(`function pod template (PodTemplate ${ns2}/base-pod-template): contract point 1 is broken: no container is named "function" (containers: "app")`)
   })
 
   it('the pod runtime: maxParallelExecutions and preferredMaxQueueLength from a FunctionConfig decide how many pods an image gets', async () => {

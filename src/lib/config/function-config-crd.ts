@@ -551,9 +551,20 @@ export class FunctionConfigExecConfig extends ExecConfig {
   }
 }
 
-/** The pod runtime's hooks (pods/runtime.ts PodRuntimeExtension) backed by a store. */
-export function podRuntimeExtension(store: FunctionConfigStore): import('../pods/runtime.js').PodRuntimeExtension {
+/**
+ * The pod runtime's hooks (pods/runtime.ts PodRuntimeExtension) backed by a store; with `templatesNamespace`, the
+ * base templates come from Porch's PodTemplate/ServiceTemplate objects there (pods/template-porch.ts).
+ */
+export function podRuntimeExtension(store: FunctionConfigStore, templates?: {namespace: string; logger?: Logger}): import('../pods/runtime.js').PodRuntimeExtension {
   return {
+    ...(templates
+      ? {
+          baseTemplates: async (clients, inline, extra) => {
+            const {porchTemplateSource} = await import('../pods/template-porch.js')
+            return porchTemplateSource(clients, {namespace: templates.namespace, inline, extra, logger: templates.logger})
+          },
+        }
+      : {}),
     settingsFor: (image, fallback) => store.settingsFor(image, fallback),
     warmUpImages: () => store.warmUpImages(),
     preparePod: (pod, image) => store.applyOverrides(pod, image),

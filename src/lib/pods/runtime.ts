@@ -16,6 +16,7 @@ import {PodGarbageCollector} from './gc.js'
 import {PodManager} from './manager.js'
 import type {ImageMetadataSource} from './metadata.js'
 import {defaultRunnerIdentity} from './naming.js'
+import type {InlineTemplateOptions} from './template.js'
 import {TemplateSource} from './template-source.js'
 import {warmUpPods, type WarmUpResult} from './warmup.js'
 
@@ -64,6 +65,8 @@ export interface PodRuntimeExtension {
   warmUpImages(): string[]
   /** Changes a new pod before it is created (after the template and per-image resources). */
   preparePod(pod: V1Pod, image: string): void
+  /** The base templates when there is no --function-pod-template (Porch's PodTemplate and ServiceTemplate). */
+  baseTemplates?(clients: KubeClients, inline: Partial<InlineTemplateOptions>, extra: Record<string, unknown>): Promise<TemplateSource>
   /** The version of those changes ('' for none), and a way to hear when it changes. */
   overlayVersion(): string
   onChange(listener: () => void): () => void
@@ -113,6 +116,8 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
   if (options.templateConfigMap) {
     const ns = options.runnerNamespace ?? runnerNamespace(clients)
     templates = await TemplateSource.fromConfigMap({...clients, namespace: ns, name: options.templateConfigMap, extra: templateExtra, logger, watchRetryMs: options.watchRetryMs})
+  } else if (options.extension?.baseTemplates) {
+    templates = await options.extension.baseTemplates(clients, {wrapperServerImage: options.wrapperServerImage, resources: options.inlineResources}, templateExtra)
   } else {
     if (!options.wrapperServerImage) {
       throw new FnrError('Config', 'environment variable WRAPPER_SERVER_IMAGE must be set to use the pod runtime with the inline template (or pass --function-pod-template, or --disable-runtimes=pod)')

@@ -83,6 +83,18 @@ export class TemplateSource {
     return source
   }
 
+  /**
+   * A source fed from elsewhere (Porch's PodTemplate and ServiceTemplate objects, template-porch.ts): `set`
+   * replaces the templates; `onClose` stops the feeder.
+   */
+  static fed(initial: Templates, onClose?: () => void): {source: TemplateSource; set(next: Templates): void} {
+    const source = new TemplateSource(initial)
+    if (onClose) source.closers.push(onClose)
+    return {source, set: (next) => source.update(next)}
+  }
+
+  private closers: Array<() => void> = []
+
   current(): Templates {
     return this.templates
   }
@@ -112,5 +124,6 @@ export class TemplateSource {
 
   close(): void {
     this.watcher?.stop()
+    for (const c of this.closers.splice(0)) c()
   }
 }
