@@ -78,7 +78,7 @@ KUBECONFIG.`
       },
       functionConfig: {
         source: flags['function-config-source'] as 'files' | 'crd' | 'both',
-        ...(flags['function-config-namespace'] ? {namespace: flags['function-config-namespace'] === '*' ? '' : flags['function-config-namespace']} : {}),
+        ...(flags['function-config-namespace'] ? {namespace: flags['function-config-namespace']} : {}),
       },
       registry: {
         enablePrivateRegistries: flags['enable-private-registries'],

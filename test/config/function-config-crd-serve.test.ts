@@ -61,7 +61,7 @@ describe('fnr serve --function-config-source: FunctionConfig objects on the test
     }
   }
 
-  it('exec: creating a FunctionConfig maps an image to a local binary (live), an update moves it, deleting it makes the image NOT_FOUND; an invalid one is skipped with its reason logged and in its status', async () => {
+  it('exec: creating a FunctionConfig maps an image to a local binary (live), an update moves it, a second object for the image waits its turn, deleting makes the image NOT_FOUND; an invalid one is skipped with its reason logged and in its status', async () => {
     const ns = pb.namespace()
     create(ns, 'broken', {image: 'broken', binaryExecutor: {tags: ['v1'], path: '../cat'}})
     const logger = memoryLogger()
@@ -89,9 +89,17 @@ describe('fnr serve --function-config-source: FunctionConfig objects on the test
       await until(async () => (await code(client, 'example.com/tools/cat:v2')) === 0, 'the updated tags in effect')
       expect(await code(client, 'example.com/tools/cat:v1')).to.equal(grpc.status.NOT_FOUND)
       await until(() => stored(ns, 'cat')!.status?.functionRunnerObservedGeneration === 2, 'status of generation 2')
-      // deletion removes the mapping
+      // a second object for the same image is reported on its status, and takes over when the first goes
+      create(ns, 'cat-again', {image: 'cat', prefixes: ['example.com/tools'], binaryExecutor: {tags: ['v3'], path: 'cat'}})
+      await until(() => String(stored(ns, 'cat-again')!.status?.error ?? '').includes(`already configured by FunctionConfig ${ns}/cat`), 'the conflict on the status')
+      expect(await code(client, 'example.com/tools/cat:v3')).to.equal(grpc.status.NOT_FOUND)
       pb.bed.api.registry.delete(PLURAL, ns, 'cat')
-      await until(async () => (await code(client, 'example.com/tools/cat:v2')) === grpc.status.NOT_FOUND, 'NOT_FOUND after the deletion')
+      await until(async () => (await code(client, 'example.com/tools/cat:v3')) === 0, 'the second object in effect')
+      await until(() => stored(ns, 'cat-again')!.status?.error === undefined && stored(ns, 'cat-again')!.status?.functionRunnerObservedGeneration === 1, 'its status cleared')
+      expect(await code(client, 'example.com/tools/cat:v2')).to.equal(grpc.status.NOT_FOUND)
+      // deletion removes the mapping
+      pb.bed.api.registry.delete(PLURAL, ns, 'cat-again')
+      await until(async () => (await code(client, 'example.com/tools/cat:v3')) === grpc.status.NOT_FOUND, 'NOT_FOUND after the deletion')
     } finally {
       client.close()
       await running.stop()

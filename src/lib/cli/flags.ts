@@ -124,7 +124,7 @@ export const functionConfigFlags = {
     helpGroup: 'FUNCTION CONFIG',
   }),
   'function-config-namespace': Flags.string({
-    summary: 'Namespace of the FunctionConfig objects (default: --pod-namespace, where Porch keeps them; "*" for every namespace).',
+    summary: 'Namespace of the FunctionConfig objects (default: --pod-namespace, where Porch keeps them).',
     default: '',
     helpGroup: 'FUNCTION CONFIG',
   }),

@@ -354,6 +354,10 @@ export interface FunctionConfigStoreOptions extends ParseOptions {
  */
 export class FunctionConfigStore {
   private readonly entries = new Map<string, FunctionConfigEntry>()
+  /** The object each entry was made from (for status reports when its standing changes). */
+  private readonly objects = new Map<string, FunctionConfigObject>()
+  /** Valid objects another object of the same image overrules. */
+  private readonly losing = new Set<string>()
   private byImage = new Map<string, FunctionConfigEntry>()
   /** Per object, bumped by every event, so a slow validation never overwrites a newer event's result. */
   private readonly sequence = new Map<string, number>()
@@ -386,14 +390,9 @@ export class FunctionConfigStore {
         if (this.sequence.get(key) !== seq) return
         this.lastSpec.set(key, spec)
         this.entries.set(key, entry)
-        this.rebuild()
-        const owner = this.byImage.get(entry.image)
-        if (owner && owner.key !== key) {
-          const error = `FunctionConfig ${key}: ignored, image ${JSON.stringify(entry.image)} is already configured by FunctionConfig ${owner.key} (the oldest wins)`
-          this.logger.warn(error)
-          this.options.onOutcome?.(obj, {key, generation: obj.metadata?.generation, error})
-          return
-        }
+        this.objects.set(key, obj)
+        this.rebuild(key)
+        if (this.losing.has(key)) return
         this.logger.info('FunctionConfig applied', {functionConfig: key, image: entry.image, binary: entry.binary?.path, binaryTags: entry.binary?.tags, podTags: entry.pod?.tags})
         this.options.onOutcome?.(obj, {key, generation: obj.metadata?.generation})
       },
@@ -416,6 +415,7 @@ export class FunctionConfigStore {
     const key = objectKey(obj)
     this.sequence.set(key, (this.sequence.get(key) ?? 0) + 1)
     this.lastSpec.delete(key)
+    this.objects.delete(key)
     if (this.entries.delete(key)) {
       this.logger.info('FunctionConfig removed', {functionConfig: key})
       this.rebuild()
@@ -432,11 +432,30 @@ export class FunctionConfigStore {
     return () => this.listeners.delete(listener)
   }
 
-  private rebuild(): void {
+  /** Recomputes the winner per image; reports objects whose standing changed (and `applied`, if it lost). */
+  private rebuild(applied?: string): void {
     const byImage = new Map<string, FunctionConfigEntry>()
     const ordered = [...this.entries.values()].sort((a, b) => a.createdMs - b.createdMs || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
     for (const e of ordered) if (!byImage.has(e.image)) byImage.set(e.image, e)
     this.byImage = byImage
+    for (const key of [...this.losing]) if (!this.entries.has(key)) this.losing.delete(key)
+    for (const [key, e] of this.entries) {
+      const owner = byImage.get(e.image)!
+      const losing = owner.key !== key
+      const was = this.losing.has(key)
+      if (losing) this.losing.add(key)
+      else this.losing.delete(key)
+      if (losing === was && !(losing && key === applied)) continue
+      const obj = this.objects.get(key)
+      if (losing) {
+        const error = `FunctionConfig ${key}: ignored, image ${JSON.stringify(e.image)} is already configured by FunctionConfig ${owner.key} (the oldest wins)`
+        this.logger.warn(error)
+        if (obj) this.options.onOutcome?.(obj, {key, generation: e.generation, error})
+      } else if (key !== applied) {
+        this.logger.info('FunctionConfig now in effect', {functionConfig: key, image: e.image})
+        if (obj) this.options.onOutcome?.(obj, {key, generation: e.generation})
+      }
+    }
     const withOverrides = [...byImage.values()].filter((e) => e.pod?.overrides).map((e) => ({image: e.image, repositories: e.repositories, tags: e.pod!.tags, overrides: e.pod!.overrides}))
     withOverrides.sort((a, b) => (a.image < b.image ? -1 : 1))
     this.overridesVersion = withOverrides.length === 0 ? '' : hash12(canonical(withOverrides))

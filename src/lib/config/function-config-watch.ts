@@ -24,7 +24,7 @@ import {
 
 export interface FunctionConfigWatchOptions {
   kube?: KubeConnectOptions
-  /** Namespace of the FunctionConfigs; '' watches every namespace. */
+  /** Namespace of the FunctionConfigs (one namespace, as Porch's runner: its cache is the pod namespace). */
   namespace: string
   /** --functions (binaryExecutor.path is relative to it). */
   functionsDir: string
@@ -51,7 +51,10 @@ export class FunctionConfigWatch {
     const {k8s, kubeConfig} = clients
     const api = kubeConfig.makeApiClient(k8s.CustomObjectsApi)
     const ns = options.namespace
-    const where = ns ? `namespace ${ns}` : 'all namespaces'
+    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(ns) || ns.length > 63) {
+      throw new FnrError('Usage', `--function-config-namespace ${JSON.stringify(ns)} is not a valid namespace name`)
+    }
+    const where = `namespace ${ns}`
     const base = `/apis/${FUNCTION_CONFIG_GROUP}/${FUNCTION_CONFIG_VERSION}`
     let self: FunctionConfigWatch | undefined
     const store = new FunctionConfigStore({
@@ -61,13 +64,11 @@ export class FunctionConfigWatch {
       onOutcome: options.writeStatus === false ? undefined : (obj, outcome) => void self?.writeStatus(api, k8s, obj, outcome, logger),
     })
     const list = (): Promise<ObjectList<FunctionConfigObject>> =>
-      (ns
-        ? api.listNamespacedCustomObject({group: FUNCTION_CONFIG_GROUP, version: FUNCTION_CONFIG_VERSION, namespace: ns, plural: FUNCTION_CONFIG_PLURAL})
-        : api.listClusterCustomObject({group: FUNCTION_CONFIG_GROUP, version: FUNCTION_CONFIG_VERSION, plural: FUNCTION_CONFIG_PLURAL})) as Promise<ObjectList<FunctionConfigObject>>
+      api.listNamespacedCustomObject({group: FUNCTION_CONFIG_GROUP, version: FUNCTION_CONFIG_VERSION, namespace: ns, plural: FUNCTION_CONFIG_PLURAL}) as Promise<ObjectList<FunctionConfigObject>>
     const watcher = new ResourceWatcher<FunctionConfigObject>({
       k8s,
       kubeConfig,
-      path: ns ? `${base}/namespaces/${encodeURIComponent(ns)}/${FUNCTION_CONFIG_PLURAL}` : `${base}/${FUNCTION_CONFIG_PLURAL}`,
+      path: `${base}/namespaces/${encodeURIComponent(ns)}/${FUNCTION_CONFIG_PLURAL}`,
       list,
       logger,
       description: `FunctionConfigs in ${where}`,
@@ -90,13 +91,16 @@ export class FunctionConfigWatch {
       throw new FnrError('Config', `${e.message} (--function-config-source needs the FunctionConfig API)`, {cause: err})
     }
     await store.settled()
-    logger.info('FunctionConfig source ready', {namespace: ns || '(all)', objects: watcher.list().length, inEffect: store.list().length, kubernetes: clients.server})
+    logger.info('FunctionConfig source ready', {namespace: ns, objects: watcher.list().length, inEffect: store.list().length, kubernetes: clients.server})
     return self
   }
 
   private async writeStatus(api: CustomObjectsApi, k8s: ClientNode, obj: FunctionConfigObject, outcome: FunctionConfigOutcome, logger: Logger): Promise<void> {
     if (this.statusDenied || !obj.metadata?.name || !obj.metadata.namespace) return
-    const status = obj.status ?? {}
+    // Compare with what the API has now (an earlier status write may have changed it since `obj` was seen).
+    const latest = this.watcher.get(obj.metadata.name)
+    if (latest && latest.metadata?.uid !== obj.metadata.uid) return
+    const status = (latest ?? obj).status ?? {}
     const generation = outcome.error ? status.functionRunnerObservedGeneration : outcome.generation
     if (status.functionRunnerObservedGeneration === generation && (status.error ?? '') === (outcome.error ?? '')) return
     const body = {status: {functionRunnerObservedGeneration: generation ?? null, error: outcome.error ?? null}}
