@@ -129,6 +129,9 @@ async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logge
   const ready: Array<Promise<unknown>> = []
   const functionConfigs = await startFunctionConfigs(options, logger)
   const close = (): void => functionConfigs?.close()
+  if (functionConfigs && options.functionConfig?.source === 'crd') {
+    logger.info('--function-config-source=crd: config.yaml and --pod-cache-config are not read', {config: options.exec.configPath, podCacheConfig: options.pod.cacheConfigPath})
+  }
   // Fixed order: exec first (fast, local), then pod.
   if (runtimes.includes('exec')) {
     const files = functionConfigs && options.functionConfig?.source === 'crd'
