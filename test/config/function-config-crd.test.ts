@@ -12,7 +12,8 @@ import {
   parseFunctionConfigSource,
   type FunctionConfigObject,
 } from '../../src/lib/config/function-config-crd.js'
-import {inlinePodTemplate} from '../../src/lib/pods/template.js'
+import {inlinePodTemplate, inlineTemplates} from '../../src/lib/pods/template.js'
+import {templatesFromPorchObjects} from '../../src/lib/pods/template-porch.js'
 import {SCRIPTS, TempDirs, writeExecutable} from '../support/tmp.js'
 import {memoryLogger} from './function-config-crd.helpers.js'
 
@@ -219,6 +220,22 @@ describe('FunctionConfig source: parsing, matching and the store', function () {
     expect(view.imageCount).to.equal(3)
     const crdOnly = new FunctionConfigExecConfig(store, undefined, functionsDir, files.defaultImagePrefix)
     expect(crdOnly.lookup('example.com/only-in-files:v1')).to.equal(undefined)
+  })
+
+  it('Porch\'s base templates: missing objects are the inline template (same version), the init image is $WRAPPER_SERVER_IMAGE, the contract is checked', () => {
+    const inline = {wrapperServerImage: 'w:v1'}
+    const options = {namespace: 'porch-fn-system', inline, extra: {maxRequestBodySize: 1}}
+    expect(templatesFromPorchObjects(undefined, undefined, options)).to.deep.equal(inlineTemplates(inline, {maxRequestBodySize: 1}))
+    expect(() => templatesFromPorchObjects(undefined, undefined, {...options, inline: {}})).to.throw(/WRAPPER_SERVER_IMAGE must be set/)
+    const base = inlinePodTemplate({wrapperServerImage: 'docker.io/nephio/porch-wrapper-server:latest'})
+    const t = templatesFromPorchObjects({template: {metadata: {labels: {a: 'b'}}, spec: base.spec}}, {template: {spec: {ports: [{port: 9446}]}}}, options)
+    expect(t.pod.spec!.initContainers![0]!.image).to.equal('w:v1')
+    expect(t.pod.metadata).to.deep.equal({labels: {a: 'b'}})
+    expect(t.service.spec).to.deep.equal({ports: [{port: 9446}]})
+    expect(t.version).to.match(/^porch-[0-9a-f]{12}$/)
+    expect(t.origin).to.equal('PodTemplate porch-fn-system/base-pod-template and ServiceTemplate porch-fn-system/base-service-template')
+    expect(() => templatesFromPorchObjects(undefined, {template: {spec: {ports: [{port: 80}]}}}, options)).to.throw(/ServiceTemplate porch-fn-system\/base-service-template\): contract point 4 is broken/)
+    expect(() => templatesFromPorchObjects({template: {}}, undefined, options)).to.throw(/contract point 1 is broken: template.spec is missing/)
   })
 
   it('--function-config-source accepts files, crd and both', () => {
