@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {FnrCommand} from '../lib/cli/command.js'
-import {execFlags, goDuration, logLevelFlag, maxRequestBodySizeFlag, podFlags, registryFlags} from '../lib/cli/flags.js'
+import {execFlags, functionConfigFlags, goDuration, logLevelFlag, maxRequestBodySizeFlag, podFlags, registryFlags} from '../lib/cli/flags.js'
 import {resolveExecPaths} from '../lib/config/embedded.js'
 import {parseResourceList} from '../lib/config/pod-cache-config.js'
 import {normaliseGoStyleArgs} from '../lib/config/go-flags.js'
@@ -41,6 +41,7 @@ KUBECONFIG.`
     ...execFlags,
     ...podFlags,
     ...registryFlags,
+    ...functionConfigFlags,
   }
 
   static booleanFlagNames = new Set(['warm-up-pod-cache', 'enable-private-registries', 'enable-private-registries-tls'])
@@ -74,6 +75,10 @@ KUBECONFIG.`
         clusterDomain: flags['cluster-domain'],
         kubeconfig: flags.kubeconfig || undefined,
         resources: {requests: parseResourceList('pod-requests', flags['pod-requests']), limits: parseResourceList('pod-limits', flags['pod-limits'])},
+      },
+      functionConfig: {
+        source: flags['function-config-source'] as 'files' | 'crd' | 'both',
+        ...(flags['function-config-namespace'] ? {namespace: flags['function-config-namespace']} : {}),
       },
       registry: {
         enablePrivateRegistries: flags['enable-private-registries'],

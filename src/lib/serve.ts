@@ -53,6 +53,11 @@ export interface ServeOptions {
     /** Namespace of the --function-pod-template ConfigMap; default the runner's own. */
     runnerNamespace?: string
   }
+  /**
+   * Where exec mappings, per-image pod settings and pod template changes come from: `files` (config.yaml,
+   * --pod-cache-config; the default), `crd` (FunctionConfig objects, watched) or `both` (FunctionConfig first).
+   */
+  functionConfig?: {source: 'files' | 'crd' | 'both'; namespace?: string; writeStatus?: boolean}
   registry: {
     enablePrivateRegistries: boolean
     authSecretPath: string
@@ -100,18 +105,48 @@ interface BuiltEvaluators {
   evaluators: Evaluator[]
   /** Resolve when the evaluators are ready to report SERVING (pod warm-up). */
   ready: Array<Promise<unknown>>
+  /** Stops what the evaluators share (the FunctionConfig watch). */
+  close?: () => void
+}
+
+/** The FunctionConfig watch, when --function-config-source is crd or both (loads client-node). */
+async function startFunctionConfigs(options: ServeOptions, logger: Logger): Promise<import('./config/function-config-watch.js').FunctionConfigWatch | undefined> {
+  const fc = options.functionConfig
+  if (!fc || fc.source === 'files') return undefined
+  const {FunctionConfigWatch} = await import('./config/function-config-watch.js')
+  return FunctionConfigWatch.start({
+    kube: {kubeconfig: options.pod.kubeconfig, kubeConfig: options.pod.kubeConfig},
+    namespace: fc.namespace ?? options.pod.namespace,
+    functionsDir: options.exec.functionsDir,
+    defaultImagePrefix: options.exec.defaultImagePrefix,
+    writeStatus: fc.writeStatus,
+    logger,
+  })
 }
 
 async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logger: Logger): Promise<BuiltEvaluators> {
   const evaluators: Evaluator[] = []
   const ready: Array<Promise<unknown>> = []
+  const functionConfigs = await startFunctionConfigs(options, logger)
+  const close = (): void => functionConfigs?.close()
+  if (functionConfigs && options.functionConfig?.source === 'crd') {
+    logger.info('--function-config-source=crd: config.yaml and --pod-cache-config are not read', {config: options.exec.configPath, podCacheConfig: options.pod.cacheConfigPath})
+  }
   // Fixed order: exec first (fast, local), then pod.
   if (runtimes.includes('exec')) {
-    const config = await loadExecConfig({
-      configPath: options.exec.configPath,
-      functionsDir: options.exec.functionsDir,
-      defaultImagePrefix: options.exec.defaultImagePrefix,
-    })
+    const files = functionConfigs && options.functionConfig?.source === 'crd'
+      ? undefined
+      : await loadExecConfig({
+          configPath: options.exec.configPath,
+          functionsDir: options.exec.functionsDir,
+          defaultImagePrefix: options.exec.defaultImagePrefix,
+        }).catch((err: unknown) => {
+          close()
+          throw err
+        })
+    const config = functionConfigs
+      ? new (await import('./config/function-config-crd.js')).FunctionConfigExecConfig(functionConfigs.store, files, options.exec.functionsDir, options.exec.defaultImagePrefix)
+      : files!
     for (const warning of config.warnings) logger.warn(warning)
     logger.info('exec runtime ready', {
       config: options.exec.configPath,
@@ -123,26 +158,29 @@ async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logge
   }
   if (runtimes.includes('pod')) {
     try {
-      const pod = await buildPodEvaluator(options, logger)
+      const pod = await buildPodEvaluator(options, logger, functionConfigs?.store)
       evaluators.push(pod)
       ready.push(pod.ready)
     } catch (err) {
       await Promise.allSettled(evaluators.map((e) => e.close()))
+      close()
       throw err
     }
   }
-  return {evaluators, ready}
+  return {evaluators, ready, close}
 }
 
 /** The pod runtime: loaded only when enabled (it brings @kubernetes/client-node). */
-async function buildPodEvaluator(options: ServeOptions, logger: Logger): Promise<Evaluator & {ready: Promise<void>}> {
+async function buildPodEvaluator(options: ServeOptions, logger: Logger, functionConfigs?: import('./config/function-config-crd.js').FunctionConfigStore): Promise<Evaluator & {ready: Promise<void>}> {
   const [{createPodEvaluator}, {PodCacheConfig}, {RegistryMetadataSource}] = await Promise.all([
     import('./evaluators/pod.js'),
     import('./config/pod-cache-config.js'),
     import('./pods/metadata.js'),
   ])
   const pod = options.pod
-  const {config: cacheConfig, missing} = await PodCacheConfig.load(pod.cacheConfigPath)
+  // --function-config-source=crd: the FunctionConfigs replace --pod-cache-config.
+  const onlyCrd = functionConfigs !== undefined && options.functionConfig?.source === 'crd'
+  const {config: cacheConfig, missing} = onlyCrd ? {config: PodCacheConfig.empty(), missing: false} : await PodCacheConfig.load(pod.cacheConfigPath)
   if (missing) logger.info('no pod cache config; using the flag defaults for every image', {path: pod.cacheConfigPath})
   for (const warning of cacheConfig.warnings) logger.warn(warning)
   let metadata = pod.metadata
@@ -177,6 +215,7 @@ async function buildPodEvaluator(options: ServeOptions, logger: Logger): Promise
     runnerNamespace: pod.runnerNamespace,
     inlineResources: pod.resources,
     logger,
+    ...(functionConfigs ? {extension: (await import('./config/function-config-crd.js')).podRuntimeExtension(functionConfigs, {namespace: pod.namespace, logger})} : {}),
   })
   logger.info('pod runtime ready', {namespace: pod.namespace, kubernetes: evaluator.runtime.clients.server, config: evaluator.runtime.clients.source, warmUp: pod.warmUp, images: cacheConfig.images().length})
   return evaluator
@@ -210,6 +249,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
     port = await server.start()
   } catch (err) {
     await evaluator.close()
+    built.close?.()
     throw err
   }
   // NOT_SERVING until every evaluator is ready (the pod runtime's warm-up).
@@ -226,6 +266,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
       logger.lifecycle('draining', {activeCalls: server.activeCalls, gracePeriodMs: options.gracePeriodMs})
       const result = await server.shutdown(options.gracePeriodMs)
       await evaluator.close()
+      built.close?.()
       logger.lifecycle('stopped', {forced: result.forced})
       return result
     },

@@ -114,3 +114,18 @@ export const clusterFlags = {
   kubeconfig: Flags.string({summary: 'Kubeconfig file; default in-cluster config, then $KUBECONFIG or ~/.kube/config.', helpGroup: 'CLUSTER'}),
   'log-level': Flags.integer({summary: 'Log verbosity, 0 (errors and warnings) to 5 (trace); 4 and up print stack traces on errors.', default: 0, min: 0, max: 5, helpGroup: 'GLOBAL'}),
 }
+
+/** `fnr serve`: where exec mappings, per-image pod settings and pod changes come from (FunctionConfig CRD). */
+export const functionConfigFlags = {
+  'function-config-source': Flags.string({
+    summary: 'Where exec mappings, per-image pod settings and pod template changes come from: files (--config, --pod-cache-config), crd (FunctionConfig objects, watched) or both (FunctionConfig first, then the files).',
+    default: 'files',
+    options: ['files', 'crd', 'both'],
+    helpGroup: 'FUNCTION CONFIG',
+  }),
+  'function-config-namespace': Flags.string({
+    summary: 'Namespace of the FunctionConfig objects (default: --pod-namespace, where Porch keeps them).',
+    default: '',
+    helpGroup: 'FUNCTION CONFIG',
+  }),
+}
