@@ -24,6 +24,8 @@ export interface EvaluationResponse {
   evaluator: string
   /** Error-severity results found in a successful output, when the evaluator looked. */
   errorResults?: FunctionResult[]
+  /** Set when the response came from the response cache (lib/cache/response-cache.ts). */
+  cached?: true
 }
 
 export interface Evaluator {

@@ -15,6 +15,7 @@ import {HealthImplementation, type ServingStatus} from 'grpc-health-check'
 import {FnrError, GrpcCode, toFnrError} from '../errors.js'
 import type {Evaluator} from '../evaluators/evaluator.js'
 import {silentLogger, type Logger} from '../log.js'
+import {metrics} from '../metrics.js'
 import type {FunctionFailure} from '../process/failure.js'
 import {claimFramingRoom, FRAMING_ROOM_BEFORE} from '../process/run.js'
 import {EVALUATOR_TRAILER, failureMetadata, resultsMetadata} from './metadata.js'
@@ -168,6 +169,7 @@ export class EvaluatorServer {
       if (--this.inFlight === 0) for (const wake of this.idleWaiters.splice(0)) wake()
       call.removeListener('cancelled', onCancel)
       const code = err ? (err.code ?? GrpcCode.UNKNOWN) : GrpcCode.OK
+      metrics().evaluation(evaluator ?? 'none', image ?? '', grpc.status[code] ?? String(code), (performance.now() - started) / 1000)
       this.logger.request('EvaluateFunction', {
         image: image && image.length > MAX_IMAGE_LENGTH ? `${image.slice(0, 64)}…` : image,
         bytesIn: resourceList?.length ?? 0,
@@ -205,7 +207,7 @@ export class EvaluatorServer {
         }
         const log = res.log.length > budget ? res.log.subarray(res.log.length - budget) : res.log
         const trailers = res.errorResults?.length ? resultsMetadata(res.errorResults, res.evaluator) : evaluatorMetadata(res.evaluator)
-        finish(null, {resourceList: res.resourceList, log}, res.evaluator, trailers)
+        finish(null, {resourceList: res.resourceList, log}, res.cached ? 'cache' : res.evaluator, trailers)
       })
       .catch((err: unknown) => {
         const e = toFnrError(err)
