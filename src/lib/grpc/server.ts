@@ -212,7 +212,7 @@ export class EvaluatorServer {
       .catch((err: unknown) => {
         const e = toFnrError(err)
         if (e.kind === 'Internal' && !(err instanceof FnrError)) this.logger.error('unexpected error while evaluating', {image, error: String(err)})
-        finish(statusError(e))
+        finish(statusError(e), undefined, typeof e.details.runtime === 'string' ? e.details.runtime : undefined)
       })
   }
 }
