@@ -105,7 +105,7 @@ export class ResponseStore {
       ttl: settings.maxTtlMs,
       allowStale: false,
       updateAgeOnGet: false,
-      ...(perf ? {perf} : {}),
+      ...(perf ? {perf, ttlResolution: 0} : {}),
       dispose: (_value, key, reason) => {
         if (reason === 'evict' || reason === 'expire') {
           this.dropped.set(key, reason === 'evict' ? 'evicted' : 'expired')
