@@ -74,19 +74,24 @@ class NoMetrics implements Metrics {
 
 export const NO_METRICS: Metrics = new NoMetrics()
 
-let current: Metrics = NO_METRICS
+/**
+ * The current metrics live on globalThis under a registered symbol, so that every copy of this
+ * module in the process (an ESM and a CommonJS instance, as loaders can produce) sees the same.
+ */
+const CURRENT = Symbol.for('fnr.metrics')
+const holder = globalThis as unknown as {[CURRENT]?: Metrics}
 
 /** The process's metrics (a no-op unless `fnr serve --metrics-port` turned them on). */
 export function metrics(): Metrics {
-  return current
+  return holder[CURRENT] ?? NO_METRICS
 }
 
 /** Makes `m` the process's metrics; returns a function that restores the previous ones. */
 export function useMetrics(m: Metrics): () => void {
-  const previous = current
-  current = m
+  const previous = holder[CURRENT]
+  holder[CURRENT] = m
   return () => {
-    if (current === m) current = previous
+    if (holder[CURRENT] === m) holder[CURRENT] = previous
   }
 }
 
