@@ -13,6 +13,8 @@ export interface EvaluationRequest {
   deadline?: number
   /** Aborted when the caller goes away. */
   signal?: AbortSignal
+  /** W3C trace context for the next hop (lib/trace.ts). */
+  trace?: {traceparent: string; tracestate?: string}
 }
 
 export interface EvaluationResponse {

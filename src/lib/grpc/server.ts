@@ -16,6 +16,7 @@ import {FnrError, GrpcCode, toFnrError} from '../errors.js'
 import type {Evaluator} from '../evaluators/evaluator.js'
 import {silentLogger, type Logger} from '../log.js'
 import {metrics} from '../metrics.js'
+import {continueTrace, TRACEPARENT, TRACESTATE} from '../trace.js'
 import type {FunctionFailure} from '../process/failure.js'
 import {claimFramingRoom, FRAMING_ROOM_BEFORE} from '../process/run.js'
 import {EVALUATOR_TRAILER, failureMetadata, resultsMetadata} from './metadata.js'
@@ -155,6 +156,7 @@ export class EvaluatorServer {
   ): void {
     const started = performance.now()
     const {image, resourceList} = call.request
+    const trace = continueTrace(call.metadata.get(TRACEPARENT)[0]?.toString(), call.metadata.get(TRACESTATE)[0]?.toString())
     this.inFlight++
     const abort = new AbortController()
     const onCancel = (): void => abort.abort()
@@ -177,6 +179,9 @@ export class EvaluatorServer {
         code,
         evaluator,
         ms: Math.round((performance.now() - started) * 10) / 10,
+        traceId: trace.traceId,
+        spanId: trace.spanId,
+        ...(trace.parentSpanId ? {parentSpanId: trace.parentSpanId} : {}),
         ...(err ? {error: err.details} : {}),
       })
       if (err) callback(err)
@@ -199,7 +204,7 @@ export class EvaluatorServer {
 
     const deadline = toEpochMs(call.getDeadline())
     this.options.evaluator
-      .evaluate({image, resourceList, deadline, signal: abort.signal})
+      .evaluate({image, resourceList, deadline, signal: abort.signal, trace})
       .then((res) => {
         const budget = this.options.maxMessageSize - RESPONSE_FRAMING - res.resourceList.length
         if (budget < 0) {
