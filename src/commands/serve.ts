@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {FnrCommand} from '../lib/cli/command.js'
-import {execFlags, functionConfigFlags, goDuration, logLevelFlag, maxRequestBodySizeFlag, podFlags, registryFlags} from '../lib/cli/flags.js'
+import {execFlags, functionConfigFlags, goDuration, logLevelFlag, maxRequestBodySizeFlag, metricsFlags, podFlags, registryFlags, responseCacheFlags} from '../lib/cli/flags.js'
 import {resolveExecPaths} from '../lib/config/embedded.js'
 import {parseResourceList} from '../lib/config/pod-cache-config.js'
 import {normaliseGoStyleArgs} from '../lib/config/go-flags.js'
@@ -42,6 +42,8 @@ KUBECONFIG.`
     ...podFlags,
     ...registryFlags,
     ...functionConfigFlags,
+    ...metricsFlags,
+    ...responseCacheFlags,
   }
 
   static booleanFlagNames = new Set(['warm-up-pod-cache', 'enable-private-registries', 'enable-private-registries-tls'])
@@ -87,6 +89,8 @@ KUBECONFIG.`
         enableTls: flags['enable-private-registries-tls'],
         tlsSecretPath: flags['tls-secret-path'],
       },
+      metricsPort: flags['metrics-port'],
+      responseCache: {ttlMs: flags['cache-ttl'], maxTtlMs: flags['cache-max-ttl'], maxBytes: flags['cache-max-bytes'], maxEntries: flags['cache-max-entries']},
     }
     validateServeOptions(options)
     const logger = createLogger({verbosity: flags['log-level'], name: 'fnr-serve'})

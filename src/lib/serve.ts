@@ -2,6 +2,7 @@
  * `fnr serve`: builds the evaluators from the options, starts the gRPC server, reports health,
  * and drains on SIGTERM/SIGINT.
  */
+import {validateResponseCacheSettings} from './cache/setup.js'
 import {FnrError} from './errors.js'
 import {loadExecConfig} from './config/exec-config.js'
 import type {ExecPaths} from './config/embedded.js'
@@ -9,8 +10,9 @@ import {ExecEvaluator} from './evaluators/exec.js'
 import type {Evaluator} from './evaluators/evaluator.js'
 import {MultiEvaluator} from './evaluators/multi.js'
 import {gracefulStopper} from './grpc/lifecycle.js'
-import {EvaluatorServer} from './grpc/server.js'
+import {defaultBindHost, EvaluatorServer} from './grpc/server.js'
 import type {Logger} from './log.js'
+import {metrics, startServeMetrics} from './metrics.js'
 
 export type Runtime = 'exec' | 'pod'
 export const RUNTIMES: readonly Runtime[] = ['exec', 'pod']
@@ -65,6 +67,10 @@ export interface ServeOptions {
     enableTls: boolean
     tlsSecretPath: string
   }
+  /** --metrics-port: Prometheus endpoint on the gRPC listen address; 0 or absent: off. */
+  metricsPort?: number
+  /** --cache-ttl, --cache-max-ttl, --cache-max-bytes, --cache-max-entries; absent: off. */
+  responseCache?: import('./cache/response-cache.js').ResponseCacheSettings
 }
 
 /**
@@ -98,6 +104,7 @@ export function validateServeOptions(options: ServeOptions): Runtime[] {
   }
   if (options.pod.podReadyTimeoutMs !== undefined && options.pod.podReadyTimeoutMs <= 0) throw new FnrError('Usage', '--pod-ready-timeout must be a positive duration')
   if (options.pod.callRetries !== undefined && options.pod.callRetries < 0) throw new FnrError('Usage', '--pod-call-retries must be 0 or more')
+  if (options.responseCache) validateResponseCacheSettings(options.responseCache)
   return runtimes
 }
 
@@ -159,6 +166,7 @@ async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logge
   if (runtimes.includes('pod')) {
     try {
       const pod = await buildPodEvaluator(options, logger, functionConfigs?.store)
+      metrics().setPodSource(() => (pod as import('./evaluators/pod.js').PodEvaluator).runtime?.cache.snapshot() ?? [])
       evaluators.push(pod)
       ready.push(pod.ready)
     } catch (err) {
@@ -171,7 +179,7 @@ async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logge
 }
 
 /** The pod runtime: loaded only when enabled (it brings @kubernetes/client-node). */
-async function buildPodEvaluator(options: ServeOptions, logger: Logger, functionConfigs?: import('./config/function-config-crd.js').FunctionConfigStore): Promise<Evaluator & {ready: Promise<void>}> {
+async function buildPodEvaluator(options: ServeOptions, logger: Logger, functionConfigs?: import('./config/function-config-crd.js').FunctionConfigStore): Promise<Evaluator & {ready: Promise<void>; imageMetadata?: import('./pods/metadata.js').ImageMetadataSource}> {
   const [{createPodEvaluator}, {PodCacheConfig}, {RegistryMetadataSource}] = await Promise.all([
     import('./evaluators/pod.js'),
     import('./config/pod-cache-config.js'),
@@ -218,7 +226,7 @@ async function buildPodEvaluator(options: ServeOptions, logger: Logger, function
     ...(functionConfigs ? {extension: (await import('./config/function-config-crd.js')).podRuntimeExtension(functionConfigs, {namespace: pod.namespace, logger})} : {}),
   })
   logger.info('pod runtime ready', {namespace: pod.namespace, kubernetes: evaluator.runtime.clients.server, config: evaluator.runtime.clients.source, warmUp: pod.warmUp, images: cacheConfig.images().length})
-  return evaluator
+  return Object.assign(evaluator, {imageMetadata: metadata})
 }
 
 export interface RunningServer {
@@ -235,8 +243,16 @@ export interface RunningServer {
  */
 export async function startServe(options: ServeOptions, logger: Logger, handleSignals = true): Promise<RunningServer> {
   const runtimes = validateServeOptions(options)
-  const built = await buildEvaluators(options, runtimes, logger)
-  const evaluator = new MultiEvaluator(built.evaluators)
+  const observed = options.metricsPort ? await startServeMetrics(options.metricsPort, options.host ?? defaultBindHost(), logger) : undefined
+  let built: BuiltEvaluators
+  let evaluator: Evaluator
+  try {
+    built = await buildEvaluators(options, runtimes, logger)
+    evaluator = await withResponseCacheIfSet(new MultiEvaluator(built.evaluators), options, built.evaluators, runtimes, logger)
+  } catch (err) {
+    await observed?.stop()
+    throw err
+  }
   const server = new EvaluatorServer({
     evaluator,
     maxMessageSize: options.maxRequestBodySize,
@@ -250,8 +266,10 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
   } catch (err) {
     await evaluator.close()
     built.close?.()
+    await observed?.stop()
     throw err
   }
+  metrics().setInFlightSource(() => server.activeCalls)
   // NOT_SERVING until every evaluator is ready (the pod runtime's warm-up).
   if (built.ready.length === 0) server.setServing(true)
   else {
@@ -267,6 +285,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
       const result = await server.shutdown(options.gracePeriodMs)
       await evaluator.close()
       built.close?.()
+      await observed?.stop()
       logger.lifecycle('stopped', {forced: result.forced})
       return result
     },
@@ -275,6 +294,20 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
     handleSignals,
   )
 
-  logger.lifecycle('fnr serve is ready', {port, runtimes, maxRequestBodySize: options.maxRequestBodySize})
+  logger.lifecycle('fnr serve is ready', {port, runtimes, maxRequestBodySize: options.maxRequestBodySize, ...(observed ? {metricsPort: observed.port} : {})})
   return {server, port, done, stop}
+}
+
+/** The response cache around the evaluator chain, when --cache-ttl or a per-image switch turns it on. */
+async function withResponseCacheIfSet(inner: Evaluator, options: ServeOptions, evaluators: Evaluator[], runtimes: Runtime[], logger: Logger): Promise<Evaluator> {
+  if (!options.responseCache) return inner
+  const {withResponseCache} = await import('./cache/setup.js')
+  const exec = evaluators.find((e): e is ExecEvaluator => e instanceof ExecEvaluator)
+  const pod = evaluators.find((e) => e.name === 'pod') as {imageMetadata?: import('./pods/metadata.js').ImageMetadataSource} | undefined
+  try {
+    return await withResponseCache(inner, {settings: options.responseCache, cacheConfigPath: options.pod.cacheConfigPath, podRuntime: runtimes.includes('pod'), exec, podMetadata: pod?.imageMetadata}, logger)
+  } catch (err) {
+    await inner.close()
+    throw err
+  }
 }
