@@ -80,6 +80,9 @@ describe('fnr pods gc: the stale-template rule', function () {
     reg.create('pods', ns, fnrPod('unversioned-idle', undefined, 3600_000))
     reg.create('pods', ns, fnrPod('current-idle', CURRENT, 3600_000))
     reg.create('pods', ns, fnrPod('old-recent', 'inline-000000000000', 300_000))
+    // versions from FunctionConfig sources, which the CLI does not read: never judged stale
+    reg.create('pods', ns, fnrPod('fc-overlay-idle', `${CURRENT}-fc0123456789ab`, 3600_000))
+    reg.create('pods', ns, fnrPod('porch-base-idle', 'porch-0123456789ab', 3600_000))
     return busy.name
   }
 
@@ -106,7 +109,7 @@ describe('fnr pods gc: the stale-template rule', function () {
     const out = JSON.parse(r.stdout) as GcOut
     expect(out).to.deep.include({deleted: 2, failed: 0})
     await until(() => !podNames(pb, ns).some((n) => n === 'old-idle' || n === 'unversioned-idle'), 'the stale pods gone')
-    expect(podNames(pb, ns)).to.deep.equal(['current-idle', 'old-recent', busy].sort())
+    expect(podNames(pb, ns)).to.deep.equal(['current-idle', 'fc-overlay-idle', 'old-recent', 'porch-base-idle', busy].sort())
     // --stale-grace shorter than the recent pod's idle time: it goes too; the busy pod (used just now) stays
     const short = await gc(['--json', '--wrapper-server-image', WRAPPER_IMAGE, '--stale-grace', '2m'])
     expect((JSON.parse(short.stdout) as GcOut).items.map((i) => i.name)).to.deep.equal(['old-recent'])

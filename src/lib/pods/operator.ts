@@ -72,6 +72,9 @@ export interface GcOptions {
   now?: number
 }
 
+/** Template versions that only a runner reading FunctionConfigs can compute (template-porch.ts, runtime.ts overlays). */
+const FUNCTION_CONFIG_VERSION = /^porch-|-fc[0-9a-f]+$/
+
 /** Default of --stale-grace: the grace gc.ts gives another runner's pods. */
 export const DEFAULT_STALE_GRACE_MS = 600_000
 
@@ -221,6 +224,10 @@ export function planOperatorGc(pods: readonly V1Pod[], services: readonly V1Serv
       if (!p.managed || p.deleting || planned.has(p.name)) continue
       const version = pod.metadata?.annotations?.[ANNOTATION_TEMPLATE_VERSION]
       if (version === options.currentTemplateVersion) continue
+      // Made by a runner whose templates come from FunctionConfigs (--function-config-source:
+      // Porch's PodTemplate base "porch-…", FunctionConfig overrides "…-fc…"), which the CLI does
+      // not read: it cannot tell whether they are current, so it leaves them to that runner.
+      if (version !== undefined && FUNCTION_CONFIG_VERSION.test(version)) continue
       const lastUse = p.lastUsed ?? p.created
       if (lastUse === undefined || options.now - lastUse < grace) continue
       items.push({kind: 'pod', name: p.name, reason: `stale template: version ${version ?? '(none)'} is not the current ${options.currentTemplateVersion}`, ...(p.image ? {image: p.image} : {})})
