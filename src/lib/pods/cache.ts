@@ -631,8 +631,12 @@ export class PodCache {
           void manager.deletePodAndService(name, `${why}: ${reason}`)
           return 'deleted'
         }
-        if (!(await manager.deletePodIfUnchanged(name, pod.metadata?.resourceVersion ?? ''))) return 'lost'
+        if (!(await manager.deletePodIfUnchanged(name, pod.metadata?.resourceVersion ?? ''))) {
+          this.logger.info('another replica took the function pod first', {pod: name, owner: observed.owner})
+          return 'lost'
+        }
         await manager.deleteService(name).catch(() => {})
+        this.logger.info('deleted a function pod of a replica that is gone', {pod: name, owner: observed.owner, ownerState: state, reason})
         return 'deleted'
       }
       const now = this.now()

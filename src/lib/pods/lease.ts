@@ -81,6 +81,7 @@ export class ReplicaLease {
   private lease: V1Lease | undefined
   private timer: NodeJS.Timeout | undefined
   private stopped = false
+  private abandoned = false
   private renewing: Promise<void> | undefined
   /** When the Lease was last written successfully (ms since the epoch, this clock). */
   lastRenewed = 0
@@ -208,7 +209,7 @@ export class ReplicaLease {
     this.stopped = true
     clearTimeout(this.timer)
     await this.renewing
-    if (!this.lease) return
+    if (!this.lease || this.abandoned) return
     const released = this.renew('').then(
       () => this.logger.info('released the replica lease', {lease: `${this.options.namespace}/${this.name}`}),
       (err: unknown) => this.logger.warn('cannot release the replica lease; other replicas take this runner\'s pods over once it expires', {error: (err as Error).message}),
@@ -218,9 +219,10 @@ export class ReplicaLease {
     clearTimeout(timer)
   }
 
-  /** Stops renewing without releasing (tests: a replica that dies). */
+  /** Stops renewing and never releases (tests: a replica that dies without a word). */
   abandon(): void {
     this.stopped = true
+    this.abandoned = true
     clearTimeout(this.timer)
   }
 }
