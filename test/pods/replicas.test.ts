@@ -16,6 +16,7 @@ import type {Logger} from '../../src/lib/log.js'
 import {LEASE_SELECTOR, leaseNameFor} from '../../src/lib/pods/lease.js'
 import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, LABEL_OWNER} from '../../src/lib/pods/naming.js'
 import {RL, WRAPPER_IMAGE, image, resetGate, startPodBed, startRuntime, storedPods, until, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
+import {runCli} from '../support/cli.js'
 import {pushImage} from '../support/registry/fixtures.js'
 import {TestRegistry} from '../support/registry/registry.js'
 import {REPO_ROOT, startServeProcess, type ServeProcess} from '../support/serve.js'
@@ -310,6 +311,11 @@ describe('several replicas: three `fnr serve` processes on one pod namespace, on
     expect(pods.map(ownerOf).sort()).to.deep.equal([ids[0], ids[0], ids[1], ids[2]].sort())
     const leaseHolders = () => storedLeases(pb, ns).map((l) => l.spec!.holderIdentity).sort()
     expect(leaseHolders()).to.deep.equal([...ids].sort())
+    // `fnr pods ls` shows which replica owns each pod
+    const ls = await runCli(['pods', 'ls', '--json', '--kubeconfig', pb.bed.kubeconfigPath, '-n', ns])
+    expect(ls.exitCode, ls.stderr).to.equal(0)
+    const listed = (JSON.parse(ls.stdout) as {pods: Array<{pod: string; owner: string}>}).pods
+    expect(listed.map((p) => [p.pod, p.owner]).sort()).to.deep.equal(pods.map((p) => [p.metadata!.name, ownerOf(p)]).sort())
 
     // several GC passes of every replica go by: nothing is deleted
     await new Promise((r) => setTimeout(r, 2500))
