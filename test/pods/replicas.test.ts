@@ -196,6 +196,17 @@ describe('several replicas on one pod namespace (in process)', function () {
     expect(storedPods(pb, ns).map((p) => p.metadata!.name)).to.deep.equal(names)
   })
 
+  it('a claim that meets a 409 (the pod changed since it was listed, same owner) reads the pod again and claims it', async () => {
+    const a = await start('runner-a', {leaseDurationMs: 3_600_000})
+    await a.evaluator.evaluate({image: image('cat'), resourceList: RL, deadline: Date.now() + 60_000})
+    const names = storedPods(pb, ns).map((p) => p.metadata!.name!)
+    await crash(a)
+    pb.bed.api.failNext({verb: 'patch', resource: 'pods', namespace: ns, code: 409, times: 1})
+    const a2 = await start('runner-a', {leaseDurationMs: 3_600_000})
+    expect(a2.runtime.cache.snapshot().map((s) => s.name)).to.deep.equal(names)
+    expect(pb.bed.api.requestsFor({verb: 'get', resource: 'pods', namespace: ns, name: names[0]}).length).to.be.greaterThan(0)
+  })
+
   it('a replica whose Lease expired while it was cut off lets the pods another replica took over go, without deleting them', async () => {
     const a = await start('runner-a', {leaseDurationMs: 1000})
     const b = await start('runner-b', {leaseDurationMs: 1000, scanIntervalMs: 200})

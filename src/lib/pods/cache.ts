@@ -122,6 +122,8 @@ export class PodSlot {
   goneReason?: string
   /** Another replica took the pod over: when the slot goes, the pod stays. */
   disowned = false
+  /** The owner this replica adopted the pod from (watch events still showing it are older than the claim). */
+  adoptedFrom?: string
 
   constructor(
     readonly image: string,
@@ -523,7 +525,7 @@ export class PodCache {
       return
     }
     const owner = pod.metadata?.labels?.[LABEL_OWNER]
-    if (owner !== undefined && owner !== this.ownerLabel && slot.created) {
+    if (owner !== undefined && owner !== this.ownerLabel && owner !== slot.adoptedFrom && slot.created) {
       // Another replica took it over (this one's lease had expired): let it go, never delete it.
       slot.disowned = true
       this.evict(slot, `taken over by replica ${owner}`)
@@ -640,28 +642,43 @@ export class PodCache {
         return 'deleted'
       }
       const now = this.now()
-      try {
-        await manager.patchPodMetadata(
-          name,
-          {labels: {[LABEL_OWNER]: this.ownerLabel}, annotations: {[ANNOTATION_OWNER]: this.options.owner, [ANNOTATION_CLAIMED_AT]: new Date(now).toISOString()}},
-          {resourceVersion: pod.metadata?.resourceVersion},
-        )
-      } catch (err) {
-        const code = apiStatusCode(err)
-        if (code === 409 || code === 404) {
-          this.logger.info('another replica took the function pod first', {pod: name, owner: observed.owner})
-          return 'lost'
+      let resourceVersion = pod.metadata?.resourceVersion
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await manager.patchPodMetadata(
+            name,
+            {labels: {[LABEL_OWNER]: this.ownerLabel}, annotations: {[ANNOTATION_OWNER]: this.options.owner, [ANNOTATION_CLAIMED_AT]: new Date(now).toISOString()}},
+            {resourceVersion},
+          )
+          break
+        } catch (err) {
+          const code = apiStatusCode(err)
+          if (code === 409 && attempt < 2) {
+            // The pod changed since it was listed (e.g. a status update): claim it again if it
+            // still has the owner it had and is not being deleted; else another replica was first.
+            const fresh = await manager.readPod(name)
+            if (fresh && !fresh.metadata?.deletionTimestamp && fresh.metadata?.labels?.[LABEL_OWNER] === observed.owner) {
+              resourceVersion = fresh.metadata?.resourceVersion
+              continue
+            }
+          }
+          if (code === 409 || code === 404) {
+            this.logger.info('another replica took the function pod first', {pod: name, owner: observed.owner})
+            return 'lost'
+          }
+          // The outcome is unknown (the API failed): use it; a replica that did take it is seen
+          // through the pod watch (onPodEvent), which lets it go then.
+          this.logger.warn('cannot take ownership of a function pod; using it anyway', {pod: name, error: (err as Error).message})
+          break
         }
-        // The outcome is unknown (the API failed): use it; a replica that did take it is seen
-        // through the pod watch (onPodEvent), which lets it go then.
-        this.logger.warn('cannot take ownership of a function pod; using it anyway', {pod: name, error: (err as Error).message})
       }
       if (this.closed || this.findSlot(name)) return 'skipped'
       if (this.liveSlots(image).length >= this.options.settingsFor(image).maxParallelPods) {
         void manager.deletePodAndService(name, `${why}: the image already has its maximum number of pods`)
         return 'deleted'
       }
-      this.addAdoptedSlot(name, image, ip, observed.lastUsed)
+      const slot = this.addAdoptedSlot(name, image, ip, observed.lastUsed)
+      if (observed.owner !== this.ownerLabel) slot.adoptedFrom = observed.owner
       this.logger.info('adopted function pod', {pod: name, image, owner: observed.owner, ownerState: state, why})
       return 'adopted'
     } catch (err) {

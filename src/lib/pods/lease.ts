@@ -88,6 +88,7 @@ export class ReplicaLease {
   renewals = 0
   conflicts = 0
   private warnedExpired = false
+  private lastError: string | undefined
 
   constructor(private readonly options: ReplicaLeaseOptions) {
     this.name = leaseNameFor(options.ownerLabel)
@@ -112,6 +113,7 @@ export class ReplicaLease {
    */
   async start(): Promise<void> {
     await this.renew().catch((err: unknown) => {
+      this.lastError = (err as Error).message
       this.logger.warn('cannot acquire the replica lease yet; other replicas treat this runner\'s pods as a lone runner\'s until it can', {lease: `${this.options.namespace}/${this.name}`, error: (err as Error).message})
     })
     this.schedule()
@@ -123,7 +125,11 @@ export class ReplicaLease {
     this.timer = setTimeout(() => {
       this.renewing = this.renew()
         .catch((err: unknown) => {
-          this.logger.warn('cannot renew the replica lease', {lease: `${this.options.namespace}/${this.name}`, error: (err as Error).message})
+          // The same failure again (e.g. a Role without leases) is not repeated at warn level.
+          const error = (err as Error).message
+          if (error === this.lastError) this.logger.debug('cannot renew the replica lease', {lease: `${this.options.namespace}/${this.name}`, error})
+          else this.logger.warn('cannot renew the replica lease', {lease: `${this.options.namespace}/${this.name}`, error})
+          this.lastError = error
           if (!this.held && !this.warnedExpired && this.lease) {
             this.warnedExpired = true
             this.logger.error('the replica lease has expired: other replicas may take this runner\'s pods over', {lease: `${this.options.namespace}/${this.name}`})
@@ -185,6 +191,7 @@ export class ReplicaLease {
           : await this.api.createNamespacedLease({namespace: this.options.namespace, body})
         this.lastRenewed = this.now()
         this.renewals++
+        this.lastError = undefined
         this.warnedExpired = false
         return
       } catch (err) {

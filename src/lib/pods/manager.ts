@@ -340,6 +340,16 @@ export class PodManager {
     return withApiRetries(() => this.core.patchNamespacedPod({name, namespace: this.namespace, body}, this.mergePatch), {what: `cannot patch pod ${this.namespace}/${name}`, attempts: 2})
   }
 
+  /** Reads a pod from the API server (not the watch cache); undefined when it does not exist. */
+  async readPod(name: string): Promise<V1Pod | undefined> {
+    try {
+      return await withApiRetries(() => this.core.readNamespacedPod({name, namespace: this.namespace}), {what: `cannot read pod ${this.namespace}/${name}`, attempts: 2})
+    } catch (err) {
+      if (apiStatusCode(err) === 404) return undefined
+      throw err
+    }
+  }
+
   /**
    * Deletes a pod only if it is still at `resourceVersion` (a delete precondition): false when it
    * changed (e.g. another replica took it over) or is gone already.
