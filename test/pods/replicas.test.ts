@@ -59,7 +59,9 @@ describe('several replicas on one pod namespace (in process)', function () {
 
   async function start(owner: string, overrides: Parameters<typeof startRuntime>[1] = {}): Promise<RuntimeHandle & {log: ReturnType<typeof recordingLogger>}> {
     const log = recordingLogger()
-    const h = await startRuntime(pb, {namespace: ns, owner, leaseDurationMs: 1000, foreignGraceMs: 0, logger: log, ...overrides})
+    // Replicas that must stay live hold 5 s Leases (a loaded machine may stall the event loop for
+    // a while); the ones a test lets die hold 1 s Leases, so that they expire soon.
+    const h = await startRuntime(pb, {namespace: ns, owner, leaseDurationMs: 5000, foreignGraceMs: 0, logger: log, ...overrides})
     handles.push(h)
     return {...h, log}
   }
@@ -84,9 +86,9 @@ describe('several replicas on one pod namespace (in process)', function () {
     expect(pods.map(ownerOf).sort()).to.deep.equal(['runner-a', 'runner-a', 'runner-b', 'runner-b', 'runner-c', 'runner-c'])
     const leases = storedLeases(pb, ns)
     expect(leases.map((l) => [l.metadata!.name, l.spec!.holderIdentity, l.spec!.leaseDurationSeconds]).sort()).to.deep.equal([
-      ['fnr-replica-runner-a', 'runner-a', 1],
-      ['fnr-replica-runner-b', 'runner-b', 1],
-      ['fnr-replica-runner-c', 'runner-c', 1],
+      ['fnr-replica-runner-a', 'runner-a', 5],
+      ['fnr-replica-runner-b', 'runner-b', 5],
+      ['fnr-replica-runner-c', 'runner-c', 5],
     ])
     expect(String(leases[0]!.spec!.renewTime)).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/)
     // Every pod looks long abandoned by its annotations (the lone-runner rule would delete them)...
@@ -94,8 +96,8 @@ describe('several replicas on one pod namespace (in process)', function () {
     for (const p of pods) pb.bed.api.registry.patch('pods', ns, p.metadata!.name!, 'application/merge-patch+json', {metadata: {annotations: {[ANNOTATION_LAST_USED]: longAgo}}})
     // ...and the Leases are renewed for several lease durations while every replica collects.
     const renewals = replicas.map((r) => r.runtime.lease!.renewals)
-    const until3s = Date.now() + 3000
-    while (Date.now() < until3s) {
+    const until4s = Date.now() + 4000
+    while (Date.now() < until4s) {
       for (const r of replicas) await r.runtime.gc.runOnce()
       await new Promise((res) => setTimeout(res, 100))
     }
@@ -110,7 +112,7 @@ describe('several replicas on one pod namespace (in process)', function () {
   })
 
   it('a replica that dies: once its Lease expires, exactly one other replica takes each of its pods over (idle, ready: adopted; else deleted); no pod in use is deleted and calls keep succeeding', async () => {
-    const a = await start('runner-a', {scanIntervalMs: 200})
+    const a = await start('runner-a', {scanIntervalMs: 200, leaseDurationMs: 1000})
     const b = await start('runner-b', {scanIntervalMs: 200})
     const c = await start('runner-c', {scanIntervalMs: 200})
     for (const r of [a, b, c]) await r.evaluator.evaluate({image: image('cat'), resourceList: RL, deadline: Date.now() + 60_000})
@@ -209,7 +211,7 @@ describe('several replicas on one pod namespace (in process)', function () {
 
   it('a replica whose Lease expired while it was cut off lets the pods another replica took over go, without deleting them', async () => {
     const a = await start('runner-a', {leaseDurationMs: 1000})
-    const b = await start('runner-b', {leaseDurationMs: 1000, scanIntervalMs: 200})
+    const b = await start('runner-b', {scanIntervalMs: 200})
     await a.evaluator.evaluate({image: image('stderr'), resourceList: RL, deadline: Date.now() + 60_000})
     const [name] = storedPods(pb, ns).map((p) => p.metadata!.name!)
     a.runtime.lease!.abandon() // cut off from the API server: no renewals
@@ -222,8 +224,8 @@ describe('several replicas on one pod namespace (in process)', function () {
   })
 
   it('Lease renewals survive update conflicts (409) and API errors, and other replicas keep seeing the Lease live', async () => {
-    const a = await start('runner-a', {leaseDurationMs: 1000})
-    const b = await start('runner-b', {leaseDurationMs: 1000})
+    const a = await start('runner-a', {leaseDurationMs: 3000})
+    const b = await start('runner-b')
     await a.evaluator.evaluate({image: image('cat'), resourceList: RL, deadline: Date.now() + 60_000})
     pb.bed.api.failNext({verb: 'update', resource: 'leases', namespace: ns, name: 'fnr-replica-runner-a', code: 409, times: 3})
     // someone else writes the Lease behind a's back (its resourceVersion goes stale)
@@ -242,7 +244,7 @@ describe('several replicas on one pod namespace (in process)', function () {
   })
 
   it('the Lease calls fnr makes are exactly what the Role in manifests/ allows', async () => {
-    const a = await start('runner-a', {scanIntervalMs: 200})
+    const a = await start('runner-a', {scanIntervalMs: 200, leaseDurationMs: 1000})
     const b = await start('runner-b', {scanIntervalMs: 200})
     await a.evaluator.evaluate({image: image('cat'), resourceList: RL, deadline: Date.now() + 60_000})
     await crash(a)
@@ -295,7 +297,6 @@ describe('several replicas: three `fnr serve` processes on one pod namespace, on
       '--pod-cache-config=',
       '--pod-address=pod-ip',
       '--scan-interval=300ms',
-      '--replica-lease-duration=1s',
       '--pod-ttl=1h',
       '--enable-private-registries',
       `--registry-auth-secret-path=${authFile}`,
@@ -303,7 +304,8 @@ describe('several replicas: three `fnr serve` processes on one pod namespace, on
       `--tls-secret-path=${registry.certDir}`,
     ]
     // The default identity: no POD_NAME here, so the host name plus a random suffix per process.
-    for (let i = 0; i < 3; i++) children.push(await startServeProcess(args, {WRAPPER_SERVER_IMAGE: WRAPPER_IMAGE, POD_NAME: ''}))
+    // Replica 0 (killed below) holds a 2 s Lease; the others 5 s, robust to a loaded machine.
+    for (let i = 0; i < 3; i++) children.push(await startServeProcess([...args, `--replica-lease-duration=${i === 0 ? '2s' : '5s'}`], {WRAPPER_SERVER_IMAGE: WRAPPER_IMAGE, POD_NAME: ''}))
     for (const c of children) clients.push(new EvaluatorClient(`127.0.0.1:${c.port}`))
     const call = (i: number, name: string) => clients[i]!.evaluateRaw(img(name), RL, {deadline: Date.now() + 60_000})
     for (let i = 0; i < 3; i++) {
