@@ -243,6 +243,32 @@ describe('several replicas on one pod namespace (in process)', function () {
     expect(a.runtime.cache.snapshot()).to.have.length(1)
   })
 
+  it('without Lease rights (403) or with --replica-lease-duration=0 a replica still starts and serves; the others treat its pods as a lone runner\'s', async () => {
+    pb.bed.api.failNext({resource: 'leases', namespace: ns, name: 'fnr-replica-runner-a', code: 403, times: 1000, message: 'leases.coordination.k8s.io is forbidden'})
+    const a = await start('runner-a')
+    const z = await start('runner-z', {leaseDurationMs: 0})
+    for (const r of [a, z]) await r.evaluator.evaluate({image: image('cat'), resourceList: RL, deadline: Date.now() + 60_000})
+    expect(a.log.lines.some((l) => l.msg.startsWith('cannot acquire the replica lease yet'))).to.equal(true)
+    expect(storedLeases(pb, ns)).to.deep.equal([])
+    expect(z.runtime.lease).to.equal(undefined)
+    const before = storedPods(pb, ns).map((p) => p.metadata!.name!).sort()
+    // A replica starting takes over usable pods of runners without a Lease, as a restarted lone
+    // runner does (upstream compatibility), but only up to the image's limit (one here): the
+    // other one it cannot use is left alone (a lone runner may be alive), and its GC deletes
+    // nothing of theirs (lone-runner rule: only well past their TTL).
+    const b = await start('runner-b')
+    expect(b.runtime.cache.snapshot()).to.have.length(1)
+    await b.runtime.gc.runOnce()
+    expect(storedPods(pb, ns).map((p) => p.metadata!.name).sort()).to.deep.equal(before)
+    const [taken] = b.runtime.cache.snapshot().map((x) => x.name)
+    // the runner whose pod it took lets it go without deleting it, and starts another when needed
+    const loser = [a, z].find((r) => r.log.lines.some((l) => l.msg === 'function pod ready' && l.fields.pod === taken))!
+    await until(() => !loser.runtime.cache.slotFor(taken!), 'the runner let its pod go')
+    expect(storedPods(pb, ns).map((p) => p.metadata!.name).sort()).to.deep.equal(before)
+    for (const r of [a, z, b]) await r.evaluator.evaluate({image: image('cat'), resourceList: RL, deadline: Date.now() + 60_000})
+    expect(storedPods(pb, ns).map((p) => p.metadata!.name)).to.include.members(before)
+  })
+
   it('the Lease calls fnr makes are exactly what the Role in manifests/ allows', async () => {
     const a = await start('runner-a', {scanIntervalMs: 200, leaseDurationMs: 1000})
     const b = await start('runner-b', {scanIntervalMs: 200})

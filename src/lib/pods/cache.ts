@@ -224,6 +224,8 @@ function secondsText(ms: number): string {
 
 export class PodCache {
   private readonly entries = new Map<string, ImageEntry>()
+  /** Claims of pods (adoption) in flight per image. */
+  private readonly claiming = new Map<string, number>()
   private readonly logger: Logger
   private readonly now: () => number
   private readonly ownerLabel: string
@@ -579,9 +581,10 @@ export class PodCache {
 
   /**
    * Startup: takes over fnr's pods that are ready and made from the current template version
-   * (up to each image's pod limit) and deletes the others, among this replica's own pods and
-   * those of owners that are gone (lease released) or hold no lease (a lone runner before this
-   * one). Pods of live replicas are left alone. One pod's problem never stops the rest.
+   * (up to each image's pod limit) among this replica's own pods and those of owners that are
+   * gone (lease released) or hold no lease (a lone runner before this one), and deletes the
+   * others of this replica and of gone owners. Pods of live replicas are left alone. One pod's
+   * problem never stops the rest.
    */
   async adopt(pods: readonly V1Pod[], view: ReplicaView = noLeaseView(this.ownerLabel)): Promise<{adopted: string[]; deleted: string[]}> {
     const adopted: string[] = []
@@ -609,7 +612,7 @@ export class PodCache {
     if (version !== this.templates.version) return {reason: `its template version ${version ?? '(none)'} is not the current ${this.templates.version}`}
     const r = podReadiness(pod, image)
     if (r.state !== 'ready') return {reason: `it is not ready (${r.detail})`}
-    if (this.liveSlots(image).length >= this.options.settingsFor(image).maxParallelPods) return {reason: 'the image already has its maximum number of pods'}
+    if (this.liveSlots(image).length + (this.claiming.get(image) ?? 0) >= this.options.settingsFor(image).maxParallelPods) return {reason: 'the image already has its maximum number of pods'}
     return {image, ip: r.ip}
   }
 
@@ -628,6 +631,9 @@ export class PodCache {
     try {
       const {reason, image, ip} = this.unusable(pod)
       if (reason !== undefined || !image || !ip) {
+        // A runner without a Lease may be alive: its pods this replica cannot use are left to the
+        // lone-runner GC rule (well past their TTL) instead of being deleted now.
+        if (state === 'none') return 'skipped'
         this.logger.info(`deleting a function pod ${why}`, {pod: name, owner: observed.owner, reason})
         if (own) {
           void manager.deletePodAndService(name, `${why}: ${reason}`)
@@ -643,6 +649,15 @@ export class PodCache {
       }
       const now = this.now()
       let resourceVersion = pod.metadata?.resourceVersion
+      // Counted against the image's pod limit while the claim is in flight, so that claims made
+      // in parallel never take more pods than the limit.
+      this.claiming.set(image, (this.claiming.get(image) ?? 0) + 1)
+      const claimed = (): void => {
+        const left = (this.claiming.get(image) ?? 1) - 1
+        if (left > 0) this.claiming.set(image, left)
+        else this.claiming.delete(image)
+      }
+      try {
       for (let attempt = 0; ; attempt++) {
         try {
           await manager.patchPodMetadata(
@@ -672,11 +687,12 @@ export class PodCache {
           break
         }
       }
-      if (this.closed || this.findSlot(name)) return 'skipped'
-      if (this.liveSlots(image).length >= this.options.settingsFor(image).maxParallelPods) {
-        void manager.deletePodAndService(name, `${why}: the image already has its maximum number of pods`)
-        return 'deleted'
+      } finally {
+        claimed()
       }
+      // Now this replica's (even if a call started another pod of the image meanwhile: the pod
+      // may still have calls in flight from its previous owner, so it is never deleted here).
+      if (this.closed || this.findSlot(name)) return 'skipped'
       const slot = this.addAdoptedSlot(name, image, ip, observed.lastUsed)
       if (observed.owner !== this.ownerLabel) slot.adoptedFrom = observed.owner
       this.logger.info('adopted function pod', {pod: name, image, owner: observed.owner, ownerState: state, why})
