@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {FnrCommand} from '../lib/cli/command.js'
-import {execFlags, goDuration, logLevelFlag, maxRequestBodySizeFlag, podFlags, registryFlags} from '../lib/cli/flags.js'
+import {execFlags, functionConfigFlags, goDuration, logLevelFlag, maxRequestBodySizeFlag, metricsFlags, podFlags, registryFlags, responseCacheFlags} from '../lib/cli/flags.js'
 import {resolveExecPaths} from '../lib/config/embedded.js'
 import {parseResourceList} from '../lib/config/pod-cache-config.js'
 import {normaliseGoStyleArgs} from '../lib/config/go-flags.js'
@@ -41,6 +41,9 @@ unless --replica-id is given), KUBECONFIG.`
     ...execFlags,
     ...podFlags,
     ...registryFlags,
+    ...functionConfigFlags,
+    ...metricsFlags,
+    ...responseCacheFlags,
   }
 
   static booleanFlagNames = new Set(['warm-up-pod-cache', 'enable-private-registries', 'enable-private-registries-tls'])
@@ -77,6 +80,10 @@ unless --replica-id is given), KUBECONFIG.`
         owner: flags['replica-id'] || undefined,
         leaseDurationMs: flags['replica-lease-duration'],
       },
+      functionConfig: {
+        source: flags['function-config-source'] as 'files' | 'crd' | 'both',
+        ...(flags['function-config-namespace'] ? {namespace: flags['function-config-namespace']} : {}),
+      },
       registry: {
         enablePrivateRegistries: flags['enable-private-registries'],
         authSecretPath: flags['registry-auth-secret-path'],
@@ -84,6 +91,8 @@ unless --replica-id is given), KUBECONFIG.`
         enableTls: flags['enable-private-registries-tls'],
         tlsSecretPath: flags['tls-secret-path'],
       },
+      metricsPort: flags['metrics-port'],
+      responseCache: {ttlMs: flags['cache-ttl'], maxTtlMs: flags['cache-max-ttl'], maxBytes: flags['cache-max-bytes'], maxEntries: flags['cache-max-entries']},
     }
     validateServeOptions(options)
     const logger = createLogger({verbosity: flags['log-level'], name: 'fnr-serve'})

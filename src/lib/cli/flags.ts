@@ -116,3 +116,31 @@ export const clusterFlags = {
   kubeconfig: Flags.string({summary: 'Kubeconfig file; default in-cluster config, then $KUBECONFIG or ~/.kube/config.', helpGroup: 'CLUSTER'}),
   'log-level': Flags.integer({summary: 'Log verbosity, 0 (errors and warnings) to 5 (trace); 4 and up print stack traces on errors.', default: 0, min: 0, max: 5, helpGroup: 'GLOBAL'}),
 }
+
+/** `fnr serve`: where exec mappings, per-image pod settings and pod changes come from (FunctionConfig CRD). */
+export const functionConfigFlags = {
+  'function-config-source': Flags.string({
+    summary: 'Where exec mappings, per-image pod settings and pod template changes come from: files (--config, --pod-cache-config), crd (FunctionConfig objects, watched) or both (FunctionConfig first, then the files).',
+    default: 'files',
+    options: ['files', 'crd', 'both'],
+    helpGroup: 'FUNCTION CONFIG',
+  }),
+  'function-config-namespace': Flags.string({
+    summary: 'Namespace of the FunctionConfig objects (default: --pod-namespace, where Porch keeps them).',
+    default: '',
+    helpGroup: 'FUNCTION CONFIG',
+  }),
+}
+
+/** `fnr serve --metrics-port` (fnr only; Porch has no metrics endpoint). */
+export const metricsFlags = {
+  'metrics-port': Flags.integer({summary: 'Port of the Prometheus endpoint (/metrics, /healthz) on the gRPC listen address; 0 turns metrics off.', default: 0, min: 0, max: 65535, helpGroup: 'OBSERVABILITY'}),
+}
+
+/** `fnr serve` response cache (fnr only, off by default). */
+export const responseCacheFlags = {
+  'cache-ttl': goDuration({summary: 'Response cache: how long a successful response is reused for the same function and request bytes; 0 (default) caches only images switched on in --pod-cache-config.', default: 0, defaultHelp: async () => '0s', helpGroup: 'RESPONSE CACHE'}),
+  'cache-max-ttl': goDuration({summary: 'Response cache: the longest any entry lives (clamps --cache-ttl and per-image TTLs).', default: 3_600_000, defaultHelp: async () => '1h', helpGroup: 'RESPONSE CACHE'}),
+  'cache-max-bytes': Flags.integer({summary: 'Response cache: total size bound in bytes (least recently used entries go first).', default: 256 * 1024 * 1024, min: 1024, helpGroup: 'RESPONSE CACHE'}),
+  'cache-max-entries': Flags.integer({summary: 'Response cache: entry count bound.', default: 10_000, min: 1, helpGroup: 'RESPONSE CACHE'}),
+}

@@ -26,6 +26,7 @@ import type {ImagePodSettings} from '../config/pod-cache-config.js'
 import {FnrError, toFnrError} from '../errors.js'
 import {EvaluatorClient} from '../grpc/client.js'
 import {silentLogger, type Logger} from '../log.js'
+import {metrics} from '../metrics.js'
 import type {WatchEventType} from '../k8s/watch.js'
 import {WRAPPER_SERVER_PORT} from '../registry/image-config.js'
 import {apiStatusCode} from '../k8s/errors.js'
@@ -319,7 +320,8 @@ export class PodCache {
     if (!best || (allowScaleUp && best.load >= settings.maxWaitlistLength && live.length < settings.maxParallelPods)) {
       this.logger.debug(best ? 'scaling up: every pod of the image is at the waitlist length' : 'no pod for the image; starting one', {image, pods: live.length, load: best?.load})
       best = this.startSlot(entry, settings)
-    }
+      metrics().podCacheLookup(image, 'miss')
+    } else metrics().podCacheLookup(image, best.state === 'ready' ? 'hit' : 'starting')
     best.load++
     best.lastUsed = this.now()
     if (best.state === 'ready') this.maybeAnnotateLastUse(best, settings)

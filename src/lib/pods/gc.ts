@@ -26,6 +26,7 @@ import type {V1Pod, V1Service} from '@kubernetes/client-node'
 
 import {silentLogger, type Logger} from '../log.js'
 import type {OwnerState} from './lease.js'
+import {metrics} from '../metrics.js'
 import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, ANNOTATION_TTL, LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER, LABEL_POD, MANAGED_BY_FNR} from './naming.js'
 
 export interface CachedPodState {
@@ -213,6 +214,7 @@ export class PodGarbageCollector {
     const run = this.target.collectGarbage().then(
       (plan) => {
         this.runs++
+        metrics().podGc(plan)
         return plan
       },
       (err: unknown) => {

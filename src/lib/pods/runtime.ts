@@ -5,7 +5,7 @@
  */
 import type {V1Pod} from '@kubernetes/client-node'
 
-import {PodCacheConfig, type ResourceRequirements} from '../config/pod-cache-config.js'
+import {PodCacheConfig, type ImagePodSettings, type ResourceRequirements} from '../config/pod-cache-config.js'
 import {FnrError} from '../errors.js'
 import {connectKube, runnerNamespace, type KubeClients, type KubeConnectOptions} from '../k8s/client.js'
 import {silentLogger, type Logger} from '../log.js'
@@ -17,6 +17,7 @@ import {DEFAULT_LEASE_DURATION_MS, LeaseObserver, ReplicaLease, noLeaseView, typ
 import {PodManager} from './manager.js'
 import type {ImageMetadataSource} from './metadata.js'
 import {defaultRunnerIdentity, labelValueFor} from './naming.js'
+import type {InlineTemplateOptions} from './template.js'
 import {TemplateSource} from './template-source.js'
 import {warmUpPods, type WarmUpResult} from './warmup.js'
 
@@ -59,6 +60,23 @@ export interface PodRuntimeOptions {
   watchRetryMs?: number
   warmUpConcurrency?: number
   logger?: Logger
+  /** A live source of per-image settings, warm-up images and pod changes (the FunctionConfig source). */
+  extension?: PodRuntimeExtension
+}
+
+/** What a live configuration source (function-config-crd.ts) adds to the pod runtime. */
+export interface PodRuntimeExtension {
+  /** Per-image settings; `fallback` is what cacheConfig and the flags give. */
+  settingsFor(image: string, fallback: ImagePodSettings): ImagePodSettings
+  /** More images to warm up. */
+  warmUpImages(): string[]
+  /** Changes a new pod before it is created (after the template and per-image resources). */
+  preparePod(pod: V1Pod, image: string): void
+  /** The base templates when there is no --function-pod-template (Porch's PodTemplate and ServiceTemplate). */
+  baseTemplates?(clients: KubeClients, inline: Partial<InlineTemplateOptions>, extra: Record<string, unknown>): Promise<TemplateSource>
+  /** The version of those changes ('' for none), and a way to hear when it changes. */
+  overlayVersion(): string
+  onChange(listener: () => void): () => void
 }
 
 export class PodRuntime {
@@ -108,6 +126,8 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
   if (options.templateConfigMap) {
     const ns = options.runnerNamespace ?? runnerNamespace(clients)
     templates = await TemplateSource.fromConfigMap({...clients, namespace: ns, name: options.templateConfigMap, extra: templateExtra, logger, watchRetryMs: options.watchRetryMs})
+  } else if (options.extension?.baseTemplates) {
+    templates = await options.extension.baseTemplates(clients, {wrapperServerImage: options.wrapperServerImage, resources: options.inlineResources}, templateExtra)
   } else {
     if (!options.wrapperServerImage) {
       throw new FnrError('Config', 'environment variable WRAPPER_SERVER_IMAGE must be set to use the pod runtime with the inline template (or pass --function-pod-template, or --disable-runtimes=pod)')
@@ -135,27 +155,39 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
     return secretReady
   }
 
+  const extension = options.extension
+  const cleanups: Array<() => void> = []
+  if (extension) {
+    const syncOverlay = (): void => templates.setOverlayVersion(extension.overlayVersion())
+    syncOverlay()
+    cleanups.push(extension.onChange(syncOverlay))
+  }
+  const basePrepare = options.pullSecret
+    ? async (pod: V1Pod, image: string) => {
+        if (attachPullSecret(pod.spec!, options.pullSecret!.name, options.pullSecret!.dockerConfig, image)) await ensureSecret()
+      }
+    : undefined
   const cache = new PodCache({
     manager,
     metadata: options.metadata,
     templates: templates.current(),
-    settingsFor: (image) => options.cacheConfig.settingsFor(image, defaults),
+    settingsFor: extension ? (image) => extension.settingsFor(image, options.cacheConfig.settingsFor(image, defaults)) : (image) => options.cacheConfig.settingsFor(image, defaults),
     owner,
     podReadyTimeoutMs: options.podReadyTimeoutMs,
     addressMode: options.addressMode,
     clusterDomain: options.clusterDomain,
     maxMessageSize: options.maxRequestBodySize,
-    preparePod: options.pullSecret
+    preparePod: extension
       ? async (pod: V1Pod, image: string) => {
-          if (attachPullSecret(pod.spec!, options.pullSecret!.name, options.pullSecret!.dockerConfig, image)) await ensureSecret()
+          extension.preparePod(pod, image)
+          await basePrepare?.(pod, image)
         }
-      : undefined,
+      : basePrepare,
     logger,
     orphanMinAgeMs: options.orphanMinAgeMs,
     foreignGraceMs: options.foreignGraceMs,
     replicas: observer,
   })
-  const cleanups: Array<() => void> = []
   cleanups.push(templates.onChange((t) => cache.setTemplates(t)))
   cleanups.push(manager.onPodChange((type, pod) => cache.onPodEvent(type, pod)))
 
@@ -195,7 +227,8 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
           logger.warn('the pod runtime could not list its pods in time; skipping warm-up', {timeoutMs: options.podReadyTimeoutMs})
           return undefined
         }
-        return warmUpPods(cache, options.cacheConfig.images(), {concurrency: options.warmUpConcurrency, logger})
+        const images = [...new Set([...options.cacheConfig.images(), ...(extension?.warmUpImages() ?? [])])]
+        return warmUpPods(cache, images, {concurrency: options.warmUpConcurrency, logger})
       })
     : Promise.resolve(undefined)
   return new PodRuntime(clients, manager, templates, cache, gc, lease, started, warmedUp, cleanups)

@@ -17,8 +17,13 @@ import {inlineTemplates, templatesFromConfigMap, type InlineTemplateOptions, typ
 export class TemplateSource {
   private listeners = new Set<(templates: Templates) => void>()
   private watcher: ResourceWatcher<V1ConfigMap> | undefined
+  /** The templates as read (inline or the ConfigMap), before the overlay version is added. */
+  private base: Templates
+  private overlayVersion = ''
 
-  private constructor(private templates: Templates) {}
+  private constructor(private templates: Templates) {
+    this.base = templates
+  }
 
   static inline(options: InlineTemplateOptions, extra: Record<string, unknown> = {}): TemplateSource {
     return new TemplateSource(inlineTemplates(options, extra))
@@ -78,6 +83,18 @@ export class TemplateSource {
     return source
   }
 
+  /**
+   * A source fed from elsewhere (Porch's PodTemplate and ServiceTemplate objects, template-porch.ts): `set`
+   * replaces the templates; `onClose` stops the feeder.
+   */
+  static fed(initial: Templates, onClose?: () => void): {source: TemplateSource; set(next: Templates): void} {
+    const source = new TemplateSource(initial)
+    if (onClose) source.closers.push(onClose)
+    return {source, set: (next) => source.update(next)}
+  }
+
+  private closers: Array<() => void> = []
+
   current(): Templates {
     return this.templates
   }
@@ -87,13 +104,26 @@ export class TemplateSource {
     return () => this.listeners.delete(listener)
   }
 
+  /**
+   * Per-image changes made to new pods elsewhere (FunctionConfig templateOverrides) have a version too; it is
+   * part of the template version, so a change of them replaces pods like a template change does. '' for none.
+   */
+  setOverlayVersion(version: string): void {
+    if (version === this.overlayVersion) return
+    this.overlayVersion = version
+    this.update(this.base)
+  }
+
   private update(next: Templates): void {
-    if (next.version === this.templates.version) return
-    this.templates = next
-    for (const l of this.listeners) l(next)
+    this.base = next
+    const composed = this.overlayVersion ? {...next, version: `${next.version}-${this.overlayVersion}`} : next
+    if (composed.version === this.templates.version) return
+    this.templates = composed
+    for (const l of this.listeners) l(composed)
   }
 
   close(): void {
     this.watcher?.stop()
+    for (const c of this.closers.splice(0)) c()
   }
 }

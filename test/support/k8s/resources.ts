@@ -108,14 +108,14 @@ function age(o: KubeObject, now: number): string {
   return Number.isNaN(ts) ? '<unknown>' : humanDuration(now - ts);
 }
 
-const NAME_COLUMN: TableColumn = {
+export const NAME_COLUMN: TableColumn = {
   name: 'Name',
   type: 'string',
   format: 'name',
   description: 'Name must be unique within a namespace. Cannot be updated.',
   priority: 0,
 };
-const AGE_COLUMN: TableColumn = {
+export const AGE_COLUMN: TableColumn = {
   name: 'Age',
   type: 'string',
   description: 'CreationTimestamp is a timestamp representing the server time when this object was created.',
@@ -548,7 +548,7 @@ const services: ResourceType = {
 // ---------------------------------------------------------------------------------------------------------------
 // the rest of core/v1 and coordination.k8s.io/v1
 
-function simpleType(
+export function simpleType(
   base: Pick<ResourceType, 'group' | 'version' | 'resource' | 'singular' | 'kind' | 'namespaced' | 'shortNames' | 'nameRule'> & Partial<ResourceType>,
 ): ResourceType {
   return {
@@ -795,6 +795,17 @@ const leases = simpleType({
 
 /** Every resource type the server knows, in discovery order. */
 export const RESOURCE_TYPES: readonly ResourceType[] = [configmaps, endpoints, events, namespaces, pods, secrets, services, leases];
+
+/**
+ * Adds a resource type to every server in this process (custom resources: see custom-resources.ts). Registering
+ * the same group/version/resource again is a no-op and returns the type already registered.
+ */
+export function registerResourceType(rt: ResourceType): ResourceType {
+  const existing = findResourceType(rt.group, rt.version, rt.resource);
+  if (existing) return existing;
+  (RESOURCE_TYPES as ResourceType[]).push(rt);
+  return rt;
+}
 
 export function findResourceType(group: string, version: string, resource: string): ResourceType | undefined {
   return RESOURCE_TYPES.find((r) => r.group === group && r.version === version && r.resource === resource);
