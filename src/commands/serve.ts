@@ -21,8 +21,8 @@ server stops accepting calls, lets calls in flight finish within --grace-period,
 second signal exits at once.
 
 Environment: WRAPPER_SERVER_IMAGE (required by the pod runtime's inline template), FNR_BIND_ADDRESS
-(listen address, default all interfaces), POD_NAME (the runner's identity on the pods it owns),
-KUBECONFIG.`
+(listen address, default all interfaces), POD_NAME (the replica's identity on the pods it owns,
+unless --replica-id is given), KUBECONFIG.`
 
   static examples = [
     {description: 'Serve the functions fnr ships, exec runtime only:', command: '<%= config.bin %> <%= command.id %> --disable-runtimes=pod'},
@@ -77,6 +77,8 @@ KUBECONFIG.`
         clusterDomain: flags['cluster-domain'],
         kubeconfig: flags.kubeconfig || undefined,
         resources: {requests: parseResourceList('pod-requests', flags['pod-requests']), limits: parseResourceList('pod-limits', flags['pod-limits'])},
+        owner: flags['replica-id'] || undefined,
+        leaseDurationMs: flags['replica-lease-duration'],
       },
       functionConfig: {
         source: flags['function-config-source'] as 'files' | 'crd' | 'both',

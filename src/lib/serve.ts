@@ -46,8 +46,10 @@ export interface ServeOptions {
     kubeconfig?: string
     /** Requests and limits of the inline template's function container. */
     resources?: {requests?: Record<string, string>; limits?: Record<string, string>}
-    /** Runner identity for the owner label; default $POD_NAME or the host name. */
+    /** --replica-id: identity on owned pods and the Lease; default $POD_NAME, else the host name plus a random suffix. */
     owner?: string
+    /** --replica-lease-duration (default 30 s; 0 holds no Lease). */
+    leaseDurationMs?: number
     /** Tests: a fixed image metadata source instead of the registry. */
     metadata?: import('./pods/metadata.js').ImageMetadataSource
     /** Tests: a ready client-node KubeConfig. */
@@ -104,6 +106,7 @@ export function validateServeOptions(options: ServeOptions): Runtime[] {
   }
   if (options.pod.podReadyTimeoutMs !== undefined && options.pod.podReadyTimeoutMs <= 0) throw new FnrError('Usage', '--pod-ready-timeout must be a positive duration')
   if (options.pod.callRetries !== undefined && options.pod.callRetries < 0) throw new FnrError('Usage', '--pod-call-retries must be 0 or more')
+  if (options.pod.leaseDurationMs !== undefined && options.pod.leaseDurationMs < 0) throw new FnrError('Usage', '--replica-lease-duration must be 0 (no Lease) or a positive duration')
   if (options.responseCache) validateResponseCacheSettings(options.responseCache)
   return runtimes
 }
@@ -220,6 +223,7 @@ async function buildPodEvaluator(options: ServeOptions, logger: Logger, function
     kube: {kubeconfig: pod.kubeconfig, kubeConfig: pod.kubeConfig},
     pullSecret,
     owner: pod.owner,
+    leaseDurationMs: pod.leaseDurationMs,
     runnerNamespace: pod.runnerNamespace,
     inlineResources: pod.resources,
     logger,

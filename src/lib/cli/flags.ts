@@ -97,6 +97,8 @@ export const podFlags = {
   kubeconfig: Flags.string({summary: 'Kubeconfig file; default in-cluster config, then $KUBECONFIG or ~/.kube/config.', default: '', helpGroup: 'POD RUNTIME'}),
   'pod-requests': Flags.string({summary: 'Resource requests of the function container in the inline template ("cpu=100m,memory=128Mi"; "" for none).', default: 'cpu=100m,memory=128Mi', helpGroup: 'POD RUNTIME'}),
   'pod-limits': Flags.string({summary: 'Resource limits of the function container in the inline template ("memory=1Gi"; "" for none).', default: 'memory=1Gi', helpGroup: 'POD RUNTIME'}),
+  'replica-id': Flags.string({summary: 'This replica\'s identity on the pods it owns and its Lease (default $POD_NAME, else the host name plus a random suffix); unique among live replicas.', default: '', helpGroup: 'POD RUNTIME'}),
+  'replica-lease-duration': goDuration({summary: 'Duration of this replica\'s Lease in the pod namespace, renewed every third of it (0: hold no Lease).', default: 30_000, defaultHelp: async () => '30s', helpGroup: 'POD RUNTIME'}),
 }
 
 export const registryFlags = {

@@ -44,6 +44,13 @@ export const ANNOTATION_TTL = 'fnr.dev/ttl-seconds'
 export const ANNOTATION_OWNER = 'fnr.dev/owner'
 /** A random id per create request, so a retried create recognises its own pod on 409. */
 export const ANNOTATION_CREATION_ID = 'fnr.dev/creation-id'
+/**
+ * When the owner took the pod over (adoption at startup or reclaim from a replica that is gone):
+ * written with a resourceVersion precondition, so two replicas can never both take one pod.
+ */
+export const ANNOTATION_CLAIMED_AT = 'fnr.dev/claimed-at'
+/** On a replica's Lease (app.kubernetes.io/component). */
+export const COMPONENT_LEASE = 'replica-lease'
 
 /** Label selector of every function pod fnr manages. */
 export const POD_SELECTOR = `${LABEL_MANAGED_BY}=${MANAGED_BY_FNR},${LABEL_FN_IMAGE}`
@@ -135,9 +142,15 @@ export function labelValueFor(text: string): string {
   return cut ? `${cut}-${hash}` : hash
 }
 
-/** This runner's identity: $POD_NAME (set from the downward API), else the host name. */
+/**
+ * This runner's identity (its replica id): $POD_NAME (set from the downward API) when set, which
+ * is stable across container restarts in one pod, so a restarted container adopts its own pods at
+ * once; otherwise the host name plus a random suffix per process start, since several processes
+ * on one host (or a restarted one) must not share an identity.
+ */
 export function defaultRunnerIdentity(env: NodeJS.ProcessEnv = process.env): string {
-  return env.POD_NAME || os.hostname() || 'fnr'
+  if (env.POD_NAME) return env.POD_NAME
+  return `${os.hostname() || 'fnr'}-${randomSuffix()}`
 }
 
 /**

@@ -13,9 +13,10 @@ import type {DockerConfig} from '../registry/auth.js'
 import {attachPullSecret, ensurePullSecret} from '../registry/pull-secret.js'
 import {PodCache, type PodAddressMode} from './cache.js'
 import {PodGarbageCollector} from './gc.js'
+import {DEFAULT_LEASE_DURATION_MS, LeaseObserver, ReplicaLease, noLeaseView, type ReplicaView} from './lease.js'
 import {PodManager} from './manager.js'
 import type {ImageMetadataSource} from './metadata.js'
-import {defaultRunnerIdentity} from './naming.js'
+import {defaultRunnerIdentity, labelValueFor} from './naming.js'
 import type {InlineTemplateOptions} from './template.js'
 import {TemplateSource} from './template-source.js'
 import {warmUpPods, type WarmUpResult} from './warmup.js'
@@ -41,8 +42,14 @@ export interface PodRuntimeOptions {
   kube?: KubeConnectOptions
   /** With private registries on: the pull Secret to create and attach. */
   pullSecret?: {name: string; dockerConfig: DockerConfig; dockerConfigJson: Buffer}
-  /** Runner identity; default $POD_NAME or the host name. */
+  /** Replica id (owner label, Lease holder); default $POD_NAME, else the host name plus a random suffix. */
   owner?: string
+  /**
+   * --replica-lease-duration: this replica's Lease in the pod namespace, renewed every third of
+   * it (default 30 s); 0 holds no Lease (other replicas then treat this one's pods as a lone
+   * runner's).
+   */
+  leaseDurationMs?: number
   /** Where the template ConfigMap is; default the runner's own namespace. */
   runnerNamespace?: string
   /** Requests/limits of the inline template's function container. */
@@ -85,6 +92,7 @@ export class PodRuntime {
     readonly templates: TemplateSource,
     readonly cache: PodCache,
     readonly gc: PodGarbageCollector,
+    readonly lease: ReplicaLease | undefined,
     started: Promise<void>,
     warmedUp: Promise<WarmUpResult | undefined>,
     private readonly cleanups: Array<() => void>,
@@ -99,6 +107,8 @@ export class PodRuntime {
     for (const c of this.cleanups) c()
     await this.gc.stop()
     this.cache.close()
+    // After the cache: no pod is created any more, so the others may take this one's pods over.
+    await this.lease?.release()
     this.templates.close()
     this.manager.close()
   }
@@ -125,6 +135,10 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
     templates = TemplateSource.inline({wrapperServerImage: options.wrapperServerImage, resources: options.inlineResources}, templateExtra)
   }
 
+  const ownerLabel = labelValueFor(owner)
+  const leaseDurationMs = options.leaseDurationMs ?? DEFAULT_LEASE_DURATION_MS
+  const lease = leaseDurationMs > 0 ? new ReplicaLease({...clients, namespace: options.namespace, identity: owner, ownerLabel, durationMs: leaseDurationMs, logger}) : undefined
+  const observer = leaseDurationMs > 0 ? new LeaseObserver({...clients, namespace: options.namespace, self: ownerLabel}) : undefined
   const manager = new PodManager({...clients, namespace: options.namespace, logger, pollMs: options.pollMs, watchRetryMs: options.watchRetryMs})
   const defaults = {ttlMs: options.ttlMs, maxWaitlistLength: options.maxWaitlistLength, maxParallelPods: options.maxParallelPods}
 
@@ -172,14 +186,26 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
     logger,
     orphanMinAgeMs: options.orphanMinAgeMs,
     foreignGraceMs: options.foreignGraceMs,
+    replicas: observer,
   })
   cleanups.push(templates.onChange((t) => cache.setTemplates(t)))
   cleanups.push(manager.onPodChange((type, pod) => cache.onPodEvent(type, pod)))
 
   await manager.start()
-  const started = manager.whenSynced().then(() => {
-    const {adopted, deleted} = cache.adopt(manager.observedPods())
-    logger.info('pod runtime started', {namespace: options.namespace, owner, template: templates.current().origin, templateVersion: templates.current().version, adopted: adopted.length, deleted: deleted.length})
+  // The Lease first (before any pod of this replica exists), then the pods, then the Leases of
+  // the others (so every pod seen has its owner's Lease in that list).
+  const leaseStarted = lease ? lease.start() : Promise.resolve()
+  const started = Promise.all([manager.whenSynced(), leaseStarted]).then(async () => {
+    const pods = manager.observedPods()
+    let view: ReplicaView = noLeaseView(ownerLabel)
+    if (observer) {
+      view = await observer.observe().catch((err: unknown) => {
+        logger.warn('cannot list replica leases; adopting only this replica\'s own pods', {error: (err as Error).message})
+        return {stateOf: (o: string | undefined) => (o === ownerLabel ? 'self' : 'live'), leases: []} satisfies ReplicaView
+      })
+    }
+    const {adopted, deleted} = await cache.adopt(pods, view)
+    logger.info('pod runtime started', {namespace: options.namespace, owner, lease: lease?.name, leaseDurationSeconds: lease?.durationSeconds, template: templates.current().origin, templateVersion: templates.current().version, adopted: adopted.length, deleted: deleted.length})
   })
   cache.setStartup(started)
   const gc = new PodGarbageCollector(cache, options.scanIntervalMs, logger)
@@ -205,5 +231,5 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
         return warmUpPods(cache, images, {concurrency: options.warmUpConcurrency, logger})
       })
     : Promise.resolve(undefined)
-  return new PodRuntime(clients, manager, templates, cache, gc, started, warmedUp, cleanups)
+  return new PodRuntime(clients, manager, templates, cache, gc, lease, started, warmedUp, cleanups)
 }

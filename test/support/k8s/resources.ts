@@ -5,6 +5,7 @@
 import type { ListStrategy, StrategyLookup } from './patch.js';
 import { deepEqual, isPlainObject } from './patch.js';
 import type { FieldError, KubeObject } from './status.js';
+import { badRequest } from './status.js';
 import type { NameRule } from './validation.js';
 import { isDns1123Label, isQualifiedName, validateAnnotations, validateLabels, validateName } from './validation.js';
 
@@ -737,6 +738,29 @@ const events = simpleType({
   },
 });
 
+const MICRO_TIME = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(.*)$/;
+const MICRO_FRACTION = /^\.(\d{6})(Z|[+-]\d\d:\d\d)$/;
+
+/**
+ * A metav1.MicroTime as kube-apiserver decodes it: `time.Parse("2006-01-02T15:04:05.000000Z07:00")`, so exactly six
+ * fractional digits (a JavaScript `toISOString()` with three is a 400), stored and returned in UTC.
+ */
+export function normalizeMicroTime(kind: string, value: unknown): unknown {
+  if (value === undefined || value === null) return value;
+  const cannot = (detail: string): never => {
+    throw badRequest(`${kind} in version "v1" cannot be handled as a ${kind}: ${detail}`);
+  };
+  if (typeof value !== 'string') return cannot(`json: cannot unmarshal ${typeof value} into Go value of type string`);
+  const layout = '"2006-01-02T15:04:05.000000Z07:00"';
+  const m = MICRO_TIME.exec(value);
+  const seconds = m ? Date.parse(`${m[1]}Z`) : NaN;
+  if (!m || Number.isNaN(seconds)) return cannot(`parsing time ${JSON.stringify(value)} as ${layout}: cannot parse ${JSON.stringify(value)} as "2006"`);
+  const f = MICRO_FRACTION.exec(m[2]!);
+  if (!f) return cannot(`parsing time ${JSON.stringify(value)} as ${layout}: cannot parse ${JSON.stringify(m[2])} as ".000000"`);
+  const zone = f[2] === 'Z' ? 0 : (f[2]!.startsWith('-') ? -1 : 1) * (Number(f[2]!.slice(1, 3)) * 60 + Number(f[2]!.slice(4, 6))) * 60_000;
+  return `${new Date(seconds - zone).toISOString().slice(0, 19)}.${f[1]}Z`;
+}
+
 const leases = simpleType({
   group: 'coordination.k8s.io',
   version: 'v1',
@@ -746,6 +770,12 @@ const leases = simpleType({
   namespaced: true,
   shortNames: [],
   nameRule: 'subdomain',
+  applyDefaults(lease) {
+    if (!isPlainObject(lease.spec)) return;
+    for (const field of ['acquireTime', 'renewTime']) {
+      if (field in lease.spec) lease.spec[field] = normalizeMicroTime('Lease', lease.spec[field]);
+    }
+  },
   validate(lease) {
     const spec = obj(lease.spec);
     const errs: FieldError[] = [];
