@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {FnrCommand} from '../lib/cli/command.js'
-import {execFlags, goDuration, logLevelFlag, maxRequestBodySizeFlag, podFlags, registryFlags} from '../lib/cli/flags.js'
+import {execFlags, goDuration, listenerTlsFlags, logLevelFlag, maxRequestBodySizeFlag, podFlags, registryFlags} from '../lib/cli/flags.js'
 import {resolveExecPaths} from '../lib/config/embedded.js'
 import {parseResourceList} from '../lib/config/pod-cache-config.js'
 import {normaliseGoStyleArgs} from '../lib/config/go-flags.js'
@@ -41,6 +41,7 @@ KUBECONFIG.`
     ...execFlags,
     ...podFlags,
     ...registryFlags,
+    ...listenerTlsFlags,
   }
 
   static booleanFlagNames = new Set(['warm-up-pod-cache', 'enable-private-registries', 'enable-private-registries-tls'])
@@ -54,6 +55,7 @@ KUBECONFIG.`
       disableRuntimes: flags['disable-runtimes'],
       maxRequestBodySize: flags['max-request-body-size'],
       gracePeriodMs: flags['grace-period'],
+      tls: {certFile: flags['tls-cert-file'], keyFile: flags['tls-key-file'], clientCaFile: flags['tls-client-ca-file']},
       exec: {
         ...resolveExecPaths(flags.config, flags.functions, !metadata.flags.config?.setFromDefault, !metadata.flags.functions?.setFromDefault),
         defaultImagePrefix: flags['default-image-prefix'],

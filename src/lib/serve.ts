@@ -10,6 +10,7 @@ import type {Evaluator} from './evaluators/evaluator.js'
 import {MultiEvaluator} from './evaluators/multi.js'
 import {gracefulStopper} from './grpc/lifecycle.js'
 import {EvaluatorServer} from './grpc/server.js'
+import {loadListenerTls, validateListenerTlsFlags, type ListenerTlsFiles} from './grpc/tls.js'
 import type {Logger} from './log.js'
 
 export type Runtime = 'exec' | 'pod'
@@ -22,6 +23,8 @@ export interface ServeOptions {
   exec: ExecPaths & {defaultImagePrefix: string}
   maxRequestBodySize: number
   gracePeriodMs: number
+  /** TLS (or mTLS, with a client CA) on the listener; default plaintext, as Porch. */
+  tls?: ListenerTlsFiles
   pod: {
     namespace: string
     ttlMs: number
@@ -93,6 +96,7 @@ export function validateServeOptions(options: ServeOptions): Runtime[] {
   }
   if (options.pod.podReadyTimeoutMs !== undefined && options.pod.podReadyTimeoutMs <= 0) throw new FnrError('Usage', '--pod-ready-timeout must be a positive duration')
   if (options.pod.callRetries !== undefined && options.pod.callRetries < 0) throw new FnrError('Usage', '--pod-call-retries must be 0 or more')
+  validateListenerTlsFlags(options.tls)
   return runtimes
 }
 
@@ -196,6 +200,7 @@ export interface RunningServer {
  */
 export async function startServe(options: ServeOptions, logger: Logger, handleSignals = true): Promise<RunningServer> {
   const runtimes = validateServeOptions(options)
+  const tls = await loadListenerTls(options.tls)
   const built = await buildEvaluators(options, runtimes, logger)
   const evaluator = new MultiEvaluator(built.evaluators)
   const server = new EvaluatorServer({
@@ -204,6 +209,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
     logger,
     host: options.host,
     port: options.port,
+    credentials: tls?.credentials,
   })
   let port: number
   try {
@@ -234,6 +240,6 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
     handleSignals,
   )
 
-  logger.lifecycle('fnr serve is ready', {port, runtimes, maxRequestBodySize: options.maxRequestBodySize})
+  logger.lifecycle('fnr serve is ready', {port, runtimes, maxRequestBodySize: options.maxRequestBodySize, tls: tls?.mode ?? 'off'})
   return {server, port, done, stop}
 }

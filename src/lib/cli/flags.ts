@@ -114,3 +114,10 @@ export const clusterFlags = {
   kubeconfig: Flags.string({summary: 'Kubeconfig file; default in-cluster config, then $KUBECONFIG or ~/.kube/config.', helpGroup: 'CLUSTER'}),
   'log-level': Flags.integer({summary: 'Log verbosity, 0 (errors and warnings) to 5 (trace); 4 and up print stack traces on errors.', default: 0, min: 0, max: 5, helpGroup: 'GLOBAL'}),
 }
+
+/** TLS on the `fnr serve` listener (off by default: Porch's porch-server dials plaintext). */
+export const listenerTlsFlags = {
+  'tls-cert-file': Flags.string({summary: 'Serve TLS with this certificate (PEM; with --tls-key-file). Default: plaintext, as Porch.', helpGroup: 'LISTENER TLS'}),
+  'tls-key-file': Flags.string({summary: 'Private key (PEM) of --tls-cert-file.', helpGroup: 'LISTENER TLS'}),
+  'tls-client-ca-file': Flags.string({summary: 'Require client certificates signed by a CA in this PEM file (mutual TLS).', helpGroup: 'LISTENER TLS'}),
+}
