@@ -4,7 +4,8 @@
 //   node scripts/reliability.mjs --soak 10m      a longer soak
 //   node scripts/reliability.mjs --rounds 10 --calls 2000 --concurrency 128
 //   node scripts/reliability.mjs --skip-suites   only the load rounds and the soak
-//   node scripts/reliability.mjs --audit         also `npm audit --omit=dev --audit-level=high`
+//   node scripts/reliability.mjs --audit         also `npm audit --omit=dev --audit-level=high`, and the
+//                                                audit suite fails when npm's advisory service is away
 //
 // 1. The reliability mocha suites (test/reliability) in their long form (FNR_RELIABILITY=long):
 //    every CLI case, 1,000 concurrent calls, 10x the property-test runs.
@@ -55,7 +56,7 @@ const run = (title, command, commandArgs, env = {}) => {
 let ok = true
 if (suites) {
   const mocha = path.join(ROOT, 'node_modules', '.bin', 'mocha')
-  ok = run('reliability suites, long form', mocha, ['--spec', 'test/reliability/**/*.test.ts'], {FNR_RELIABILITY: 'long'}) && ok
+  ok = run('reliability suites, long form', mocha, ['--spec', 'test/reliability/**/*.test.ts'], {FNR_RELIABILITY: 'long', ...(audit ? {FNR_AUDIT: 'required'} : {})}) && ok
 }
 ok = run(`load rounds and soak (${longRunArgs.join(' ') || 'defaults: --rounds 5 --calls 1000 --soak 60s'})`, process.execPath, ['--import', 'tsx', path.join(ROOT, 'test', 'support', 'reliability', 'long-run.ts'), ...longRunArgs]) && ok
 if (audit) {
