@@ -97,31 +97,38 @@ export interface PodFootprint {
   serveRssMiB: number
   /** Processes whose parent is the serve process (the pod runtime spawns none). */
   serveChildren: number
+  /** Live processes in the pods' process groups besides the wrapper servers (function processes). */
+  functionProcesses: number
 }
 
-function childrenOf(pid: number): number {
-  let n = 0
+/** Live (non-zombie) processes: pid, parent and process group. */
+function liveProcesses(): Array<{pid: number; ppid: number; pgid: number}> {
+  const out: Array<{pid: number; ppid: number; pgid: number}> = []
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue
     try {
       const text = readFileSync(`/proc/${name}/stat`, 'utf8')
-      if (Number(text.slice(text.lastIndexOf(')') + 2).split(' ')[1]) === pid) n++
+      const [state, ppid, pgid] = text.slice(text.lastIndexOf(')') + 2).split(' ')
+      if (state !== 'Z' && state !== 'X') out.push({pid: Number(name), ppid: Number(ppid), pgid: Number(pgid)})
     } catch {
       // gone meanwhile
     }
   }
-  return n
+  return out
 }
 
 export function podFootprint(pb: PodBed, ns: string, servePid: number): PodFootprint {
   const usage = resourceUsage(servePid)
+  const live = liveProcesses()
+  const podPids = new Set(pb.bed.kubelet.podInfos().filter((p) => p.namespace === ns && p.pid !== undefined).map((p) => p.pid!))
   return {
     pods: storedPods(pb, ns, {includeDeleting: true}).length,
     services: storedServices(pb, ns).length,
     podProcesses: pb.bed.kubelet.podInfos().filter((p) => p.namespace === ns && p.pid !== undefined).length,
     serveFds: usage.fds,
     serveRssMiB: Math.round(usage.rssKiB / 102.4) / 10,
-    serveChildren: childrenOf(servePid),
+    serveChildren: live.filter((p) => p.ppid === servePid).length,
+    functionProcesses: live.filter((p) => podPids.has(p.pgid) && !podPids.has(p.pid)).length,
   }
 }
 
