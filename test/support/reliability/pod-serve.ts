@@ -6,7 +6,7 @@
  * --enable-private-registries (auth file) and --enable-private-registries-tls (its CA), and the
  * test bed through --kubeconfig and --pod-address=pod-ip.
  *
- * Images: <registry>/fn/<name>:v1 for name in cat, stderr, gate (the pod bed's scripts) and
+ * Images: <registry>/fn/<name>:v1 for name in cat, stderr, fail, gate (the pod bed's scripts) and
  * fastcat (/bin/cat itself: the cheapest function, for load), and slow (cat, but its wrapper
  * server starts only after 30 s: a pod that stays not ready), entrypoint /usr/local/bin/function.
  */
@@ -21,7 +21,7 @@ import {TestRegistry} from '../registry/registry.js'
 import {resourceUsage} from './processes.js'
 import {freePort, startServeChild, type ServeChild} from './serve-process.js'
 
-export const POD_SERVE_FUNCTIONS = ['cat', 'stderr', 'gate', 'fastcat', 'slow'] as const
+export const POD_SERVE_FUNCTIONS = ['cat', 'stderr', 'fail', 'gate', 'fastcat', 'slow'] as const
 export type PodServeFunction = (typeof POD_SERVE_FUNCTIONS)[number]
 
 export interface PodServeBed {
@@ -59,7 +59,7 @@ export async function startPodServeBed(): Promise<PodServeBed> {
           port ?? (await freePort()),
           [
             '--disable-runtimes=exec',
-            '--log-level=3',
+            ...(extraArgs.some((a) => a.startsWith('--log-level')) ? [] : ['--log-level=3']),
             `--kubeconfig=${bed.bed.kubeconfigPath}`,
             `--pod-namespace=${ns}`,
             '--pod-address=pod-ip',
