@@ -9,7 +9,7 @@
  */
 import * as grpc from '@grpc/grpc-js'
 
-import {EvaluatorClient} from '../../../src/lib/grpc/client.js'
+import {EvaluatorClient, isTransportFailure} from '../../../src/lib/grpc/client.js'
 import {RL, resetGate, until} from '../pods/index.js'
 import {concurrentLoad} from './load.js'
 import {leakProblems, podFootprint, startPodServeBed, type PodFootprint} from './pod-serve.js'
@@ -33,9 +33,14 @@ export async function runPodLeg(options: PodLegOptions, say: (line: string) => v
   const serve = await psb.start(ns, 'long-run', ['--log-level=1', '--pod-ttl=5s', '--scan-interval=1s', '--max-parallel-pods-per-function=2'])
   const pid = serve.child.pid!
   const client = new EvaluatorClient(`127.0.0.1:${serve.port}`)
+  // Deadlines and cancels go over a connection of their own: each is an HTTP/2 stream reset, and
+  // past nghttp2's rapid-reset budget (a burst of 1,000, then 33 a second) fnr serve ends that
+  // connection (test/reliability/rapid-reset.test.ts); the good calls' connection must not share it.
+  const resetter = new EvaluatorClient(`127.0.0.1:${serve.port}`, {channelOptions: {'grpc.use_local_subchannel_pool': 1}})
   const S = grpc.status
   try {
     await concurrentLoad(client, psb.image('fastcat'), 20)
+    await concurrentLoad(resetter, psb.image('fastcat'), 2) // its connection counts in the baseline too
     const before = podFootprint(pb, ns, pid)
     say(`\npod runtime: fnr serve (pid ${pid}) on the Kubernetes test bed; before: ${fmt(before)}`)
     say('round  errors  wrong  total ms  p50 ms  p99 ms  RSS MiB  fds  pods')
@@ -49,7 +54,7 @@ export async function runPodLeg(options: PodLegOptions, say: (line: string) => v
 
     say(`\npod soak: ${options.soakMs / 1000} s, ${options.concurrency} calls in flight (good calls, a failing function, deadlines, cancels, unknown images), API 5xx and dropped watches every 2 s, pod TTL 5 s`)
     say('   s    calls  unexpected  pods  services  RSS MiB  fds')
-    const counts = {ok: 0, expected: 0, unexpected: 0}
+    const counts = {ok: 0, expected: 0, unexpected: 0, sessionResets: 0}
     const unexpected: string[] = []
     const end = Date.now() + options.soakMs
     const started = Date.now()
@@ -75,12 +80,13 @@ export async function runPodLeg(options: PodLegOptions, say: (line: string) => v
         allowed = [S.INTERNAL]
         what = 'failing function'
       } else if (pick < 15) {
-        call = client.evaluateRaw(psb.image('gate'), RL, {deadline: Date.now() + 300 + (i % 400)})
-        allowed = [S.DEADLINE_EXCEEDED]
+        call = resetter.evaluateRaw(psb.image('gate'), RL, {deadline: Date.now() + 300 + (i % 400)})
+        // UNAVAILABLE: fnr serve's own connection to the pod was reset the same way (then retried)
+        allowed = [S.DEADLINE_EXCEEDED, S.UNAVAILABLE]
         what = 'deadline'
       } else if (pick < 18) {
-        call = client.evaluateRaw(psb.image(i % 2 ? 'gate' : 'fastcat'), RL, {signal: AbortSignal.timeout(50 + (i % 200)), deadline: Date.now() + 60_000})
-        allowed = [S.OK, S.CANCELLED]
+        call = resetter.evaluateRaw(psb.image(i % 2 ? 'gate' : 'fastcat'), RL, {signal: AbortSignal.timeout(50 + (i % 200)), deadline: Date.now() + 60_000})
+        allowed = [S.OK, S.CANCELLED, S.UNAVAILABLE]
         what = 'cancel'
       } else {
         call = client.evaluateRaw(`${psb.registry.host}/fn/missing-${i % 3}:v1`, RL, {deadline: Date.now() + 60_000})
@@ -97,6 +103,7 @@ export async function runPodLeg(options: PodLegOptions, say: (line: string) => v
         },
         (err: {code?: number; details?: string}) => {
           if (err.code !== undefined && allowed.includes(err.code)) counts.expected++
+          else if ((what === 'deadline' || what === 'cancel') && err.code === S.INTERNAL && isTransportFailure(err.details)) counts.sessionResets++
           else {
             counts.unexpected++
             if (unexpected.length < 10) unexpected.push(`${what}: ${err.code}: ${err.details ?? String(err)}`)
@@ -114,7 +121,7 @@ export async function runPodLeg(options: PodLegOptions, say: (line: string) => v
     }, 2000)
     const reporter = setInterval(() => {
       const f = podFootprint(pb, ns, pid)
-      say(`${String(Math.round((Date.now() - started) / 1000)).padStart(4)}  ${String(counts.ok + counts.expected + counts.unexpected).padStart(7)}  ${String(counts.unexpected).padStart(10)}  ${String(f.pods).padStart(4)}  ${String(f.services).padStart(8)}  ${String(f.serveRssMiB).padStart(7)}  ${String(f.serveFds).padStart(3)}`)
+      say(`${String(Math.round((Date.now() - started) / 1000)).padStart(4)}  ${String(counts.ok + counts.expected + counts.sessionResets + counts.unexpected).padStart(7)}  ${String(counts.unexpected).padStart(10)}  ${String(f.pods).padStart(4)}  ${String(f.services).padStart(8)}  ${String(f.serveRssMiB).padStart(7)}  ${String(f.serveFds).padStart(3)}`)
     }, Math.max(5000, Math.min(60_000, options.soakMs / 10)))
     try {
       await Promise.all(Array.from({length: options.concurrency}, lane))
@@ -122,7 +129,7 @@ export async function runPodLeg(options: PodLegOptions, say: (line: string) => v
       clearInterval(faults)
       clearInterval(reporter)
     }
-    say(`pod soak calls: ${counts.ok} ok, ${counts.expected} failed as they should, ${counts.unexpected} unexpected`)
+    say(`pod soak calls: ${counts.ok} ok, ${counts.expected} failed as they should, ${counts.sessionResets} ended with their connection (rapid-reset limit), ${counts.unexpected} unexpected`)
     for (const u of unexpected) say(`  unexpected: ${u.slice(0, 300)}`)
     if (counts.unexpected > 0) ok = false
 
@@ -152,6 +159,7 @@ export async function runPodLeg(options: PodLegOptions, say: (line: string) => v
     if (exit.code !== 0) ok = false
   } finally {
     client.close()
+    resetter.close()
     serve.child.kill('SIGKILL')
     await pb.openGate()
     await psb.stop()
