@@ -4,7 +4,10 @@
 //   node scripts/reliability.mjs --soak 10m      a longer soak
 //   node scripts/reliability.mjs --rounds 10 --calls 2000 --concurrency 128
 //   node scripts/reliability.mjs --skip-suites   only the load rounds and the soak
-//   node scripts/reliability.mjs --audit         also `npm audit --omit=dev --audit-level=high`
+//   node scripts/reliability.mjs --pods          also the rounds and a soak on the pod runtime (the
+//                                                Kubernetes test bed; --pod-soak DURATION)
+//   node scripts/reliability.mjs --audit         also `npm audit --omit=dev --audit-level=high`, and the
+//                                                audit suite fails when npm's advisory service is away
 //
 // 1. The reliability mocha suites (test/reliability) in their long form (FNR_RELIABILITY=long):
 //    every CLI case, 1,000 concurrent calls, 10x the property-test runs.
@@ -25,8 +28,9 @@ for (let i = 0; i < args.length; i++) {
   const arg = args[i]
   const [flag, inline] = arg.split('=', 2)
   if (flag === '--skip-suites') suites = false
+  else if (flag === '--pods') longRunArgs.push('--pods')
   else if (flag === '--audit') audit = true
-  else if (['--soak', '--rounds', '--calls', '--concurrency'].includes(flag)) {
+  else if (['--soak', '--pod-soak', '--rounds', '--calls', '--concurrency'].includes(flag)) {
     const value = inline ?? args[++i]
     if (value === undefined) {
       process.stderr.write(`reliability: ${flag} needs a value\n`)
@@ -34,7 +38,7 @@ for (let i = 0; i < args.length; i++) {
     }
     longRunArgs.push(flag, value)
   } else {
-    process.stderr.write(`reliability: unknown argument ${JSON.stringify(arg)} (expected --soak DURATION, --rounds N, --calls N, --concurrency N, --skip-suites, --audit)\n`)
+    process.stderr.write(`reliability: unknown argument ${JSON.stringify(arg)} (expected --soak DURATION, --rounds N, --calls N, --concurrency N, --pods, --pod-soak DURATION, --skip-suites, --audit)\n`)
     process.exit(2)
   }
 }
@@ -55,7 +59,7 @@ const run = (title, command, commandArgs, env = {}) => {
 let ok = true
 if (suites) {
   const mocha = path.join(ROOT, 'node_modules', '.bin', 'mocha')
-  ok = run('reliability suites, long form', mocha, ['--spec', 'test/reliability/**/*.test.ts'], {FNR_RELIABILITY: 'long'}) && ok
+  ok = run('reliability suites, long form', mocha, ['--spec', 'test/reliability/**/*.test.ts'], {FNR_RELIABILITY: 'long', ...(audit ? {FNR_AUDIT: 'required'} : {})}) && ok
 }
 ok = run(`load rounds and soak (${longRunArgs.join(' ') || 'defaults: --rounds 5 --calls 1000 --soak 60s'})`, process.execPath, ['--import', 'tsx', path.join(ROOT, 'test', 'support', 'reliability', 'long-run.ts'), ...longRunArgs]) && ok
 if (audit) {

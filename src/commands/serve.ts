@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {FnrCommand} from '../lib/cli/command.js'
-import {execFlags, functionConfigFlags, goDuration, logLevelFlag, maxRequestBodySizeFlag, metricsFlags, podFlags, registryFlags, responseCacheFlags} from '../lib/cli/flags.js'
+import {execFlags, functionConfigFlags, goDuration, listenerTlsFlags, logLevelFlag, maxRequestBodySizeFlag, metricsFlags, podFlags, registryFlags, responseCacheFlags} from '../lib/cli/flags.js'
 import {resolveExecPaths} from '../lib/config/embedded.js'
 import {parseResourceList} from '../lib/config/pod-cache-config.js'
 import {normaliseGoStyleArgs} from '../lib/config/go-flags.js'
@@ -44,6 +44,7 @@ unless --replica-id is given), KUBECONFIG.`
     ...functionConfigFlags,
     ...metricsFlags,
     ...responseCacheFlags,
+    ...listenerTlsFlags,
   }
 
   static booleanFlagNames = new Set(['warm-up-pod-cache', 'enable-private-registries', 'enable-private-registries-tls'])
@@ -57,6 +58,7 @@ unless --replica-id is given), KUBECONFIG.`
       disableRuntimes: flags['disable-runtimes'],
       maxRequestBodySize: flags['max-request-body-size'],
       gracePeriodMs: flags['grace-period'],
+      tls: {certFile: flags['tls-cert-file'], keyFile: flags['tls-key-file'], clientCaFile: flags['tls-client-ca-file']},
       exec: {
         ...resolveExecPaths(flags.config, flags.functions, !metadata.flags.config?.setFromDefault, !metadata.flags.functions?.setFromDefault),
         defaultImagePrefix: flags['default-image-prefix'],

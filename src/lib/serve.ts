@@ -11,6 +11,7 @@ import type {Evaluator} from './evaluators/evaluator.js'
 import {MultiEvaluator} from './evaluators/multi.js'
 import {gracefulStopper} from './grpc/lifecycle.js'
 import {defaultBindHost, EvaluatorServer} from './grpc/server.js'
+import {loadListenerTls, validateListenerTlsFlags, type ListenerTlsFiles} from './grpc/tls.js'
 import type {Logger} from './log.js'
 import {metrics, startServeMetrics} from './metrics.js'
 
@@ -24,6 +25,8 @@ export interface ServeOptions {
   exec: ExecPaths & {defaultImagePrefix: string}
   maxRequestBodySize: number
   gracePeriodMs: number
+  /** TLS (or mTLS, with a client CA) on the listener; default plaintext, as Porch. */
+  tls?: ListenerTlsFiles
   pod: {
     namespace: string
     ttlMs: number
@@ -108,6 +111,7 @@ export function validateServeOptions(options: ServeOptions): Runtime[] {
   if (options.pod.callRetries !== undefined && options.pod.callRetries < 0) throw new FnrError('Usage', '--pod-call-retries must be 0 or more')
   if (options.pod.leaseDurationMs !== undefined && options.pod.leaseDurationMs < 0) throw new FnrError('Usage', '--replica-lease-duration must be 0 (no Lease) or a positive duration')
   if (options.responseCache) validateResponseCacheSettings(options.responseCache)
+  validateListenerTlsFlags(options.tls)
   return runtimes
 }
 
@@ -247,13 +251,17 @@ export interface RunningServer {
  */
 export async function startServe(options: ServeOptions, logger: Logger, handleSignals = true): Promise<RunningServer> {
   const runtimes = validateServeOptions(options)
+  const tls = await loadListenerTls(options.tls)
   const observed = options.metricsPort ? await startServeMetrics(options.metricsPort, options.host ?? defaultBindHost(), logger) : undefined
   let built: BuiltEvaluators
   let evaluator: Evaluator
+  let closeBuilt: (() => void) | undefined
   try {
     built = await buildEvaluators(options, runtimes, logger)
+    closeBuilt = built.close
     evaluator = await withResponseCacheIfSet(new MultiEvaluator(built.evaluators), options, built.evaluators, runtimes, logger)
   } catch (err) {
+    closeBuilt?.()
     await observed?.stop()
     throw err
   }
@@ -263,6 +271,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
     logger,
     host: options.host,
     port: options.port,
+    credentials: tls?.credentials,
   })
   let port: number
   try {
@@ -298,7 +307,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
     handleSignals,
   )
 
-  logger.lifecycle('fnr serve is ready', {port, runtimes, maxRequestBodySize: options.maxRequestBodySize, ...(observed ? {metricsPort: observed.port} : {})})
+  logger.lifecycle('fnr serve is ready', {port, runtimes, maxRequestBodySize: options.maxRequestBodySize, tls: tls?.mode ?? 'off', ...(observed ? {metricsPort: observed.port} : {})})
   return {server, port, done, stop}
 }
 

@@ -158,3 +158,10 @@ export const responseCacheFlags = {
   'cache-max-bytes': Flags.integer({summary: 'Response cache: total size bound in bytes (least recently used entries go first).', default: 256 * 1024 * 1024, min: 1024, helpGroup: 'RESPONSE CACHE'}),
   'cache-max-entries': Flags.integer({summary: 'Response cache: entry count bound.', default: 10_000, min: 1, helpGroup: 'RESPONSE CACHE'}),
 }
+
+/** TLS on the `fnr serve` listener (off by default: Porch's porch-server dials plaintext). */
+export const listenerTlsFlags = {
+  'tls-cert-file': Flags.string({summary: 'Serve TLS with this certificate (PEM; with --tls-key-file). Default: plaintext, as Porch.', helpGroup: 'LISTENER TLS'}),
+  'tls-key-file': Flags.string({summary: 'Private key (PEM) of --tls-cert-file.', helpGroup: 'LISTENER TLS'}),
+  'tls-client-ca-file': Flags.string({summary: 'Require client certificates signed by a CA in this PEM file (mutual TLS).', helpGroup: 'LISTENER TLS'}),
+}

@@ -119,7 +119,17 @@ export class EvaluatorClient {
 }
 
 export function fnrErrorFromStatus(err: grpc.ServiceError): FnrError {
-  const kind = err.code === grpc.status.INTERNAL ? 'FunctionFailed' : kindForGrpcCode(err.code)
   const failure = readFailure(err.metadata)
+  // INTERNAL is a function's failure, unless grpc-js made it up for a broken HTTP/2 stream or
+  // session (e.g. the server's GOAWAY(INTERNAL_ERROR) once its peer reset more than nghttp2's
+  // rapid-reset budget of streams): the call never ran to its end, so it is Unavailable and the
+  // caller may retry it. test/reliability/rapid-reset.test.ts.
+  const transport = err.code === grpc.status.INTERNAL && !failure && isTransportFailure(err.details)
+  const kind = transport ? 'Unavailable' : err.code === grpc.status.INTERNAL ? 'FunctionFailed' : kindForGrpcCode(err.code)
   return new FnrError(kind, err.details || err.message, {cause: err, details: {grpcCode: err.code, ...(failure ? {failure} : {})}})
+}
+
+/** grpc-js's own INTERNAL statuses for a stream or session that broke underneath the call. */
+export function isTransportFailure(details: string | undefined): boolean {
+  return /^Received RST_STREAM with code \d+|^Stream refused by server|^Connection dropped/.test(details ?? '')
 }

@@ -44,6 +44,7 @@ export class TemplateSource {
     const logger = options.logger ?? silentLogger
     const {cm, templates} = await readTemplateConfigMap(core, namespace, name, options.extra)
     const source = new TemplateSource(templates)
+    warnWeaker(logger, source.templates)
     let lastResourceVersion = cm.metadata?.resourceVersion
     source.watcher = new ResourceWatcher<V1ConfigMap>({
       k8s: options.k8s,
@@ -70,6 +71,7 @@ export class TemplateSource {
         logger.error('the changed function pod template is not usable; keeping the last good one', {error: (err as Error).message})
         return
       }
+      if (next.version !== source.templates.version) warnWeaker(logger, next)
       source.update(next)
     })
     source.watcher.start().catch((err: unknown) => logger.warn('cannot watch the function pod template ConfigMap', {error: (err as Error).message}))
@@ -136,4 +138,9 @@ export async function readTemplateConfigMap(core: CoreV1Api, namespace: string, 
     throw err instanceof FnrError ? new FnrError('Config', err.message, {cause: err, details: err.details}) : kubeError(err, `cannot read ${where}`)
   }
   return {cm, templates: templatesFromConfigMap(cm, extra)}
+}
+
+/** Explicit template settings weaker than fnr's security defaults are kept, and said once. */
+function warnWeaker(logger: Logger, templates: Templates): void {
+  if (templates.warnings?.length) logger.warn('the function pod template weakens fnr\'s security defaults; keeping its explicit settings', {template: templates.origin, settings: templates.warnings})
 }

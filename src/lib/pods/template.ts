@@ -21,6 +21,7 @@ import type {ResourceRequirements} from '../config/pod-cache-config.js'
 import {FnrError} from '../errors.js'
 import {WRAPPER_SERVER_PATH, WRAPPER_SERVER_PORT, wrapperServerArgs} from '../registry/image-config.js'
 import {sha256Hex} from './naming.js'
+import {hardenPodTemplate} from './pod-security.js'
 
 export const FUNCTION_CONTAINER = 'function'
 export const WRAPPER_VOLUME = 'wrapper-server-tools'
@@ -36,6 +37,8 @@ export interface Templates {
   version: string
   /** "inline" or "ConfigMap <ns>/<name>", for messages. */
   origin: string
+  /** Explicit settings of a ConfigMap template weaker than fnr's security defaults (pod-security.ts), kept as written. */
+  warnings?: string[]
 }
 
 export interface InlineTemplateOptions {
@@ -202,11 +205,12 @@ export function templatesFromConfigMap(cm: V1ConfigMap, extra: Record<string, un
   if (typeof data.serviceTemplate !== 'string' || data.serviceTemplate.trim() === '') {
     throw contractError(origin, 4, 'key serviceTemplate (a Service) is missing')
   }
-  const pod = decode(data.template, 'template', origin) as V1Pod
   const service = decode(data.serviceTemplate, 'serviceTemplate', origin) as V1Service
-  validatePodTemplate(pod, origin)
+  validatePodTemplate(decode(data.template, 'template', origin) as V1Pod, origin)
   validateServiceTemplate(service, origin)
-  return {pod, service, version: templateVersion('cm', pod, service, extra), origin}
+  // Security defaults wherever the template says nothing (pod-security.ts).
+  const {pod, weaker} = hardenPodTemplate(decode(data.template, 'template', origin) as V1Pod)
+  return {pod, service, version: templateVersion('cm', pod, service, extra), origin, ...(weaker.length ? {warnings: weaker} : {})}
 }
 
 export interface PodSpecInput {

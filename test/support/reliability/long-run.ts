@@ -6,6 +6,8 @@
  * when a call failed unexpectedly, the server stopped answering, or something was left behind.
  *
  *   node --import tsx test/support/reliability/long-run.ts --rounds 5 --calls 1000 --soak 60s
+ *   … --pods            then the same against the pod runtime on the Kubernetes test bed
+ *                       (pod-long-run.ts; --pod-soak DURATION, default the --soak duration)
  */
 import {readdirSync, readFileSync} from 'node:fs'
 
@@ -25,6 +27,8 @@ interface Options {
   calls: number
   soakMs: number
   concurrency: number
+  pods: boolean
+  podSoakMs?: number
 }
 
 function parseDuration(text: string): number {
@@ -34,7 +38,7 @@ function parseDuration(text: string): number {
 }
 
 function parseOptions(argv: string[]): Options {
-  const o: Options = {rounds: 5, calls: 1000, soakMs: 60_000, concurrency: 64}
+  const o: Options = {rounds: 5, calls: 1000, soakMs: 60_000, concurrency: 64, pods: false}
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i]!.split('=', 2) as [string, string | undefined]
     const value = (): string => inline ?? argv[++i] ?? ''
@@ -42,6 +46,8 @@ function parseOptions(argv: string[]): Options {
     else if (flag === '--calls') o.calls = Number(value())
     else if (flag === '--soak') o.soakMs = parseDuration(value())
     else if (flag === '--concurrency') o.concurrency = Number(value())
+    else if (flag === '--pods') o.pods = true
+    else if (flag === '--pod-soak') o.podSoakMs = parseDuration(value())
     else throw new Error(`unknown argument ${argv[i]}`)
   }
   return o
@@ -194,6 +200,11 @@ async function main(): Promise<number> {
     serve.child.kill('SIGKILL')
     killAllUnder([fns.dir])
     await temp.cleanup()
+  }
+  if (options.pods) {
+    const {runPodLeg} = await import('./pod-long-run.js')
+    const podOk = await runPodLeg({rounds: options.rounds, calls: options.calls, soakMs: options.podSoakMs ?? options.soakMs, concurrency: options.concurrency}, say)
+    if (!podOk) failed = true
   }
   say(failed ? '\nlong run: FAILED' : '\nlong run: passed')
   return failed ? 1 : 0

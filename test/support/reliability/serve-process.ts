@@ -27,7 +27,9 @@ export async function freePort(): Promise<number> {
 
 /** Starts `fnr serve --port=PORT ARGS` and waits for its ready line (rejects if it exits first). */
 export async function startServeChild(port: number, args: string[], env: NodeJS.ProcessEnv = {}, readyMs = 30_000): Promise<ServeChild> {
-  const child = spawn(process.execPath, [BIN_RUN, 'serve', `--port=${port}`, '--disable-runtimes=pod', ...args], {
+  // The exec runtime alone unless the caller chooses (the pod tests pass --disable-runtimes=exec).
+  const runtimes = args.some((a) => a.startsWith('--disable-runtimes')) ? [] : ['--disable-runtimes=pod']
+  const child = spawn(process.execPath, [BIN_RUN, 'serve', `--port=${port}`, ...runtimes, ...args], {
     env: {...process.env, FNR_BIND_ADDRESS: '127.0.0.1', ...env},
     stdio: ['ignore', 'ignore', 'pipe'],
   })
