@@ -48,7 +48,8 @@ export async function startEchoServer(): Promise<EchoServer> {
   }
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+/** The echo server in this process (for comparisons with an in-process fnr serve). */
+export async function startEchoInProcess(): Promise<EchoServer> {
   const server = new EvaluatorServer({
     evaluator: {
       name: 'echo',
@@ -61,9 +62,17 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   })
   const port = await server.start()
   server.setServing(true)
+  return {
+    pid: process.pid,
+    port,
+    stop: async () => {
+      await server.shutdown(0)
+    },
+  }
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const {port} = await startEchoInProcess()
   process.stdout.write(`PORT ${port}\n`)
-  process.once('SIGTERM', () => {
-    server.forceShutdown()
-    process.exit(0)
-  })
+  process.once('SIGTERM', () => process.exit(0))
 }

@@ -9,6 +9,11 @@
  *   burst  100 concurrent first calls for one image with a per-image limit of 3 pods
  *          (--pod-cache-config): pods and Services created must equal the limit.
  *
+ * The floor of the warm case is one more gRPC round trip through a server in the same process
+ * (serve's server side; its client call to the pod replaces the direct one): measured alongside
+ * as a call to an in-process bench/echo-server.ts (fnr's EvaluatorServer answering with the
+ * request) with the same client. added − that is fnr's own pod-path work.
+ *
  * `fnr serve` runs in the benchmark process (startInProcess: the test bed's image metadata is an
  * in-process source), so for warm calls one event loop does the client's work, the server's and
  * the pod client's; the direct side does only the client's. Needs dist/ built (the pods run it).
@@ -25,6 +30,7 @@ import type {RunningServer} from '../src/lib/serve.js'
 import {WRAPPER_IMAGE, createdCount, image, startPodBed, type PodBed} from '../test/support/pods/index.js'
 import {makeFunctionsDir, serveOptions, startInProcess} from '../test/support/serve.js'
 import {SCRIPTS, TempDirs} from '../test/support/tmp.js'
+import {startEchoInProcess} from './echo-server.js'
 import {envCount, median, percentile, printTable, round, saveResults, type Row} from './lib.js'
 
 /** Burst size and the per-image pod limit the burst runs under. */
@@ -82,18 +88,27 @@ export async function benchPods(iterations: number, coldCalls: number): Promise<
       for (let i = 0; i < 20; i++) await viaServe.evaluate(image('cat'), input)
       const podAddress = podSlots(running)[0]!.address!
       const direct = new EvaluatorClient(podAddress)
+      const echoServer = await startEchoInProcess()
+      const echo = new EvaluatorClient(`127.0.0.1:${echoServer.port}`)
       const serveTimes: number[] = []
       const directTimes: number[] = []
+      const echoTimes: number[] = []
       try {
-        for (let i = 0; i < 20; i++) await direct.evaluate(image('cat'), input)
+        for (let i = 0; i < 20; i++) {
+          await direct.evaluate(image('cat'), input)
+          await echo.evaluate(image('cat'), input)
+        }
         for (let i = 0; i < iterations; i++) {
           // Alternate which goes first, so neither always runs right after the other.
           if (i % 2 === 0) directTimes.push(await timed(() => direct.evaluate(image('cat'), input)))
           serveTimes.push(await timed(() => viaServe.evaluate(image('cat'), input)))
           if (i % 2 === 1) directTimes.push(await timed(() => direct.evaluate(image('cat'), input)))
+          echoTimes.push(await timed(() => echo.evaluate(image('cat'), input)))
         }
       } finally {
         direct.close()
+        echo.close()
+        await echoServer.stop()
       }
       const p50 = round(median(serveTimes))
       const base = round(median(directTimes))
@@ -111,7 +126,15 @@ export async function benchPods(iterations: number, coldCalls: number): Promise<
         met: added <= 1,
         note: `paired median ${paired} ms; ${iterations} calls each; serve in the benchmark process`,
       })
-      raw['p5-warm'] = {serveTimes, directTimes}
+      const echoP50 = round(median(echoTimes))
+      rows.push({
+        case: 'P5 warm call floor: one more gRPC round trip, in-process echo server',
+        p50: echoP50,
+        p95: round(percentile(echoTimes, 95)),
+        unit: 'ms',
+        note: `fnr's own pod-path work = added − this = ${round(added - echoP50)} ms`,
+      })
+      raw['p5-warm'] = {serveTimes, directTimes, echoTimes}
 
       // cold
       const total: number[] = []
