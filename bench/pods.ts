@@ -8,6 +8,8 @@
  *          metadata, API calls, connect, the call).
  *   burst  100 concurrent first calls for one image with a per-image limit of 3 pods
  *          (--pod-cache-config): pods and Services created must equal the limit.
+ * It also gives P6's idle RSS with both runtimes on: a `fnr serve` process with the exec runtime
+ * and the pod runtime connected to the test bed's API server.
  *
  * The floor of the warm case is one more gRPC round trip through a server in the same process
  * (serve's server side; its client call to the pod replaces the direct one): measured alongside
@@ -31,7 +33,8 @@ import {WRAPPER_IMAGE, createdCount, image, startPodBed, type PodBed} from '../t
 import {makeFunctionsDir, serveOptions, startInProcess} from '../test/support/serve.js'
 import {SCRIPTS, TempDirs} from '../test/support/tmp.js'
 import {startEchoInProcess} from './echo-server.js'
-import {envCount, median, percentile, printTable, round, saveResults, type Row} from './lib.js'
+import {startExecServe} from './fixture.js'
+import {envCount, median, percentile, printTable, round, rssMiB, saveResults, sleep, type Row} from './lib.js'
 
 /** Burst size and the per-image pod limit the burst runs under. */
 export const BURST_CALLS = 100
@@ -80,6 +83,28 @@ export async function benchPods(iterations: number, coldCalls: number): Promise<
   const rows: Row[] = []
   const raw: Record<string, unknown> = {}
   try {
+    // P6 with both runtimes: a fresh serve process, the pod runtime connected and idle.
+    const previousImage = process.env.WRAPPER_SERVER_IMAGE
+    process.env.WRAPPER_SERVER_IMAGE = WRAPPER_IMAGE
+    const both = await startExecServe([{name: 'cat', source: '/bin/cat'}], [
+      '--disable-runtimes=',
+      `--kubeconfig=${pb.bed.kubeconfigPath}`,
+      `--pod-namespace=${pb.namespace()}`,
+      '--warm-up-pod-cache=false',
+      '--pod-cache-config=',
+    ]).finally(() => {
+      if (previousImage === undefined) delete process.env.WRAPPER_SERVER_IMAGE
+      else process.env.WRAPPER_SERVER_IMAGE = previousImage
+    })
+    try {
+      await sleep(500)
+      const idle = await rssMiB(both.serve.pid)
+      rows.push({case: 'P6 idle RSS of fnr serve, both runtimes (exec + pod)', p50: idle, p95: idle, unit: 'MiB', target: '≤ 80 MiB', met: idle <= 80, note: 'pod runtime connected to the test bed API server, no pods yet'})
+      raw['p6-idle-both'] = idle
+    } finally {
+      await both.close()
+    }
+
     const running = await startServe(pb, pb.namespace(), await temp.make())
     const viaServe = new EvaluatorClient(`127.0.0.1:${running.port}`)
     const input = resourceList(1024)

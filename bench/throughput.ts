@@ -1,7 +1,8 @@
 /**
  * P3: throughput of `fnr serve` (exec runtime, /bin/cat on a small ResourceList) with 1, 4, 16
  * and 64 calls in flight on one gRPC channel (as Porch's single connection), versus the same
- * number of concurrent raw spawns of the same binary from the benchmark process. Each level runs
+ * number of concurrent raw spawns of the same binary from the benchmark process (same stdin, env
+ * and cwd, stdout kept as serve keeps it). Each level runs
  * in alternating rounds (serve, raw, serve, raw, …) so both sides see the same machine load.
  *
  * CPU per call is counted too (from /proc and process.cpuUsage, so it holds under load): the serve
@@ -25,7 +26,7 @@ export async function benchThroughput(callsPerLevel: number, levels = CONCURRENC
     const image = fx.image('cat')
     const binary = fx.binary('cat')
     const viaServe = () => fx.client.evaluateRaw(image, input)
-    const direct = () => timedSpawn(binary, [], input, fx.spawnOptions)
+    const direct = () => timedSpawn(binary, [], input, {...fx.spawnOptions, collect: true})
     await runConcurrent(50, 8, viaServe)
     await runConcurrent(50, 8, direct)
     for (const c of levels) {
