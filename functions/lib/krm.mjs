@@ -285,14 +285,28 @@ function restoreSameLineComments(doc) {
         if (!isMap(node) || node.flow || !node.commentBefore || node.items.length === 0) continue
         const start = startOf.get(node.srcToken)
         if (!start || !commentBeforeNewline(start, 'seq-item-ind')) continue
-        const [first, ...rest] = node.commentBefore.split('\n')
         const firstKey = node.items[0].key
         if (!isScalar(firstKey)) continue
-        firstKey.commentBefore = firstKey.commentBefore ? `${first}\n${firstKey.commentBefore}` : first
-        node.commentBefore = rest.length ? rest.join('\n') : undefined
+        // Lines above the `- ` stay before the item; the one after it and those below it (before
+        // the first key) belong to the mapping's first key.
+        const lines = node.commentBefore.split('\n')
+        const before = commentLinesBefore(start, 'seq-item-ind')
+        const inside = lines.slice(before).join('\n')
+        firstKey.commentBefore = firstKey.commentBefore ? `${inside}\n${firstKey.commentBefore}` : inside
+        node.commentBefore = before > 0 ? lines.slice(0, before).join('\n') : undefined
       }
     },
   })
+}
+
+/** Number of comment lines among `tokens` before the indicator. */
+function commentLinesBefore(tokens, indicator) {
+  let n = 0
+  for (const t of tokens) {
+    if (t.type === indicator) break
+    if (t.type === 'comment') n++
+  }
+  return n
 }
 
 function commentBeforeNewline(tokens, indicator) {

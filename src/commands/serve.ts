@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {FnrCommand} from '../lib/cli/command.js'
-import {execFlags, goDuration, logLevelFlag, maxRequestBodySizeFlag, podFlags, registryFlags} from '../lib/cli/flags.js'
+import {execFlags, functionConfigFlags, goDuration, logLevelFlag, maxRequestBodySizeFlag, metricsFlags, podFlags, registryFlags, responseCacheFlags} from '../lib/cli/flags.js'
 import {resolveExecPaths} from '../lib/config/embedded.js'
 import {parseResourceList} from '../lib/config/pod-cache-config.js'
 import {normaliseGoStyleArgs} from '../lib/config/go-flags.js'
@@ -21,8 +21,8 @@ server stops accepting calls, lets calls in flight finish within --grace-period,
 second signal exits at once.
 
 Environment: WRAPPER_SERVER_IMAGE (required by the pod runtime's inline template), FNR_BIND_ADDRESS
-(listen address, default all interfaces), POD_NAME (the runner's identity on the pods it owns),
-KUBECONFIG.`
+(listen address, default all interfaces), POD_NAME (the replica's identity on the pods it owns,
+unless --replica-id is given), KUBECONFIG.`
 
   static examples = [
     {description: 'Serve the functions fnr ships, exec runtime only:', command: '<%= config.bin %> <%= command.id %> --disable-runtimes=pod'},
@@ -41,6 +41,9 @@ KUBECONFIG.`
     ...execFlags,
     ...podFlags,
     ...registryFlags,
+    ...functionConfigFlags,
+    ...metricsFlags,
+    ...responseCacheFlags,
   }
 
   static booleanFlagNames = new Set(['warm-up-pod-cache', 'enable-private-registries', 'enable-private-registries-tls'])
@@ -74,6 +77,12 @@ KUBECONFIG.`
         clusterDomain: flags['cluster-domain'],
         kubeconfig: flags.kubeconfig || undefined,
         resources: {requests: parseResourceList('pod-requests', flags['pod-requests']), limits: parseResourceList('pod-limits', flags['pod-limits'])},
+        owner: flags['replica-id'] || undefined,
+        leaseDurationMs: flags['replica-lease-duration'],
+      },
+      functionConfig: {
+        source: flags['function-config-source'] as 'files' | 'crd' | 'both',
+        ...(flags['function-config-namespace'] ? {namespace: flags['function-config-namespace']} : {}),
       },
       registry: {
         enablePrivateRegistries: flags['enable-private-registries'],
@@ -82,6 +91,8 @@ KUBECONFIG.`
         enableTls: flags['enable-private-registries-tls'],
         tlsSecretPath: flags['tls-secret-path'],
       },
+      metricsPort: flags['metrics-port'],
+      responseCache: {ttlMs: flags['cache-ttl'], maxTtlMs: flags['cache-max-ttl'], maxBytes: flags['cache-max-bytes'], maxEntries: flags['cache-max-entries']},
     }
     validateServeOptions(options)
     const logger = createLogger({verbosity: flags['log-level'], name: 'fnr-serve'})

@@ -2,6 +2,7 @@
  * `fnr serve`: builds the evaluators from the options, starts the gRPC server, reports health,
  * and drains on SIGTERM/SIGINT.
  */
+import {validateResponseCacheSettings} from './cache/setup.js'
 import {FnrError} from './errors.js'
 import {loadExecConfig} from './config/exec-config.js'
 import type {ExecPaths} from './config/embedded.js'
@@ -9,8 +10,9 @@ import {ExecEvaluator} from './evaluators/exec.js'
 import type {Evaluator} from './evaluators/evaluator.js'
 import {MultiEvaluator} from './evaluators/multi.js'
 import {gracefulStopper} from './grpc/lifecycle.js'
-import {EvaluatorServer} from './grpc/server.js'
+import {defaultBindHost, EvaluatorServer} from './grpc/server.js'
 import type {Logger} from './log.js'
+import {metrics, startServeMetrics} from './metrics.js'
 
 export type Runtime = 'exec' | 'pod'
 export const RUNTIMES: readonly Runtime[] = ['exec', 'pod']
@@ -44,8 +46,10 @@ export interface ServeOptions {
     kubeconfig?: string
     /** Requests and limits of the inline template's function container. */
     resources?: {requests?: Record<string, string>; limits?: Record<string, string>}
-    /** Runner identity for the owner label; default $POD_NAME or the host name. */
+    /** --replica-id: identity on owned pods and the Lease; default $POD_NAME, else the host name plus a random suffix. */
     owner?: string
+    /** --replica-lease-duration (default 30 s; 0 holds no Lease). */
+    leaseDurationMs?: number
     /** Tests: a fixed image metadata source instead of the registry. */
     metadata?: import('./pods/metadata.js').ImageMetadataSource
     /** Tests: a ready client-node KubeConfig. */
@@ -53,6 +57,11 @@ export interface ServeOptions {
     /** Namespace of the --function-pod-template ConfigMap; default the runner's own. */
     runnerNamespace?: string
   }
+  /**
+   * Where exec mappings, per-image pod settings and pod template changes come from: `files` (config.yaml,
+   * --pod-cache-config; the default), `crd` (FunctionConfig objects, watched) or `both` (FunctionConfig first).
+   */
+  functionConfig?: {source: 'files' | 'crd' | 'both'; namespace?: string; writeStatus?: boolean}
   registry: {
     enablePrivateRegistries: boolean
     authSecretPath: string
@@ -60,6 +69,10 @@ export interface ServeOptions {
     enableTls: boolean
     tlsSecretPath: string
   }
+  /** --metrics-port: Prometheus endpoint on the gRPC listen address; 0 or absent: off. */
+  metricsPort?: number
+  /** --cache-ttl, --cache-max-ttl, --cache-max-bytes, --cache-max-entries; absent: off. */
+  responseCache?: import('./cache/response-cache.js').ResponseCacheSettings
 }
 
 /**
@@ -93,6 +106,8 @@ export function validateServeOptions(options: ServeOptions): Runtime[] {
   }
   if (options.pod.podReadyTimeoutMs !== undefined && options.pod.podReadyTimeoutMs <= 0) throw new FnrError('Usage', '--pod-ready-timeout must be a positive duration')
   if (options.pod.callRetries !== undefined && options.pod.callRetries < 0) throw new FnrError('Usage', '--pod-call-retries must be 0 or more')
+  if (options.pod.leaseDurationMs !== undefined && options.pod.leaseDurationMs < 0) throw new FnrError('Usage', '--replica-lease-duration must be 0 (no Lease) or a positive duration')
+  if (options.responseCache) validateResponseCacheSettings(options.responseCache)
   return runtimes
 }
 
@@ -100,18 +115,48 @@ interface BuiltEvaluators {
   evaluators: Evaluator[]
   /** Resolve when the evaluators are ready to report SERVING (pod warm-up). */
   ready: Array<Promise<unknown>>
+  /** Stops what the evaluators share (the FunctionConfig watch). */
+  close?: () => void
+}
+
+/** The FunctionConfig watch, when --function-config-source is crd or both (loads client-node). */
+async function startFunctionConfigs(options: ServeOptions, logger: Logger): Promise<import('./config/function-config-watch.js').FunctionConfigWatch | undefined> {
+  const fc = options.functionConfig
+  if (!fc || fc.source === 'files') return undefined
+  const {FunctionConfigWatch} = await import('./config/function-config-watch.js')
+  return FunctionConfigWatch.start({
+    kube: {kubeconfig: options.pod.kubeconfig, kubeConfig: options.pod.kubeConfig},
+    namespace: fc.namespace ?? options.pod.namespace,
+    functionsDir: options.exec.functionsDir,
+    defaultImagePrefix: options.exec.defaultImagePrefix,
+    writeStatus: fc.writeStatus,
+    logger,
+  })
 }
 
 async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logger: Logger): Promise<BuiltEvaluators> {
   const evaluators: Evaluator[] = []
   const ready: Array<Promise<unknown>> = []
+  const functionConfigs = await startFunctionConfigs(options, logger)
+  const close = (): void => functionConfigs?.close()
+  if (functionConfigs && options.functionConfig?.source === 'crd') {
+    logger.info('--function-config-source=crd: config.yaml and --pod-cache-config are not read', {config: options.exec.configPath, podCacheConfig: options.pod.cacheConfigPath})
+  }
   // Fixed order: exec first (fast, local), then pod.
   if (runtimes.includes('exec')) {
-    const config = await loadExecConfig({
-      configPath: options.exec.configPath,
-      functionsDir: options.exec.functionsDir,
-      defaultImagePrefix: options.exec.defaultImagePrefix,
-    })
+    const files = functionConfigs && options.functionConfig?.source === 'crd'
+      ? undefined
+      : await loadExecConfig({
+          configPath: options.exec.configPath,
+          functionsDir: options.exec.functionsDir,
+          defaultImagePrefix: options.exec.defaultImagePrefix,
+        }).catch((err: unknown) => {
+          close()
+          throw err
+        })
+    const config = functionConfigs
+      ? new (await import('./config/function-config-crd.js')).FunctionConfigExecConfig(functionConfigs.store, files, options.exec.functionsDir, options.exec.defaultImagePrefix)
+      : files!
     for (const warning of config.warnings) logger.warn(warning)
     logger.info('exec runtime ready', {
       config: options.exec.configPath,
@@ -123,26 +168,30 @@ async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logge
   }
   if (runtimes.includes('pod')) {
     try {
-      const pod = await buildPodEvaluator(options, logger)
+      const pod = await buildPodEvaluator(options, logger, functionConfigs?.store)
+      metrics().setPodSource(() => (pod as import('./evaluators/pod.js').PodEvaluator).runtime?.cache.snapshot() ?? [])
       evaluators.push(pod)
       ready.push(pod.ready)
     } catch (err) {
       await Promise.allSettled(evaluators.map((e) => e.close()))
+      close()
       throw err
     }
   }
-  return {evaluators, ready}
+  return {evaluators, ready, close}
 }
 
 /** The pod runtime: loaded only when enabled (it brings @kubernetes/client-node). */
-async function buildPodEvaluator(options: ServeOptions, logger: Logger): Promise<Evaluator & {ready: Promise<void>}> {
+async function buildPodEvaluator(options: ServeOptions, logger: Logger, functionConfigs?: import('./config/function-config-crd.js').FunctionConfigStore): Promise<Evaluator & {ready: Promise<void>; imageMetadata?: import('./pods/metadata.js').ImageMetadataSource}> {
   const [{createPodEvaluator}, {PodCacheConfig}, {RegistryMetadataSource}] = await Promise.all([
     import('./evaluators/pod.js'),
     import('./config/pod-cache-config.js'),
     import('./pods/metadata.js'),
   ])
   const pod = options.pod
-  const {config: cacheConfig, missing} = await PodCacheConfig.load(pod.cacheConfigPath)
+  // --function-config-source=crd: the FunctionConfigs replace --pod-cache-config.
+  const onlyCrd = functionConfigs !== undefined && options.functionConfig?.source === 'crd'
+  const {config: cacheConfig, missing} = onlyCrd ? {config: PodCacheConfig.empty(), missing: false} : await PodCacheConfig.load(pod.cacheConfigPath)
   if (missing) logger.info('no pod cache config; using the flag defaults for every image', {path: pod.cacheConfigPath})
   for (const warning of cacheConfig.warnings) logger.warn(warning)
   let metadata = pod.metadata
@@ -174,12 +223,14 @@ async function buildPodEvaluator(options: ServeOptions, logger: Logger): Promise
     kube: {kubeconfig: pod.kubeconfig, kubeConfig: pod.kubeConfig},
     pullSecret,
     owner: pod.owner,
+    leaseDurationMs: pod.leaseDurationMs,
     runnerNamespace: pod.runnerNamespace,
     inlineResources: pod.resources,
     logger,
+    ...(functionConfigs ? {extension: (await import('./config/function-config-crd.js')).podRuntimeExtension(functionConfigs, {namespace: pod.namespace, logger})} : {}),
   })
   logger.info('pod runtime ready', {namespace: pod.namespace, kubernetes: evaluator.runtime.clients.server, config: evaluator.runtime.clients.source, warmUp: pod.warmUp, images: cacheConfig.images().length})
-  return evaluator
+  return Object.assign(evaluator, {imageMetadata: metadata})
 }
 
 export interface RunningServer {
@@ -196,8 +247,16 @@ export interface RunningServer {
  */
 export async function startServe(options: ServeOptions, logger: Logger, handleSignals = true): Promise<RunningServer> {
   const runtimes = validateServeOptions(options)
-  const built = await buildEvaluators(options, runtimes, logger)
-  const evaluator = new MultiEvaluator(built.evaluators)
+  const observed = options.metricsPort ? await startServeMetrics(options.metricsPort, options.host ?? defaultBindHost(), logger) : undefined
+  let built: BuiltEvaluators
+  let evaluator: Evaluator
+  try {
+    built = await buildEvaluators(options, runtimes, logger)
+    evaluator = await withResponseCacheIfSet(new MultiEvaluator(built.evaluators), options, built.evaluators, runtimes, logger)
+  } catch (err) {
+    await observed?.stop()
+    throw err
+  }
   const server = new EvaluatorServer({
     evaluator,
     maxMessageSize: options.maxRequestBodySize,
@@ -210,8 +269,11 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
     port = await server.start()
   } catch (err) {
     await evaluator.close()
+    built.close?.()
+    await observed?.stop()
     throw err
   }
+  metrics().setInFlightSource(() => server.activeCalls)
   // NOT_SERVING until every evaluator is ready (the pod runtime's warm-up).
   if (built.ready.length === 0) server.setServing(true)
   else {
@@ -226,6 +288,8 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
       logger.lifecycle('draining', {activeCalls: server.activeCalls, gracePeriodMs: options.gracePeriodMs})
       const result = await server.shutdown(options.gracePeriodMs)
       await evaluator.close()
+      built.close?.()
+      await observed?.stop()
       logger.lifecycle('stopped', {forced: result.forced})
       return result
     },
@@ -234,6 +298,20 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
     handleSignals,
   )
 
-  logger.lifecycle('fnr serve is ready', {port, runtimes, maxRequestBodySize: options.maxRequestBodySize})
+  logger.lifecycle('fnr serve is ready', {port, runtimes, maxRequestBodySize: options.maxRequestBodySize, ...(observed ? {metricsPort: observed.port} : {})})
   return {server, port, done, stop}
+}
+
+/** The response cache around the evaluator chain, when --cache-ttl or a per-image switch turns it on. */
+async function withResponseCacheIfSet(inner: Evaluator, options: ServeOptions, evaluators: Evaluator[], runtimes: Runtime[], logger: Logger): Promise<Evaluator> {
+  if (!options.responseCache) return inner
+  const {withResponseCache} = await import('./cache/setup.js')
+  const exec = evaluators.find((e): e is ExecEvaluator => e instanceof ExecEvaluator)
+  const pod = evaluators.find((e) => e.name === 'pod') as {imageMetadata?: import('./pods/metadata.js').ImageMetadataSource} | undefined
+  try {
+    return await withResponseCache(inner, {settings: options.responseCache, cacheConfigPath: options.pod.cacheConfigPath, podRuntime: runtimes.includes('pod'), exec, podMetadata: pod?.imageMetadata}, logger)
+  } catch (err) {
+    await inner.close()
+    throw err
+  }
 }

@@ -228,6 +228,30 @@ describe('functions/set-namespace', () => {
     expect(out.items[0].metadata.namespace).to.equal('prod')
   })
 
+  it('keeps a comment block that starts on the `- ` line together, above the first key', async () => {
+    const input = `apiVersion: config.kubernetes.io/v1
+kind: ResourceList
+items:
+# above the item
+- # Copyright 2026
+  #
+  # Licensed under the Apache License
+  apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: cfg
+functionConfig:
+  apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: function-input
+  data:
+    namespace: prod
+`
+    const out = await runOk(FN, input)
+    expect(out.stdout).to.contain('items:\n# above the item\n- # Copyright 2026\n  #\n  # Licensed under the Apache License\n  apiVersion: v1\n')
+  })
+
   it('keeps comments, field order, scalar styles and the orchestrator annotations', async () => {
     const input = `apiVersion: config.kubernetes.io/v1
 kind: ResourceList

@@ -514,6 +514,33 @@ describe('k8s test bed: API server semantics', function () {
       expect(missing.message).to.equal('leases.coordination.k8s.io "nope" not found');
       expect(((await client.get(L)).items as KubeObject[]).map((i) => i.metadata.name)).to.deep.equal(['fnr-gc']);
     });
+
+    it('keeps holderIdentity, leaseDurationSeconds and MicroTimes as kube-apiserver does (six digits, UTC), and rejects other times', async function () {
+      const L = '/apis/coordination.k8s.io/v1/namespaces/default/leases';
+      const lease = await client.create(L, {
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        metadata: { name: 'micro' },
+        spec: { holderIdentity: 'replica-1', leaseDurationSeconds: 7, acquireTime: '2025-01-01T01:00:00.123456+01:00', renewTime: '2025-01-01T00:00:01.000001Z', leaseTransitions: 2 },
+      });
+      expect(lease.spec).to.deep.equal({ holderIdentity: 'replica-1', leaseDurationSeconds: 7, acquireTime: '2025-01-01T00:00:00.123456Z', renewTime: '2025-01-01T00:00:01.000001Z', leaseTransitions: 2 });
+      // Date.toISOString() has three digits: a real API server cannot parse that as a MicroTime.
+      const bad = await expectStatus(client.replace(`${L}/micro`, { ...lease, spec: { ...lease.spec, renewTime: '2025-01-01T00:00:02.000Z' } }), 400, 'BadRequest');
+      expect(bad.message).to.equal(
+        'Lease in version "v1" cannot be handled as a Lease: parsing time "2025-01-01T00:00:02.000Z" as "2006-01-02T15:04:05.000000Z07:00": cannot parse ".000Z" as ".000000"',
+      );
+      await expectStatus(client.create(L, { metadata: { name: 'no-fraction' }, spec: { renewTime: '2025-01-01T00:00:02Z' } }), 400, 'BadRequest');
+      await expectStatus(client.create(L, { metadata: { name: 'zero' }, spec: { leaseDurationSeconds: 0 } }), 422, 'Invalid');
+      // an unconditional update (no resourceVersion) is allowed for leases, as for most types
+      const { resourceVersion: _rv, ...metaWithoutRv } = lease.metadata;
+      const released = await client.replace(`${L}/micro`, { ...lease, metadata: metaWithoutRv, spec: { ...lease.spec, holderIdentity: '' } });
+      expect(released.spec.holderIdentity).to.equal('');
+      expect(released.metadata.resourceVersion).to.not.equal(lease.metadata.resourceVersion);
+      // a delete with a stale resourceVersion precondition is a conflict; the current one deletes
+      await expectStatus(client.delete(`${L}/micro`, { preconditions: { resourceVersion: lease.metadata.resourceVersion } }), 409, 'Conflict');
+      await client.delete(`${L}/micro`, { preconditions: { resourceVersion: released.metadata.resourceVersion } });
+      await expectStatus(client.get(`${L}/micro`), 404, 'NotFound');
+    });
   });
 });
 

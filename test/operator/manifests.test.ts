@@ -73,14 +73,18 @@ describe('manifests/', function () {
     ])
   })
 
-  it('the RBAC is namespaced and least privilege: ConfigMap reads in the runner namespace, pods/Services/Secrets in the pod namespace', () => {
+  it('the RBAC is namespaced and least privilege: ConfigMap reads in the runner namespace, pods/Services/Secrets/replica Leases in the pod namespace', () => {
     expect(objects.filter((o) => o.kind.startsWith('Cluster'))).to.deep.equal([])
     const runner = find<{rules: Array<{resources: string[]; verbs: string[]}>}>(objects.filter((o) => o.metadata.namespace === 'porch-system'), 'Role', 'porch-fn-runner')
     expect(runner.rules).to.deep.equal([{apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch']}])
     const pods = find<{rules: Array<{resources: string[]; verbs: string[]}>}>(objects.filter((o) => o.metadata.namespace === 'porch-fn-system'), 'Role', 'porch-fn-runner')
     const resources = pods.rules.flatMap((r) => r.resources).sort()
-    expect(resources).to.deep.equal(['pods', 'pods/log', 'secrets', 'services'])
+    expect(resources).to.deep.equal(['leases', 'pods', 'pods/log', 'secrets', 'services'])
     for (const r of pods.rules) expect(r.verbs).to.not.include.members(['*', 'deletecollection', 'escalate', 'bind'])
+    // the replica Lease (several replicas, test/pods/replicas.test.ts checks these against the verbs fnr sends)
+    const leases = pods.rules.find((r) => r.resources.includes('leases')) as unknown as {apiGroups: string[]; verbs: string[]}
+    expect(leases.apiGroups).to.deep.equal(['coordination.k8s.io'])
+    expect(leases.verbs).to.deep.equal(['get', 'list', 'create', 'update', 'delete'])
   })
 
   it('the Deployment passes only flags that `fnr serve` accepts, probes gRPC on 9445 and runs non-root', async () => {

@@ -97,6 +97,8 @@ export const podFlags = {
   kubeconfig: Flags.string({summary: 'Kubeconfig file; default in-cluster config, then $KUBECONFIG or ~/.kube/config.', default: '', helpGroup: 'POD RUNTIME'}),
   'pod-requests': Flags.string({summary: 'Resource requests of the function container in the inline template ("cpu=100m,memory=128Mi"; "" for none).', default: 'cpu=100m,memory=128Mi', helpGroup: 'POD RUNTIME'}),
   'pod-limits': Flags.string({summary: 'Resource limits of the function container in the inline template ("memory=1Gi"; "" for none).', default: 'memory=1Gi', helpGroup: 'POD RUNTIME'}),
+  'replica-id': Flags.string({summary: 'This replica\'s identity on the pods it owns and its Lease (default $POD_NAME, else the host name plus a random suffix); unique among live replicas.', default: '', helpGroup: 'POD RUNTIME'}),
+  'replica-lease-duration': goDuration({summary: 'Duration of this replica\'s Lease in the pod namespace, renewed every third of it (0: hold no Lease).', default: 30_000, defaultHelp: async () => '30s', helpGroup: 'POD RUNTIME'}),
 }
 
 export const registryFlags = {
@@ -113,4 +115,46 @@ export const clusterFlags = {
   context: Flags.string({summary: 'Kubeconfig context to use (default: the current context).', helpGroup: 'CLUSTER'}),
   kubeconfig: Flags.string({summary: 'Kubeconfig file; default in-cluster config, then $KUBECONFIG or ~/.kube/config.', helpGroup: 'CLUSTER'}),
   'log-level': Flags.integer({summary: 'Log verbosity, 0 (errors and warnings) to 5 (trace); 4 and up print stack traces on errors.', default: 0, min: 0, max: 5, helpGroup: 'GLOBAL'}),
+}
+
+/**
+ * What `fnr pods warm|gc` need to know the runner's current function pod templates (and so the
+ * template version its pods carry): the same flags as `fnr serve`, plus the wrapper-server image
+ * serve reads from $WRAPPER_SERVER_IMAGE and the runner's namespace.
+ */
+export const runnerTemplateFlags = {
+  'function-pod-template': podFlags['function-pod-template'],
+  'wrapper-server-image': Flags.string({summary: 'Wrapper-server image of the inline template (what `fnr serve` reads from $WRAPPER_SERVER_IMAGE).', env: 'WRAPPER_SERVER_IMAGE', helpGroup: 'POD RUNTIME'}),
+  'runner-namespace': Flags.string({summary: 'Namespace of the runner, where --function-pod-template is read (default: this pod\'s service account namespace, else $POD_NAMESPACE, else porch-system).', helpGroup: 'POD RUNTIME'}),
+  'pod-requests': podFlags['pod-requests'],
+  'pod-limits': podFlags['pod-limits'],
+  'max-request-body-size': maxRequestBodySizeFlag,
+}
+
+/** `fnr serve`: where exec mappings, per-image pod settings and pod changes come from (FunctionConfig CRD). */
+export const functionConfigFlags = {
+  'function-config-source': Flags.string({
+    summary: 'Where exec mappings, per-image pod settings and pod template changes come from: files (--config, --pod-cache-config), crd (FunctionConfig objects, watched) or both (FunctionConfig first, then the files).',
+    default: 'files',
+    options: ['files', 'crd', 'both'],
+    helpGroup: 'FUNCTION CONFIG',
+  }),
+  'function-config-namespace': Flags.string({
+    summary: 'Namespace of the FunctionConfig objects (default: --pod-namespace, where Porch keeps them).',
+    default: '',
+    helpGroup: 'FUNCTION CONFIG',
+  }),
+}
+
+/** `fnr serve --metrics-port` (fnr only; Porch has no metrics endpoint). */
+export const metricsFlags = {
+  'metrics-port': Flags.integer({summary: 'Port of the Prometheus endpoint (/metrics, /healthz) on the gRPC listen address; 0 turns metrics off.', default: 0, min: 0, max: 65535, helpGroup: 'OBSERVABILITY'}),
+}
+
+/** `fnr serve` response cache (fnr only, off by default). */
+export const responseCacheFlags = {
+  'cache-ttl': goDuration({summary: 'Response cache: how long a successful response is reused for the same function and request bytes; 0 (default) caches only images switched on in --pod-cache-config.', default: 0, defaultHelp: async () => '0s', helpGroup: 'RESPONSE CACHE'}),
+  'cache-max-ttl': goDuration({summary: 'Response cache: the longest any entry lives (clamps --cache-ttl and per-image TTLs).', default: 3_600_000, defaultHelp: async () => '1h', helpGroup: 'RESPONSE CACHE'}),
+  'cache-max-bytes': Flags.integer({summary: 'Response cache: total size bound in bytes (least recently used entries go first).', default: 256 * 1024 * 1024, min: 1024, helpGroup: 'RESPONSE CACHE'}),
+  'cache-max-entries': Flags.integer({summary: 'Response cache: entry count bound.', default: 10_000, min: 1, helpGroup: 'RESPONSE CACHE'}),
 }

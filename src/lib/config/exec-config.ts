@@ -73,7 +73,8 @@ function entryName(index: number, fn?: unknown): string {
   return typeof fn === 'string' ? `functions[${index}] (function ${JSON.stringify(fn)})` : `functions[${index}]`
 }
 
-async function resolveBinary(functionsDirReal: string, name: string, where: string): Promise<string> {
+/** Checks that `name` names an executable regular file inside the functions directory; returns its real path. */
+export async function resolveBinary(functionsDirReal: string, name: string, where: string): Promise<string> {
   if (name.trim() === '' || name.includes('\0')) throw new FnrError('Config', `${where}: the function name is empty or invalid`)
   if (path.isAbsolute(name)) throw new FnrError('Config', `${where}: absolute paths are not allowed; name a file inside the functions directory`)
   if (name.split(/[\\/]/).includes('..')) throw new FnrError('Config', `${where}: ".." is not allowed; the binary must stay inside the functions directory`)

@@ -7,6 +7,8 @@
  *     maxWaitlistLength: 2               # missing or ≤ 0 → --max-waitlist-length
  *     maxParallelPodsPerFunction: 2      # missing or ≤ 0 → --max-parallel-pods-per-function
  *     resources: {requests: {...}, limits: {...}}   # optional, for the function container
+ *     responseCache: true                # fnr only, optional: the response cache for this image:
+ *                                        # false never, true with --cache-ttl, or a Go duration (its TTL)
  *
  * Duplicates: the last entry wins (as upstream). A file that is missing is "no settings" (the
  * caller logs it); a file that is not such a list is a Config error naming the file and entry.
@@ -31,6 +33,8 @@ export interface PodCacheConfigEntry {
   maxWaitlistLength?: number
   maxParallelPodsPerFunction?: number
   resources?: ResourceRequirements
+  /** fnr's response cache for this image: false off, true on (--cache-ttl), or its TTL in ms (0 off). Porch ignores the field. */
+  responseCache?: boolean | number
 }
 
 /** The flag values every image falls back to. */
@@ -114,6 +118,8 @@ export class PodCacheConfig {
         const limits = quantityMap(res.limits, `${w}: resources.limits`)
         entry.resources = {...(requests ? {requests} : {}), ...(limits ? {limits} : {})}
       }
+      const cache = responseCacheField(r.responseCache, `${w}: responseCache`)
+      if (cache !== undefined) entry.responseCache = cache
       entries.push(entry)
     })
     return new PodCacheConfig(entries, source, warnings)
@@ -144,6 +150,16 @@ export class PodCacheConfig {
     return this.byImage.get(image)
   }
 
+  /** The response-cache switch of an image (see PodCacheConfigEntry.responseCache); undefined when not set. */
+  responseCacheFor(image: string): boolean | number | undefined {
+    return this.byImage.get(image)?.responseCache
+  }
+
+  /** True when some entry switches the response cache on. */
+  enablesResponseCache(): boolean {
+    return this.entries.some((e) => e.responseCache === true || (typeof e.responseCache === 'number' && e.responseCache > 0))
+  }
+
   /** The settings for an image: its entry where set and positive, the defaults otherwise. */
   settingsFor(image: string, defaults: PodSettingsDefaults): ImagePodSettings {
     const entry = this.byImage.get(image)
@@ -156,6 +172,14 @@ export class PodCacheConfig {
       ...(entry.resources ? {resources: entry.resources} : {}),
     }
   }
+}
+
+function responseCacheField(value: unknown, where: string): boolean | number | undefined {
+  if (value === undefined || value === null) return undefined
+  if (typeof value === 'boolean') return value
+  const ms = typeof value === 'string' ? parseGoDuration(value) : undefined
+  if (ms === undefined || ms < 0) throw new FnrError('Config', `${where} must be true, false or a duration like 10m, got ${JSON.stringify(value)}`)
+  return ms
 }
 
 /** Parses "cpu=100m,memory=128Mi" (the --pod-requests / --pod-limits format); '' is none. */

@@ -13,6 +13,8 @@ export interface EvaluationRequest {
   deadline?: number
   /** Aborted when the caller goes away. */
   signal?: AbortSignal
+  /** W3C trace context for the next hop (lib/trace.ts). */
+  trace?: {traceparent: string; tracestate?: string}
 }
 
 export interface EvaluationResponse {
@@ -24,6 +26,8 @@ export interface EvaluationResponse {
   evaluator: string
   /** Error-severity results found in a successful output, when the evaluator looked. */
   errorResults?: FunctionResult[]
+  /** Set when the response came from the response cache (lib/cache/response-cache.ts). */
+  cached?: true
 }
 
 export interface Evaluator {

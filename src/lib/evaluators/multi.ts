@@ -43,6 +43,7 @@ export class MultiEvaluator implements Evaluator {
           lastNotFound = err
           continue
         }
+        if (err instanceof FnrError) err.details.runtime ??= evaluator.name
         throw err
       }
     }

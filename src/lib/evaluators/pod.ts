@@ -52,7 +52,7 @@ export class PodEvaluator implements Evaluator {
       const lease = await this.options.cache.acquire(image, {deadline, signal})
       try {
         if (!lease.usable) throw new FnrError('Unavailable', `function pod ${lease.slot.name} was evicted (${lease.slot.goneReason ?? 'gone'})`)
-        const res = await lease.client.evaluate(image, request.resourceList, {deadline, signal})
+        const res = await lease.client.evaluate(image, request.resourceList, {deadline, signal, trace: request.trace})
         const failure = readFailure(res.trailers)
         return {
           resourceList: res.resourceList,

@@ -18,6 +18,8 @@ export interface CallOptions {
   /** Absolute deadline (ms since the epoch or a Date). */
   deadline?: number | Date
   signal?: AbortSignal
+  /** W3C trace context sent as the traceparent / tracestate metadata (lib/trace.ts). */
+  trace?: {traceparent: string; tracestate?: string}
 }
 
 export interface EvaluateResult extends EvaluateFunctionResponse {
@@ -34,6 +36,15 @@ type RawClient = grpc.Client & {
 }
 
 export const DEFAULT_MAX_MESSAGE_SIZE = 6 * 1024 * 1024
+
+function traceMetadata(trace: CallOptions['trace']): grpc.Metadata {
+  const md = new grpc.Metadata()
+  if (trace) {
+    md.set('traceparent', trace.traceparent)
+    if (trace.tracestate) md.set('tracestate', trace.tracestate)
+  }
+  return md
+}
 
 export class EvaluatorClient {
   private readonly client: RawClient
@@ -70,7 +81,7 @@ export class EvaluatorClient {
       }
       const callOptions: grpc.CallOptions = {}
       if (options.deadline !== undefined) callOptions.deadline = options.deadline
-      const call = this.client.EvaluateFunction({image, resourceList}, new grpc.Metadata(), callOptions, (err, res) => {
+      const call = this.client.EvaluateFunction({image, resourceList}, traceMetadata(options.trace), callOptions, (err, res) => {
         options.signal?.removeEventListener('abort', onAbort)
         if (err) {
           reject(err)

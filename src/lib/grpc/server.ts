@@ -15,6 +15,8 @@ import {HealthImplementation, type ServingStatus} from 'grpc-health-check'
 import {FnrError, GrpcCode, toFnrError} from '../errors.js'
 import type {Evaluator} from '../evaluators/evaluator.js'
 import {silentLogger, type Logger} from '../log.js'
+import {metrics} from '../metrics.js'
+import {continueTrace, TRACEPARENT, TRACESTATE} from '../trace.js'
 import type {FunctionFailure} from '../process/failure.js'
 import {claimFramingRoom, FRAMING_ROOM_BEFORE} from '../process/run.js'
 import {EVALUATOR_TRAILER, failureMetadata, resultsMetadata} from './metadata.js'
@@ -160,6 +162,7 @@ export class EvaluatorServer {
   ): void {
     const started = performance.now()
     const {image, resourceList} = call.request
+    const trace = continueTrace(call.metadata.get(TRACEPARENT)[0]?.toString(), call.metadata.get(TRACESTATE)[0]?.toString())
     this.inFlight++
     const abort = new AbortController()
     const onCancel = (): void => abort.abort()
@@ -173,8 +176,9 @@ export class EvaluatorServer {
     ): void => {
       if (--this.inFlight === 0) for (const wake of this.idleWaiters.splice(0)) wake()
       call.removeListener('cancelled', onCancel)
+      const code = err ? (err.code ?? GrpcCode.UNKNOWN) : GrpcCode.OK
+      metrics().evaluation(evaluator ?? 'none', image ?? '', grpc.status[code] ?? String(code), (performance.now() - started) / 1000)
       if (this.logger.enabled(REQUEST_LOG_VERBOSITY)) {
-        const code = err ? (err.code ?? GrpcCode.UNKNOWN) : GrpcCode.OK
         this.logger.request('EvaluateFunction', {
           image: image && image.length > MAX_IMAGE_LENGTH ? `${image.slice(0, 64)}…` : image,
           bytesIn: resourceList?.length ?? 0,
@@ -182,6 +186,9 @@ export class EvaluatorServer {
           code,
           evaluator,
           ms: Math.round((performance.now() - started) * 10) / 10,
+          traceId: trace.traceId,
+          spanId: trace.spanId,
+          ...(trace.parentSpanId ? {parentSpanId: trace.parentSpanId} : {}),
           ...(err ? {error: err.details} : {}),
         })
       }
@@ -205,7 +212,7 @@ export class EvaluatorServer {
 
     const deadline = toEpochMs(call.getDeadline())
     this.options.evaluator
-      .evaluate({image, resourceList, deadline, signal: abort.signal})
+      .evaluate({image, resourceList, deadline, signal: abort.signal, trace})
       .then((res) => {
         const budget = this.options.maxMessageSize - RESPONSE_FRAMING - res.resourceList.length
         if (budget < 0) {
@@ -213,12 +220,12 @@ export class EvaluatorServer {
         }
         const log = res.log.length > budget ? res.log.subarray(res.log.length - budget) : res.log
         const trailers = res.errorResults?.length ? resultsMetadata(res.errorResults, res.evaluator) : evaluatorMetadata(res.evaluator)
-        finish(null, {resourceList: res.resourceList, log}, res.evaluator, trailers)
+        finish(null, {resourceList: res.resourceList, log}, res.cached ? 'cache' : res.evaluator, trailers)
       })
       .catch((err: unknown) => {
         const e = toFnrError(err)
         if (e.kind === 'Internal' && !(err instanceof FnrError)) this.logger.error('unexpected error while evaluating', {image, error: String(err)})
-        finish(statusError(e))
+        finish(statusError(e), undefined, typeof e.details.runtime === 'string' ? e.details.runtime : undefined)
       })
   }
 }

@@ -26,13 +26,17 @@ import type {ImagePodSettings} from '../config/pod-cache-config.js'
 import {FnrError, toFnrError} from '../errors.js'
 import {EvaluatorClient} from '../grpc/client.js'
 import {silentLogger, type Logger} from '../log.js'
+import {metrics} from '../metrics.js'
 import type {WatchEventType} from '../k8s/watch.js'
 import {WRAPPER_SERVER_PORT} from '../registry/image-config.js'
+import {apiStatusCode} from '../k8s/errors.js'
 import {planGc, observePod, observeService, type GcPlan} from './gc.js'
+import {noLeaseView, type ObservedLease, type OwnerState, type ReplicaView} from './lease.js'
 import type {PodManager} from './manager.js'
 import {podReadiness} from './manager.js'
 import type {ImageMetadataSource} from './metadata.js'
 import {
+  ANNOTATION_CLAIMED_AT,
   ANNOTATION_CREATION_ID,
   ANNOTATION_IMAGE,
   ANNOTATION_LAST_USED,
@@ -80,6 +84,8 @@ export interface PodCacheOptions {
   orphanMinAgeMs?: number
   /** GC: how long past its TTL another runner's pod is left alone (default 10 min). */
   foreignGraceMs?: number
+  /** Several replicas: what the others' Leases say (lease.ts); without it, every other owner is 'none'. */
+  replicas?: {observe(): Promise<ReplicaView>; deleteLease(lease: ObservedLease): Promise<boolean>}
 }
 
 type SlotState = 'starting' | 'ready' | 'retiring' | 'gone'
@@ -115,6 +121,10 @@ export class PodSlot {
   abort = new AbortController()
   /** Why it was evicted (for logs and retried calls). */
   goneReason?: string
+  /** Another replica took the pod over: when the slot goes, the pod stays. */
+  disowned = false
+  /** The owner this replica adopted the pod from (watch events still showing it are older than the claim). */
+  adoptedFrom?: string
 
   constructor(
     readonly image: string,
@@ -215,6 +225,8 @@ function secondsText(ms: number): string {
 
 export class PodCache {
   private readonly entries = new Map<string, ImageEntry>()
+  /** Claims of pods (adoption) in flight per image. */
+  private readonly claiming = new Map<string, number>()
   private readonly logger: Logger
   private readonly now: () => number
   private readonly ownerLabel: string
@@ -308,7 +320,8 @@ export class PodCache {
     if (!best || (allowScaleUp && best.load >= settings.maxWaitlistLength && live.length < settings.maxParallelPods)) {
       this.logger.debug(best ? 'scaling up: every pod of the image is at the waitlist length' : 'no pod for the image; starting one', {image, pods: live.length, load: best?.load})
       best = this.startSlot(entry, settings)
-    }
+      metrics().podCacheLookup(image, 'miss')
+    } else metrics().podCacheLookup(image, best.state === 'ready' ? 'hit' : 'starting')
     best.load++
     best.lastUsed = this.now()
     if (best.state === 'ready') this.maybeAnnotateLastUse(best, settings)
@@ -496,6 +509,7 @@ export class PodCache {
     this.finished.add(slot)
     slot.client?.close()
     if (this.closed && !slot.created) return
+    if (slot.disowned) return
     void this.options.manager.deletePodAndService(slot.name, slot.goneReason ?? 'evicted')
   }
 
@@ -512,6 +526,13 @@ export class PodCache {
     if (!slot || slot.state === 'starting' || slot.state === 'gone') return
     if (type === 'DELETED') {
       this.evict(slot, 'the pod was deleted')
+      return
+    }
+    const owner = pod.metadata?.labels?.[LABEL_OWNER]
+    if (owner !== undefined && owner !== this.ownerLabel && owner !== slot.adoptedFrom && slot.created) {
+      // Another replica took it over (this one's lease had expired): let it go, never delete it.
+      slot.disowned = true
+      this.evict(slot, `taken over by replica ${owner}`)
       return
     }
     const r = podReadiness(pod, slot.image)
@@ -562,74 +583,156 @@ export class PodCache {
 
   /**
    * Startup: takes over fnr's pods that are ready and made from the current template version
-   * (up to each image's pod limit) and deletes the others. One pod's problem never stops the rest.
+   * (up to each image's pod limit) among this replica's own pods and those of owners that are
+   * gone (lease released) or hold no lease (a lone runner before this one), and deletes the
+   * others of this replica and of gone owners. Pods of live replicas are left alone. One pod's
+   * problem never stops the rest.
    */
-  adopt(pods: readonly V1Pod[]): {adopted: string[]; deleted: string[]} {
+  async adopt(pods: readonly V1Pod[], view: ReplicaView = noLeaseView(this.ownerLabel)): Promise<{adopted: string[]; deleted: string[]}> {
     const adopted: string[] = []
     const deleted: string[] = []
-    if (this.closed) return {adopted, deleted}
-    const now = this.now()
-    for (const pod of pods) {
-      const name = pod.metadata?.name
-      if (!name) continue
-      try {
+    await Promise.all(
+      pods.map(async (pod) => {
         const observed = observePod(pod)
-        if (!observed.managed || observed.deleting || this.findSlot(name)) continue
-        const image = observed.image
-        const version = pod.metadata?.annotations?.[ANNOTATION_TEMPLATE_VERSION]
-        let reason: string | undefined
-        let ip: string | undefined
-        if (!image) reason = `it has no ${ANNOTATION_IMAGE} annotation`
-        else if (version !== this.templates.version) reason = `its template version ${version ?? '(none)'} is not the current ${this.templates.version}`
-        else {
-          const r = podReadiness(pod, image)
-          if (r.state !== 'ready') reason = `it is not ready (${r.detail})`
-          else if (this.liveSlots(image).length >= this.options.settingsFor(image).maxParallelPods) reason = 'the image already has its maximum number of pods'
-          else ip = r.ip
+        if (!observed.managed || observed.deleting) return
+        const state = view.stateOf(observed.owner)
+        if (state === 'live') return
+        const result = await this.takeOver(pod, state, 'found at startup')
+        if (result === 'adopted') adopted.push(observed.name)
+        else if (result === 'deleted') deleted.push(observed.name)
+      }),
+    )
+    return {adopted: adopted.sort(), deleted: deleted.sort()}
+  }
+
+  /** Why a pod cannot serve as one of this cache's slots, or undefined when it can. */
+  private unusable(pod: V1Pod): {reason?: string; image?: string; ip?: string} {
+    const observed = observePod(pod)
+    const image = observed.image
+    const version = pod.metadata?.annotations?.[ANNOTATION_TEMPLATE_VERSION]
+    if (!image) return {reason: `it has no ${ANNOTATION_IMAGE} annotation`}
+    if (version !== this.templates.version) return {reason: `its template version ${version ?? '(none)'} is not the current ${this.templates.version}`}
+    const r = podReadiness(pod, image)
+    if (r.state !== 'ready') return {reason: `it is not ready (${r.detail})`}
+    if (this.liveSlots(image).length + (this.claiming.get(image) ?? 0) >= this.options.settingsFor(image).maxParallelPods) return {reason: 'the image already has its maximum number of pods'}
+    return {image, ip: r.ip}
+  }
+
+  /**
+   * Takes one uncached pod over (own, or of an owner that is gone): a usable pod becomes a slot
+   * after a claim patch with the pod's resourceVersion as precondition (a 409 means another
+   * replica got it first); an unusable one is deleted (another owner's only if unchanged since
+   * it was observed). Never throws.
+   */
+  async takeOver(pod: V1Pod, state: OwnerState, why: string): Promise<'adopted' | 'deleted' | 'lost' | 'skipped'> {
+    const name = pod.metadata?.name
+    if (!name || this.closed || this.findSlot(name)) return 'skipped'
+    const {manager} = this.options
+    const observed = observePod(pod)
+    const own = state === 'self'
+    try {
+      const {reason, image, ip} = this.unusable(pod)
+      if (reason !== undefined || !image || !ip) {
+        // A runner without a Lease may be alive: its pods this replica cannot use are left to the
+        // lone-runner GC rule (well past their TTL) instead of being deleted now.
+        if (state === 'none') return 'skipped'
+        this.logger.info(`deleting a function pod ${why}`, {pod: name, owner: observed.owner, reason})
+        if (own) {
+          void manager.deletePodAndService(name, `${why}: ${reason}`)
+          return 'deleted'
         }
-        if (reason !== undefined || !image || !ip) {
-          this.logger.info('deleting a function pod found at startup', {pod: name, reason})
-          deleted.push(name)
-          void this.options.manager.deletePodAndService(name, `found at startup: ${reason}`)
-          continue
+        if (!(await manager.deletePodIfUnchanged(name, pod.metadata?.resourceVersion ?? ''))) {
+          this.logger.info('another replica took the function pod first', {pod: name, owner: observed.owner})
+          return 'lost'
         }
-        let entry = this.entries.get(image)
-        if (!entry) {
-          entry = {image, slots: [], rr: 0}
-          this.entries.set(image, entry)
-        }
-        const slot = new PodSlot(image, name, this.templates.version, Math.min(now, observed.lastUsed ?? now))
-        slot.created = true
-        slot.state = 'ready'
-        slot.annotatedAt = observed.lastUsed ?? 0
-        slot.address = this.addressOf(name, ip)
-        slot.client = new EvaluatorClient(slot.address, {
-          maxMessageSize: this.options.maxMessageSize,
-          channelOptions: {'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2000, 'grpc.enable_retries': 0},
-        })
-        slot.ready = Promise.resolve()
-        entry.slots.push(slot)
-        adopted.push(name)
-        this.logger.info('adopted function pod', {pod: name, image, owner: observed.owner})
-        if (observed.owner !== this.ownerLabel) {
-          this.options.manager
-            .patchPodMetadata(name, {labels: {[LABEL_OWNER]: this.ownerLabel}, annotations: {[ANNOTATION_OWNER]: this.options.owner}})
-            .catch((err: unknown) => this.logger.warn('cannot take ownership of an adopted pod', {pod: name, error: (err as Error).message}))
-        }
-        const service = buildService(this.templates, name, this.options.manager.namespace, {[LABEL_MANAGED_BY]: MANAGED_BY_FNR, [LABEL_COMPONENT]: COMPONENT_SERVICE, [LABEL_POD]: name, [LABEL_OWNER]: this.ownerLabel}, {[LABEL_FN_IMAGE]: name})
-        this.options.manager.ensureService(service, {deadline: now + this.options.podReadyTimeoutMs}).catch((err: unknown) => {
-          this.logger.warn('adopted pod has no usable Service', {pod: name, error: (err as Error).message})
-          if (this.options.addressMode === 'service') this.evict(slot, 'its Service cannot be created')
-        })
-      } catch (err) {
-        this.logger.warn('cannot adopt a function pod', {pod: name, error: (err as Error).message})
+        await manager.deleteService(name).catch(() => {})
+        this.logger.info('deleted a function pod of a replica that is gone', {pod: name, owner: observed.owner, ownerState: state, reason})
+        return 'deleted'
       }
+      const now = this.now()
+      let resourceVersion = pod.metadata?.resourceVersion
+      // Counted against the image's pod limit while the claim is in flight, so that claims made
+      // in parallel never take more pods than the limit.
+      this.claiming.set(image, (this.claiming.get(image) ?? 0) + 1)
+      const claimed = (): void => {
+        const left = (this.claiming.get(image) ?? 1) - 1
+        if (left > 0) this.claiming.set(image, left)
+        else this.claiming.delete(image)
+      }
+      try {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await manager.patchPodMetadata(
+            name,
+            {labels: {[LABEL_OWNER]: this.ownerLabel}, annotations: {[ANNOTATION_OWNER]: this.options.owner, [ANNOTATION_CLAIMED_AT]: new Date(now).toISOString()}},
+            {resourceVersion},
+          )
+          break
+        } catch (err) {
+          const code = apiStatusCode(err)
+          if (code === 409 && attempt < 2) {
+            // The pod changed since it was listed (e.g. a status update): claim it again if it
+            // still has the owner it had and is not being deleted; else another replica was first.
+            const fresh = await manager.readPod(name)
+            if (fresh && !fresh.metadata?.deletionTimestamp && fresh.metadata?.labels?.[LABEL_OWNER] === observed.owner) {
+              resourceVersion = fresh.metadata?.resourceVersion
+              continue
+            }
+          }
+          if (code === 409 || code === 404) {
+            this.logger.info('another replica took the function pod first', {pod: name, owner: observed.owner})
+            return 'lost'
+          }
+          // The outcome is unknown (the API failed): use it; a replica that did take it is seen
+          // through the pod watch (onPodEvent), which lets it go then.
+          this.logger.warn('cannot take ownership of a function pod; using it anyway', {pod: name, error: (err as Error).message})
+          break
+        }
+      }
+      } finally {
+        claimed()
+      }
+      // Now this replica's (even if a call started another pod of the image meanwhile: the pod
+      // may still have calls in flight from its previous owner, so it is never deleted here).
+      if (this.closed || this.findSlot(name)) return 'skipped'
+      const slot = this.addAdoptedSlot(name, image, ip, observed.lastUsed)
+      if (observed.owner !== this.ownerLabel) slot.adoptedFrom = observed.owner
+      this.logger.info('adopted function pod', {pod: name, image, owner: observed.owner, ownerState: state, why})
+      return 'adopted'
+    } catch (err) {
+      this.logger.warn('cannot adopt a function pod', {pod: name, error: (err as Error).message})
+      return 'skipped'
     }
-    return {adopted, deleted}
+  }
+
+  private addAdoptedSlot(name: string, image: string, ip: string, lastUsed: number | undefined): PodSlot {
+    const now = this.now()
+    let entry = this.entries.get(image)
+    if (!entry) {
+      entry = {image, slots: [], rr: 0}
+      this.entries.set(image, entry)
+    }
+    const slot = new PodSlot(image, name, this.templates.version, Math.min(now, lastUsed ?? now))
+    slot.created = true
+    slot.state = 'ready'
+    slot.annotatedAt = lastUsed ?? 0
+    slot.address = this.addressOf(name, ip)
+    slot.client = new EvaluatorClient(slot.address, {
+      maxMessageSize: this.options.maxMessageSize,
+      channelOptions: {'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2000, 'grpc.enable_retries': 0},
+    })
+    slot.ready = Promise.resolve()
+    entry.slots.push(slot)
+    const service = buildService(this.templates, name, this.options.manager.namespace, {[LABEL_MANAGED_BY]: MANAGED_BY_FNR, [LABEL_COMPONENT]: COMPONENT_SERVICE, [LABEL_POD]: name, [LABEL_OWNER]: this.ownerLabel}, {[LABEL_FN_IMAGE]: name})
+    this.options.manager.ensureService(service, {deadline: now + this.options.podReadyTimeoutMs}).catch((err: unknown) => {
+      this.logger.warn('adopted pod has no usable Service', {pod: name, error: (err as Error).message})
+      if (this.options.addressMode === 'service') this.evict(slot, 'its Service cannot be created')
+    })
+    return slot
   }
 
   /** One GC pass over the given cluster state (see gc.ts for the rules); applies and returns the plan. */
-  applyGc(pods: readonly V1Pod[], services: Parameters<typeof observeService>[0][], observedAt: number): GcPlan {
+  applyGc(pods: readonly V1Pod[], services: Parameters<typeof observeService>[0][], observedAt: number, view?: ReplicaView): GcPlan {
     const now = this.now()
     const cached = [...this.entries.values()].flatMap((e) =>
       e.slots.map((s) => ({
@@ -651,6 +754,7 @@ export class PodCache {
       observedAt,
       orphanMinAgeMs: this.options.orphanMinAgeMs,
       foreignGraceMs: this.options.foreignGraceMs,
+      ownerState: view ? (owner) => view.stateOf(owner) : undefined,
     })
     for (const e of plan.expire) {
       const slot = this.findSlot(e.name)
@@ -666,17 +770,46 @@ export class PodCache {
         (err: unknown) => this.logger.warn('cannot delete orphan Service', {service: s.name, error: (err as Error).message}),
       )
     }
-    if (plan.expire.length + plan.deletePods.length + plan.deleteServices.length > 0) {
-      this.logger.info('pod garbage collection', {expired: plan.expire.map((e) => e.name), deletedPods: plan.deletePods.map((d) => d.name), deletedServices: plan.deleteServices.map((s) => s.name)})
+    if (plan.expire.length + plan.deletePods.length + plan.deleteServices.length + plan.reclaim.length > 0) {
+      this.logger.info('pod garbage collection', {expired: plan.expire.map((e) => e.name), deletedPods: plan.deletePods.map((d) => d.name), deletedServices: plan.deleteServices.map((s) => s.name), reclaim: plan.reclaim.map((r) => r.name)})
     }
     return plan
   }
 
-  /** Lists the cluster and applies one GC pass. */
+  /**
+   * Lists the cluster and applies one GC pass; then takes over the pods of replicas that are
+   * gone and deletes their Leases once they have no pods left.
+   */
   async collectGarbage(): Promise<GcPlan> {
     const observedAt = this.now()
     const [pods, services] = await Promise.all([this.options.manager.listPods(), this.options.manager.listServices()])
-    return this.applyGc(pods, services, observedAt)
+    // Leases after pods: a replica creates its Lease before its first pod, so every pod listed
+    // here has its owner's Lease in the list that follows.
+    let view: ReplicaView | undefined
+    if (this.options.replicas) {
+      try {
+        view = await this.options.replicas.observe()
+      } catch (err) {
+        this.logger.warn('cannot list replica leases; leaving other replicas\' pods alone in this pass', {error: (err as Error).message})
+        view = {stateOf: (owner) => (owner === this.ownerLabel ? 'self' : 'live'), leases: []}
+      }
+    }
+    const plan = this.applyGc(pods, services, observedAt, view)
+    if (!view || !this.options.replicas) return plan
+    const byName = new Map(pods.map((p) => [p.metadata?.name ?? '', p]))
+    const results = await Promise.all(plan.reclaim.map(async (r) => ({r, result: await this.takeOver(byName.get(r.name)!, r.ownerState, r.reason)})))
+    const reclaimed = new Set(results.filter((x) => x.result === 'adopted' || x.result === 'deleted').map((x) => x.r.name))
+    // A gone replica's Lease goes once none of its pods is left (precondition: unchanged since listed).
+    for (const lease of view.leases) {
+      if (lease.owner === this.ownerLabel || lease.state === 'live') continue
+      const left = pods.some((p) => p.metadata?.labels?.[LABEL_OWNER] === lease.owner && !p.metadata?.deletionTimestamp && !reclaimed.has(p.metadata?.name ?? ''))
+      if (left) continue
+      await this.options.replicas.deleteLease(lease).then(
+        (deleted) => deleted && this.logger.info('deleted the lease of a replica that is gone', {lease: lease.name, owner: lease.owner, state: lease.state}),
+        (err: unknown) => this.logger.warn('cannot delete the lease of a replica that is gone', {lease: lease.name, error: (err as Error).message}),
+      )
+    }
+    return plan
   }
 
   /** The cache's state, for tests, logs and `fnr pods ls`. */

@@ -14,10 +14,19 @@
  *     only when its last-used annotation says it expired more than `foreignGraceMs` ago;
  *   - an fnr Service whose pod is neither cached nor present is deleted once it is older than
  *     `orphanMinAgeMs` (a pod and its Service are created one after the other).
+ *
+ * With several replicas (lease.ts), `ownerState` says what became of another pod's owner:
+ *   - live (its Lease is renewed): its pods and Services are never touched, whatever their state;
+ *   - expired or released: its pods are listed in `reclaim` (the caller takes the usable ones
+ *     over and deletes the rest, with resourceVersion preconditions so that exactly one replica
+ *     does it), its failed or ended pods are deleted, its Services follow the orphan rule;
+ *   - none (no Lease: a lone runner, or an fnr without leases): the rules above.
  */
 import type {V1Pod, V1Service} from '@kubernetes/client-node'
 
 import {silentLogger, type Logger} from '../log.js'
+import type {OwnerState} from './lease.js'
+import {metrics} from '../metrics.js'
 import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, ANNOTATION_TTL, LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER, LABEL_POD, MANAGED_BY_FNR} from './naming.js'
 
 export interface CachedPodState {
@@ -50,6 +59,7 @@ export interface ObservedService {
   name: string
   managed: boolean
   deleting: boolean
+  owner?: string
   /** The pod it fronts (label fnr.dev/pod). */
   pod?: string
   created?: number
@@ -68,6 +78,8 @@ export interface GcInput {
   orphanMinAgeMs?: number
   /** Default 10 min. */
   foreignGraceMs?: number
+  /** What became of another pod's owner (lease.ts); default: 'none' for every other owner. */
+  ownerState?: (owner: string | undefined) => OwnerState
 }
 
 export interface GcAction {
@@ -82,6 +94,8 @@ export interface GcPlan {
   deletePods: GcAction[]
   /** Services without a pod. */
   deleteServices: GcAction[]
+  /** Uncached pods of replicas that are gone (lease expired or released): take over or delete. */
+  reclaim: Array<GcAction & {owner: string; ownerState: 'expired' | 'released'}>
 }
 
 function parseTime(text: string | undefined): number | undefined {
@@ -113,6 +127,7 @@ export function observeService(svc: V1Service): ObservedService {
     name: svc.metadata?.name ?? '',
     managed: labels[LABEL_MANAGED_BY] === MANAGED_BY_FNR && LABEL_POD in labels,
     deleting: !!svc.metadata?.deletionTimestamp,
+    owner: labels[LABEL_OWNER],
     pod: labels[LABEL_POD],
     created: parseTime(svc.metadata?.creationTimestamp as unknown as string | undefined) ?? toMs(svc.metadata?.creationTimestamp),
   }
@@ -123,7 +138,8 @@ function toMs(value: unknown): number | undefined {
 }
 
 export function planGc(input: GcInput): GcPlan {
-  const plan: GcPlan = {expire: [], deletePods: [], deleteServices: []}
+  const plan: GcPlan = {expire: [], deletePods: [], deleteServices: [], reclaim: []}
+  const stateOf = (owner: string | undefined): OwnerState => (owner === input.self ? 'self' : input.ownerState?.(owner) ?? 'none')
   const orphanMinAge = input.orphanMinAgeMs ?? 60_000
   const foreignGrace = input.foreignGraceMs ?? 600_000
   const podsByName = new Map(input.pods.map((p) => [p.name, p]))
@@ -139,8 +155,12 @@ export function planGc(input: GcInput): GcPlan {
 
   for (const p of input.pods) {
     if (!p.managed || p.deleting || cachedNames.has(p.name)) continue
+    const owner = stateOf(p.owner)
+    if (owner === 'live') continue // another live replica's: never touched
     if (p.phase === 'Failed' || p.phase === 'Succeeded') plan.deletePods.push({name: p.name, reason: `the pod is ${p.phase}`})
-    else if (p.owner === input.self) plan.deletePods.push({name: p.name, reason: 'orphan: no cache entry owns it'})
+    else if (owner === 'expired' || owner === 'released') {
+      plan.reclaim.push({name: p.name, owner: p.owner ?? '', ownerState: owner, reason: `its runner ${p.owner ?? '(unknown)'} is gone (lease ${owner})`})
+    } else if (p.owner === input.self) plan.deletePods.push({name: p.name, reason: 'orphan: no cache entry owns it'})
     else {
       const lastUsed = p.lastUsed ?? p.created
       if (lastUsed !== undefined && p.ttlMs !== undefined && input.now - lastUsed >= p.ttlMs + foreignGrace) {
@@ -153,6 +173,7 @@ export function planGc(input: GcInput): GcPlan {
   for (const s of input.services) {
     if (!s.managed || s.deleting || !s.pod) continue
     if (cachedNames.has(s.pod)) continue
+    if (stateOf(s.owner) === 'live') continue // another live replica's: never touched
     const pod = podsByName.get(s.pod)
     if (pod && !deletedPods.has(s.pod)) continue
     if (deletedPods.has(s.pod)) continue // deleted together with its pod
@@ -193,6 +214,7 @@ export class PodGarbageCollector {
     const run = this.target.collectGarbage().then(
       (plan) => {
         this.runs++
+        metrics().podGc(plan)
         return plan
       },
       (err: unknown) => {

@@ -330,9 +330,39 @@ export class PodManager {
     }
   }
 
-  /** Merge-patches a pod's labels and/or annotations. */
-  async patchPodMetadata(name: string, metadata: {labels?: Record<string, string>; annotations?: Record<string, string>}): Promise<void> {
-    await withApiRetries(() => this.core.patchNamespacedPod({name, namespace: this.namespace, body: {metadata}}, this.mergePatch), {what: `cannot patch pod ${this.namespace}/${name}`, attempts: 2})
+  /**
+   * Merge-patches a pod's labels and/or annotations. With `resourceVersion`, the patch only
+   * applies to that version of the pod (409 Conflict otherwise): how replicas take a pod over
+   * without two of them ever both taking it.
+   */
+  async patchPodMetadata(name: string, metadata: {labels?: Record<string, string>; annotations?: Record<string, string>}, options: {resourceVersion?: string} = {}): Promise<V1Pod> {
+    const body = {metadata: options.resourceVersion ? {...metadata, resourceVersion: options.resourceVersion} : metadata}
+    return withApiRetries(() => this.core.patchNamespacedPod({name, namespace: this.namespace, body}, this.mergePatch), {what: `cannot patch pod ${this.namespace}/${name}`, attempts: 2})
+  }
+
+  /** Reads a pod from the API server (not the watch cache); undefined when it does not exist. */
+  async readPod(name: string): Promise<V1Pod | undefined> {
+    try {
+      return await withApiRetries(() => this.core.readNamespacedPod({name, namespace: this.namespace}), {what: `cannot read pod ${this.namespace}/${name}`, attempts: 2})
+    } catch (err) {
+      if (apiStatusCode(err) === 404) return undefined
+      throw err
+    }
+  }
+
+  /**
+   * Deletes a pod only if it is still at `resourceVersion` (a delete precondition): false when it
+   * changed (e.g. another replica took it over) or is gone already.
+   */
+  async deletePodIfUnchanged(name: string, resourceVersion: string): Promise<boolean> {
+    try {
+      await withApiRetries(() => this.core.deleteNamespacedPod({name, namespace: this.namespace, body: {preconditions: {resourceVersion}}}), {what: `cannot delete pod ${this.namespace}/${name}`, attempts: 3})
+      return true
+    } catch (err) {
+      const code = apiStatusCode(err)
+      if (code === 409 || code === 404) return false
+      throw err
+    }
   }
 
   async listPods(): Promise<V1Pod[]> {

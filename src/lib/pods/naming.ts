@@ -44,6 +44,13 @@ export const ANNOTATION_TTL = 'fnr.dev/ttl-seconds'
 export const ANNOTATION_OWNER = 'fnr.dev/owner'
 /** A random id per create request, so a retried create recognises its own pod on 409. */
 export const ANNOTATION_CREATION_ID = 'fnr.dev/creation-id'
+/**
+ * When the owner took the pod over (adoption at startup or reclaim from a replica that is gone):
+ * written with a resourceVersion precondition, so two replicas can never both take one pod.
+ */
+export const ANNOTATION_CLAIMED_AT = 'fnr.dev/claimed-at'
+/** On a replica's Lease (app.kubernetes.io/component). */
+export const COMPONENT_LEASE = 'replica-lease'
 
 /** Label selector of every function pod fnr manages. */
 export const POD_SELECTOR = `${LABEL_MANAGED_BY}=${MANAGED_BY_FNR},${LABEL_FN_IMAGE}`
@@ -135,7 +142,44 @@ export function labelValueFor(text: string): string {
   return cut ? `${cut}-${hash}` : hash
 }
 
-/** This runner's identity: $POD_NAME (set from the downward API), else the host name. */
+/**
+ * This runner's identity (its replica id): $POD_NAME (set from the downward API) when set, which
+ * is stable across container restarts in one pod, so a restarted container adopts its own pods at
+ * once; otherwise the host name plus a random suffix per process start, since several processes
+ * on one host (or a restarted one) must not share an identity.
+ */
 export function defaultRunnerIdentity(env: NodeJS.ProcessEnv = process.env): string {
-  return env.POD_NAME || os.hostname() || 'fnr'
+  if (env.POD_NAME) return env.POD_NAME
+  return `${os.hostname() || 'fnr'}-${randomSuffix()}`
+}
+
+/**
+ * The labels of a function pod: what the runner's pod cache and `fnr pods warm` put on the pods
+ * they create (one definition, so either kind of pod is adopted and collected the same way).
+ */
+export function functionPodLabels(podName: string, image: string, ownerLabel: string): Record<string, string> {
+  return {
+    [LABEL_FN_IMAGE]: podName,
+    [LABEL_MANAGED_BY]: MANAGED_BY_FNR,
+    [LABEL_COMPONENT]: COMPONENT_POD,
+    [LABEL_IMAGE_HASH]: imageHash(image),
+    [LABEL_OWNER]: ownerLabel,
+  }
+}
+
+/** The annotations of a new function pod (see functionPodLabels). */
+export function functionPodAnnotations(input: {templateVersion: string; image: string; owner: string; now: number; ttlMs: number; creationId: string}): Record<string, string> {
+  return {
+    [ANNOTATION_TEMPLATE_VERSION]: input.templateVersion,
+    [ANNOTATION_IMAGE]: input.image,
+    [ANNOTATION_OWNER]: input.owner,
+    [ANNOTATION_LAST_USED]: new Date(input.now).toISOString(),
+    [ANNOTATION_TTL]: String(Math.round(input.ttlMs / 1000)),
+    [ANNOTATION_CREATION_ID]: input.creationId,
+  }
+}
+
+/** The labels of a function pod's Service; its selector is {[LABEL_FN_IMAGE]: podName}. */
+export function functionServiceLabels(podName: string, ownerLabel: string): Record<string, string> {
+  return {[LABEL_MANAGED_BY]: MANAGED_BY_FNR, [LABEL_COMPONENT]: COMPONENT_SERVICE, [LABEL_POD]: podName, [LABEL_OWNER]: ownerLabel}
 }

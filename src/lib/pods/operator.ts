@@ -9,6 +9,12 @@
  * or when its last use (fnr.dev/last-used, which the runner keeps up to date while the pod
  * takes calls) is older than its TTL (fnr.dev/ttl-seconds) or than --older-than. A pod in use
  * therefore always has a recent last-used time and is never collected, except by --all.
+ *
+ * Stale templates: given the runner's current template version (template-operator.ts), a pod
+ * made from another version is collected too (the runner replaces such pods as they go idle and
+ * deletes them at startup), but only once its last use is older than a grace period (default
+ * 10 min, gc.ts's grace for another runner's pods), since from outside "idle" can only be read
+ * from that annotation. `fnr pods warm` is in warm-operator.ts.
  */
 import type {V1Pod, V1Service} from '@kubernetes/client-node'
 
@@ -18,6 +24,8 @@ import {silentLogger, type Logger} from '../log.js'
 import {observePod, observeService, planGc} from './gc.js'
 import {PodManager, podReadiness} from './manager.js'
 import {ANNOTATION_TEMPLATE_VERSION} from './naming.js'
+import type {Templates} from './template.js'
+import {runnerTemplates, type RunnerTemplateOptions} from './template-operator.js'
 
 export interface OperatorOptions {
   namespace: string
@@ -54,8 +62,21 @@ export interface GcOptions {
   olderThanMs?: number
   /** An fnr Service without a pod is deleted once older than this (default 60 s; 0 with --all). */
   orphanMinAgeMs?: number
+  /**
+   * The runner's current template version (template-operator.ts). When set, a pod made from
+   * another version is collected once idle for staleGraceMs (the stale-template rule).
+   */
+  currentTemplateVersion?: string
+  /** How long a pod of another template version must have been idle (default 10 min, gc.ts's grace for another runner's pods). */
+  staleGraceMs?: number
   now?: number
 }
+
+/** Template versions that only a runner reading FunctionConfigs can compute (template-porch.ts, runtime.ts overlays). */
+const FUNCTION_CONFIG_VERSION = /^porch-|-fc[0-9a-f]+$/
+
+/** Default of --stale-grace: the grace gc.ts gives another runner's pods. */
+export const DEFAULT_STALE_GRACE_MS = 600_000
 
 export interface GcItem {
   kind: 'pod' | 'service'
@@ -128,6 +149,11 @@ export class PodOperator {
     }
   }
 
+  /** The runner's current templates (see template-operator.ts). */
+  async currentTemplates(options: RunnerTemplateOptions): Promise<Templates> {
+    return runnerTemplates(this.clients, options)
+  }
+
   close(): void {
     this.manager.close()
   }
@@ -185,13 +211,36 @@ export function planOperatorGc(pods: readonly V1Pod[], services: readonly V1Serv
     const reason = d.reason.startsWith('expired') ? (ttlOverride !== undefined ? 'idle for longer than --older-than' : 'idle for longer than its TTL') : d.reason
     items.push({kind: 'pod', name: d.name, reason, ...(image ? {image} : {})})
   }
+  // The stale-template rule. The runner replaces pods of another template version as they go
+  // idle (and deletes them when it finds them at startup); from outside, "idle" can only be read
+  // from fnr.dev/last-used, which the runner refreshes whenever a call takes the pod (at least
+  // every 5 minutes while in use). So a pod qualifies only when its last use (or creation) is
+  // older than the grace: a pod with a call in flight, or used recently, is never touched.
+  if (options.currentTemplateVersion !== undefined) {
+    const grace = options.staleGraceMs ?? DEFAULT_STALE_GRACE_MS
+    const planned = new Set(items.filter((i) => i.kind === 'pod').map((i) => i.name))
+    for (const pod of pods) {
+      const p = observePod(pod)
+      if (!p.managed || p.deleting || planned.has(p.name)) continue
+      const version = pod.metadata?.annotations?.[ANNOTATION_TEMPLATE_VERSION]
+      if (version === options.currentTemplateVersion) continue
+      // Made by a runner whose templates come from FunctionConfigs (--function-config-source:
+      // Porch's PodTemplate base "porch-…", FunctionConfig overrides "…-fc…"), which the CLI does
+      // not read: it cannot tell whether they are current, so it leaves them to that runner.
+      if (version !== undefined && FUNCTION_CONFIG_VERSION.test(version)) continue
+      const lastUse = p.lastUsed ?? p.created
+      if (lastUse === undefined || options.now - lastUse < grace) continue
+      items.push({kind: 'pod', name: p.name, reason: `stale template: version ${version ?? '(none)'} is not the current ${options.currentTemplateVersion}`, ...(p.image ? {image: p.image} : {})})
+    }
+  }
   for (const s of plan.deleteServices) items.push({kind: 'service', name: s.name, reason: s.reason})
   return items
 }
 
 export interface ProgressTask<R> {
   title: string
-  run: () => Promise<R>
+  /** `update` shows a one-line detail under the title (terminal only). */
+  run: (update: (detail: string) => void) => Promise<R>
   /** The line that replaces the title when the task ends. */
   done: (result: R) => {ok: boolean; line: string}
 }
@@ -210,8 +259,8 @@ export async function runWithProgress<R>(tasks: ReadonlyArray<ProgressTask<R>>, 
     const list = new Listr(
       tasks.map((t, i) => ({
         title: t.title,
-        task: async (_ctx: unknown, task: {title: string}) => {
-          results[i] = await t.run()
+        task: async (_ctx: unknown, task: {title: string; output: string}) => {
+          results[i] = await t.run((detail) => (task.output = detail))
           const {ok, line} = t.done(results[i]!)
           task.title = line
           if (!ok) throw new Error(line)
@@ -225,7 +274,7 @@ export async function runWithProgress<R>(tasks: ReadonlyArray<ProgressTask<R>>, 
   let next = 0
   const worker = async (): Promise<void> => {
     for (let i = next++; i < tasks.length; i = next++) {
-      results[i] = await tasks[i]!.run()
+      results[i] = await tasks[i]!.run(() => {})
       const {ok, line} = tasks[i]!.done(results[i]!)
       stderr.write(`${ok ? 'ok' : 'FAILED'}: ${line}\n`)
     }

@@ -5,7 +5,7 @@
  */
 import type {V1Pod} from '@kubernetes/client-node'
 
-import {PodCacheConfig, type ResourceRequirements} from '../config/pod-cache-config.js'
+import {PodCacheConfig, type ImagePodSettings, type ResourceRequirements} from '../config/pod-cache-config.js'
 import {FnrError} from '../errors.js'
 import {connectKube, runnerNamespace, type KubeClients, type KubeConnectOptions} from '../k8s/client.js'
 import {silentLogger, type Logger} from '../log.js'
@@ -13,9 +13,11 @@ import type {DockerConfig} from '../registry/auth.js'
 import {attachPullSecret, ensurePullSecret} from '../registry/pull-secret.js'
 import {PodCache, type PodAddressMode} from './cache.js'
 import {PodGarbageCollector} from './gc.js'
+import {DEFAULT_LEASE_DURATION_MS, LeaseObserver, ReplicaLease, noLeaseView, type ReplicaView} from './lease.js'
 import {PodManager} from './manager.js'
 import type {ImageMetadataSource} from './metadata.js'
-import {defaultRunnerIdentity} from './naming.js'
+import {defaultRunnerIdentity, labelValueFor} from './naming.js'
+import type {InlineTemplateOptions} from './template.js'
 import {TemplateSource} from './template-source.js'
 import {warmUpPods, type WarmUpResult} from './warmup.js'
 
@@ -40,8 +42,14 @@ export interface PodRuntimeOptions {
   kube?: KubeConnectOptions
   /** With private registries on: the pull Secret to create and attach. */
   pullSecret?: {name: string; dockerConfig: DockerConfig; dockerConfigJson: Buffer}
-  /** Runner identity; default $POD_NAME or the host name. */
+  /** Replica id (owner label, Lease holder); default $POD_NAME, else the host name plus a random suffix. */
   owner?: string
+  /**
+   * --replica-lease-duration: this replica's Lease in the pod namespace, renewed every third of
+   * it (default 30 s); 0 holds no Lease (other replicas then treat this one's pods as a lone
+   * runner's).
+   */
+  leaseDurationMs?: number
   /** Where the template ConfigMap is; default the runner's own namespace. */
   runnerNamespace?: string
   /** Requests/limits of the inline template's function container. */
@@ -52,6 +60,23 @@ export interface PodRuntimeOptions {
   watchRetryMs?: number
   warmUpConcurrency?: number
   logger?: Logger
+  /** A live source of per-image settings, warm-up images and pod changes (the FunctionConfig source). */
+  extension?: PodRuntimeExtension
+}
+
+/** What a live configuration source (function-config-crd.ts) adds to the pod runtime. */
+export interface PodRuntimeExtension {
+  /** Per-image settings; `fallback` is what cacheConfig and the flags give. */
+  settingsFor(image: string, fallback: ImagePodSettings): ImagePodSettings
+  /** More images to warm up. */
+  warmUpImages(): string[]
+  /** Changes a new pod before it is created (after the template and per-image resources). */
+  preparePod(pod: V1Pod, image: string): void
+  /** The base templates when there is no --function-pod-template (Porch's PodTemplate and ServiceTemplate). */
+  baseTemplates?(clients: KubeClients, inline: Partial<InlineTemplateOptions>, extra: Record<string, unknown>): Promise<TemplateSource>
+  /** The version of those changes ('' for none), and a way to hear when it changes. */
+  overlayVersion(): string
+  onChange(listener: () => void): () => void
 }
 
 export class PodRuntime {
@@ -67,6 +92,7 @@ export class PodRuntime {
     readonly templates: TemplateSource,
     readonly cache: PodCache,
     readonly gc: PodGarbageCollector,
+    readonly lease: ReplicaLease | undefined,
     started: Promise<void>,
     warmedUp: Promise<WarmUpResult | undefined>,
     private readonly cleanups: Array<() => void>,
@@ -81,6 +107,8 @@ export class PodRuntime {
     for (const c of this.cleanups) c()
     await this.gc.stop()
     this.cache.close()
+    // After the cache: no pod is created any more, so the others may take this one's pods over.
+    await this.lease?.release()
     this.templates.close()
     this.manager.close()
   }
@@ -98,6 +126,8 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
   if (options.templateConfigMap) {
     const ns = options.runnerNamespace ?? runnerNamespace(clients)
     templates = await TemplateSource.fromConfigMap({...clients, namespace: ns, name: options.templateConfigMap, extra: templateExtra, logger, watchRetryMs: options.watchRetryMs})
+  } else if (options.extension?.baseTemplates) {
+    templates = await options.extension.baseTemplates(clients, {wrapperServerImage: options.wrapperServerImage, resources: options.inlineResources}, templateExtra)
   } else {
     if (!options.wrapperServerImage) {
       throw new FnrError('Config', 'environment variable WRAPPER_SERVER_IMAGE must be set to use the pod runtime with the inline template (or pass --function-pod-template, or --disable-runtimes=pod)')
@@ -105,6 +135,10 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
     templates = TemplateSource.inline({wrapperServerImage: options.wrapperServerImage, resources: options.inlineResources}, templateExtra)
   }
 
+  const ownerLabel = labelValueFor(owner)
+  const leaseDurationMs = options.leaseDurationMs ?? DEFAULT_LEASE_DURATION_MS
+  const lease = leaseDurationMs > 0 ? new ReplicaLease({...clients, namespace: options.namespace, identity: owner, ownerLabel, durationMs: leaseDurationMs, logger}) : undefined
+  const observer = leaseDurationMs > 0 ? new LeaseObserver({...clients, namespace: options.namespace, self: ownerLabel}) : undefined
   const manager = new PodManager({...clients, namespace: options.namespace, logger, pollMs: options.pollMs, watchRetryMs: options.watchRetryMs})
   const defaults = {ttlMs: options.ttlMs, maxWaitlistLength: options.maxWaitlistLength, maxParallelPods: options.maxParallelPods}
 
@@ -121,33 +155,57 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
     return secretReady
   }
 
+  const extension = options.extension
+  const cleanups: Array<() => void> = []
+  if (extension) {
+    const syncOverlay = (): void => templates.setOverlayVersion(extension.overlayVersion())
+    syncOverlay()
+    cleanups.push(extension.onChange(syncOverlay))
+  }
+  const basePrepare = options.pullSecret
+    ? async (pod: V1Pod, image: string) => {
+        if (attachPullSecret(pod.spec!, options.pullSecret!.name, options.pullSecret!.dockerConfig, image)) await ensureSecret()
+      }
+    : undefined
   const cache = new PodCache({
     manager,
     metadata: options.metadata,
     templates: templates.current(),
-    settingsFor: (image) => options.cacheConfig.settingsFor(image, defaults),
+    settingsFor: extension ? (image) => extension.settingsFor(image, options.cacheConfig.settingsFor(image, defaults)) : (image) => options.cacheConfig.settingsFor(image, defaults),
     owner,
     podReadyTimeoutMs: options.podReadyTimeoutMs,
     addressMode: options.addressMode,
     clusterDomain: options.clusterDomain,
     maxMessageSize: options.maxRequestBodySize,
-    preparePod: options.pullSecret
+    preparePod: extension
       ? async (pod: V1Pod, image: string) => {
-          if (attachPullSecret(pod.spec!, options.pullSecret!.name, options.pullSecret!.dockerConfig, image)) await ensureSecret()
+          extension.preparePod(pod, image)
+          await basePrepare?.(pod, image)
         }
-      : undefined,
+      : basePrepare,
     logger,
     orphanMinAgeMs: options.orphanMinAgeMs,
     foreignGraceMs: options.foreignGraceMs,
+    replicas: observer,
   })
-  const cleanups: Array<() => void> = []
   cleanups.push(templates.onChange((t) => cache.setTemplates(t)))
   cleanups.push(manager.onPodChange((type, pod) => cache.onPodEvent(type, pod)))
 
   await manager.start()
-  const started = manager.whenSynced().then(() => {
-    const {adopted, deleted} = cache.adopt(manager.observedPods())
-    logger.info('pod runtime started', {namespace: options.namespace, owner, template: templates.current().origin, templateVersion: templates.current().version, adopted: adopted.length, deleted: deleted.length})
+  // The Lease first (before any pod of this replica exists), then the pods, then the Leases of
+  // the others (so every pod seen has its owner's Lease in that list).
+  const leaseStarted = lease ? lease.start() : Promise.resolve()
+  const started = Promise.all([manager.whenSynced(), leaseStarted]).then(async () => {
+    const pods = manager.observedPods()
+    let view: ReplicaView = noLeaseView(ownerLabel)
+    if (observer) {
+      view = await observer.observe().catch((err: unknown) => {
+        logger.warn('cannot list replica leases; adopting only this replica\'s own pods', {error: (err as Error).message})
+        return {stateOf: (o: string | undefined) => (o === ownerLabel ? 'self' : 'live'), leases: []} satisfies ReplicaView
+      })
+    }
+    const {adopted, deleted} = await cache.adopt(pods, view)
+    logger.info('pod runtime started', {namespace: options.namespace, owner, lease: lease?.name, leaseDurationSeconds: lease?.durationSeconds, template: templates.current().origin, templateVersion: templates.current().version, adopted: adopted.length, deleted: deleted.length})
   })
   cache.setStartup(started)
   const gc = new PodGarbageCollector(cache, options.scanIntervalMs, logger)
@@ -169,8 +227,9 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
           logger.warn('the pod runtime could not list its pods in time; skipping warm-up', {timeoutMs: options.podReadyTimeoutMs})
           return undefined
         }
-        return warmUpPods(cache, options.cacheConfig.images(), {concurrency: options.warmUpConcurrency, logger})
+        const images = [...new Set([...options.cacheConfig.images(), ...(extension?.warmUpImages() ?? [])])]
+        return warmUpPods(cache, images, {concurrency: options.warmUpConcurrency, logger})
       })
     : Promise.resolve(undefined)
-  return new PodRuntime(clients, manager, templates, cache, gc, started, warmedUp, cleanups)
+  return new PodRuntime(clients, manager, templates, cache, gc, lease, started, warmedUp, cleanups)
 }

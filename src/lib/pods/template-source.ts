@@ -17,8 +17,13 @@ import {inlineTemplates, templatesFromConfigMap, type InlineTemplateOptions, typ
 export class TemplateSource {
   private listeners = new Set<(templates: Templates) => void>()
   private watcher: ResourceWatcher<V1ConfigMap> | undefined
+  /** The templates as read (inline or the ConfigMap), before the overlay version is added. */
+  private base: Templates
+  private overlayVersion = ''
 
-  private constructor(private templates: Templates) {}
+  private constructor(private templates: Templates) {
+    this.base = templates
+  }
 
   static inline(options: InlineTemplateOptions, extra: Record<string, unknown> = {}): TemplateSource {
     return new TemplateSource(inlineTemplates(options, extra))
@@ -37,15 +42,8 @@ export class TemplateSource {
   }): Promise<TemplateSource> {
     const {core, namespace, name} = options
     const logger = options.logger ?? silentLogger
-    const where = `function pod template ConfigMap ${namespace}/${name} (--function-pod-template)`
-    let cm: V1ConfigMap
-    try {
-      cm = await withApiRetries(() => core.readNamespacedConfigMap({name, namespace}), {what: `cannot read ${where}`})
-    } catch (err) {
-      if (apiStatusCode(err) === 404) throw new FnrError('Config', `${where} does not exist`, {cause: err})
-      throw err instanceof FnrError ? new FnrError('Config', err.message, {cause: err, details: err.details}) : kubeError(err, `cannot read ${where}`)
-    }
-    const source = new TemplateSource(templatesFromConfigMap(cm, options.extra))
+    const {cm, templates} = await readTemplateConfigMap(core, namespace, name, options.extra)
+    const source = new TemplateSource(templates)
     let lastResourceVersion = cm.metadata?.resourceVersion
     source.watcher = new ResourceWatcher<V1ConfigMap>({
       k8s: options.k8s,
@@ -78,6 +76,18 @@ export class TemplateSource {
     return source
   }
 
+  /**
+   * A source fed from elsewhere (Porch's PodTemplate and ServiceTemplate objects, template-porch.ts): `set`
+   * replaces the templates; `onClose` stops the feeder.
+   */
+  static fed(initial: Templates, onClose?: () => void): {source: TemplateSource; set(next: Templates): void} {
+    const source = new TemplateSource(initial)
+    if (onClose) source.closers.push(onClose)
+    return {source, set: (next) => source.update(next)}
+  }
+
+  private closers: Array<() => void> = []
+
   current(): Templates {
     return this.templates
   }
@@ -87,13 +97,43 @@ export class TemplateSource {
     return () => this.listeners.delete(listener)
   }
 
+  /**
+   * Per-image changes made to new pods elsewhere (FunctionConfig templateOverrides) have a version too; it is
+   * part of the template version, so a change of them replaces pods like a template change does. '' for none.
+   */
+  setOverlayVersion(version: string): void {
+    if (version === this.overlayVersion) return
+    this.overlayVersion = version
+    this.update(this.base)
+  }
+
   private update(next: Templates): void {
-    if (next.version === this.templates.version) return
-    this.templates = next
-    for (const l of this.listeners) l(next)
+    this.base = next
+    const composed = this.overlayVersion ? {...next, version: `${next.version}-${this.overlayVersion}`} : next
+    if (composed.version === this.templates.version) return
+    this.templates = composed
+    for (const l of this.listeners) l(composed)
   }
 
   close(): void {
     this.watcher?.stop()
+    for (const c of this.closers.splice(0)) c()
   }
+}
+
+/**
+ * Reads the --function-pod-template ConfigMap once and checks its templates (a missing or broken
+ * one is a Config error): what TemplateSource.fromConfigMap starts from, and what `fnr pods warm|gc`
+ * use to learn the runner's current templates.
+ */
+export async function readTemplateConfigMap(core: CoreV1Api, namespace: string, name: string, extra: Record<string, unknown> = {}): Promise<{cm: V1ConfigMap; templates: Templates}> {
+  const where = `function pod template ConfigMap ${namespace}/${name} (--function-pod-template)`
+  let cm: V1ConfigMap
+  try {
+    cm = await withApiRetries(() => core.readNamespacedConfigMap({name, namespace}), {what: `cannot read ${where}`})
+  } catch (err) {
+    if (apiStatusCode(err) === 404) throw new FnrError('Config', `${where} does not exist`, {cause: err})
+    throw err instanceof FnrError ? new FnrError('Config', err.message, {cause: err, details: err.details}) : kubeError(err, `cannot read ${where}`)
+  }
+  return {cm, templates: templatesFromConfigMap(cm, extra)}
 }

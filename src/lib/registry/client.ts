@@ -28,6 +28,7 @@ import https from 'node:https'
 
 import {FnrError, firstLine, type ErrorKind} from '../errors.js'
 import type {Logger} from '../log.js'
+import {metrics} from '../metrics.js'
 import {DockerConfig, TokenCache, basicAuthorization, findChallenge, parseWwwAuthenticate, type RegistryCredentials} from './auth.js'
 import {BodyTooLargeError, RequestTimeoutError, formatMs, httpRequest, type HttpResponse} from './http.js'
 import {
@@ -274,6 +275,7 @@ export class RegistryClient {
 
   private async inspectUncoalesced(ref: ImageReference, platform: Platform, key: string, signal?: AbortSignal): Promise<ImageMetadata> {
     const cached = this.cacheGet(key)
+    metrics().registryMetadataCache(cached === undefined ? 'miss' : ref.isDigest || this.now() - cached.checkedAt < this.revalidateAfterMs ? 'hit' : 'revalidated')
     if (cached !== undefined) {
       if (ref.isDigest || this.now() - cached.checkedAt < this.revalidateAfterMs) return cached.meta
       let current: string | undefined
@@ -443,6 +445,7 @@ export class RegistryClient {
     let basicTried = authorization?.startsWith('Basic ') ?? false
     for (;;) {
       const res = await this.send(registry, pathname, ctx, {...opts, authorization})
+      metrics().registryRequest(opts.method ?? 'GET', res.status)
       if (res.status !== 401) return res
       const challenges = parseWwwAuthenticate(res.headers['www-authenticate'])
       const bearer = findChallenge(challenges, 'bearer')

@@ -5,6 +5,7 @@
 import type { ListStrategy, StrategyLookup } from './patch.js';
 import { deepEqual, isPlainObject } from './patch.js';
 import type { FieldError, KubeObject } from './status.js';
+import { badRequest } from './status.js';
 import type { NameRule } from './validation.js';
 import { isDns1123Label, isQualifiedName, validateAnnotations, validateLabels, validateName } from './validation.js';
 
@@ -107,14 +108,14 @@ function age(o: KubeObject, now: number): string {
   return Number.isNaN(ts) ? '<unknown>' : humanDuration(now - ts);
 }
 
-const NAME_COLUMN: TableColumn = {
+export const NAME_COLUMN: TableColumn = {
   name: 'Name',
   type: 'string',
   format: 'name',
   description: 'Name must be unique within a namespace. Cannot be updated.',
   priority: 0,
 };
-const AGE_COLUMN: TableColumn = {
+export const AGE_COLUMN: TableColumn = {
   name: 'Age',
   type: 'string',
   description: 'CreationTimestamp is a timestamp representing the server time when this object was created.',
@@ -547,7 +548,7 @@ const services: ResourceType = {
 // ---------------------------------------------------------------------------------------------------------------
 // the rest of core/v1 and coordination.k8s.io/v1
 
-function simpleType(
+export function simpleType(
   base: Pick<ResourceType, 'group' | 'version' | 'resource' | 'singular' | 'kind' | 'namespaced' | 'shortNames' | 'nameRule'> & Partial<ResourceType>,
 ): ResourceType {
   return {
@@ -737,6 +738,29 @@ const events = simpleType({
   },
 });
 
+const MICRO_TIME = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(.*)$/;
+const MICRO_FRACTION = /^\.(\d{6})(Z|[+-]\d\d:\d\d)$/;
+
+/**
+ * A metav1.MicroTime as kube-apiserver decodes it: `time.Parse("2006-01-02T15:04:05.000000Z07:00")`, so exactly six
+ * fractional digits (a JavaScript `toISOString()` with three is a 400), stored and returned in UTC.
+ */
+export function normalizeMicroTime(kind: string, value: unknown): unknown {
+  if (value === undefined || value === null) return value;
+  const cannot = (detail: string): never => {
+    throw badRequest(`${kind} in version "v1" cannot be handled as a ${kind}: ${detail}`);
+  };
+  if (typeof value !== 'string') return cannot(`json: cannot unmarshal ${typeof value} into Go value of type string`);
+  const layout = '"2006-01-02T15:04:05.000000Z07:00"';
+  const m = MICRO_TIME.exec(value);
+  const seconds = m ? Date.parse(`${m[1]}Z`) : NaN;
+  if (!m || Number.isNaN(seconds)) return cannot(`parsing time ${JSON.stringify(value)} as ${layout}: cannot parse ${JSON.stringify(value)} as "2006"`);
+  const f = MICRO_FRACTION.exec(m[2]!);
+  if (!f) return cannot(`parsing time ${JSON.stringify(value)} as ${layout}: cannot parse ${JSON.stringify(m[2])} as ".000000"`);
+  const zone = f[2] === 'Z' ? 0 : (f[2]!.startsWith('-') ? -1 : 1) * (Number(f[2]!.slice(1, 3)) * 60 + Number(f[2]!.slice(4, 6))) * 60_000;
+  return `${new Date(seconds - zone).toISOString().slice(0, 19)}.${f[1]}Z`;
+}
+
 const leases = simpleType({
   group: 'coordination.k8s.io',
   version: 'v1',
@@ -746,6 +770,12 @@ const leases = simpleType({
   namespaced: true,
   shortNames: [],
   nameRule: 'subdomain',
+  applyDefaults(lease) {
+    if (!isPlainObject(lease.spec)) return;
+    for (const field of ['acquireTime', 'renewTime']) {
+      if (field in lease.spec) lease.spec[field] = normalizeMicroTime('Lease', lease.spec[field]);
+    }
+  },
   validate(lease) {
     const spec = obj(lease.spec);
     const errs: FieldError[] = [];
@@ -765,6 +795,17 @@ const leases = simpleType({
 
 /** Every resource type the server knows, in discovery order. */
 export const RESOURCE_TYPES: readonly ResourceType[] = [configmaps, endpoints, events, namespaces, pods, secrets, services, leases];
+
+/**
+ * Adds a resource type to every server in this process (custom resources: see custom-resources.ts). Registering
+ * the same group/version/resource again is a no-op and returns the type already registered.
+ */
+export function registerResourceType(rt: ResourceType): ResourceType {
+  const existing = findResourceType(rt.group, rt.version, rt.resource);
+  if (existing) return existing;
+  (RESOURCE_TYPES as ResourceType[]).push(rt);
+  return rt;
+}
 
 export function findResourceType(group: string, version: string, resource: string): ResourceType | undefined {
   return RESOURCE_TYPES.find((r) => r.group === group && r.version === version && r.resource === resource);

@@ -69,6 +69,20 @@ export function unreapedChildren(): number[] {
   return out
 }
 
+/** "pid (comm)" of each unreaped child, for messages (a zombie has no cmdline left, but keeps comm). */
+export function describeUnreaped(pids: readonly number[]): string {
+  return pids
+    .map((pid) => {
+      try {
+        const text = readFileSync(`/proc/${pid}/stat`, 'utf8')
+        return `${pid} ${text.slice(text.indexOf('('), text.lastIndexOf(')') + 1)}`
+      } catch {
+        return `${pid} (gone)`
+      }
+    })
+    .join(', ')
+}
+
 /**
  * Waits (up to `ms`) for every process under `dirs` to be gone; returns those still alive.
  * Function processes are killed asynchronously after a call ends, so a short wait is normal.

@@ -17,7 +17,7 @@ import {checkHealth, healthClient} from '../health.js'
 import {serveOptions, startInProcess} from '../serve.js'
 import {SAMPLE_RL, TempDirs} from '../tmp.js'
 import {makeReliabilityFunctions, type FunctionsDir} from './functions.js'
-import {describeProcesses, leftoversAfter, unreapedChildren} from './processes.js'
+import {describeProcesses, describeUnreaped, leftoversAfter, unreapedChildren} from './processes.js'
 import {eventually, tally, withinHangLimit} from './tally.js'
 import {RawEvaluatorClient} from './wire.js'
 
@@ -83,8 +83,10 @@ abstract class BaseTarget implements Target {
     const left = await leftoversAfter([this.fns.dir])
     expect(left, `${where}: processes left running: ${describeProcesses(left)}`).to.deep.equal([])
     // A function that just exited is a zombie until Node reaps it; one that stays one is a leak.
-    const reaped = await eventually(() => unreapedChildren().length === 0)
-    expect(reaped, `${where}: unreaped children ${unreapedChildren().join(', ')}`).to.equal(true)
+    // Reaping waits for the event loop, which a loaded machine (CI, parallel suites) can delay by
+    // seconds, so the wait is generous: a real leak stays a zombie for ever.
+    const reaped = await eventually(() => unreapedChildren().length === 0, 20_000)
+    expect(reaped, `${where}: unreaped children ${describeUnreaped(unreapedChildren())}`).to.equal(true)
   }
 
   async stop(): Promise<void> {

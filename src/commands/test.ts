@@ -1,0 +1,48 @@
+import {Args, Flags} from '@oclif/core'
+
+import {FnrCommand} from '../lib/cli/command.js'
+import {oclifFlags} from '../lib/cli/flags.js'
+import {runTestCommand, TEST_FLAG_SPECS, testOptionsFromFlags} from '../lib/fntest/cli.js'
+
+export default class Test extends FnrCommand {
+  static summary = 'Run a KRM function over a folder of test cases (kpt e2e layout) and compare with the expectations.'
+
+  static description = `Every directory under the given folders that holds a .expected/ directory is a case: the
+directory is the input package (or holds only resourcelist.yaml, a ResourceList), run through the
+function like \`fnr eval\` (in place on a scratch copy). .expected/ holds what must come out:
+diff.patch (the change to the package, as in kpt's e2e tests; none means no change),
+resourcelist.yaml (the output of a ResourceList case), results.yaml (kpt's FunctionResultList), and
+config.yaml (exitCode, stdErr, stdErrRegEx, args, fnConfig, image, execPath, timeout).
+fn-config.yaml in .expected/ is the functionConfig when config.yaml names none.
+
+Mismatches are printed as unified diffs. Cases run --concurrency at a time and are reported in name
+order, then a summary line. --update rewrites the expectations from the actual run.
+
+Exit codes: 0 every case passed (or was updated), 1 some case failed, 2 usage, 3 a case's layout or
+config is invalid, 4 the function (--image, --exec) was not found.`
+
+  static examples = [
+    {description: 'Test a function under development in CI, with a JUnit report:', command: '<%= config.bin %> <%= command.id %> testdata --exec ./my-fn --junit reports/fn.xml'},
+    {description: 'Test the shipped set-namespace function:', command: '<%= config.bin %> <%= command.id %> functions/testdata/set-namespace --image set-namespace:v0.4.1'},
+    {description: 'Rewrite the expectations after an intended change:', command: '<%= config.bin %> <%= command.id %> testdata --exec ./my-fn --update'},
+  ]
+
+  static strict = false
+
+  static args = {
+    folders: Args.string({description: 'Folders of test cases, or case directories (several may be given).'}),
+  }
+
+  static flags = {
+    ...oclifFlags(TEST_FLAG_SPECS),
+    // Non-greedy, so `--filter x testdata` leaves the folder a folder.
+    filter: Flags.string({summary: TEST_FLAG_SPECS.filter.summary, multiple: true, multipleNonGreedy: true}),
+  }
+
+  async run(): Promise<void> {
+    const {flags, argv, metadata} = await this.parse(Test)
+    const given = new Set(Object.keys(flags).filter((name) => !metadata.flags[name]?.setFromDefault))
+    const options = testOptionsFromFlags(flags, given, argv as string[])
+    process.exitCode = await runTestCommand(options, {stdout: process.stdout, stderr: process.stderr})
+  }
+}

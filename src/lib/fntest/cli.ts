@@ -1,0 +1,69 @@
+/**
+ * `fnr test`'s flags (plain specs, as the other commands) and the run as the command does it:
+ * console output, the summary line, --json, --junit, and the exit code.
+ */
+import os from 'node:os'
+
+import {resolveExecPaths} from '../config/embedded.js'
+import {FnrError} from '../errors.js'
+import {EXEC_FLAG_SPECS, type FlagSpecs, type FlagValue} from '../cli/spec.js'
+import {writeJunit} from './junit.js'
+import {formatCaseResult, formatSummary, jsonSummary} from './report.js'
+import {runFnTest, type FnTestOptions} from './run.js'
+
+/** Exit code when the run worked but at least one case failed (setup problems use the FnrError codes). */
+export const EXIT_CASES_FAILED = 1
+
+export const TEST_FLAG_SPECS = {
+  exec: {kind: 'string', summary: 'Executable function and its arguments, e.g. "./fn --flag" (no shell); overrides the cases\' own.', exclusive: ['image']},
+  image: {kind: 'string', summary: 'Function image, resolved through the exec config; overrides the cases\' own.', exclusive: ['exec']},
+  update: {kind: 'boolean', summary: 'Rewrite the expectations (diff.patch, resourcelist.yaml, results.yaml, exitCode) from what the function did.', default: false},
+  junit: {kind: 'string', summary: 'Also write a JUnit XML report to this file.'},
+  json: {kind: 'boolean', summary: 'Print a JSON summary on stdout (the per-case lines then go to stderr).', default: false},
+  filter: {kind: 'string', multiple: true, summary: 'Run only the cases whose name contains this text (or matches it, with * wildcards); repeatable.'},
+  concurrency: {kind: 'integer', summary: 'Cases run at once.', default: Math.max(1, Math.min(4, os.availableParallelism())), min: 1},
+  timeout: {kind: 'duration', summary: 'Per-case timeout: the function is killed and the case fails.', default: 60_000, defaultHelp: '1m'},
+  'max-output-size': {kind: 'integer', summary: 'Largest function output accepted, in bytes.', default: 256 * 1024 * 1024, min: 1024},
+  ...EXEC_FLAG_SPECS,
+} satisfies FlagSpecs
+
+export interface TestCommandOptions extends FnTestOptions {
+  json: boolean
+  junit?: string
+}
+
+export function testOptionsFromFlags(values: Record<string, FlagValue>, given: ReadonlySet<string>, roots: string[]): TestCommandOptions {
+  const str = (name: string): string | undefined => values[name] as string | undefined
+  if (roots.length === 0) throw new FnrError('Usage', 'give the folder of test cases, e.g. fnr test testdata --exec ./my-fn')
+  return {
+    roots,
+    exec: str('exec'),
+    image: str('image'),
+    update: values.update as boolean,
+    junit: str('junit'),
+    json: values.json as boolean,
+    filter: (values.filter as string[] | undefined) ?? [],
+    concurrency: values.concurrency as number,
+    timeoutMs: values.timeout as number,
+    maxOutputBytes: values['max-output-size'] as number,
+    execPaths: {
+      ...resolveExecPaths(str('config')!, str('functions')!, given.has('config'), given.has('functions')),
+      defaultImagePrefix: str('default-image-prefix')!,
+    },
+  }
+}
+
+export interface TestIO {
+  stdout: NodeJS.WritableStream
+  stderr: NodeJS.WritableStream
+}
+
+/** Runs the cases and reports; returns 0 when every case passed (or was updated), else 1. */
+export async function runTestCommand(options: TestCommandOptions, io: TestIO): Promise<number> {
+  const human = options.json ? io.stderr : io.stdout
+  const run = await runFnTest(options, (r) => human.write(formatCaseResult(r)))
+  human.write(formatSummary(run))
+  if (options.junit) await writeJunit(options.junit, run)
+  if (options.json) io.stdout.write(`${JSON.stringify(jsonSummary(run), null, 2)}\n`)
+  return run.results.some((r) => r.status === 'failed') ? EXIT_CASES_FAILED : 0
+}

@@ -1,0 +1,343 @@
+/**
+ * Prometheus metrics of `fnr serve` (--metrics-port).
+ *
+ * The rest of the code reports events through `metrics()`, a process-wide `Metrics` object: a
+ * no-op until `fnr serve` turns metrics on, so the hot path costs one empty call when they are off,
+ * and prom-client is only imported (lazily) when they are on. Gauges that describe state (pods by
+ * state, waitlist depth, calls in flight, response-cache size) are read from their owners at
+ * scrape time through sources set here, never copied on the hot path.
+ *
+ * Label cardinality is bounded: images are labelled by name for the first MAX_IMAGE_LABELS
+ * distinct images seen, then as "other"; GC reasons, registry statuses and cache reasons come
+ * from small fixed sets.
+ */
+import http from 'node:http'
+import type {AddressInfo} from 'node:net'
+
+import {FnrError} from './errors.js'
+
+export type PodCacheResult = 'hit' | 'starting' | 'miss'
+export type RegistryCacheResult = 'hit' | 'revalidated' | 'miss'
+export type ResponseCacheMissReason = 'absent' | 'expired' | 'evicted' | 'input-changed' | 'image-changed'
+export type ResponseCacheSkipReason = 'no-identity' | 'identity-error' | 'failed' | 'too-large'
+
+export interface PodSlotState {
+  image: string
+  state: string
+  load: number
+}
+
+export interface ResponseCacheStats {
+  entries: number
+  bytes: number
+}
+
+/** What the code reports. Every method is cheap; the no-op implementation does nothing. */
+export interface Metrics {
+  readonly enabled: boolean
+  /** One EvaluateFunction call ended: runtime (exec, pod, cache, none), image, gRPC code name, seconds. */
+  evaluation(runtime: string, image: string, code: string, seconds: number): void
+  /** The pod cache placed a call: on a ready pod (hit), on a pod still starting, or on a new pod (miss). */
+  podCacheLookup(image: string, result: PodCacheResult): void
+  /** One garbage-collection pass decided these deletions. */
+  podGc(plan: {expire: readonly {reason: string}[]; deletePods: readonly {reason: string}[]; deleteServices: readonly {reason: string}[]}): void
+  /** One HTTP exchange with a registry (after redirects): method and status. */
+  registryRequest(method: string, status: number): void
+  /** A metadata lookup of the registry client: from its cache, re-checked with a HEAD (revalidated), or fetched (miss). */
+  registryMetadataCache(result: RegistryCacheResult): void
+  responseCacheHit(): void
+  responseCacheMiss(reason: ResponseCacheMissReason): void
+  /** A call the response cache let through without looking or storing. */
+  responseCacheSkip(reason: ResponseCacheSkipReason): void
+  /** Entries the response cache dropped: evict (size or count bound) or expire (TTL). */
+  responseCacheEviction(reason: string): void
+  setInFlightSource(source: () => number): void
+  setPodSource(source: () => readonly PodSlotState[]): void
+  setResponseCacheSource(source: () => ResponseCacheStats): void
+}
+
+class NoMetrics implements Metrics {
+  readonly enabled = false
+  evaluation(): void {}
+  podCacheLookup(): void {}
+  podGc(): void {}
+  registryRequest(): void {}
+  registryMetadataCache(): void {}
+  responseCacheHit(): void {}
+  responseCacheMiss(): void {}
+  responseCacheSkip(): void {}
+  responseCacheEviction(): void {}
+  setInFlightSource(): void {}
+  setPodSource(): void {}
+  setResponseCacheSource(): void {}
+}
+
+export const NO_METRICS: Metrics = new NoMetrics()
+
+/**
+ * The current metrics live on globalThis under a registered symbol, so that every copy of this
+ * module in the process (an ESM and a CommonJS instance, as loaders can produce) sees the same.
+ */
+const CURRENT = Symbol.for('fnr.metrics')
+const holder = globalThis as unknown as {[CURRENT]?: Metrics}
+
+/** The process's metrics (a no-op unless `fnr serve --metrics-port` turned them on). */
+export function metrics(): Metrics {
+  return holder[CURRENT] ?? NO_METRICS
+}
+
+/** Makes `m` the process's metrics; returns a function that restores the previous ones. */
+export function useMetrics(m: Metrics): () => void {
+  const previous = holder[CURRENT]
+  holder[CURRENT] = m
+  return () => {
+    if (holder[CURRENT] === m) holder[CURRENT] = previous
+  }
+}
+
+/** Distinct image names labelled as themselves; later ones are "other". */
+export const MAX_IMAGE_LABELS = 100
+/** Longer image names are labelled "other". */
+const MAX_IMAGE_LABEL_LENGTH = 256
+
+/** Latency buckets (seconds): a cache hit (sub-millisecond) to a cold pod (tens of seconds). */
+export const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120]
+
+/** GC reasons (gc.ts) folded into a fixed label set. */
+export function gcReasonLabel(reason: string): string {
+  if (/TTL/.test(reason)) return 'ttl'
+  if (/no longer exists/.test(reason)) return 'gone'
+  if (/the pod is (Failed|Succeeded)/.test(reason)) return 'ended'
+  if (/^expired pod of runner/.test(reason)) return 'foreign-expired'
+  if (/orphan: its pod is gone/.test(reason)) return 'pod-gone'
+  if (/^orphan/.test(reason)) return 'orphan'
+  return 'other'
+}
+
+type PromClient = typeof import('prom-client')
+
+/** The prom-client implementation (built by createMetrics). */
+export class PrometheusMetrics implements Metrics {
+  readonly enabled = true
+  readonly registry: import('prom-client').Registry
+  private readonly images = new Set<string>()
+  private inFlight: () => number = () => 0
+  private pods: () => readonly PodSlotState[] = () => []
+  private responseCache: () => ResponseCacheStats = () => ({entries: 0, bytes: 0})
+  private readonly evaluations: import('prom-client').Counter<'runtime' | 'image' | 'code'>
+  private readonly durations: import('prom-client').Histogram<'runtime' | 'image'>
+  private readonly podLookups: import('prom-client').Counter<'image' | 'result'>
+  private readonly gcDeletions: import('prom-client').Counter<'kind' | 'reason'>
+  private readonly gcRuns: import('prom-client').Counter
+  private readonly registryRequests: import('prom-client').Counter<'method' | 'status'>
+  private readonly registryCache: import('prom-client').Counter<'result'>
+  private readonly cacheLookups: import('prom-client').Counter<'result' | 'reason'>
+  private readonly cacheSkips: import('prom-client').Counter<'reason'>
+  private readonly cacheEvictions: import('prom-client').Counter<'reason'>
+
+  constructor(prom: PromClient, options: {defaultMetrics?: boolean} = {}) {
+    const registry = new prom.Registry()
+    this.registry = registry
+    if (options.defaultMetrics ?? true) prom.collectDefaultMetrics({register: registry, prefix: 'fnr_'})
+    const registers = [registry]
+    this.evaluations = new prom.Counter({name: 'fnr_evaluations_total', help: 'EvaluateFunction calls by runtime (exec, pod, cache for response-cache hits, none when no runtime answered), image and gRPC code.', labelNames: ['runtime', 'image', 'code'], registers})
+    this.durations = new prom.Histogram({name: 'fnr_evaluation_duration_seconds', help: 'EvaluateFunction latency in seconds, by runtime and image.', labelNames: ['runtime', 'image'], buckets: DURATION_BUCKETS, registers})
+    const self = this
+    new prom.Gauge({
+      name: 'fnr_evaluations_in_flight',
+      help: 'EvaluateFunction calls in flight.',
+      registers,
+      collect() {
+        this.set(self.inFlight())
+      },
+    })
+    this.podLookups = new prom.Counter({name: 'fnr_pod_cache_lookups_total', help: 'Calls placed by the pod cache: on a ready pod (hit), on a pod still starting (starting), or on a newly started pod (miss).', labelNames: ['image', 'result'], registers})
+    new prom.Gauge({
+      name: 'fnr_pods',
+      help: 'Function pods held by the pod cache, by state (starting, ready, retiring).',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        this.reset()
+        const counts: Record<string, number> = {starting: 0, ready: 0, retiring: 0}
+        for (const s of self.pods()) counts[s.state] = (counts[s.state] ?? 0) + 1
+        for (const [state, n] of Object.entries(counts)) this.set({state}, n)
+      },
+    })
+    new prom.Gauge({
+      name: 'fnr_pod_waitlist_depth',
+      help: 'Calls in flight or waiting on the pods of an image (the waitlist of Porch\'s pod cache).',
+      labelNames: ['image'],
+      registers,
+      collect() {
+        this.reset()
+        const byImage = new Map<string, number>()
+        for (const s of self.pods()) {
+          const image = self.imageLabel(s.image)
+          byImage.set(image, (byImage.get(image) ?? 0) + s.load)
+        }
+        for (const [image, n] of byImage) this.set({image}, n)
+      },
+    })
+    this.gcDeletions = new prom.Counter({name: 'fnr_pod_gc_deletions_total', help: 'Pods and Services the garbage collector deleted, by kind (pod, service) and reason (ttl, gone, ended, orphan, foreign-expired, pod-gone, other).', labelNames: ['kind', 'reason'], registers})
+    this.gcRuns = new prom.Counter({name: 'fnr_pod_gc_runs_total', help: 'Completed garbage-collection passes.', registers})
+    this.registryRequests = new prom.Counter({name: 'fnr_registry_requests_total', help: 'HTTP exchanges with image registries, by method and status.', labelNames: ['method', 'status'], registers})
+    this.registryCache = new prom.Counter({name: 'fnr_registry_metadata_lookups_total', help: 'Image metadata lookups of the registry client: hit (cached), revalidated (cached, tag re-checked with HEAD), miss (fetched).', labelNames: ['result'], registers})
+    this.cacheLookups = new prom.Counter({name: 'fnr_response_cache_lookups_total', help: 'Response-cache lookups: hit, or miss with the reason (absent, expired, evicted, input-changed, image-changed).', labelNames: ['result', 'reason'], registers})
+    this.cacheSkips = new prom.Counter({name: 'fnr_response_cache_skipped_total', help: 'Calls the response cache could not serve or store: no-identity (no digest known), identity-error, failed (not a success), too-large.', labelNames: ['reason'], registers})
+    this.cacheEvictions = new prom.Counter({name: 'fnr_response_cache_evictions_total', help: 'Response-cache entries dropped: evict (size or entry bound), expire (TTL).', labelNames: ['reason'], registers})
+    new prom.Gauge({
+      name: 'fnr_response_cache_entries',
+      help: 'Responses held by the response cache.',
+      registers,
+      collect() {
+        this.set(self.responseCache().entries)
+      },
+    })
+    new prom.Gauge({
+      name: 'fnr_response_cache_bytes',
+      help: 'Bytes held by the response cache (resource_list plus log of every entry).',
+      registers,
+      collect() {
+        this.set(self.responseCache().bytes)
+      },
+    })
+  }
+
+  /** The image label: the name for the first MAX_IMAGE_LABELS images, "other" after. */
+  imageLabel(image: string): string {
+    if (this.images.has(image)) return image
+    if (image.length > MAX_IMAGE_LABEL_LENGTH || this.images.size >= MAX_IMAGE_LABELS) return 'other'
+    this.images.add(image)
+    return image
+  }
+
+  evaluation(runtime: string, image: string, code: string, seconds: number): void {
+    const label = this.imageLabel(image)
+    this.evaluations.inc({runtime, image: label, code})
+    this.durations.observe({runtime, image: label}, seconds)
+  }
+
+  podCacheLookup(image: string, result: PodCacheResult): void {
+    this.podLookups.inc({image: this.imageLabel(image), result})
+  }
+
+  podGc(plan: {expire: readonly {reason: string}[]; deletePods: readonly {reason: string}[]; deleteServices: readonly {reason: string}[]}): void {
+    this.gcRuns.inc()
+    for (const a of [...plan.expire, ...plan.deletePods]) this.gcDeletions.inc({kind: 'pod', reason: gcReasonLabel(a.reason)})
+    for (const a of plan.deleteServices) this.gcDeletions.inc({kind: 'service', reason: gcReasonLabel(a.reason)})
+  }
+
+  registryRequest(method: string, status: number): void {
+    this.registryRequests.inc({method, status: String(status)})
+  }
+
+  registryMetadataCache(result: RegistryCacheResult): void {
+    this.registryCache.inc({result})
+  }
+
+  responseCacheHit(): void {
+    this.cacheLookups.inc({result: 'hit', reason: ''})
+  }
+
+  responseCacheMiss(reason: ResponseCacheMissReason): void {
+    this.cacheLookups.inc({result: 'miss', reason})
+  }
+
+  responseCacheSkip(reason: ResponseCacheSkipReason): void {
+    this.cacheSkips.inc({reason})
+  }
+
+  responseCacheEviction(reason: string): void {
+    this.cacheEvictions.inc({reason})
+  }
+
+  setInFlightSource(source: () => number): void {
+    this.inFlight = source
+  }
+
+  setPodSource(source: () => readonly PodSlotState[]): void {
+    this.pods = source
+  }
+
+  setResponseCacheSource(source: () => ResponseCacheStats): void {
+    this.responseCache = source
+  }
+
+  /** The text exposition (Prometheus format 0.0.4). */
+  async exposition(): Promise<{contentType: string; body: string}> {
+    return {contentType: this.registry.contentType, body: await this.registry.metrics()}
+  }
+}
+
+/** Builds the prom-client metrics (importing prom-client now). */
+export async function createMetrics(options: {defaultMetrics?: boolean} = {}): Promise<PrometheusMetrics> {
+  const prom = await import('prom-client')
+  return new PrometheusMetrics(prom, options)
+}
+
+export interface MetricsServer {
+  port: number
+  close(): Promise<void>
+}
+
+/**
+ * Serves GET /metrics (Prometheus text format) and GET /healthz ("ok") on host:port. Anything
+ * else is 404; methods other than GET and HEAD are 405.
+ */
+export async function startMetricsServer(m: PrometheusMetrics, host: string, port: number): Promise<MetricsServer> {
+  const server = http.createServer((req, res) => {
+    const url = (req.url ?? '/').split('?', 1)[0]
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, {allow: 'GET, HEAD'}).end()
+      return
+    }
+    if (url === '/healthz') {
+      res.writeHead(200, {'content-type': 'text/plain; charset=utf-8'}).end('ok\n')
+      return
+    }
+    if (url !== '/metrics') {
+      res.writeHead(404, {'content-type': 'text/plain; charset=utf-8'}).end('not found: try /metrics\n')
+      return
+    }
+    m.exposition().then(
+      ({contentType, body}) => res.writeHead(200, {'content-type': contentType}).end(req.method === 'HEAD' ? undefined : body),
+      (err: unknown) => res.writeHead(500, {'content-type': 'text/plain; charset=utf-8'}).end(`${(err as Error).message}\n`),
+    )
+  })
+  server.keepAliveTimeout = 5000
+  const address = host.includes(':') && !host.startsWith('[') ? `[${host}]:${port}` : `${host}:${port}`
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(new FnrError('Unavailable', `cannot listen on ${address} for metrics: ${err.code === 'EADDRINUSE' ? 'the address is already in use' : err.message}`, {cause: err})),
+    )
+    server.listen(port, host, () => resolve())
+  })
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      }),
+  }
+}
+
+/**
+ * `fnr serve --metrics-port`: builds the metrics, makes them the process's, and serves them.
+ * stop() closes the endpoint and restores the no-op metrics.
+ */
+export async function startServeMetrics(port: number, host: string, logger: import('./log.js').Logger): Promise<{port: number; metrics: PrometheusMetrics; stop(): Promise<void>}> {
+  const m = await createMetrics()
+  const server = await startMetricsServer(m, host, port)
+  const restore = useMetrics(m)
+  logger.info('metrics endpoint listening', {host, port: server.port, path: '/metrics'})
+  return {
+    port: server.port,
+    metrics: m,
+    stop: async () => {
+      restore()
+      await server.close()
+    },
+  }
+}

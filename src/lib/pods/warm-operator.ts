@@ -1,0 +1,345 @@
+/**
+ * `fnr pods warm`: one ready function pod per image, made from outside the runner with the same
+ * code the runner's pod cache uses (buildPod/buildService from template.ts, the labels and
+ * annotations of naming.ts, PodManager's create/ensureService/waitForPodReady, the pull Secret
+ * of registry/pull-secret.ts), so a runner adopts the pods and its GC treats them like its own.
+ *
+ * Owner: the pods carry the owner label WARM_OWNER ("fnr-pods-warm"), which no runner has (a
+ * runner's identity is its pod name). That is what makes them safe and usable:
+ *   - a runner that starts (or restarts) afterwards adopts every fnr pod that is ready and made
+ *     from its current template version, whatever its owner, and takes ownership (cache.ts
+ *     adopt), so it uses a warmed pod instead of creating one;
+ *   - a runner already running never deletes them as its own orphans (that rule is for pods with
+ *     its own owner label); to it they are another runner's pods, collected only once idle past
+ *     their TTL (fnr.dev/ttl-seconds, from --pod-cache-config or --pod-ttl) plus its grace;
+ *   - `fnr pods gc` applies the TTL to them like to every pod.
+ *
+ * Idempotent: an image that already has a ready fnr pod of the current template version counts
+ * as warm and gets nothing new; one whose pod is still starting is waited for. A pod this command
+ * created that does not become ready is deleted with its Service (as the runner does).
+ */
+import {randomUUID} from 'node:crypto'
+
+import type {CoreV1Api, V1Pod} from '@kubernetes/client-node'
+
+import {PodCacheConfig, type ImagePodSettings} from '../config/pod-cache-config.js'
+import {FnrError, toFnrError} from '../errors.js'
+import {connectKube, type KubeConnectOptions} from '../k8s/client.js'
+import {apiStatusCode, kubeError} from '../k8s/errors.js'
+import {silentLogger, type Logger} from '../log.js'
+import type {DockerConfig} from '../registry/auth.js'
+import type {RunnerRegistrySettings} from '../registry/index.js'
+import {attachPullSecret, buildPullSecret} from '../registry/pull-secret.js'
+import {observePod} from './gc.js'
+import {podReadiness, type PodManager} from './manager.js'
+import type {ImageMetadataSource} from './metadata.js'
+import {ANNOTATION_TEMPLATE_VERSION, LABEL_FN_IMAGE, functionPodAnnotations, functionPodLabels, functionServiceLabels, podNameFor} from './naming.js'
+import {buildPod, buildService, type Templates} from './template.js'
+import {runnerTemplates, type RunnerTemplateOptions} from './template-operator.js'
+
+/** Creates the pull Secret (the runner's object, pull-secret.ts) unless one of that name exists. */
+export async function createPullSecretIfMissing(core: CoreV1Api, namespace: string, name: string, dockerConfigJson: Buffer): Promise<'created' | 'exists'> {
+  const where = `Secret ${namespace}/${name}`
+  try {
+    await core.readNamespacedSecret({name, namespace})
+    return 'exists'
+  } catch (err) {
+    if (apiStatusCode(err) !== 404) throw kubeError(err, `cannot read ${where}`)
+  }
+  try {
+    await core.createNamespacedSecret({namespace, body: buildPullSecret(name, namespace, dockerConfigJson)})
+    return 'created'
+  } catch (err) {
+    if (apiStatusCode(err) === 409) return 'exists'
+    throw kubeError(err, `cannot create ${where}`)
+  }
+}
+
+/** The owner label (and annotation) of pods made by `fnr pods warm`. */
+export const WARM_OWNER = 'fnr-pods-warm'
+
+export interface WarmerOptions {
+  manager: PodManager
+  core: CoreV1Api
+  templates: Templates
+  metadata: ImageMetadataSource
+  /** Per-image settings (TTL, resources), as the runner computes them from --pod-cache-config. */
+  settingsFor: (image: string) => ImagePodSettings
+  podReadyTimeoutMs: number
+  maxRequestBodySize: number
+  /** With private registries on: the pull Secret to create and attach (as `fnr serve` does). */
+  pullSecret?: {name: string; dockerConfig: DockerConfig; dockerConfigJson: Buffer}
+  now?: () => number
+}
+
+/** One image's outcome (the --json schema of `images[]`). */
+export interface WarmResult {
+  image: string
+  ok: boolean
+  /** The ready pod (or the pod that failed, when one was created). */
+  pod: string | null
+  /** created: this run made the pod; existing: a ready pod was already there; waited: one was starting and became ready; none: no pod. */
+  action: 'created' | 'existing' | 'waited' | 'none'
+  error: string | null
+  ms: number
+}
+
+function secondsText(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${(ms / 1000).toFixed(1)}s`
+}
+
+export class PodWarmer {
+  private readonly now: () => number
+  private existing: V1Pod[] = []
+  private secretReady: Promise<void> | undefined
+
+  constructor(private readonly options: WarmerOptions) {
+    this.now = options.now ?? Date.now
+  }
+
+  /**
+   * Lists fnr's pods once (an API server that cannot be reached fails here, in one line), then
+   * starts watching them (readiness waits use the watch, with a GET fallback).
+   */
+  async prepare(): Promise<void> {
+    this.existing = await this.options.manager.listPods()
+    await this.options.manager.start()
+  }
+
+  /** fnr pods of this image and of the current template version, not being deleted. */
+  private candidates(image: string): V1Pod[] {
+    const version = this.options.templates.version
+    return this.existing.filter((pod) => {
+      const o = observePod(pod)
+      return o.managed && !o.deleting && o.image === image && pod.metadata?.annotations?.[ANNOTATION_TEMPLATE_VERSION] === version
+    })
+  }
+
+  /** Makes sure the image has a ready pod; never throws (the failure is in the result). */
+  async warm(image: string, options: {deadline?: number; onProgress?: (detail: string) => void} = {}): Promise<WarmResult> {
+    const started = this.now()
+    const deadline = Math.min(started + this.options.podReadyTimeoutMs, options.deadline ?? Infinity)
+    const deadlineName = options.deadline !== undefined && options.deadline < started + this.options.podReadyTimeoutMs ? 'the --timeout' : `the pod-ready timeout (${secondsText(this.options.podReadyTimeoutMs)})`
+    const progress = options.onProgress ?? (() => {})
+    const result = (ok: boolean, pod: string | null, action: WarmResult['action'], error?: unknown): WarmResult => ({
+      image,
+      ok,
+      pod,
+      action,
+      error: error === undefined ? null : toFnrError(error).message.split('\n', 1)[0]!,
+      ms: this.now() - started,
+    })
+
+    const candidates = this.candidates(image).map((pod) => ({pod, r: podReadiness(pod, image)}))
+    const ready = candidates.find((c) => c.r.state === 'ready')
+    if (ready) return result(true, ready.pod.metadata!.name!, 'existing')
+    const starting = candidates.find((c) => c.r.state === 'pending')
+    if (starting) {
+      const name = starting.pod.metadata!.name!
+      progress(`waiting for ${name}, already starting`)
+      try {
+        await this.options.manager.waitForPodReady(name, image, {deadline, deadlineName, onProgress: progress})
+        return result(true, name, 'waited')
+      } catch (err) {
+        return result(false, name, 'none', err)
+      }
+    }
+
+    let name: string | undefined
+    let created = false
+    try {
+      progress('reading the image metadata')
+      const signal = AbortSignal.timeout(Math.max(1, deadline - this.now()))
+      let info: Awaited<ReturnType<ImageMetadataSource['describe']>>
+      try {
+        info = await this.options.metadata.describe(image, {signal})
+      } catch (err) {
+        if (signal.aborted) throw new FnrError('DeadlineExceeded', `the entrypoint of image "${image}" was not read from its registry within ${deadlineName}`, {cause: err})
+        throw err
+      }
+      const settings = this.options.settingsFor(image)
+      const {manager, templates} = this.options
+      for (let attempt = 0; ; attempt++) {
+        name = podNameFor(image)
+        const pod = buildPod({
+          templates,
+          image,
+          command: info.command,
+          name,
+          namespace: manager.namespace,
+          labels: functionPodLabels(name, image, WARM_OWNER),
+          annotations: functionPodAnnotations({templateVersion: templates.version, image, owner: WARM_OWNER, now: this.now(), ttlMs: settings.ttlMs, creationId: randomUUID()}),
+          resources: settings.resources,
+          maxRequestBodySize: this.options.maxRequestBodySize,
+        })
+        await this.preparePod(pod, image)
+        progress(`creating pod ${name}`)
+        try {
+          await manager.createPod(pod, {deadline})
+          created = true
+          break
+        } catch (err) {
+          if (err instanceof FnrError && err.details.nameTaken === true && attempt < 3) continue
+          throw err
+        }
+      }
+      const service = buildService(templates, name, manager.namespace, functionServiceLabels(name, WARM_OWNER), {[LABEL_FN_IMAGE]: name})
+      await Promise.all([
+        manager.waitForPodReady(name, image, {deadline, deadlineName, onProgress: progress}),
+        manager.ensureService(service, {deadline}),
+      ])
+      return result(true, name, 'created')
+    } catch (err) {
+      let e = toFnrError(err)
+      if (created && name !== undefined) {
+        if (/crash|terminated|exit code/.test(e.message)) {
+          const tail = await this.options.manager.logTail(name)
+          if (tail) e = new FnrError(e.kind, `${e.message}; last log lines: ${tail.split('\n').slice(-5).join(' | ').slice(0, 600)}`, {cause: e.cause, details: e.details})
+        }
+        await this.options.manager.deletePodAndService(name, `did not become ready: ${e.message}`)
+      }
+      return result(false, created ? (name ?? null) : null, created ? 'created' : 'none', e)
+    }
+  }
+
+  /**
+   * The runner's preparePod: attach the pull Secret when it has credentials for the image, and
+   * make sure it exists. Unlike the runner, an existing Secret is never changed: it is the
+   * runner's (made from its --registry-auth-secret-path), and an operator's credentials must not
+   * replace it.
+   */
+  private async preparePod(pod: V1Pod, image: string): Promise<void> {
+    const secret = this.options.pullSecret
+    if (!secret || !attachPullSecret(pod.spec!, secret.name, secret.dockerConfig, image)) return
+    this.secretReady ??= createPullSecretIfMissing(this.options.core, this.options.manager.namespace, secret.name, secret.dockerConfigJson).then(
+      () => {},
+      (err: unknown) => {
+        this.secretReady = undefined
+        throw err
+      },
+    )
+    await this.secretReady
+  }
+}
+
+export interface WarmPodsOptions {
+  /** The pod namespace (serve's --pod-namespace). */
+  namespace: string
+  kube?: KubeConnectOptions
+  /** --image, in order. */
+  images: readonly string[]
+  /** --pod-cache-config: its images are warmed too, with its per-image TTL and resources. */
+  cacheConfigPath?: string
+  template: RunnerTemplateOptions
+  /** --pod-ttl: the TTL of images without one in the pod cache config. */
+  ttlMs: number
+  podReadyTimeoutMs: number
+  /** --timeout: everything must be ready by then (ms from now). */
+  timeoutMs?: number
+  registry: RunnerRegistrySettings & {authSecretName: string}
+  concurrency?: number
+  /** Progress per image; the default prints nothing. */
+  run?: <R>(tasks: Array<{title: string; run: (update: (detail: string) => void) => Promise<R>; done: (r: R) => {ok: boolean; line: string}}>) => Promise<R[]>
+  /** Tests: image entrypoints without a registry. */
+  metadata?: ImageMetadataSource
+  logger?: Logger
+}
+
+/** The --json output of `fnr pods warm`. */
+export interface WarmSummary {
+  namespace: string
+  templateVersion: string
+  template: string
+  images: WarmResult[]
+  ready: number
+  failed: number
+  created: number
+}
+
+/** The images to warm: the pod cache config's, then --image, without duplicates. Usage/Config errors before any cluster call. */
+export async function warmList(images: readonly string[], cacheConfigPath: string | undefined): Promise<{images: string[]; config: PodCacheConfig}> {
+  let config = PodCacheConfig.empty()
+  if (cacheConfigPath !== undefined) {
+    const loaded = await PodCacheConfig.load(cacheConfigPath)
+    if (loaded.missing) throw new FnrError('Config', `pod cache config ${cacheConfigPath} does not exist`)
+    config = loaded.config
+    if (config.images().length === 0 && images.length === 0) throw new FnrError('Config', `pod cache config ${cacheConfigPath} lists no images`)
+  }
+  for (const image of images) if (image.trim() === '') throw new FnrError('Usage', '--image must not be empty')
+  const list = [...new Set([...config.images(), ...images])]
+  if (list.length === 0) throw new FnrError('Usage', 'nothing to warm: pass --pod-cache-config FILE and/or --image IMAGE')
+  return {images: list, config}
+}
+
+function defaultRun<R>(tasks: Array<{run: (update: (detail: string) => void) => Promise<R>}>): Promise<R[]> {
+  return Promise.all(tasks.map((t) => t.run(() => {})))
+}
+
+/** Warms every image; one image's failure never stops the others. */
+export async function warmPods(options: WarmPodsOptions): Promise<WarmSummary> {
+  const logger = options.logger ?? silentLogger
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(options.namespace) || options.namespace.length > 63) {
+    throw new FnrError('Usage', `--namespace ${JSON.stringify(options.namespace)} is not a valid namespace name`)
+  }
+  const deadline = options.timeoutMs === undefined ? undefined : Date.now() + options.timeoutMs
+  const {images, config} = await warmList(options.images, options.cacheConfigPath)
+  for (const warning of config.warnings) logger.warn(warning)
+  const clients = await connectKube(options.kube)
+  const templates = await runnerTemplates(clients, options.template)
+
+  let metadata = options.metadata
+  let pullSecret: WarmerOptions['pullSecret']
+  let closeRegistry = (): void => {}
+  if (!metadata || options.registry.enablePrivateRegistries) {
+    const [{createRunnerRegistry}, {RegistryMetadataSource}] = await Promise.all([import('../registry/index.js'), import('./metadata.js')])
+    const registry = await createRunnerRegistry(options.registry, {logger})
+    closeRegistry = () => registry.client.close()
+    metadata ??= new RegistryMetadataSource(registry.client)
+    if (options.registry.enablePrivateRegistries && registry.dockerConfigJson) {
+      pullSecret = {name: options.registry.authSecretName, dockerConfig: registry.dockerConfig, dockerConfigJson: registry.dockerConfigJson}
+    }
+  }
+  const {PodManager} = await import('./manager.js')
+  const manager = new PodManager({...clients, namespace: options.namespace, logger})
+  const defaults = {ttlMs: options.ttlMs, maxWaitlistLength: 2, maxParallelPods: 1}
+  const warmer = new PodWarmer({
+    manager,
+    core: clients.core,
+    templates,
+    metadata,
+    settingsFor: (image) => config.settingsFor(image, defaults),
+    podReadyTimeoutMs: options.podReadyTimeoutMs,
+    maxRequestBodySize: options.template.maxRequestBodySize,
+    pullSecret,
+  })
+  try {
+    await warmer.prepare()
+    const run = options.run ?? defaultRun
+    const results = await run(
+      images.map((image) => ({
+        title: `warming ${image}`,
+        run: (update: (detail: string) => void) => warmer.warm(image, {deadline, onProgress: update}),
+        done: (r: WarmResult) => ({ok: r.ok, line: warmLine(r)}),
+      })),
+    )
+    return {
+      namespace: options.namespace,
+      templateVersion: templates.version,
+      template: templates.origin,
+      images: results,
+      ready: results.filter((r) => r.ok).length,
+      failed: results.filter((r) => !r.ok).length,
+      created: results.filter((r) => r.ok && r.action === 'created').length,
+    }
+  } finally {
+    manager.close()
+    closeRegistry()
+  }
+}
+
+/** One line per image, for progress and the text output. */
+export function warmLine(r: WarmResult): string {
+  if (!r.ok) return `${r.image}: failed: ${r.error}`
+  const how = r.action === 'created' ? 'created' : r.action === 'existing' ? 'already ready' : 'was starting'
+  return `${r.image}: ready, pod ${r.pod} (${how})`
+}

@@ -1,0 +1,102 @@
+import {expect} from 'chai'
+import {execFile} from 'node:child_process'
+import {mkdir, readFile, writeFile} from 'node:fs/promises'
+import path from 'node:path'
+import {promisify} from 'node:util'
+
+import {parse, parseAllDocuments} from 'yaml'
+
+import {parseFunctionConfig, FUNCTION_CONFIG_GROUP, FUNCTION_CONFIG_KIND, FUNCTION_CONFIG_PLURAL, FUNCTION_CONFIG_VERSION} from '../../src/lib/config/function-config-crd.js'
+import {KUBECTL_PATH} from '../support/k8s/kubectl.js'
+import {registerCrd, startTestBed, type KubeObject} from '../support/k8s/index.js'
+import {REPO_ROOT} from '../support/serve.js'
+import {SCRIPTS, TempDirs, writeExecutable} from '../support/tmp.js'
+
+const MANIFESTS = path.join(REPO_ROOT, 'manifests')
+const COMPONENT = path.join(MANIFESTS, 'function-config')
+
+async function kustomize(dir: string): Promise<KubeObject[]> {
+  const {stdout} = await promisify(execFile)(KUBECTL_PATH, ['kustomize', dir], {maxBuffer: 10 * 1024 * 1024})
+  return parseAllDocuments(stdout).map((d) => d.toJS() as KubeObject)
+}
+
+describe('manifests/function-config: the FunctionConfig CRD component', function () {
+  this.timeout(120_000)
+  const temp = new TempDirs()
+  let withComponent: KubeObject[]
+  let crd: KubeObject
+
+  before(async () => {
+    const overlay = path.join(await temp.make(), 'overlay')
+    await mkdir(overlay)
+    const rel = (p: string): string => path.relative(overlay, p)
+    await writeFile(path.join(overlay, 'kustomization.yaml'), `resources: [${rel(MANIFESTS)}]\ncomponents: [${rel(COMPONENT)}]\n`)
+    withComponent = await kustomize(overlay)
+    crd = parse(await readFile(path.join(COMPONENT, 'functionconfigs.yaml'), 'utf8')) as KubeObject
+  })
+  after(() => temp.cleanup())
+
+  it('is optional: the default build has no CRD and no --function-config-source', async () => {
+    const plain = await kustomize(MANIFESTS)
+    expect(plain.filter((o) => o.kind === 'CustomResourceDefinition')).to.deep.equal([])
+    const d = plain.find((o) => o.kind === 'Deployment')!
+    expect((d.spec.template.spec.containers[0].args as string[]).some((a) => a.startsWith('--function-config-source'))).to.equal(false)
+  })
+
+  it('adds the FunctionConfig and ServiceTemplate CRDs (Porch\'s group, version and names), namespaced read RBAC, and --function-config-source=both', async () => {
+    const c = withComponent.find((o) => o.kind === 'CustomResourceDefinition' && o.metadata.name === `${FUNCTION_CONFIG_PLURAL}.${FUNCTION_CONFIG_GROUP}`)!
+    expect(c.metadata.name).to.equal(`${FUNCTION_CONFIG_PLURAL}.${FUNCTION_CONFIG_GROUP}`)
+    expect(c.spec.group).to.equal(FUNCTION_CONFIG_GROUP)
+    expect(c.spec.scope).to.equal('Namespaced')
+    expect(c.spec.names).to.deep.equal({kind: FUNCTION_CONFIG_KIND, listKind: 'FunctionConfigList', plural: FUNCTION_CONFIG_PLURAL, singular: 'functionconfig'})
+    expect(c.spec.versions.map((v: KubeObject) => [v.name, v.served, v.storage])).to.deep.equal([[FUNCTION_CONFIG_VERSION, true, true]])
+    const role = withComponent.find((o) => o.kind === 'Role' && o.metadata.name === 'porch-fn-runner-functionconfigs')!
+    expect(role.metadata.namespace).to.equal('porch-fn-system')
+    expect(role.rules).to.deep.equal([
+      {apiGroups: [FUNCTION_CONFIG_GROUP], resources: ['functionconfigs'], verbs: ['get', 'list', 'watch']},
+      {apiGroups: [FUNCTION_CONFIG_GROUP], resources: ['functionconfigs/status'], verbs: ['get', 'patch']},
+      {apiGroups: [FUNCTION_CONFIG_GROUP], resources: ['servicetemplates'], verbs: ['get', 'list', 'watch']},
+      {apiGroups: [''], resources: ['podtemplates'], verbs: ['get', 'list', 'watch']},
+    ])
+    const st = withComponent.find((o) => o.kind === 'CustomResourceDefinition' && o.metadata.name === `servicetemplates.${FUNCTION_CONFIG_GROUP}`)!
+    expect(st.spec.names.kind).to.equal('ServiceTemplate')
+    expect(Object.keys(st.spec.versions[0].schema.openAPIV3Schema.properties.template.properties).sort()).to.deep.equal(['metadata', 'spec'])
+    const binding = withComponent.find((o) => o.kind === 'RoleBinding' && o.metadata.name === 'porch-fn-runner-functionconfigs')!
+    expect(binding.subjects).to.deep.equal([{kind: 'ServiceAccount', name: 'porch-fn-runner', namespace: 'porch-system'}])
+    expect(withComponent.filter((o) => String(o.kind).startsWith('Cluster'))).to.deep.equal([])
+    const args = withComponent.find((o) => o.kind === 'Deployment')!.spec.template.spec.containers[0].args as string[]
+    expect(args).to.include('--function-config-source=both')
+    const manifest = JSON.parse(await readFile(path.join(REPO_ROOT, 'oclif.manifest.json'), 'utf8')) as {commands: Record<string, {flags: Record<string, {options?: string[]}>}>}
+    expect(manifest.commands.serve!.flags['function-config-source']!.options).to.deep.equal(['files', 'crd', 'both'])
+  })
+
+  it('has the field names of Porch\'s FunctionConfig API', () => {
+    const schema = crd.spec.versions[0].schema.openAPIV3Schema
+    const spec = schema.properties.spec
+    expect(Object.keys(spec.properties).sort()).to.deep.equal(['binaryExecutor', 'goExecutor', 'image', 'podExecutor', 'prefixes'])
+    expect(Object.keys(spec.properties.podExecutor.properties).sort()).to.deep.equal(['maxParallelExecutions', 'preferredMaxQueueLength', 'tags', 'templateOverrides', 'timeToLive'])
+    expect(Object.keys(spec.properties.podExecutor.properties.templateOverrides.properties).sort()).to.deep.equal(['container', 'initContainer', 'securityContext', 'serviceAccountName'])
+    expect(Object.keys(spec.properties.binaryExecutor.properties).sort()).to.deep.equal(['path', 'tags'])
+    expect(Object.keys(schema.properties.status.properties).sort()).to.deep.equal(['apiServerObservedGeneration', 'controllerObservedGeneration', 'error', 'functionRunnerObservedGeneration'])
+  })
+
+  it('the example object is accepted by an API server serving the CRD (kubectl apply) and by fnr', async () => {
+    registerCrd(crd)
+    const bed = await startTestBed({kubelet: false, clientNode: false, namespaces: ['porch-fn-system']})
+    try {
+      const example = await readFile(path.join(COMPONENT, 'example.yaml'), 'utf8')
+      const r = await bed.kubectl(['apply', '--validate=false', '-f', '-'], {input: example})
+      expect(r.code, r.stderr).to.equal(0)
+      expect(r.stdout.trim()).to.equal('functionconfig.config.porch.kpt.dev/set-namespace created')
+      const stored = bed.api.registry.get(FUNCTION_CONFIG_PLURAL, 'porch-fn-system', 'set-namespace')
+      const functionsDir = path.join(await temp.make(), 'functions')
+      await mkdir(functionsDir)
+      await writeExecutable(path.join(functionsDir, 'set-namespace'), SCRIPTS.cat)
+      const entry = await parseFunctionConfig(stored, {functionsDir})
+      expect(entry.binary?.tags).to.deep.equal(['v0.4.1'])
+      expect(entry.pod).to.deep.include({tags: ['v0.4.2'], ttlMs: 600_000, maxParallelPods: 2, maxWaitlistLength: 4})
+    } finally {
+      await bed.stop()
+    }
+  })
+})

@@ -1,0 +1,26 @@
+/** Helpers of the FunctionConfig tests. */
+import type {Logger} from '../../src/lib/log.js'
+
+export interface LogLine {
+  level: string
+  msg: string
+  fields?: Record<string, unknown>
+}
+
+/** A Logger that keeps what it is told. */
+export function memoryLogger(lines: LogLine[] = []): Logger & {lines: LogLine[]} {
+  const at = (level: string) => (msg: string, fields?: Record<string, unknown>) => void lines.push({level, msg, fields})
+  const logger = {
+    lines,
+    error: at('error'),
+    warn: at('warn'),
+    lifecycle: at('lifecycle'),
+    info: at('info'),
+    request: at('request'),
+    debug: at('debug'),
+    trace: at('trace'),
+    enabled: () => true,
+    child: () => logger,
+  }
+  return logger
+}

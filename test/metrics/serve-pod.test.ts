@@ -1,0 +1,114 @@
+import * as grpc from '@grpc/grpc-js'
+import {expect} from 'chai'
+import {writeFile} from 'node:fs/promises'
+import path from 'node:path'
+
+import {EvaluatorClient} from '../../src/lib/grpc/client.js'
+import {metrics, NO_METRICS} from '../../src/lib/metrics.js'
+import type {RunningServer} from '../../src/lib/serve.js'
+import {RL, WRAPPER_IMAGE, image, resetGate, startPodBed, startedCalls, until, type PodBed} from '../support/pods/index.js'
+import {freePort} from '../support/registry/tools.js'
+import {makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
+import {TempDirs} from '../support/tmp.js'
+import {scrape} from './prom-text.js'
+
+describe('fnr serve --metrics-port with the pod runtime (test bed)', function () {
+  this.timeout(120_000)
+  const temp = new TempDirs()
+  let pb: PodBed
+  let running: RunningServer | undefined
+  let client: EvaluatorClient | undefined
+  let metricsPort: number
+
+  before(async () => {
+    pb = await startPodBed()
+    const dir = await temp.make()
+    const fns = await makeFunctionsDir(dir)
+    const cacheConfigPath = path.join(dir, 'pod-cache-config.yaml')
+    // stderr's pods expire after 1 s idle; the others keep the default TTL.
+    await writeFile(cacheConfigPath, `- name: ${image('stderr')}\n  timeToLive: 1s\n`)
+    metricsPort = await freePort()
+    const base = serveOptions({...fns, disableRuntimes: 'exec'})
+    running = await startInProcess({
+      ...base,
+      metricsPort,
+      pod: {
+        ...base.pod,
+        namespace: pb.namespace(),
+        cacheConfigPath,
+        scanIntervalMs: 200,
+        wrapperServerImage: WRAPPER_IMAGE,
+        podAddress: 'pod-ip',
+        metadata: pb.metadata,
+        kubeConfig: pb.bed.kubeConfig,
+        owner: 'metrics-test',
+      },
+    })
+    client = new EvaluatorClient(`127.0.0.1:${running.port}`)
+  })
+  after(async () => {
+    client?.close()
+    await running?.stop()
+    await pb?.stop()
+    await temp.cleanup()
+  })
+
+  it('counts pod cache misses and hits, pods by state, and pod call latency', async () => {
+    const before = await scrape(metricsPort)
+    const cat = image('cat')
+    await client!.evaluateRaw(cat, RL, {deadline: Date.now() + 60_000})
+    await client!.evaluateRaw(cat, RL, {deadline: Date.now() + 60_000})
+    const crash = await client!.evaluateRaw(image('crash'), RL, {deadline: Date.now() + 60_000}).catch((e: grpc.ServiceError) => e)
+    expect((crash as grpc.ServiceError).code).to.equal(grpc.status.FAILED_PRECONDITION)
+    const after = await scrape(metricsPort)
+    const delta = (name: string, labels: Record<string, string>): number => after.value(name, labels) - before.value(name, labels)
+    expect(delta('fnr_pod_cache_lookups_total', {image: cat, result: 'miss'})).to.equal(1)
+    expect(delta('fnr_pod_cache_lookups_total', {image: cat, result: 'hit'})).to.equal(1)
+    expect(delta('fnr_evaluations_total', {runtime: 'pod', image: cat, code: 'OK'})).to.equal(2)
+    expect(delta('fnr_evaluation_duration_seconds_count', {runtime: 'pod', image: cat})).to.equal(2)
+    expect(delta('fnr_evaluations_total', {runtime: 'pod', image: image('crash'), code: 'FAILED_PRECONDITION'})).to.equal(1)
+    expect(after.value('fnr_pods', {state: 'ready'})).to.equal(1)
+    expect(after.value('fnr_pods', {state: 'starting'})).to.equal(0)
+    expect(after.types.get('fnr_pods')).to.equal('gauge')
+  })
+
+  it('shows the waitlist depth and calls in flight while calls wait on a pod', async () => {
+    await resetGate(pb)
+    const gate = image('gate')
+    // maxWaitlistLength 2 and one pod per image: both calls go to one pod.
+    const calls = [0, 1].map(() => client!.evaluateRaw(gate, RL, {deadline: Date.now() + 60_000}))
+    await until(async () => (await startedCalls(pb)) === 2, 'both gate calls running')
+    const during = await scrape(metricsPort)
+    expect(during.value('fnr_pod_waitlist_depth', {image: gate})).to.equal(2)
+    expect(during.value('fnr_evaluations_in_flight')).to.equal(2)
+    expect(during.value('fnr_pod_cache_lookups_total', {image: gate})).to.equal(2)
+    await pb.openGate()
+    await Promise.all(calls)
+    const after = await scrape(metricsPort)
+    expect(after.value('fnr_pod_waitlist_depth', {image: gate})).to.equal(0)
+    expect(after.value('fnr_evaluations_in_flight')).to.equal(0)
+  })
+
+  it('counts garbage-collection deletions by reason', async () => {
+    const before = await scrape(metricsPort)
+    await client!.evaluateRaw(image('stderr'), RL, {deadline: Date.now() + 60_000})
+    const after = await until(async () => {
+      const m = await scrape(metricsPort)
+      return m.value('fnr_pod_gc_deletions_total', {kind: 'pod', reason: 'ttl'}) > before.value('fnr_pod_gc_deletions_total', {kind: 'pod', reason: 'ttl'}) && m
+    }, 'the idle stderr pod collected')
+    expect(after.value('fnr_pod_gc_deletions_total', {kind: 'pod', reason: 'ttl'}) - before.value('fnr_pod_gc_deletions_total', {kind: 'pod', reason: 'ttl'})).to.equal(1)
+    expect(after.value('fnr_pod_gc_runs_total')).to.be.greaterThan(before.value('fnr_pod_gc_runs_total'))
+    expect(after.value('fnr_pods', {state: 'ready'})).to.equal(2) // cat and gate remain
+    expect(after.value('fnr_pod_gc_deletions_total', {reason: 'other'})).to.equal(0)
+  })
+
+  it('restores the no-op metrics when the server stops', async () => {
+    expect(metrics().enabled).to.equal(true)
+    client!.close()
+    client = undefined
+    await running!.stop()
+    running = undefined
+    expect(metrics()).to.equal(NO_METRICS)
+    expect(metrics().enabled).to.equal(false)
+  })
+})
