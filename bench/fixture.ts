@@ -88,7 +88,7 @@ export interface ServeFixture {
   close(): Promise<void>
 }
 
-/** A functions folder and config for the given functions, and `fnr serve` (exec runtime only) on it. */
+/** A functions folder and config for the given functions, and `fnr serve` on it (exec runtime only unless extraArgs set --disable-runtimes). */
 export async function startExecServe(functions: FunctionUnderTest[], extraArgs: string[] = []): Promise<ServeFixture> {
   // Inside the repository, so Node functions resolve their npm imports.
   await mkdir(path.join(ROOT, 'build'), {recursive: true})
@@ -106,7 +106,9 @@ export async function startExecServe(functions: FunctionUnderTest[], extraArgs: 
       entries.push(`- function: ${fn.name}\n  images: [bench.local/${fn.name}:v1]`)
     }
     await writeFile(path.join(dir, 'config.yaml'), `functions:\n${entries.join('\n')}\n`)
-    const serve = await startServe([`--config=${path.join(dir, 'config.yaml')}`, `--functions=${fnDir}`, '--disable-runtimes=pod', ...extraArgs])
+    // Exec only, unless the caller chooses the runtimes.
+    const runtimes = extraArgs.some((a) => a.startsWith('--disable-runtimes')) ? [] : ['--disable-runtimes=pod']
+    const serve = await startServe([`--config=${path.join(dir, 'config.yaml')}`, `--functions=${fnDir}`, ...runtimes, ...extraArgs])
     const client = new EvaluatorClient(`127.0.0.1:${serve.port}`)
     return {
       serve,

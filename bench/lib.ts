@@ -152,6 +152,21 @@ export function childPids(pid: number): number[] {
   return out
 }
 
+/** CPU time (user + system, ms) a process used, and that of its waited-for children, from /proc. */
+export function procCpuMs(pid: number): {self: number; children: number} {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  // Fields 14-17 of stat (utime stime cutime cstime), in clock ticks (USER_HZ, 100 on Linux).
+  const tick = 1000 / 100
+  return {self: (Number(f[11]) + Number(f[12])) * tick, children: (Number(f[13]) + Number(f[14])) * tick}
+}
+
+/** CPU time (ms) this process used since `since` (a process.cpuUsage() value). */
+export function ownCpuMs(since: NodeJS.CpuUsage): number {
+  const u = process.cpuUsage(since)
+  return (u.user + u.system) / 1000
+}
+
 export async function rssMiB(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8')
   return round(statusField(status, 'VmRSS') / 1024, 1)

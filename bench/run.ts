@@ -5,16 +5,16 @@
  * bench/spread.ts for the spread over repeated runs). Benchmarks only print numbers: a missed
  * target is a "NO" in the table, never a failure.
  *
- * Cases: P1 serve-exec.ts, P2 eval-vs-kpt.ts, P3 throughput.ts, P4 payload.ts, P6 serve-exec.ts
- * (idle) and soak.ts, W wrapper.ts. P5 (the pod path on the test bed) is bench/pods.ts, run on
- * its own while the pod runtime is being finished.
+ * Cases: P1 serve-exec.ts, P2 eval-vs-kpt.ts, P3 throughput.ts, P4 payload.ts, P5 pods.ts (the pod
+ * path on the Kubernetes test bed), P6 serve-exec.ts (idle) and soak.ts, W wrapper.ts.
  *
  * Settings (environment):
  *   FNR_BENCH_QUICK=1           ~1 minute smoke run (small counts everywhere)
- *   FNR_BENCH_ONLY=P1,P3        run only these cases (P1 P2 P3 P4 P6 W)
+ *   FNR_BENCH_ONLY=P1,P3        run only these cases (P1 P2 P3 P4 P5 P6 W)
  *   FNR_BENCH_ITERATIONS        P1 and wrapper calls per function (200; quick 30); P2 uses a tenth (≥ 5)
  *   FNR_BENCH_P3_CALLS          P3 calls per concurrency level and side (1200; quick 150)
  *   FNR_BENCH_P4_ITERATIONS     P4 calls per side for the smallest payload, fewer for larger (60; quick 10)
+ *   FNR_BENCH_P5_ITERATIONS     P5 warm calls per side (300; quick 30); first calls: a thirtieth (3-10)
  *   FNR_BENCH_P6_CALLS          P6 soak calls (10000; quick 2000)
  *   FNR_BENCH_KEEP_ENV=1        keep NODE_EXTRA_CA_CERTS in the environment of the processes started
  *   FNR_BENCH_SERVE_NODE_ARGS   Node options for the serve processes, e.g. "--cpu-prof --cpu-prof-dir=/tmp/p"
@@ -26,12 +26,13 @@ import {benchEvalVsKpt} from './eval-vs-kpt.js'
 import type {FunctionUnderTest} from './fixture.js'
 import {QUICK, ROOT, envCount, loadAverage, printTable, saveResults, type Row} from './lib.js'
 import {benchPayload} from './payload.js'
+import {benchPods} from './pods.js'
 import {benchServeExec} from './serve-exec.js'
 import {benchSoak} from './soak.js'
 import {benchThroughput} from './throughput.js'
 import {benchWrapper} from './wrapper.js'
 
-const CASES = ['P1', 'P2', 'P3', 'P4', 'P6', 'W'] as const
+const CASES = ['P1', 'P2', 'P3', 'P4', 'P5', 'P6', 'W'] as const
 type Case = (typeof CASES)[number]
 
 function selectedCases(): Set<Case> {
@@ -48,6 +49,7 @@ async function main(): Promise<void> {
     iterations: envCount('FNR_BENCH_ITERATIONS', 200, 30),
     p3Calls: envCount('FNR_BENCH_P3_CALLS', 1200, 150),
     p4Iterations: envCount('FNR_BENCH_P4_ITERATIONS', 60, 10),
+    p5Iterations: envCount('FNR_BENCH_P5_ITERATIONS', 300, 30),
     p6Calls: envCount('FNR_BENCH_P6_CALLS', 10_000, 2000),
   }
   const p2Iterations = Math.max(5, Math.round(settings.iterations / 10))
@@ -76,6 +78,7 @@ async function main(): Promise<void> {
   await run('P2', () => benchEvalVsKpt(p2Iterations))
   await run('P3', () => benchThroughput(settings.p3Calls))
   await run('P4', () => benchPayload(settings.p4Iterations))
+  await run('P5', () => benchPods(settings.p5Iterations, Math.max(3, Math.min(10, Math.round(settings.p5Iterations / 30)))))
   await run('P6', () => benchSoak(settings.p6Calls))
   await run('W', () => benchWrapper(settings.iterations))
 

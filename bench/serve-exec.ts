@@ -1,6 +1,7 @@
 /**
  * P1: EvaluateFunction latency through `fnr serve` (exec runtime) versus spawning the same binary
- * directly with the same stdin, environment and working directory, interleaved in one run.
+ * directly with the same stdin, environment and working directory, keeping its stdout as serve
+ * does, interleaved in one run.
  * Also P6 (idle): the RSS of a freshly started `fnr serve`.
  */
 import {percentile, round, rssMiB, sleep, timedSpawn, type Row} from './lib.js'
@@ -23,7 +24,7 @@ export async function benchServeExec(functions: FunctionUnderTest[], iterations:
       unit: 'MiB',
       target: '≤ 80 MiB',
       met: idleRss <= 80,
-      note: 'exec runtime only: the pod runtime is not part of this measurement yet',
+      note: 'exec runtime only (with the pod runtime too: the P6 row of P5)',
     })
     raw.idleRss = idleRss
     const input = makeResourceList(3)
@@ -32,17 +33,17 @@ export async function benchServeExec(functions: FunctionUnderTest[], iterations:
       const binary = fx.binary(fn.name)
       for (let i = 0; i < 10; i++) {
         await fx.client.evaluateRaw(image, input)
-        await timedSpawn(binary, [], input, fx.spawnOptions)
+        await timedSpawn(binary, [], input, {...fx.spawnOptions, collect: true})
       }
       const viaServe: number[] = []
       const direct: number[] = []
       for (let i = 0; i < iterations; i++) {
         // Alternate which goes first, so neither always runs right after the other.
-        if (i % 2 === 0) direct.push(await timedSpawn(binary, [], input, fx.spawnOptions))
+        if (i % 2 === 0) direct.push(await timedSpawn(binary, [], input, {...fx.spawnOptions, collect: true}))
         const t0 = performance.now()
         await fx.client.evaluateRaw(image, input)
         viaServe.push(performance.now() - t0)
-        if (i % 2 === 1) direct.push(await timedSpawn(binary, [], input, fx.spawnOptions))
+        if (i % 2 === 1) direct.push(await timedSpawn(binary, [], input, {...fx.spawnOptions, collect: true}))
       }
       const p50 = round(percentile(viaServe, 50))
       const base = round(percentile(direct, 50))

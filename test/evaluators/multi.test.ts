@@ -23,6 +23,21 @@ class Fake implements Evaluator {
 
 const req = {image: 'x.io/f:v1', resourceList: Buffer.from('kind: ResourceList')}
 
+/** A Fake that also says up front which images it knows (as the exec evaluator does). */
+class Knowing extends Fake {
+  constructor(
+    name: string,
+    behaviour: 'ok' | 'notfound' | 'fail',
+    private readonly known: string[],
+  ) {
+    super(name, behaviour)
+  }
+
+  knows(image: string): boolean {
+    return this.known.includes(image)
+  }
+}
+
 describe('multi evaluator', () => {
   it('always tries exec before pod (upstream order is random: spec §10.2)', async () => {
     for (let i = 0; i < 20; i++) {
@@ -51,6 +66,28 @@ describe('multi evaluator', () => {
       expect((err as FnrError).kind).to.equal('FunctionFailed')
     }
     expect(pod.calls).to.equal(0)
+  })
+
+  it('passes over an evaluator that says it does not know the image, without calling it', async () => {
+    const exec = new Knowing('exec', 'ok', ['other.io/g:v1'])
+    const pod = new Fake('pod', 'ok')
+    expect((await new MultiEvaluator([exec, pod]).evaluate(req)).evaluator).to.equal('pod')
+    expect(exec.calls).to.equal(0)
+    expect(pod.calls).to.equal(1)
+  })
+
+  it('calls an evaluator that says it knows the image, and is NotFound when none knows it', async () => {
+    const exec = new Knowing('exec', 'ok', [req.image])
+    const pod = new Fake('pod', 'ok')
+    expect((await new MultiEvaluator([exec, pod]).evaluate(req)).evaluator).to.equal('exec')
+    expect(pod.calls).to.equal(0)
+    try {
+      await new MultiEvaluator([new Knowing('exec', 'ok', [])]).evaluate(req)
+      expect.fail('should throw')
+    } catch (err) {
+      expect((err as FnrError).kind).to.equal('NotFound')
+      expect((err as FnrError).message).to.equal('function "x.io/f:v1" not found')
+    }
   })
 
   it('is NotFound when every evaluator is', async () => {

