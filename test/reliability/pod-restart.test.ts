@@ -1,7 +1,8 @@
 /**
  * `fnr serve` with the pod runtime, as a real child process on the Kubernetes test bed, killed
  * with SIGKILL while its pods exist (one busy with a call, one still starting), then restarted on
- * the same port (issue 9, faults). Expected: the calls in flight get a clean error at once (never
+ * the same port (issue 9, faults), as the same runner identity and as a new one (whose takeover
+ * waits for the killed runner's Lease to expire). Expected: the calls in flight get a clean error at once (never
  * a hang to their deadline); the restarted runner adopts the ready pods and deletes the one it
  * cannot use; after its GC scans no fnr pod or Service is leaked and none in use was deleted;
  * calls after the restart reuse the adopted pods (no new pod is created for them).
@@ -39,7 +40,10 @@ describe('reliability: fnr serve (pod runtime) killed with SIGKILL and restarted
       await resetGate(pb)
       const ns = pb.namespace()
       const port = await freePort()
-      const a = await psb.start(ns, 'runner-a', ['--scan-interval=1s'], port)
+      // A short Lease, so a new runner takes over the killed one's pods soon (several replicas:
+      // a live replica's pods are never touched, a dead one's are taken over once its Lease expires).
+      const runnerArgs = ['--scan-interval=1s', '--replica-lease-duration=3s']
+      const a = await psb.start(ns, 'runner-a', runnerArgs, port)
       children.push(a)
       const client = new EvaluatorClient(`127.0.0.1:${port}`)
       try {
@@ -75,11 +79,23 @@ describe('reliability: fnr serve (pod runtime) killed with SIGKILL and restarted
         // the pods outlive their runner
         expect(storedPods(pb, ns).map((p) => p.metadata!.name).sort()).to.deep.equal(Object.values(before).sort())
 
-        const b = await psb.start(ns, restartedAs, ['--scan-interval=1s'], port)
+        const b = await psb.start(ns, restartedAs, runnerArgs, port)
         children.push(b)
         await until(() => /"msg":"pod runtime started"/.test(b.stderr()), 'adoption done')
         const startedLine = /\{[^\n]*"msg":"pod runtime started"[^\n]*\}/.exec(b.stderr())![0]
-        expect(JSON.parse(startedLine)).to.deep.include({adopted: 3, deleted: 1})
+        if (restartedAs === 'runner-a') {
+          // The same identity (a restarted container keeps POD_NAME): its own pods, adopted at once.
+          expect(JSON.parse(startedLine)).to.deep.include({adopted: 3, deleted: 1})
+        } else {
+          // A new identity while runner-a's Lease is still live: nothing taken at startup; once
+          // the Lease expires, a GC scan takes over the ready pods and deletes the starting one.
+          expect(JSON.parse(startedLine)).to.deep.include({adopted: 0, deleted: 0})
+          const ready = [before.cat, before.stderr, before.gate]
+          await until(
+            () => !podFor(ns, psb.image('slow')) && storedPods(pb, ns).filter((p) => ready.includes(p.metadata!.name!) && p.metadata!.labels!['fnr.dev/owner'] === restartedAs).length === 3,
+            'the ready pods taken over by runner-b after runner-a\'s Lease expired, the starting one deleted',
+          )
+        }
 
         // Calls after the restart reuse the adopted pods; the gate pod is in use again meanwhile.
         await resetGate(pb)
