@@ -1,7 +1,7 @@
 // Makes a checkout ready to run: npm dependencies, the TypeScript build and, for tests, the
 // Debian packages they use. Only Node built-ins here: this runs before node_modules exists.
 import {spawnSync} from 'node:child_process'
-import {existsSync, readdirSync, statSync} from 'node:fs'
+import {existsSync, lstatSync, readdirSync, realpathSync, statSync} from 'node:fs'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
@@ -52,6 +52,12 @@ function newestIn(dir) {
 export function ensureNpmDependencies() {
   const marker = path.join(ROOT, 'node_modules', '.package-lock.json')
   if (existsSync(marker) && mtime(marker) >= mtime(path.join(ROOT, 'package-lock.json'))) return
+  const modules = path.join(ROOT, 'node_modules')
+  if (existsSync(modules) && lstatSync(modules).isSymbolicLink()) {
+    // npm ci empties node_modules first: through a link that would wipe another checkout's copy.
+    process.stderr.write(`setup: node_modules is a link to ${realpathSync(modules)} and looks stale; not running npm ci through it (it would empty the other checkout). Run npm ci there, or replace the link with a copy.\n`)
+    process.exit(1)
+  }
   log('installing npm dependencies (npm ci)')
   run('npm', ['ci', '--no-audit', '--no-fund'])
 }
