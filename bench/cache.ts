@@ -156,8 +156,8 @@ async function benchServe(functionsDir: string, configPath: string, cacheConfig:
   }
 }
 
-async function main(): Promise<void> {
-  const iterations = envCount('FNR_BENCH_CACHE_ITERATIONS', 300, 50)
+/** The cache cases for bench/run.ts (case C) and for running this file on its own. */
+export async function benchCache(iterations: number): Promise<{rows: Row[]; raw: Record<string, unknown>}> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'fnr-bench-cache-'))
   try {
     const functionsDir = path.join(dir, 'functions')
@@ -175,13 +175,19 @@ async function main(): Promise<void> {
     const input = oneMiBRequest()
     const rows: Row[] = [await benchInProcess(path.join(functionsDir, 'cat'), input, iterations)]
     rows.push(...(await benchServe(functionsDir, configPath, cacheConfig, input, iterations)))
-    console.log(`request: ${input.length} bytes, ${iterations} iterations, ${os.cpus().length} CPUs, load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`)
-    console.log(printTable(rows))
-    const file = await saveResults('cache', {date: new Date().toISOString(), bytes: input.length, iterations, rows})
-    console.log(`wrote ${file}`)
+    return {rows, raw: {cache: {bytes: input.length, iterations}}}
   } finally {
     await rm(dir, {recursive: true, force: true})
   }
 }
 
-await main()
+async function main(): Promise<void> {
+  const iterations = envCount('FNR_BENCH_CACHE_ITERATIONS', 300, 50)
+  const {rows, raw} = await benchCache(iterations)
+  console.log(`${iterations} iterations, ${os.cpus().length} CPUs, load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`)
+  console.log(printTable(rows))
+  const file = await saveResults('cache', {date: new Date().toISOString(), ...raw, rows})
+  console.log(`wrote ${file}`)
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await main()

@@ -6,22 +6,24 @@
  * target is a "NO" in the table, never a failure.
  *
  * Cases: P1 serve-exec.ts, P2 eval-vs-kpt.ts, P3 throughput.ts, P4 payload.ts, P5 pods.ts (the pod
- * path on the Kubernetes test bed), P6 serve-exec.ts (idle) and soak.ts, W wrapper.ts.
+ * path on the Kubernetes test bed), P6 serve-exec.ts (idle) and soak.ts, W wrapper.ts, C cache.ts (response-cache hit, 1 MiB).
  *
  * Settings (environment):
  *   FNR_BENCH_QUICK=1           ~1 minute smoke run (small counts everywhere)
- *   FNR_BENCH_ONLY=P1,P3        run only these cases (P1 P2 P3 P4 P5 P6 W)
+ *   FNR_BENCH_ONLY=P1,P3        run only these cases (P1 P2 P3 P4 P5 P6 W C)
  *   FNR_BENCH_ITERATIONS        P1 and wrapper calls per function (200; quick 30); P2 uses a tenth (≥ 5)
  *   FNR_BENCH_P3_CALLS          P3 calls per concurrency level and side (1200; quick 150)
  *   FNR_BENCH_P4_ITERATIONS     P4 calls per side for the smallest payload, fewer for larger (60; quick 10)
  *   FNR_BENCH_P5_ITERATIONS     P5 warm calls per side (300; quick 30); first calls: a thirtieth (3-10)
  *   FNR_BENCH_P6_CALLS          P6 soak calls (10000; quick 2000)
+ *   FNR_BENCH_CACHE_ITERATIONS  C calls per case (300; quick 50)
  *   FNR_BENCH_KEEP_ENV=1        keep NODE_EXTRA_CA_CERTS in the environment of the processes started
  *   FNR_BENCH_SERVE_NODE_ARGS   Node options for the serve processes, e.g. "--cpu-prof --cpu-prof-dir=/tmp/p"
  */
 import {existsSync} from 'node:fs'
 import path from 'node:path'
 
+import {benchCache} from './cache.js'
 import {benchEvalVsKpt} from './eval-vs-kpt.js'
 import type {FunctionUnderTest} from './fixture.js'
 import {QUICK, ROOT, envCount, loadAverage, printTable, saveResults, type Row} from './lib.js'
@@ -32,7 +34,7 @@ import {benchSoak} from './soak.js'
 import {benchThroughput} from './throughput.js'
 import {benchWrapper} from './wrapper.js'
 
-const CASES = ['P1', 'P2', 'P3', 'P4', 'P5', 'P6', 'W'] as const
+const CASES = ['P1', 'P2', 'P3', 'P4', 'P5', 'P6', 'W', 'C'] as const
 type Case = (typeof CASES)[number]
 
 function selectedCases(): Set<Case> {
@@ -81,6 +83,7 @@ async function main(): Promise<void> {
   await run('P5', () => benchPods(settings.p5Iterations, Math.max(3, Math.min(10, Math.round(settings.p5Iterations / 30)))))
   await run('P6', () => benchSoak(settings.p6Calls))
   await run('W', () => benchWrapper(settings.iterations))
+  await run('C', () => benchCache(envCount('FNR_BENCH_CACHE_ITERATIONS', 300, 50)))
 
   const loadAfter = loadAverage()
   const table = printTable(rows)
