@@ -77,7 +77,7 @@ describe('replicas: leases and GC rules', function () {
         services: [service('old'), service('gone-pod'), service('mine', {owner: 'me'})],
       },
     )
-    expect(p).to.deep.equal({expire: [], deletePods: [], reclaim: [], deleteServices: [{name: 'mine', reason: 'orphan: its pod is gone'}]})
+    expect(p).to.deep.equal({expire: [], deletePods: [], reclaim: [], adopt: [], deleteServices: [{name: 'mine', reason: 'orphan: its pod is gone'}]})
   })
 
   it('lists the pods of an expired or released replica for reclaim (failed ones are deleted); Services follow the orphan rule', () => {
@@ -99,6 +99,21 @@ describe('replicas: leases and GC rules', function () {
   it('owners without a Lease keep the lone-runner rule (TTL plus grace), as without replicas', () => {
     const p = plan({}, {pods: [pod('fresh', {owner: 'legacy'}), pod('abandoned', {owner: 'legacy', lastUsed: NOW - TTL - 1})]})
     expect(p.deletePods).to.deep.equal([{name: 'abandoned', reason: 'expired pod of runner legacy'}])
+    expect(p.reclaim).to.deep.equal([])
+  })
+
+  it('pods of `fnr pods warm` (owner fnr-pods-warm, no Lease) are adoption candidates for a running runner unless failed or past TTL + grace', () => {
+    const p = plan({}, {
+      foreignGraceMs: 60_000,
+      pods: [
+        pod('warm', {owner: 'fnr-pods-warm'}),
+        pod('warm-failed', {owner: 'fnr-pods-warm', phase: 'Failed'}),
+        pod('warm-old', {owner: 'fnr-pods-warm', lastUsed: NOW - TTL - 61_000}),
+        pod('lone', {owner: 'lone-runner'}),
+      ],
+    })
+    expect(p.adopt).to.deep.equal([{name: 'warm', reason: 'warmed by fnr pods warm'}])
+    expect(p.deletePods.map((d) => d.name)).to.deep.equal(['warm-failed', 'warm-old'])
     expect(p.reclaim).to.deep.equal([])
   })
 })

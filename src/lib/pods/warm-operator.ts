@@ -33,7 +33,7 @@ import {attachPullSecret, buildPullSecret} from '../registry/pull-secret.js'
 import {observePod} from './gc.js'
 import {podReadiness, type PodManager} from './manager.js'
 import type {ImageMetadataSource} from './metadata.js'
-import {ANNOTATION_TEMPLATE_VERSION, LABEL_FN_IMAGE, functionPodAnnotations, functionPodLabels, functionServiceLabels, podNameFor} from './naming.js'
+import {ANNOTATION_TEMPLATE_VERSION, LABEL_FN_IMAGE, WARM_OWNER, functionPodAnnotations, functionPodLabels, functionServiceLabels, podNameFor} from './naming.js'
 import {buildPod, buildService, type Templates} from './template.js'
 import {runnerTemplates, type RunnerTemplateOptions} from './template-operator.js'
 
@@ -55,8 +55,8 @@ export async function createPullSecretIfMissing(core: CoreV1Api, namespace: stri
   }
 }
 
-/** The owner label (and annotation) of pods made by `fnr pods warm`. */
-export const WARM_OWNER = 'fnr-pods-warm'
+/** The owner label (and annotation) of pods made by `fnr pods warm` (defined in naming.ts). */
+export {WARM_OWNER}
 
 export interface WarmerOptions {
   manager: PodManager
