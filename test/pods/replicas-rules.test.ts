@@ -4,7 +4,7 @@ import {expect} from 'chai'
 import type {V1Lease} from '@kubernetes/client-node'
 
 import {planGc, type GcInput, type ObservedPod, type ObservedService} from '../../src/lib/pods/gc.js'
-import {LeaseObserver, leaseNameFor, leaseSeconds, microTime, type OwnerState} from '../../src/lib/pods/lease.js'
+import {LeaseObserver, judgeLeasesAt, leaseNameFor, leaseSeconds, microTime, type OwnerState} from '../../src/lib/pods/lease.js'
 import {defaultRunnerIdentity, labelValueFor} from '../../src/lib/pods/naming.js'
 
 const NOW = 1_700_000_000_000
@@ -115,5 +115,19 @@ describe('replicas: leases and GC rules', function () {
     expect(p.adopt).to.deep.equal([{name: 'warm', reason: 'warmed by fnr pods warm'}])
     expect(p.deletePods.map((d) => d.name)).to.deep.equal(['warm-failed', 'warm-old'])
     expect(p.reclaim).to.deep.equal([])
+  })
+
+  it('from outside (fnr pods gc|ls), a Lease is judged by renewTime with one more duration of allowance for clock skew; live wins between two Leases of one owner', () => {
+    const at = (owner: string, holder: string, renewedAgoMs: number | undefined, seconds = 10, name = `fnr-replica-${owner}`): V1Lease => ({
+      metadata: {name, labels: {'fnr.dev/owner': owner}},
+      spec: {holderIdentity: holder, leaseDurationSeconds: seconds, ...(renewedAgoMs === undefined ? {} : {renewTime: new Date(NOW - renewedAgoMs)})},
+    })
+    const states = judgeLeasesAt(
+      [at('fresh', 'fresh', 1000), at('late', 'late', 15_000), at('dead', 'dead', 20_000), at('released', '', 0), at('never', 'never', undefined), at('twice', 'twice', 60_000), at('twice', 'twice', 0, 10, 'other'), at('', 'x', 0)],
+      NOW,
+    )
+    expect(Object.fromEntries(states)).to.deep.equal({fresh: 'live', late: 'live', dead: 'expired', released: 'released', never: 'live', twice: 'live'})
+    // the raw MicroTime string (as the API sends it) works too
+    expect(judgeLeasesAt([{metadata: {labels: {'fnr.dev/owner': 'a'}}, spec: {holderIdentity: 'a', leaseDurationSeconds: 1, renewTime: microTime(NOW - 5000) as unknown as Date}}], NOW).get('a')).to.equal('expired')
   })
 })
