@@ -15,7 +15,7 @@ function strayPod(name: string, labels: Record<string, string>, annotations: Rec
 const ours = (name: string, owner: string): Record<string, string> => ({[LABEL_MANAGED_BY]: 'fnr', [LABEL_FN_IMAGE]: name, [LABEL_OWNER]: owner})
 const ago = (ms: number): string => new Date(Date.now() - ms).toISOString()
 
-const POD_INFO_KEYS = ['pod', 'service', 'image', 'phase', 'ready', 'state', 'detail', 'created', 'ageSeconds', 'lastUsed', 'ttlSeconds', 'ttlLeftSeconds', 'templateVersion', 'owner', 'podIP']
+const POD_INFO_KEYS = ['pod', 'service', 'image', 'phase', 'ready', 'state', 'detail', 'created', 'ageSeconds', 'lastUsed', 'ttlSeconds', 'ttlLeftSeconds', 'templateVersion', 'owner', 'ownerLease', 'podIP']
 
 describe('fnr pods ls|gc against the test bed', function () {
   this.timeout(180_000)
@@ -77,7 +77,8 @@ describe('fnr pods ls|gc against the test bed', function () {
     expect(out.pods.map((p) => p.pod).sort()).to.deep.equal([runtimePod!.name, 'other-expired', 'other-failed', 'other-fresh', 'other-idle-hour'].sort())
     for (const p of out.pods) expect(Object.keys(p)).to.have.members(POD_INFO_KEYS)
     const mine = out.pods.find((p) => p.pod === runtimePod!.name)!
-    expect(mine).to.deep.include({service: runtimePod!.name, image: image('cat'), phase: 'Running', ready: true, state: 'ready', owner: 'runner-a', ttlSeconds: 1800, templateVersion: runtimePod!.templateVersion})
+    expect(mine).to.deep.include({service: runtimePod!.name, image: image('cat'), phase: 'Running', ready: true, state: 'ready', owner: 'runner-a', ownerLease: 'live', ttlSeconds: 1800, templateVersion: runtimePod!.templateVersion})
+    expect(out.pods.find((p) => p.pod === 'other-fresh')!.ownerLease).to.equal('none') // runner-b holds no Lease
     expect(mine.ttlLeftSeconds).to.be.a('number').greaterThan(1700)
     expect(mine.ageSeconds).to.be.a('number')
     expect(out.pods.find((p) => p.pod === 'other-expired')!.ttlLeftSeconds).to.be.lessThan(0)
@@ -86,7 +87,7 @@ describe('fnr pods ls|gc against the test bed', function () {
     const text = await cli(['pods', 'ls'])
     expect(text.exitCode, text.stderr).to.equal(0)
     const lines = text.stdout.trim().split('\n')
-    expect(lines[0]).to.match(/^IMAGE\s+POD\s+SERVICE\s+STATE\s+READY\s+AGE\s+LAST USED\s+TTL LEFT\s+TEMPLATE\s+OWNER$/)
+    expect(lines[0]).to.match(/^IMAGE\s+POD\s+SERVICE\s+STATE\s+READY\s+AGE\s+LAST USED\s+TTL LEFT\s+TEMPLATE\s+OWNER\s+LEASE$/)
     expect(lines).to.have.length(6)
     expect(text.stdout).to.include(runtimePod!.name).and.include('expired').and.not.include('porch-pod').and.not.include('unrelated')
 
@@ -139,8 +140,15 @@ describe('fnr pods ls|gc against the test bed', function () {
     expect(podNames(pb, ns)).to.include.members(['other-fresh', 'porch-pod'])
   })
 
-  it('gc --all removes every fnr pod and Service, and nothing else', async () => {
+  it('gc --all removes every fnr pod and Service, and nothing else (once the runner is stopped: a live replica\'s fresh pods are kept)', async () => {
     await populate()
+    const mine = h!.runtime.cache.snapshot().map((s) => s.name)
+    const live = await cli(['pods', 'gc', '--all', '--dry-run', '--json'])
+    expect(live.exitCode, live.stderr).to.equal(0)
+    const planned = (JSON.parse(live.stdout) as {items: Array<{name: string}>}).items.map((i) => i.name)
+    expect(planned).to.include.members(['other-expired', 'other-fresh', 'other-idle-hour', 'other-failed']).and.not.include.members(mine)
+    await h!.close() // releases its Lease
+    h = undefined
     const r = await cli(['pods', 'gc', '--all', '--json'])
     expect(r.exitCode, r.stderr).to.equal(0)
     const out = JSON.parse(r.stdout) as {items: Array<{kind: string; name: string}>; failed: number}

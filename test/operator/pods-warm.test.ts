@@ -263,6 +263,51 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     await until(() => storedPods(pb, ns)[0]!.metadata!.labels![LABEL_OWNER] === 'runner-w', 'ownership taken')
   })
 
+  it('a running runner adopts a pod warmed while it runs (from the pod watch, no GC scan) and uses it without creating one', async () => {
+    const metadata = new StaticMetadataSource({[img('cat')]: [FUNCTION_PATH]})
+    // No GC scans at all: adoption comes from the pod watch seeing the warmed pod ready.
+    const h = await startRuntime(pb, {namespace: ns, metadata, owner: 'runner-r', scanIntervalMs: 0})
+    handles.push(h)
+    expect(h.runtime.cache.snapshot()).to.deep.equal([])
+    const r = await warm(['--image', img('cat'), '--json'])
+    expect(r.exitCode, r.stderr).to.equal(0)
+    const warmed = (JSON.parse(r.stdout) as Summary).images[0]!.pod!
+    await until(() => h.runtime.cache.snapshot().some((s) => s.name === warmed), 'the running runner adopted the warmed pod')
+    await until(() => storedPods(pb, ns)[0]!.metadata!.labels![LABEL_OWNER] === 'runner-r', 'ownership taken')
+    const created = createdCount(pb, ns, 'pods')
+    const out = await h.evaluator.evaluate({image: img('cat'), resourceList: RL})
+    expect(Buffer.from(out.resourceList).toString()).to.equal(RL.toString())
+    expect(createdCount(pb, ns, 'pods')).to.equal(created)
+    expect(podNames(pb, ns)).to.deep.equal([warmed])
+  })
+
+  it('with two running replicas (Leases, short scan interval), exactly one adopts a warmed pod; both keep it', async () => {
+    const metadata = new StaticMetadataSource({[img('cat')]: [FUNCTION_PATH]})
+    const a = await startRuntime(pb, {namespace: ns, metadata, owner: 'replica-a', scanIntervalMs: 200, leaseDurationMs: 5000, foreignGraceMs: 0})
+    handles.push(a)
+    const b = await startRuntime(pb, {namespace: ns, metadata, owner: 'replica-b', scanIntervalMs: 200, leaseDurationMs: 5000, foreignGraceMs: 0})
+    handles.push(b)
+    const r = await warm(['--image', img('cat'), '--json'])
+    expect(r.exitCode, r.stderr).to.equal(0)
+    const warmed = (JSON.parse(r.stdout) as Summary).images[0]!.pod!
+    const holders = (): string[] => [a, b].filter((h) => h.runtime.cache.snapshot().some((s) => s.name === warmed)).map((h) => (h === a ? 'replica-a' : 'replica-b'))
+    await until(() => holders().length > 0, 'a replica adopted the warmed pod')
+    // Several more scans on both replicas: still exactly one holds it, and it is that one's.
+    const scans = a.runtime.gc.runs + b.runtime.gc.runs
+    await until(() => a.runtime.gc.runs + b.runtime.gc.runs >= scans + 6, 'more GC scans')
+    const [adopter] = holders()
+    expect(holders()).to.deep.equal([adopter])
+    const pod = storedPods(pb, ns).find((p) => p.metadata!.name === warmed)!
+    expect(pod.metadata!.labels![LABEL_OWNER]).to.equal(adopter)
+    expect(pod.metadata!.annotations![ANNOTATION_OWNER]).to.equal(adopter)
+    const adopterHandle = adopter === 'replica-a' ? a : b
+    const created = createdCount(pb, ns, 'pods')
+    const out = await adopterHandle.evaluator.evaluate({image: img('cat'), resourceList: RL})
+    expect(Buffer.from(out.resourceList).toString()).to.equal(RL.toString())
+    expect(createdCount(pb, ns, 'pods')).to.equal(created)
+    expect(storedPods(pb, ns).map((p) => p.metadata!.name)).to.include(warmed)
+  })
+
   it('builds the same pod and Service as the runner: same spec, same label and annotation keys, same Service', async () => {
     const r = await warm(['--image', img('cat'), '--json'])
     expect(r.exitCode, r.stderr).to.equal(0)

@@ -4,7 +4,7 @@ import {expect} from 'chai'
 import type {V1Lease} from '@kubernetes/client-node'
 
 import {planGc, type GcInput, type ObservedPod, type ObservedService} from '../../src/lib/pods/gc.js'
-import {LeaseObserver, leaseNameFor, leaseSeconds, microTime, type OwnerState} from '../../src/lib/pods/lease.js'
+import {LeaseObserver, judgeLeasesAt, leaseNameFor, leaseSeconds, microTime, type OwnerState} from '../../src/lib/pods/lease.js'
 import {defaultRunnerIdentity, labelValueFor} from '../../src/lib/pods/naming.js'
 
 const NOW = 1_700_000_000_000
@@ -77,7 +77,7 @@ describe('replicas: leases and GC rules', function () {
         services: [service('old'), service('gone-pod'), service('mine', {owner: 'me'})],
       },
     )
-    expect(p).to.deep.equal({expire: [], deletePods: [], reclaim: [], deleteServices: [{name: 'mine', reason: 'orphan: its pod is gone'}]})
+    expect(p).to.deep.equal({expire: [], deletePods: [], reclaim: [], adopt: [], deleteServices: [{name: 'mine', reason: 'orphan: its pod is gone'}]})
   })
 
   it('lists the pods of an expired or released replica for reclaim (failed ones are deleted); Services follow the orphan rule', () => {
@@ -100,5 +100,34 @@ describe('replicas: leases and GC rules', function () {
     const p = plan({}, {pods: [pod('fresh', {owner: 'legacy'}), pod('abandoned', {owner: 'legacy', lastUsed: NOW - TTL - 1})]})
     expect(p.deletePods).to.deep.equal([{name: 'abandoned', reason: 'expired pod of runner legacy'}])
     expect(p.reclaim).to.deep.equal([])
+  })
+
+  it('pods of `fnr pods warm` (owner fnr-pods-warm, no Lease) are adoption candidates for a running runner unless failed or past TTL + grace', () => {
+    const p = plan({}, {
+      foreignGraceMs: 60_000,
+      pods: [
+        pod('warm', {owner: 'fnr-pods-warm'}),
+        pod('warm-failed', {owner: 'fnr-pods-warm', phase: 'Failed'}),
+        pod('warm-old', {owner: 'fnr-pods-warm', lastUsed: NOW - TTL - 61_000}),
+        pod('lone', {owner: 'lone-runner'}),
+      ],
+    })
+    expect(p.adopt).to.deep.equal([{name: 'warm', reason: 'warmed by fnr pods warm'}])
+    expect(p.deletePods.map((d) => d.name)).to.deep.equal(['warm-failed', 'warm-old'])
+    expect(p.reclaim).to.deep.equal([])
+  })
+
+  it('from outside (fnr pods gc|ls), a Lease is judged by renewTime with one more duration of allowance for clock skew; live wins between two Leases of one owner', () => {
+    const at = (owner: string, holder: string, renewedAgoMs: number | undefined, seconds = 10, name = `fnr-replica-${owner}`): V1Lease => ({
+      metadata: {name, labels: {'fnr.dev/owner': owner}},
+      spec: {holderIdentity: holder, leaseDurationSeconds: seconds, ...(renewedAgoMs === undefined ? {} : {renewTime: new Date(NOW - renewedAgoMs)})},
+    })
+    const states = judgeLeasesAt(
+      [at('fresh', 'fresh', 1000), at('late', 'late', 15_000), at('dead', 'dead', 20_000), at('released', '', 0), at('never', 'never', undefined), at('twice', 'twice', 60_000), at('twice', 'twice', 0, 10, 'other'), at('', 'x', 0)],
+      NOW,
+    )
+    expect(Object.fromEntries(states)).to.deep.equal({fresh: 'live', late: 'live', dead: 'expired', released: 'released', never: 'live', twice: 'live'})
+    // the raw MicroTime string (as the API sends it) works too
+    expect(judgeLeasesAt([{metadata: {labels: {'fnr.dev/owner': 'a'}}, spec: {holderIdentity: 'a', leaseDurationSeconds: 1, renewTime: microTime(NOW - 5000) as unknown as Date}}], NOW).get('a')).to.equal('expired')
   })
 })

@@ -11,6 +11,8 @@ export default class PodsGc extends FnrCommand {
 
 Stale templates: given the runner's template settings (--function-pod-template, or --wrapper-server-image / $WRAPPER_SERVER_IMAGE with --pod-requests, --pod-limits and --max-request-body-size as the runner has them), the current template version is computed as the runner computes it, and pods made from another version are deleted too, as the runner replaces them, but only once their last use is older than --stale-grace (default 10m): the CLI cannot see a runner's calls in flight, and the runner refreshes fnr.dev/last-used whenever a call takes a pod (at least every 5 minutes while it is in use), so keep --stale-grace above your longest function call plus 5 minutes. Without those settings this rule is off (said on stderr). Pods whose version comes from FunctionConfigs (--function-config-source=crd|both: "porch-…" or "…-fc…"), which this command does not read, are never judged stale.
 
+Several replicas: the replica Leases in the namespace say which runners are live. Pods of a live replica are deleted only by the rules that replica applies to its own (failed or ended, idle past their own TTL); --older-than, the stale-template rule and --all do not apply to them (stop the replica first: it releases its Lease). Pods of a replica whose Lease expired (not renewed for two lease durations by this machine's clock) or was released are deleted like orphans, each only if unchanged since listed (a replica taking it over wins). When the Leases cannot be read, every runner counts as live (said on stderr).
+
 Pods and Services without fnr's labels (app.kubernetes.io/managed-by=fnr) are never touched, not even with --all.
 
 Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdout gets the result: what was (or, with --dry-run, would be) deleted, or with --json {"namespace", "dryRun", "templateVersion" (null when the stale-template rule is off), "items": [{kind, name, reason, image?, deleted, error?}], "deleted", "failed"}. Exit code 1 when a deletion failed.`
@@ -25,7 +27,7 @@ Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdo
 
   static flags = {
     'dry-run': Flags.boolean({summary: 'List what would be deleted; delete nothing.', default: false}),
-    all: Flags.boolean({summary: 'Delete every fnr pod and Service in the namespace, in use or not.', default: false}),
+    all: Flags.boolean({summary: 'Delete every fnr pod and Service in the namespace, in use or not (pods of live replicas only by their own rules).', default: false}),
     'older-than': goDuration({summary: 'Treat pods idle for longer than this as expired, whatever their TTL (e.g. 1h).'}),
     json: Flags.boolean({summary: 'Print a JSON summary.', default: false}),
     'stale-grace': goDuration({summary: 'Pods of another template version are deleted once idle for this long.', default: 600_000, defaultHelp: async () => '10m'}),
@@ -58,7 +60,9 @@ Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdo
           process.stderr.write('Stale-template rule off: pass --wrapper-server-image (or set WRAPPER_SERVER_IMAGE) or --function-pod-template as the runner has them.\n')
         }
       }
-      const items = await operator.planGc({all: flags.all, olderThanMs: flags['older-than'], orphanMinAgeMs: flags.all ? 0 : undefined, currentTemplateVersion: templateVersion ?? undefined, staleGraceMs: flags['stale-grace']})
+      const leases = await operator.leaseStates()
+      if (leases.error) process.stderr.write(`Cannot read the replica Leases (${leases.error}): every runner counts as live, so only failed pods and pods idle past their own TTL are deleted.\n`)
+      const items = await operator.planGc({all: flags.all, olderThanMs: flags['older-than'], orphanMinAgeMs: flags.all ? 0 : undefined, currentTemplateVersion: templateVersion ?? undefined, staleGraceMs: flags['stale-grace']}, leases)
       const label = (i: {kind: string; name: string}): string => `${i.kind === 'pod' ? 'pod' : 'Service'} ${i.name}`
       if (flags['dry-run']) {
         const out = items.map((i) => ({...i, deleted: false}))

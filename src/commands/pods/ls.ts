@@ -9,7 +9,7 @@ export default class PodsLs extends FnrCommand {
 
   static description = `Lists every pod labelled app.kubernetes.io/managed-by=fnr in --namespace (the runner's --pod-namespace), with the Service that fronts it. Pods and Services of anything else are never shown. TTL LEFT counts from the pod's last use (fnr.dev/last-used; its creation when never used); negative means expired, and the runner's GC will delete it.
 
-With --json, stdout is {"namespace": …, "pods": [{pod, service, image, phase, ready, state, detail, created, ageSeconds, lastUsed, ttlSeconds, ttlLeftSeconds, templateVersion, owner, podIP}]}.`
+With --json, stdout is {"namespace": …, "pods": [{pod, service, image, phase, ready, state, detail, created, ageSeconds, lastUsed, ttlSeconds, ttlLeftSeconds, templateVersion, owner, ownerLease, podIP}]}. ownerLease is what the owner's replica Lease says: live, expired, released, or none (no Lease: a runner without one, or "fnr pods warm"); null when the Leases cannot be read. The LEASE column shows it.`
 
   static examples = [
     '<%= config.bin %> <%= command.id %>',
@@ -56,7 +56,7 @@ function duration(seconds: number | null): string {
 }
 
 function renderTable(pods: FunctionPodInfo[]): string {
-  const rows = [['IMAGE', 'POD', 'SERVICE', 'STATE', 'READY', 'AGE', 'LAST USED', 'TTL LEFT', 'TEMPLATE', 'OWNER']]
+  const rows = [['IMAGE', 'POD', 'SERVICE', 'STATE', 'READY', 'AGE', 'LAST USED', 'TTL LEFT', 'TEMPLATE', 'OWNER', 'LEASE']]
   for (const p of pods) {
     const lastUsedAgo = p.lastUsed === null ? null : Math.floor((Date.now() - Date.parse(p.lastUsed)) / 1000)
     rows.push([
@@ -70,6 +70,7 @@ function renderTable(pods: FunctionPodInfo[]): string {
       p.ttlLeftSeconds === null ? '-' : p.ttlLeftSeconds < 0 ? 'expired' : duration(p.ttlLeftSeconds),
       p.templateVersion ?? '-',
       p.owner ?? '-',
+      p.ownerLease ?? '?',
     ])
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)))

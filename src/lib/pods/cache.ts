@@ -37,22 +37,17 @@ import {podReadiness} from './manager.js'
 import type {ImageMetadataSource} from './metadata.js'
 import {
   ANNOTATION_CLAIMED_AT,
-  ANNOTATION_CREATION_ID,
   ANNOTATION_IMAGE,
   ANNOTATION_LAST_USED,
   ANNOTATION_OWNER,
   ANNOTATION_TEMPLATE_VERSION,
   ANNOTATION_TTL,
-  COMPONENT_POD,
-  COMPONENT_SERVICE,
-  LABEL_COMPONENT,
   LABEL_FN_IMAGE,
-  LABEL_IMAGE_HASH,
-  LABEL_MANAGED_BY,
   LABEL_OWNER,
-  LABEL_POD,
-  MANAGED_BY_FNR,
-  imageHash,
+  WARM_OWNER,
+  functionPodAnnotations,
+  functionPodLabels,
+  functionServiceLabels,
   labelValueFor,
   podNameFor,
 } from './naming.js'
@@ -227,6 +222,8 @@ export class PodCache {
   private readonly entries = new Map<string, ImageEntry>()
   /** Claims of pods (adoption) in flight per image. */
   private readonly claiming = new Map<string, number>()
+  /** Pods a takeOver is working on (one at a time per pod). */
+  private readonly takingOver = new Set<string>()
   private readonly logger: Logger
   private readonly now: () => number
   private readonly ownerLabel: string
@@ -364,13 +361,7 @@ export class PodCache {
   }
 
   private podLabels(slot: PodSlot): Record<string, string> {
-    return {
-      [LABEL_FN_IMAGE]: slot.name,
-      [LABEL_MANAGED_BY]: MANAGED_BY_FNR,
-      [LABEL_COMPONENT]: COMPONENT_POD,
-      [LABEL_IMAGE_HASH]: imageHash(slot.image),
-      [LABEL_OWNER]: this.ownerLabel,
-    }
+    return functionPodLabels(slot.name, slot.image, this.ownerLabel)
   }
 
   /** Creates the pod and its Service, waits for ready and connects; the slot is ready after. */
@@ -403,14 +394,7 @@ export class PodCache {
           name: slot.name,
           namespace: manager.namespace,
           labels: this.podLabels(slot),
-          annotations: {
-            [ANNOTATION_TEMPLATE_VERSION]: templates.version,
-            [ANNOTATION_IMAGE]: slot.image,
-            [ANNOTATION_OWNER]: this.options.owner,
-            [ANNOTATION_LAST_USED]: new Date(this.now()).toISOString(),
-            [ANNOTATION_TTL]: String(Math.round(settings.ttlMs / 1000)),
-            [ANNOTATION_CREATION_ID]: randomUUID(),
-          },
+          annotations: functionPodAnnotations({templateVersion: templates.version, image: slot.image, owner: this.options.owner, now: this.now(), ttlMs: settings.ttlMs, creationId: randomUUID()}),
           resources: settings.resources,
           maxRequestBodySize: this.options.maxMessageSize,
         })
@@ -433,7 +417,7 @@ export class PodCache {
       slot.timings.createMs = this.now() - t
       t = this.now()
       slot.detail = 'pod created'
-      const service = buildService(templates, slot.name, manager.namespace, {[LABEL_MANAGED_BY]: MANAGED_BY_FNR, [LABEL_COMPONENT]: COMPONENT_SERVICE, [LABEL_POD]: slot.name, [LABEL_OWNER]: this.ownerLabel}, {[LABEL_FN_IMAGE]: slot.name})
+      const service = buildService(templates, slot.name, manager.namespace, functionServiceLabels(slot.name, this.ownerLabel), {[LABEL_FN_IMAGE]: slot.name})
       const [{ip}] = await Promise.all([
         manager.waitForPodReady(slot.name, slot.image, {deadline, signal, deadlineName, onProgress: (d) => (slot.detail = d)}),
         step('creating the Service', manager.ensureService(service, {deadline, signal})),
@@ -523,7 +507,16 @@ export class PodCache {
     const name = pod.metadata?.name
     if (!name) return
     const slot = this.findSlot(name)
-    if (!slot || slot.state === 'starting' || slot.state === 'gone') return
+    if (!slot) {
+      // A pod `fnr pods warm` made while this runner runs: adopt it once ready (after startup,
+      // which adopts the ones already there), without waiting for the next GC scan.
+      if (type !== 'DELETED' && this.startupDone && !this.closed && pod.metadata?.labels?.[LABEL_OWNER] === WARM_OWNER && !pod.metadata?.deletionTimestamp) {
+        const image = pod.metadata?.annotations?.[ANNOTATION_IMAGE]
+        if (image && podReadiness(pod, image).state === 'ready') void this.takeOver(pod, 'none', 'warmed by fnr pods warm')
+      }
+      return
+    }
+    if (slot.state === 'starting' || slot.state === 'gone') return
     if (type === 'DELETED') {
       this.evict(slot, 'the pod was deleted')
       return
@@ -626,7 +619,16 @@ export class PodCache {
    */
   async takeOver(pod: V1Pod, state: OwnerState, why: string): Promise<'adopted' | 'deleted' | 'lost' | 'skipped'> {
     const name = pod.metadata?.name
-    if (!name || this.closed || this.findSlot(name)) return 'skipped'
+    if (!name || this.closed || this.findSlot(name) || this.takingOver.has(name)) return 'skipped'
+    this.takingOver.add(name)
+    try {
+      return await this.takeOverOnce(pod, name, state, why)
+    } finally {
+      this.takingOver.delete(name)
+    }
+  }
+
+  private async takeOverOnce(pod: V1Pod, name: string, state: OwnerState, why: string): Promise<'adopted' | 'deleted' | 'lost' | 'skipped'> {
     const {manager} = this.options
     const observed = observePod(pod)
     const own = state === 'self'
@@ -723,7 +725,7 @@ export class PodCache {
     })
     slot.ready = Promise.resolve()
     entry.slots.push(slot)
-    const service = buildService(this.templates, name, this.options.manager.namespace, {[LABEL_MANAGED_BY]: MANAGED_BY_FNR, [LABEL_COMPONENT]: COMPONENT_SERVICE, [LABEL_POD]: name, [LABEL_OWNER]: this.ownerLabel}, {[LABEL_FN_IMAGE]: name})
+    const service = buildService(this.templates, name, this.options.manager.namespace, functionServiceLabels(name, this.ownerLabel), {[LABEL_FN_IMAGE]: name})
     this.options.manager.ensureService(service, {deadline: now + this.options.podReadyTimeoutMs}).catch((err: unknown) => {
       this.logger.warn('adopted pod has no usable Service', {pod: name, error: (err as Error).message})
       if (this.options.addressMode === 'service') this.evict(slot, 'its Service cannot be created')
@@ -795,8 +797,11 @@ export class PodCache {
       }
     }
     const plan = this.applyGc(pods, services, observedAt, view)
-    if (!view || !this.options.replicas) return plan
     const byName = new Map(pods.map((p) => [p.metadata?.name ?? '', p]))
+    // Pods of `fnr pods warm`: the usable ones become this replica's (a claim with a
+    // resourceVersion precondition: with several replicas exactly one gets each); the others stay.
+    await Promise.all(plan.adopt.map((a) => this.takeOver(byName.get(a.name)!, 'none', a.reason)))
+    if (!view || !this.options.replicas) return plan
     const results = await Promise.all(plan.reclaim.map(async (r) => ({r, result: await this.takeOver(byName.get(r.name)!, r.ownerState, r.reason)})))
     const reclaimed = new Set(results.filter((x) => x.result === 'adopted' || x.result === 'deleted').map((x) => x.r.name))
     // A gone replica's Lease goes once none of its pods is left (precondition: unchanged since listed).

@@ -21,13 +21,19 @@
  *     over and deletes the rest, with resourceVersion preconditions so that exactly one replica
  *     does it), its failed or ended pods are deleted, its Services follow the orphan rule;
  *   - none (no Lease: a lone runner, or an fnr without leases): the rules above.
+ *
+ * Pods made by `fnr pods warm` (owner WARM_OWNER, which no runner has and which holds no Lease)
+ * are listed in `adopt` unless they failed or are past TTL + grace: the caller takes the usable
+ * ones over (ready, current template version, within the image's pod limit) with the same
+ * resourceVersion-precondition claim as `reclaim`, so with several replicas exactly one adopts
+ * each; the others are left to the rules above.
  */
 import type {V1Pod, V1Service} from '@kubernetes/client-node'
 
 import {silentLogger, type Logger} from '../log.js'
 import type {OwnerState} from './lease.js'
 import {metrics} from '../metrics.js'
-import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, ANNOTATION_TTL, LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER, LABEL_POD, MANAGED_BY_FNR} from './naming.js'
+import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, ANNOTATION_TTL, LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER, LABEL_POD, MANAGED_BY_FNR, WARM_OWNER} from './naming.js'
 
 export interface CachedPodState {
   name: string
@@ -96,6 +102,8 @@ export interface GcPlan {
   deleteServices: GcAction[]
   /** Uncached pods of replicas that are gone (lease expired or released): take over or delete. */
   reclaim: Array<GcAction & {owner: string; ownerState: 'expired' | 'released'}>
+  /** Uncached pods made by `fnr pods warm`: take the usable ones over (leave the rest). */
+  adopt: GcAction[]
 }
 
 function parseTime(text: string | undefined): number | undefined {
@@ -138,7 +146,7 @@ function toMs(value: unknown): number | undefined {
 }
 
 export function planGc(input: GcInput): GcPlan {
-  const plan: GcPlan = {expire: [], deletePods: [], deleteServices: [], reclaim: []}
+  const plan: GcPlan = {expire: [], deletePods: [], deleteServices: [], reclaim: [], adopt: []}
   const stateOf = (owner: string | undefined): OwnerState => (owner === input.self ? 'self' : input.ownerState?.(owner) ?? 'none')
   const orphanMinAge = input.orphanMinAgeMs ?? 60_000
   const foreignGrace = input.foreignGraceMs ?? 600_000
@@ -165,7 +173,7 @@ export function planGc(input: GcInput): GcPlan {
       const lastUsed = p.lastUsed ?? p.created
       if (lastUsed !== undefined && p.ttlMs !== undefined && input.now - lastUsed >= p.ttlMs + foreignGrace) {
         plan.deletePods.push({name: p.name, reason: `expired pod of runner ${p.owner ?? '(unknown)'}`})
-      }
+      } else if (p.owner === WARM_OWNER) plan.adopt.push({name: p.name, reason: 'warmed by fnr pods warm'})
     }
   }
 

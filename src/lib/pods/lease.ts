@@ -316,3 +316,43 @@ export class LeaseObserver {
     }
   }
 }
+
+/** A Lease's renewTime in ms since the epoch (client-node gives a Date, or the raw string). */
+function renewTimeMs(lease: V1Lease): number | undefined {
+  const t = lease.spec?.renewTime as unknown
+  if (t instanceof Date) return t.getTime()
+  if (typeof t === 'string') {
+    const ms = Date.parse(t)
+    return Number.isFinite(ms) ? ms : undefined
+  }
+  return undefined
+}
+
+/**
+ * One look from outside the runners (`fnr pods gc|ls`), which cannot watch a Lease for a whole
+ * duration as LeaseObserver does: judged from renewTime against this clock, with the lease
+ * duration once more as allowance for clock skew (a live replica renews every third of it), so
+ * a replica is "expired" only when its Lease was not renewed for two durations by this clock.
+ * Errs towards "live" (whose pods are then kept): released when holderIdentity is empty; a Lease
+ * without renewTime is live.
+ */
+export function judgeLeasesAt(items: readonly V1Lease[], now: number): Map<string, Exclude<OwnerState, 'self' | 'none'>> {
+  const states = new Map<string, Exclude<OwnerState, 'self' | 'none'>>()
+  for (const l of items) {
+    const owner = l.metadata?.labels?.[LABEL_OWNER]
+    if (!owner) continue
+    const holder = l.spec?.holderIdentity ?? ''
+    const durationMs = (l.spec?.leaseDurationSeconds ?? DEFAULT_LEASE_DURATION_MS / 1000) * 1000
+    const renewed = renewTimeMs(l)
+    const state = !holder ? 'released' : renewed !== undefined && now - renewed >= 2 * durationMs ? 'expired' : 'live'
+    // Two Leases of one owner label (should not happen): live wins.
+    if (states.get(owner) !== 'live') states.set(owner, state)
+  }
+  return states
+}
+
+/** Lists the replica Leases of a namespace for judgeLeasesAt. */
+export async function listReplicaLeases(k8s: ClientNode, kubeConfig: import('@kubernetes/client-node').KubeConfig, namespace: string): Promise<V1Lease[]> {
+  const list = await withApiRetries(() => coordinationApi(k8s, kubeConfig).listNamespacedLease({namespace, labelSelector: LEASE_SELECTOR}), {what: `cannot list replica leases in ${namespace}`})
+  return list.items
+}

@@ -49,6 +49,11 @@ export const ANNOTATION_CREATION_ID = 'fnr.dev/creation-id'
  * written with a resourceVersion precondition, so two replicas can never both take one pod.
  */
 export const ANNOTATION_CLAIMED_AT = 'fnr.dev/claimed-at'
+/**
+ * The owner label (and annotation) of pods made by `fnr pods warm`: no runner has it (a runner's
+ * identity is its pod name), and a running runner adopts such pods (cache.ts, gc.ts).
+ */
+export const WARM_OWNER = 'fnr-pods-warm'
 /** On a replica's Lease (app.kubernetes.io/component). */
 export const COMPONENT_LEASE = 'replica-lease'
 

@@ -15,6 +15,14 @@
  * deletes them at startup), but only once its last use is older than a grace period (default
  * 10 min, gc.ts's grace for another runner's pods), since from outside "idle" can only be read
  * from that annotation. `fnr pods warm` is in warm-operator.ts.
+ *
+ * Replicas (lease.ts): the replica Leases of the namespace are read once and judged from outside
+ * (judgeLeasesAt). Pods of a live replica are deleted only by the rules that replica applies to
+ * its own: failed or ended, or idle past their own TTL; --older-than, the stale-template rule and
+ * --all do not apply to them (stop the replica first: its Lease is released then). Pods of a
+ * replica whose Lease expired or was released are deleted like orphans, whatever their state.
+ * Owners without a Lease (a runner with --replica-lease-duration=0, `fnr pods warm`) keep the
+ * rules above. When the Leases cannot be read, every other owner is treated as live.
  */
 import type {V1Pod, V1Service} from '@kubernetes/client-node'
 
@@ -22,8 +30,9 @@ import {FnrError} from '../errors.js'
 import {connectKube, type KubeClients, type KubeConnectOptions} from '../k8s/client.js'
 import {silentLogger, type Logger} from '../log.js'
 import {observePod, observeService, planGc} from './gc.js'
+import {judgeLeasesAt, listReplicaLeases, type OwnerState} from './lease.js'
 import {PodManager, podReadiness} from './manager.js'
-import {ANNOTATION_TEMPLATE_VERSION} from './naming.js'
+import {ANNOTATION_TEMPLATE_VERSION, LABEL_OWNER} from './naming.js'
 import type {Templates} from './template.js'
 import {runnerTemplates, type RunnerTemplateOptions} from './template-operator.js'
 
@@ -52,6 +61,8 @@ export interface FunctionPodInfo {
   ttlLeftSeconds: number | null
   templateVersion: string | null
   owner: string | null
+  /** What the owner's replica Lease says: live, expired, released, none (no Lease); null when the Leases cannot be read. */
+  ownerLease: 'live' | 'expired' | 'released' | 'none' | null
   podIP: string | null
 }
 
@@ -70,6 +81,15 @@ export interface GcOptions {
   /** How long a pod of another template version must have been idle (default 10 min, gc.ts's grace for another runner's pods). */
   staleGraceMs?: number
   now?: number
+  /** What became of each owner (replica Leases); default 'none' for every owner. */
+  ownerState?: (owner: string | undefined) => OwnerState
+}
+
+/** The owners' Lease states as the CLI sees them, or why they cannot be read. */
+export interface LeaseStates {
+  stateOf: (owner: string | undefined) => OwnerState
+  /** Set when the Leases could not be read (then every owner counts as live). */
+  error?: string
 }
 
 /** Template versions that only a runner reading FunctionConfigs can compute (template-porch.ts, runtime.ts overlays). */
@@ -99,6 +119,9 @@ function iso(ms: number | undefined): string | null {
 }
 
 export class PodOperator {
+  /** Pods of replicas that are gone, planned for deletion: their resourceVersion when listed. */
+  private readonly goneReplicaPods = new Map<string, string>()
+
   private constructor(
     readonly clients: KubeClients,
     readonly manager: PodManager,
@@ -114,10 +137,21 @@ export class PodOperator {
     return new PodOperator(clients, manager, options.namespace)
   }
 
+  /** Reads the replica Leases of the namespace (after the pods: a replica creates its Lease before its first pod). */
+  async leaseStates(now = Date.now()): Promise<LeaseStates> {
+    try {
+      const states = judgeLeasesAt(await listReplicaLeases(this.clients.k8s, this.clients.kubeConfig, this.namespace), now)
+      return {stateOf: (owner) => (owner === undefined ? 'none' : states.get(owner) ?? 'none')}
+    } catch (err) {
+      return {stateOf: () => 'live', error: (err as Error).message.split('\n', 1)[0]}
+    }
+  }
+
   /** Every pod fnr manages in the namespace (optionally of one image), oldest first. */
   async list(filter: {image?: string; now?: number} = {}): Promise<FunctionPodInfo[]> {
     const now = filter.now ?? Date.now()
     const [pods, services] = await Promise.all([this.manager.listPods(), this.manager.listServices()])
+    const leases = await this.leaseStates(now)
     const serviceOf = new Map<string, string>()
     for (const s of services.map(observeService)) if (s.managed && s.pod && !s.deleting) serviceOf.set(s.pod, s.name)
     const infos: FunctionPodInfo[] = []
@@ -125,23 +159,38 @@ export class PodOperator {
       const o = observePod(pod)
       if (!o.managed) continue
       if (filter.image !== undefined && o.image !== filter.image) continue
-      infos.push(describePod(pod, serviceOf.get(o.name) ?? null, now))
+      infos.push(describePod(pod, serviceOf.get(o.name) ?? null, now, leases.error ? null : (leases.stateOf(o.owner) as FunctionPodInfo['ownerLease'])))
     }
     infos.sort((a, b) => (a.created ?? '').localeCompare(b.created ?? '') || a.pod.localeCompare(b.pod))
     return infos
   }
 
   /** What a GC pass would delete now (nothing is deleted). */
-  async planGc(options: GcOptions = {}): Promise<GcItem[]> {
+  async planGc(options: GcOptions = {}, leases?: LeaseStates): Promise<GcItem[]> {
     const observedAt = options.now ?? Date.now()
     const [pods, services] = await Promise.all([this.manager.listPods(), this.manager.listServices()])
-    return planOperatorGc(pods, services, {...options, now: options.now ?? Date.now()}, observedAt)
+    const ownerState = options.ownerState ?? (leases ?? (await this.leaseStates(observedAt))).stateOf
+    const items = planOperatorGc(pods, services, {...options, ownerState, now: options.now ?? Date.now()}, observedAt)
+    // A gone replica's pod is deleted only if unchanged since listed: a replica taking it over
+    // at the same time (its claim changes the pod) wins.
+    const planned = new Set(items.filter((i) => i.kind === 'pod').map((i) => i.name))
+    for (const pod of pods) {
+      const state = ownerState(pod.metadata?.labels?.[LABEL_OWNER])
+      if ((state === 'expired' || state === 'released') && planned.has(pod.metadata?.name ?? '')) this.goneReplicaPods.set(pod.metadata!.name!, pod.metadata?.resourceVersion ?? '')
+    }
+    return items
   }
 
   /** Deletes the planned items (a pod together with its Service); one failure never stops the rest. */
   async deleteItem(item: GcItem): Promise<GcItemResult> {
     try {
-      if (item.kind === 'pod') await Promise.all([this.manager.deletePod(item.name), this.manager.deleteService(item.name)])
+      const resourceVersion = item.kind === 'pod' ? this.goneReplicaPods.get(item.name) : undefined
+      if (resourceVersion) {
+        if (!(await this.manager.deletePodIfUnchanged(item.name, resourceVersion))) {
+          return {...item, deleted: false, error: 'it changed since it was listed (a replica may have taken it over); left alone'}
+        }
+        await this.manager.deleteService(item.name)
+      } else if (item.kind === 'pod') await Promise.all([this.manager.deletePod(item.name), this.manager.deleteService(item.name)])
       else await this.manager.deleteService(item.name)
       return {...item, deleted: true}
     } catch (err) {
@@ -159,7 +208,7 @@ export class PodOperator {
   }
 }
 
-export function describePod(pod: V1Pod, service: string | null, now: number): FunctionPodInfo {
+export function describePod(pod: V1Pod, service: string | null, now: number, ownerLease: FunctionPodInfo['ownerLease'] = null): FunctionPodInfo {
   const o = observePod(pod)
   const r = podReadiness(pod, o.image ?? '?')
   const state: FunctionPodInfo['state'] = o.deleting ? 'deleting' : r.state === 'pending' ? 'starting' : r.state
@@ -179,6 +228,7 @@ export function describePod(pod: V1Pod, service: string | null, now: number): Fu
     ttlLeftSeconds: o.ttlMs === undefined || lastUse === undefined ? null : Math.floor((lastUse + o.ttlMs - now) / 1000),
     templateVersion: pod.metadata?.annotations?.[ANNOTATION_TEMPLATE_VERSION] ?? null,
     owner: o.owner ?? null,
+    ownerLease,
     podIP: pod.status?.podIP ?? null,
   }
 }
@@ -187,41 +237,59 @@ export function describePod(pod: V1Pod, service: string | null, now: number): Fu
 export function planOperatorGc(pods: readonly V1Pod[], services: readonly V1Service[], options: GcOptions & {now: number}, observedAt = options.now): GcItem[] {
   const observedPods = pods.map(observePod)
   const observedServices = services.map(observeService)
+  const stateOf = (owner: string | undefined): OwnerState => options.ownerState?.(owner) ?? 'none'
+  const live = (owner: string | undefined): boolean => stateOf(owner) === 'live'
   const items: GcItem[] = []
-  if (options.all) {
-    for (const p of observedPods) if (p.managed && !p.deleting) items.push({kind: 'pod', name: p.name, reason: '--all', ...(p.image ? {image: p.image} : {})})
-    const podNames = new Set(items.map((i) => i.name))
-    for (const s of observedServices) if (s.managed && !s.deleting && !podNames.has(s.name)) items.push({kind: 'service', name: s.name, reason: '--all'})
-    return items
-  }
-  const ttlOverride = options.olderThanMs
+  const ttlOverride = options.all ? undefined : options.olderThanMs
+  // A live replica's pods only by its own rules (failed, idle past their own TTL): planGc's
+  // 'none' rule with no grace; gone replicas' pods come back in `reclaim`.
   const plan = planGc({
     now: options.now,
     self: NOBODY,
     cached: [],
-    pods: observedPods.map((p) => (ttlOverride !== undefined ? {...p, ttlMs: ttlOverride} : p)),
+    pods: observedPods.map((p) => (ttlOverride !== undefined && !live(p.owner) ? {...p, ttlMs: ttlOverride} : p)),
     services: observedServices,
     observedAt,
     orphanMinAgeMs: options.orphanMinAgeMs ?? 60_000,
     foreignGraceMs: 0,
+    ownerState: (owner) => (live(owner) ? 'none' : stateOf(owner)),
   })
   const byName = new Map(observedPods.map((p) => [p.name, p]))
+  if (options.all) {
+    const livePodsDeleted = new Set(plan.deletePods.map((d) => d.name))
+    const kept = new Set<string>()
+    for (const p of observedPods) {
+      if (!p.managed || p.deleting) continue
+      if (!live(p.owner)) items.push({kind: 'pod', name: p.name, reason: '--all', ...(p.image ? {image: p.image} : {})})
+      else if (livePodsDeleted.has(p.name)) items.push({kind: 'pod', name: p.name, reason: `--all (replica ${p.owner ?? '(unknown)'} is live: ${plan.deletePods.find((d) => d.name === p.name)!.reason.startsWith('expired') ? 'idle for longer than its TTL' : plan.deletePods.find((d) => d.name === p.name)!.reason})`, ...(p.image ? {image: p.image} : {})})
+      else kept.add(p.name)
+    }
+    const podNames = new Set(items.map((i) => i.name))
+    for (const s of observedServices) if (s.managed && !s.deleting && !podNames.has(s.name) && !(s.pod && kept.has(s.pod))) items.push({kind: 'service', name: s.name, reason: '--all'})
+    return items
+  }
   for (const d of plan.deletePods) {
-    const image = byName.get(d.name)?.image
-    const reason = d.reason.startsWith('expired') ? (ttlOverride !== undefined ? 'idle for longer than --older-than' : 'idle for longer than its TTL') : d.reason
+    const p = byName.get(d.name)
+    const image = p?.image
+    const reason = d.reason.startsWith('expired') ? (ttlOverride !== undefined && !live(p?.owner) ? 'idle for longer than --older-than' : 'idle for longer than its TTL') : d.reason
     items.push({kind: 'pod', name: d.name, reason, ...(image ? {image} : {})})
+  }
+  for (const r of plan.reclaim) {
+    const image = byName.get(r.name)?.image
+    items.push({kind: 'pod', name: r.name, reason: r.reason, ...(image ? {image} : {})})
   }
   // The stale-template rule. The runner replaces pods of another template version as they go
   // idle (and deletes them when it finds them at startup); from outside, "idle" can only be read
   // from fnr.dev/last-used, which the runner refreshes whenever a call takes the pod (at least
   // every 5 minutes while in use). So a pod qualifies only when its last use (or creation) is
   // older than the grace: a pod with a call in flight, or used recently, is never touched.
+  // A live replica replaces its own stale pods: they are left to it.
   if (options.currentTemplateVersion !== undefined) {
     const grace = options.staleGraceMs ?? DEFAULT_STALE_GRACE_MS
     const planned = new Set(items.filter((i) => i.kind === 'pod').map((i) => i.name))
     for (const pod of pods) {
       const p = observePod(pod)
-      if (!p.managed || p.deleting || planned.has(p.name)) continue
+      if (!p.managed || p.deleting || planned.has(p.name) || live(p.owner)) continue
       const version = pod.metadata?.annotations?.[ANNOTATION_TEMPLATE_VERSION]
       if (version === options.currentTemplateVersion) continue
       // Made by a runner whose templates come from FunctionConfigs (--function-config-source:

@@ -9,9 +9,11 @@
  *   - a runner that starts (or restarts) afterwards adopts every fnr pod that is ready and made
  *     from its current template version, whatever its owner, and takes ownership (cache.ts
  *     adopt), so it uses a warmed pod instead of creating one;
- *   - a runner already running never deletes them as its own orphans (that rule is for pods with
- *     its own owner label); to it they are another runner's pods, collected only once idle past
- *     their TTL (fnr.dev/ttl-seconds, from --pod-cache-config or --pod-ttl) plus its grace;
+ *   - a runner already running adopts them too (cache.ts onPodEvent when its pod watch sees one
+ *     ready, else its next GC pass: gc.ts `adopt`), with a resourceVersion-precondition claim, so
+ *     with several replicas exactly one takes each; one it cannot use (pod limit reached, other
+ *     template version) is never deleted as its own orphan, only once idle past its TTL
+ *     (fnr.dev/ttl-seconds, from --pod-cache-config or --pod-ttl) plus the runner's grace;
  *   - `fnr pods gc` applies the TTL to them like to every pod.
  *
  * Idempotent: an image that already has a ready fnr pod of the current template version counts
@@ -33,7 +35,7 @@ import {attachPullSecret, buildPullSecret} from '../registry/pull-secret.js'
 import {observePod} from './gc.js'
 import {podReadiness, type PodManager} from './manager.js'
 import type {ImageMetadataSource} from './metadata.js'
-import {ANNOTATION_TEMPLATE_VERSION, LABEL_FN_IMAGE, functionPodAnnotations, functionPodLabels, functionServiceLabels, podNameFor} from './naming.js'
+import {ANNOTATION_TEMPLATE_VERSION, LABEL_FN_IMAGE, WARM_OWNER, functionPodAnnotations, functionPodLabels, functionServiceLabels, podNameFor} from './naming.js'
 import {buildPod, buildService, type Templates} from './template.js'
 import {runnerTemplates, type RunnerTemplateOptions} from './template-operator.js'
 
@@ -55,8 +57,8 @@ export async function createPullSecretIfMissing(core: CoreV1Api, namespace: stri
   }
 }
 
-/** The owner label (and annotation) of pods made by `fnr pods warm`. */
-export const WARM_OWNER = 'fnr-pods-warm'
+/** The owner label (and annotation) of pods made by `fnr pods warm` (defined in naming.ts). */
+export {WARM_OWNER}
 
 export interface WarmerOptions {
   manager: PodManager

@@ -1,0 +1,123 @@
+/**
+ * `fnr pods gc|ls` and replica Leases, on the test bed: the CLI deletes a live replica's pods only
+ * by that replica's own rules (failed, idle past their own TTL), never by --older-than, --all or
+ * because they are not the CLI's; pods of replicas whose Lease expired or was released go like
+ * orphans. `fnr pods ls` shows each owner's Lease state.
+ */
+import {expect} from 'chai'
+
+import type {V1Lease} from '@kubernetes/client-node'
+
+import {judgeLeasesAt} from '../../src/lib/pods/lease.js'
+import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, ANNOTATION_TTL, LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER} from '../../src/lib/pods/naming.js'
+import {runCli} from '../support/cli.js'
+import {RL, WRAPPER_IMAGE, image, podNames, resetGate, startPodBed, startRuntime, until, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
+
+const ago = (ms: number): string => new Date(Date.now() - ms).toISOString()
+
+/** A pod with fnr's labels, as a replica leaves it (a no-process pod on the kubelet). */
+function fnrPod(name: string, owner: string, lastUsedAgoMs: number, ttlSeconds: number): object {
+  return {
+    metadata: {
+      name,
+      labels: {[LABEL_MANAGED_BY]: 'fnr', [LABEL_FN_IMAGE]: name, [LABEL_OWNER]: owner},
+      annotations: {[ANNOTATION_IMAGE]: image('cat'), [ANNOTATION_LAST_USED]: ago(lastUsedAgoMs), [ANNOTATION_TTL]: String(ttlSeconds)},
+    },
+    spec: {restartPolicy: 'Never', containers: [{name: 'function', image: WRAPPER_IMAGE, command: ['/wrapper-server-tools/wrapper-server']}]},
+  }
+}
+
+interface GcOut {
+  items: Array<{kind: string; name: string; reason: string; deleted: boolean}>
+  deleted: number
+  failed: number
+}
+
+describe('fnr pods gc|ls and replica Leases against the test bed', function () {
+  this.timeout(180_000)
+  let pb: PodBed
+  let ns: string
+  const handles: RuntimeHandle[] = []
+  const cli = (args: string[]) => runCli([...args, '--kubeconfig', pb.bed.kubeconfigPath, '-n', ns], {timeout: 120_000})
+
+  before(async () => {
+    pb = await startPodBed()
+  })
+  after(async () => {
+    await pb?.stop()
+  })
+  beforeEach(async () => {
+    ns = pb.namespace()
+    await resetGate(pb)
+  })
+  afterEach(async () => {
+    await pb.openGate()
+    for (const h of handles.splice(0)) await h.close()
+  })
+
+  /**
+   * runner-live: live (5 s Lease), with a pod in use of its own, an idle one within its TTL (but
+   * idle for an hour) and one past its TTL; runner-dead: died without a word (1 s Lease, expired);
+   * runner-gone: stopped gracefully (Lease released). Each of the last two left a pod.
+   */
+  async function populate(): Promise<{live: string; dead: string; gone: string}> {
+    const start = async (owner: string, leaseDurationMs: number): Promise<RuntimeHandle> => {
+      const h = await startRuntime(pb, {namespace: ns, owner, leaseDurationMs})
+      handles.push(h)
+      return h
+    }
+    const live = await start('runner-live', 5000)
+    await live.evaluator.evaluate({image: image('cat'), resourceList: RL})
+    const dead = await start('runner-dead', 1000)
+    await dead.evaluator.evaluate({image: image('stderr'), resourceList: RL})
+    const gone = await start('runner-gone', 1000)
+    await gone.evaluator.evaluate({image: image('cat'), resourceList: RL})
+    const names = {live: live.runtime.cache.snapshot()[0]!.name, dead: dead.runtime.cache.snapshot()[0]!.name, gone: gone.runtime.cache.snapshot()[0]!.name}
+    dead.runtime.lease!.abandon()
+    for (const h of [dead, gone]) {
+      await h.close()
+      handles.splice(handles.indexOf(h), 1)
+    }
+    const reg = pb.bed.api.registry
+    reg.create('pods', ns, fnrPod('live-idle-hour', 'runner-live', 3600_000, 86_400))
+    reg.create('pods', ns, fnrPod('live-expired', 'runner-live', 3 * 3600_000, 60))
+    // As the CLI judges them: runner-dead's Lease unrenewed for two durations.
+    await until(() => judgeLeasesAt(pb.bed.api.registry.list('leases', ns).items as V1Lease[], Date.now()).get('runner-dead') === 'expired', 'runner-dead\'s Lease expired', 30_000, 200)
+    return names
+  }
+
+  it('ls shows each owner\'s Lease state (live, expired, released, none) in --json and the LEASE column', async () => {
+    const names = await populate()
+    pb.bed.api.registry.create('pods', ns, fnrPod('lone', 'lone-runner', 0, 1800))
+    const j = await cli(['pods', 'ls', '--json'])
+    expect(j.exitCode, j.stderr).to.equal(0)
+    const byPod = new Map((JSON.parse(j.stdout) as {pods: Array<{pod: string; ownerLease: string}>}).pods.map((p) => [p.pod, p.ownerLease]))
+    expect([names.live, 'live-idle-hour', names.dead, names.gone, 'lone'].map((n) => byPod.get(n))).to.deep.equal(['live', 'live', 'expired', 'released', 'none'])
+    const text = await cli(['pods', 'ls'])
+    const row = text.stdout.split('\n').find((l) => l.includes(names.dead))!
+    expect(row).to.match(/runner-dead\s+expired$/)
+  })
+
+  it('gc deletes a live replica\'s pods only by its own rules (not --older-than, not --all); pods of expired or released replicas go like orphans', async () => {
+    const names = await populate()
+    const dry = await cli(['pods', 'gc', '--dry-run', '--json', '--older-than', '30m'])
+    expect(dry.exitCode, dry.stderr).to.equal(0)
+    const items = (JSON.parse(dry.stdout) as GcOut).items
+    expect(items.map((i) => i.name).sort()).to.deep.equal([names.dead, names.gone, 'live-expired'].sort())
+    expect(items.find((i) => i.name === names.dead)!.reason).to.equal('its runner runner-dead is gone (lease expired)')
+    expect(items.find((i) => i.name === names.gone)!.reason).to.equal('its runner runner-gone is gone (lease released)')
+    expect(items.find((i) => i.name === 'live-expired')!.reason).to.equal('idle for longer than its TTL')
+
+    const all = await cli(['pods', 'gc', '--dry-run', '--json', '--all'])
+    const allNames = (JSON.parse(all.stdout) as GcOut).items.filter((i) => i.kind === 'pod').map((i) => i.name)
+    expect(allNames.sort()).to.deep.equal([names.dead, names.gone, 'live-expired'].sort())
+
+    const r = await cli(['pods', 'gc', '--json'])
+    expect(r.exitCode, r.stderr).to.equal(0)
+    expect(JSON.parse(r.stdout) as GcOut).to.deep.include({deleted: 3, failed: 0})
+    await until(() => podNames(pb, ns).join() === [names.live, 'live-idle-hour'].sort().join(), `only the live replica's kept pods left (${podNames(pb, ns)})`)
+    // the live replica still serves from its pod
+    const out = await handles[0]!.evaluator.evaluate({image: image('cat'), resourceList: RL})
+    expect(Buffer.from(out.resourceList).toString()).to.equal(RL.toString())
+  })
+})
