@@ -111,6 +111,13 @@ describe('fnr pods gc|ls and replica Leases against the test bed', function () {
     const all = await cli(['pods', 'gc', '--dry-run', '--json', '--all'])
     const allNames = (JSON.parse(all.stdout) as GcOut).items.filter((i) => i.kind === 'pod').map((i) => i.name)
     expect(allNames.sort()).to.deep.equal([names.dead, names.gone, 'live-expired'].sort())
+    // --include-live-replicas: every fnr pod, the live replica's too
+    const wipe = await cli(['pods', 'gc', '--dry-run', '--json', '--all', '--include-live-replicas'])
+    expect(wipe.exitCode, wipe.stderr).to.equal(0)
+    const wipeNames = (JSON.parse(wipe.stdout) as GcOut).items.filter((i) => i.kind === 'pod').map((i) => i.name)
+    expect(wipeNames.sort()).to.deep.equal([names.dead, names.gone, 'live-expired', names.live, 'live-idle-hour'].sort())
+    const alone = await cli(['pods', 'gc', '--dry-run', '--include-live-replicas'])
+    expect(alone.exitCode).to.equal(2)
 
     const r = await cli(['pods', 'gc', '--json'])
     expect(r.exitCode, r.stderr).to.equal(0)

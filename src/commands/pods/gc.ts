@@ -22,12 +22,14 @@ Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdo
     '<%= config.bin %> <%= command.id %>',
     {description: 'Pods idle for more than an hour, whatever their TTL:', command: '<%= config.bin %> <%= command.id %> --older-than 1h'},
     {description: 'Remove every fnr pod and Service (e.g. after uninstalling the runner):', command: '<%= config.bin %> <%= command.id %> --all --json'},
+    {description: 'Also the pods of runners that are still running:', command: '<%= config.bin %> <%= command.id %> --all --include-live-replicas'},
     {description: 'Also pods of an old template, with the runner\'s template ConfigMap:', command: '<%= config.bin %> <%= command.id %> --function-pod-template kpt-function-eval-pod-template --runner-namespace porch-system --dry-run'},
   ]
 
   static flags = {
     'dry-run': Flags.boolean({summary: 'List what would be deleted; delete nothing.', default: false}),
     all: Flags.boolean({summary: 'Delete every fnr pod and Service in the namespace, in use or not (pods of live replicas only by their own rules).', default: false}),
+    'include-live-replicas': Flags.boolean({summary: 'With --all: also the pods of live replicas (calls in flight on them fail; the replicas make new pods on demand).', default: false}),
     'older-than': goDuration({summary: 'Treat pods idle for longer than this as expired, whatever their TTL (e.g. 1h).'}),
     json: Flags.boolean({summary: 'Print a JSON summary.', default: false}),
     'stale-grace': goDuration({summary: 'Pods of another template version are deleted once idle for this long.', default: 600_000, defaultHelp: async () => '10m'}),
@@ -38,6 +40,7 @@ Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdo
   async run(): Promise<void> {
     const {flags} = await this.parse(PodsGc)
     this.verbosity = flags['log-level']
+    if (flags['include-live-replicas'] && !flags.all) throw new FnrError('Usage', '--include-live-replicas only goes with --all')
     const {PodOperator, runWithProgress} = await import('../../lib/pods/operator.js')
     const operator = await PodOperator.connect({namespace: flags.namespace, kube: {kubeconfig: flags.kubeconfig, context: flags.context}})
     try {
@@ -62,7 +65,7 @@ Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdo
       }
       const leases = await operator.leaseStates()
       if (leases.error) process.stderr.write(`Cannot read the replica Leases (${leases.error}): every runner counts as live, so only failed pods and pods idle past their own TTL are deleted.\n`)
-      const items = await operator.planGc({all: flags.all, olderThanMs: flags['older-than'], orphanMinAgeMs: flags.all ? 0 : undefined, currentTemplateVersion: templateVersion ?? undefined, staleGraceMs: flags['stale-grace']}, leases)
+      const items = await operator.planGc({all: flags.all, includeLive: flags['include-live-replicas'], olderThanMs: flags['older-than'], orphanMinAgeMs: flags.all ? 0 : undefined, currentTemplateVersion: templateVersion ?? undefined, staleGraceMs: flags['stale-grace']}, leases)
       const label = (i: {kind: string; name: string}): string => `${i.kind === 'pod' ? 'pod' : 'Service'} ${i.name}`
       if (flags['dry-run']) {
         const out = items.map((i) => ({...i, deleted: false}))

@@ -67,8 +67,10 @@ export interface FunctionPodInfo {
 }
 
 export interface GcOptions {
-  /** Delete every fnr pod and Service, whatever its state. */
+  /** Delete every fnr pod and Service, whatever its state (a live replica's only by its own rules, unless includeLive). */
   all?: boolean
+  /** With all: also the pods and Services of live replicas (their calls in flight fail; they make new pods on demand). */
+  includeLive?: boolean
   /** Treat pods idle (or, without a last use, existing) longer than this as expired, whatever their TTL. */
   olderThanMs?: number
   /** An fnr Service without a pod is deleted once older than this (default 60 s; 0 with --all). */
@@ -261,6 +263,7 @@ export function planOperatorGc(pods: readonly V1Pod[], services: readonly V1Serv
     for (const p of observedPods) {
       if (!p.managed || p.deleting) continue
       if (!live(p.owner)) items.push({kind: 'pod', name: p.name, reason: '--all', ...(p.image ? {image: p.image} : {})})
+      else if (options.includeLive) items.push({kind: 'pod', name: p.name, reason: `--all --include-live-replicas (replica ${p.owner ?? '(unknown)'} is live)`, ...(p.image ? {image: p.image} : {})})
       else if (livePodsDeleted.has(p.name)) items.push({kind: 'pod', name: p.name, reason: `--all (replica ${p.owner ?? '(unknown)'} is live: ${plan.deletePods.find((d) => d.name === p.name)!.reason.startsWith('expired') ? 'idle for longer than its TTL' : plan.deletePods.find((d) => d.name === p.name)!.reason})`, ...(p.image ? {image: p.image} : {})})
       else kept.add(p.name)
     }
