@@ -16,7 +16,7 @@
 // test/lib/lazy-loading.test.ts inspects it.
 import {spawnSync} from 'node:child_process'
 import {createHash} from 'node:crypto'
-import {cpSync, mkdtempSync, renameSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync} from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 
@@ -59,7 +59,10 @@ writeFileSync(CJS, code)
 const work = mkdtempSync(path.join(os.tmpdir(), 'fnr-code-cache-'))
 try {
   const pkg = path.join(work, 'pkg')
-  cpSync(path.join(ROOT, 'examples', 'hello'), pkg, {recursive: true})
+  // A small package of its own (the build context of docker/fnr.Dockerfile has no examples/).
+  mkdirSync(pkg)
+  writeFileSync(path.join(pkg, 'Kptfile'), 'apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\n')
+  writeFileSync(path.join(pkg, 'cm.yaml'), '# a comment\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  key: value\n')
   const out = `${CACHE}.${process.pid}.tmp`
   const env = {...process.env, FNR_EVAL_CODE_CACHE_OUT: out}
   delete env.FNR_NO_FAST_PATH
