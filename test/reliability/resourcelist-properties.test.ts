@@ -1,10 +1,11 @@
 /**
  * Property-based tests of the ResourceList reader/writer behind `fnr eval` (fast-check, in a
- * worker thread so a generated input that never finishes is caught by a per-input time limit):
+ * child process so a generated input that never finishes is caught by a per-input time limit):
  * round trips keep every item's content and comments, source → sink reproduces packages, and no
  * input, however broken, makes it throw anything but an FnrError.
  */
-import {Worker} from 'node:worker_threads'
+import {fork, type ChildProcess} from 'node:child_process'
+import {fileURLToPath} from 'node:url'
 
 import {expect} from 'chai'
 
@@ -25,17 +26,38 @@ const RUNS: Record<string, number> = {
 }
 const SEED = Number(process.env.FNR_FUZZ_SEED ?? Date.now() % 2 ** 31)
 
-/** Runs one property in a worker; a silence of HANG_MS between ticks counts as a hang. */
-function runProperty(worker: Worker, property: string, numRuns: number): Promise<Extract<WorkerMessage, {done: string}>> {
+const RUNNER = fileURLToPath(new URL('../support/reliability/fuzz-properties.ts', import.meta.url))
+
+/** Forks the property runner (tsx in the child; FNR_FUZZ_CHILD=1 makes it listen). */
+function newRunner(): ChildProcess {
+  return fork(RUNNER, [], {execArgv: ['--import=tsx'], env: {...process.env, FNR_FUZZ_CHILD: '1'}, stdio: ['ignore', 'inherit', 'inherit', 'ipc']})
+}
+
+/** Kills a runner and waits until it is gone (and reaped). */
+function stopRunner(runner: ChildProcess): Promise<void> {
+  if (runner.exitCode !== null || runner.signalCode !== null) return Promise.resolve()
+  return new Promise((resolve) => {
+    runner.once('exit', () => resolve())
+    runner.kill('SIGKILL')
+  })
+}
+
+/** Runs one property in the runner; a silence of HANG_MS between ticks counts as a hang. */
+function runProperty(runner: ChildProcess, property: string, numRuns: number): Promise<Extract<WorkerMessage, {done: string}>> {
   return new Promise((resolve, reject) => {
     let last = '(before the first input)'
-    let timer: NodeJS.Timeout
+    let timer: NodeJS.Timeout | undefined
+    const finish = (): void => {
+      clearTimeout(timer)
+      runner.off('message', onMessage)
+      runner.off('error', onError)
+      runner.off('exit', onExit)
+    }
     const arm = (): void => {
       clearTimeout(timer)
       timer = setTimeout(() => {
+        finish()
         tally.hang(`${property}: ${last}`)
-        worker.off('message', onMessage)
-        void worker.terminate()
         reject(new Error(`${property}: one input took more than ${HANG_MS} ms (hang); input: ${last}`))
       }, HANG_MS)
     }
@@ -45,31 +67,35 @@ function runProperty(worker: Worker, property: string, numRuns: number): Promise
         arm()
         return
       }
-      clearTimeout(timer)
-      worker.off('message', onMessage)
+      finish()
       resolve(m)
     }
-    worker.on('message', onMessage)
-    worker.once('error', (err) => {
-      clearTimeout(timer)
+    const onError = (err: Error): void => {
+      finish()
       reject(err)
-    })
+    }
+    const onExit = (code: number | null, signal: NodeJS.Signals | null): void => {
+      finish()
+      reject(new Error(`${property}: the property runner exited (${signal ?? `code ${code}`}) during ${last}`))
+    }
+    runner.on('message', onMessage)
+    runner.once('error', onError)
+    runner.once('exit', onExit)
     arm()
-    worker.postMessage({property, numRuns, seed: SEED} satisfies RunRequest)
+    runner.send({property, numRuns, seed: SEED} satisfies RunRequest)
   })
 }
 
 describe('reliability: ResourceList properties (fast-check)', function () {
   this.timeout(LONG ? 600_000 : 120_000)
-  let worker: Worker | undefined
-  const newWorker = (): Worker => new Worker(new URL('../support/reliability/fuzz-worker.mjs', import.meta.url))
+  let runner: ChildProcess | undefined
 
   before(() => {
     process.stdout.write(`      (fast-check seed ${SEED}; replay with FNR_FUZZ_SEED=${SEED})\n`)
   })
 
   after(async () => {
-    await worker?.terminate()
+    if (runner) await stopRunner(runner)
   })
 
   it('covers every property', () => {
@@ -79,10 +105,12 @@ describe('reliability: ResourceList properties (fast-check)', function () {
   for (const property of Object.keys(RUNS)) {
     it(property, async () => {
       const numRuns = RUNS[property]! * (LONG ? 10 : 1)
-      // One worker for all properties; a new one after a hang (the hung one is terminated).
-      worker ??= newWorker()
-      const result = await runProperty(worker, property, numRuns).catch((err: unknown) => {
-        worker = undefined
+      // One runner for all properties; a new one after a failure (the old one is killed).
+      runner ??= newRunner()
+      const current = runner
+      const result = await runProperty(current, property, numRuns).catch(async (err: unknown) => {
+        runner = undefined
+        await stopRunner(current)
         throw err
       })
       tally.generated += result.numRuns

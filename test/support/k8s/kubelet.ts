@@ -130,16 +130,18 @@ function trackGroup(pid: number): void {
   }
 }
 
+/**
+ * Signals the process group of a container process (every one is spawned detached, so it leads its
+ * own group). ESRCH means the group is gone; there is deliberately no fallback to the bare pid:
+ * once the leader has been reaped its pid can be recycled (pid_max is 32768 here and the suites
+ * start tens of thousands of processes), and a late timer would then kill an unrelated process.
+ */
 function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
   if (!pid) return;
   try {
     process.kill(-pid, signal);
   } catch {
-    try {
-      process.kill(pid, signal);
-    } catch {
-      // already gone
-    }
+    // already gone
   }
 }
 

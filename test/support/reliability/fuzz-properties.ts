@@ -1,17 +1,20 @@
 /**
  * Property-based tests (fast-check) of the ResourceList reader/writer behind `fnr eval`
- * (src/lib/resourcelist). They run in a worker thread (fuzz-worker.mjs): the test process
- * watches the ticks the worker sends before each generated input and terminates it when one
- * input takes longer than the hang limit, which a synchronous parse could otherwise never be
- * interrupted from.
+ * (src/lib/resourcelist). They run in a child process (this module, forked with tsx and
+ * FNR_FUZZ_CHILD=1): the test process watches the ticks the child sends before each generated
+ * input and kills it when one input takes longer than the hang limit, which a synchronous parse
+ * could otherwise never be interrupted from.
  *
- * Protocol: the test posts {property, numRuns, seed}; the worker posts {tick} before each input
+ * A child process rather than a worker thread: a worker would load its own tsx, whose esbuild
+ * service process is a child of the test process that nobody reaps once the worker is gone (a
+ * zombie the reliability suites rightly count as a leak).
+ *
+ * Protocol: the test sends {property, numRuns, seed}; the child sends {tick} before each input
  * and {done, ok, numRuns, report} at the end.
  */
 import {mkdir, mkdtemp, readdir, readFile, rm, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import {parentPort} from 'node:worker_threads'
 
 import fc from 'fast-check'
 import {Document, isMap, isSeq, parse as parseYaml, parseAllDocuments, type Node} from 'yaml'
@@ -27,8 +30,15 @@ export interface RunRequest {
 
 export type WorkerMessage = {tick: string} | {done: string; ok: boolean; numRuns: number; report?: string}
 
+/** The IPC channel to the test process when this module runs as the forked property runner. */
+const channel = process.env.FNR_FUZZ_CHILD === '1' && process.send ? process : undefined
+
+function send(message: WorkerMessage): void {
+  channel?.send!(message)
+}
+
 function tick(label: string): void {
-  parentPort?.postMessage({tick: label} satisfies WorkerMessage)
+  send({tick: label})
 }
 
 function describeInput(v: unknown): string {
@@ -342,15 +352,15 @@ async function listFiles(dir: string, rel = ''): Promise<string[]> {
 
 export const PROPERTY_NAMES = Object.keys(PROPERTIES)
 
-parentPort?.on('message', (req: RunRequest) => {
+channel?.on('message', (req: RunRequest) => {
   void (async () => {
     const run = PROPERTIES[req.property]
     if (!run) {
-      parentPort!.postMessage({done: req.property, ok: false, numRuns: 0, report: `no property ${req.property}`} satisfies WorkerMessage)
+      send({done: req.property, ok: false, numRuns: 0, report: `no property ${req.property}`})
       return
     }
     const details = await run(req.numRuns, req.seed)
     const report = details.failed ? `${fc.defaultReportMessage(details as fc.RunDetails<unknown>) ?? 'failed'}\nError: ${(details.errorInstance as Error)?.message ?? String(details.errorInstance)}` : undefined
-    parentPort!.postMessage({done: req.property, ok: !details.failed, numRuns: details.numRuns, ...(report ? {report: report.slice(0, 6000)} : {})} satisfies WorkerMessage)
+    send({done: req.property, ok: !details.failed, numRuns: details.numRuns, ...(report ? {report: report.slice(0, 6000)} : {})})
   })()
 })
