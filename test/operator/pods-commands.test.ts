@@ -1,7 +1,9 @@
 import {expect} from 'chai'
+import {execa} from 'execa'
 
 import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, ANNOTATION_TTL, LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER, LABEL_POD} from '../../src/lib/pods/naming.js'
 import {runCli} from '../support/cli.js'
+import {BIN_RUN} from '../support/serve.js'
 import {RL, WRAPPER_IMAGE, image, podNames, resetGate, startPodBed, startRuntime, startedCalls, storedPods, storedServices, until, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
 
 /** A pod as another runner (or Porch) would have left it; runs as a no-process 'skip' pod. */
@@ -156,6 +158,54 @@ describe('fnr pods ls|gc against the test bed', function () {
     expect(out.items.filter((i) => i.kind === 'service').map((i) => i.name)).to.deep.equal(['orphan-svc'])
     await until(() => podNames(pb, ns).join() === 'porch-pod,unrelated', `only foreign pods left (${podNames(pb, ns)})`)
     await until(() => storedServices(pb, ns).map((s) => s.metadata!.name).join() === 'porch-svc', 'only the foreign Service left')
+  })
+
+  it('gc: a deletion that fails gives exit 1, a FAILED line, the other deletions done, and --json counts it', async () => {
+    await populate()
+    const fault = pb.bed.api.failNext({verb: 'delete', resource: 'pods', namespace: ns, name: 'other-failed', code: 403, times: Infinity, message: 'pods "other-failed" is forbidden: no delete for you'})
+    try {
+      const r = await cli(['pods', 'gc'])
+      expect(r.exitCode, r.stderr).to.equal(1)
+      expect(r.stdout.split('\n').sort()).to.deep.equal([`FAILED pod other-failed: cannot delete pod ${ns}/other-failed: pods "other-failed" is forbidden: no delete for you (HTTP 403)`, 'deleted pod other-expired: idle for longer than its TTL'].sort())
+      const lines = r.stderr.trim().split('\n')
+      expect(lines).to.include('ok: deleted pod other-expired: idle for longer than its TTL')
+      expect(lines.filter((l) => l.startsWith('FAILED: cannot delete pod other-failed: '))).to.have.length(1)
+      expect(lines.at(-1)).to.equal('fnr: 1 of 2 deletions failed')
+      expect(lines.filter((l) => l.startsWith('fnr: '))).to.have.length(1)
+      await until(() => !podNames(pb, ns).includes('other-expired'), 'the expired pod gone')
+      expect(podNames(pb, ns)).to.include('other-failed')
+
+      const j = await cli(['pods', 'gc', '--json'])
+      expect(j.exitCode, j.stderr).to.equal(1)
+      const out = JSON.parse(j.stdout) as {items: Array<{name: string; deleted: boolean; skipped: boolean; error?: string}>; deleted: number; skipped: number; failed: number}
+      expect(out).to.deep.include({deleted: 0, skipped: 0, failed: 1})
+      expect(out.items).to.have.length(1)
+      expect(out.items[0]).to.deep.include({name: 'other-failed', deleted: false, skipped: false})
+      expect(out.items[0]!.error).to.include('forbidden')
+      expect(j.stderr.trim().split('\n').at(-1)).to.equal('fnr: 1 of 1 deletions failed')
+    } finally {
+      fault.cancel()
+    }
+  })
+
+  it('gc on a terminal shows listr2 progress per pod (ticks and crosses), then the same result lines', async () => {
+    await populate()
+    const fault = pb.bed.api.failNext({verb: 'delete', resource: 'pods', namespace: ns, name: 'other-failed', code: 403, times: Infinity})
+    try {
+      const q = (a: string): string => `'${a.replace(/'/g, "'\\''")}'`
+      const args = [process.execPath, BIN_RUN, 'pods', 'gc', '--kubeconfig', pb.bed.kubeconfigPath, '-n', ns]
+      // util-linux script(1) runs the command on a pseudo-terminal (stdout and stderr are a TTY), 200 columns wide
+      const r = await execa('script', ['-qec', `stty cols 200 rows 50; ${args.map(q).join(' ')}`, '/dev/null'], {reject: false, timeout: 120_000, env: {...process.env, TERM: 'xterm'}})
+      const text = String(r.stdout).replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '')
+      expect(r.exitCode, text).to.equal(1)
+      expect(text).to.match(/✔ deleted pod other-expired: idle for longer than its TTL/)
+      expect(text).to.match(/✖ cannot delete pod other-failed: /)
+      expect(text).to.not.include('ok: ')
+      expect(text).to.include('FAILED pod other-failed: ')
+      expect(text).to.include('fnr: 1 of 2 deletions failed')
+    } finally {
+      fault.cancel()
+    }
   })
 
   it('errors are one line with a non-zero exit and no stack trace', async () => {

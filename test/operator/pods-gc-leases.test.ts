@@ -1,8 +1,8 @@
 /**
  * `fnr pods gc|ls` and replica Leases, on the test bed: the CLI deletes a live replica's pods only
- * by that replica's own rules (failed, idle past their own TTL), never by --older-than, --all or
- * because they are not the CLI's; pods of replicas whose Lease expired or was released go like
- * orphans. `fnr pods ls` shows each owner's Lease state.
+ * when they failed or ended (idle ones, even past their TTL, are left to that replica, whose own GC
+ * sees its calls in flight), never by --older-than or --all; pods of replicas whose Lease expired
+ * or was released go like orphans. `fnr pods ls` shows each owner's Lease state.
  */
 import {expect} from 'chai'
 
@@ -11,25 +11,26 @@ import type {V1Lease} from '@kubernetes/client-node'
 import {judgeLeasesAt} from '../../src/lib/pods/lease.js'
 import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, ANNOTATION_TTL, LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER} from '../../src/lib/pods/naming.js'
 import {runCli} from '../support/cli.js'
-import {RL, WRAPPER_IMAGE, image, podNames, resetGate, startPodBed, startRuntime, until, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
+import {RL, WRAPPER_IMAGE, image, podNames, resetGate, startPodBed, startRuntime, storedPods, until, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
 
 const ago = (ms: number): string => new Date(Date.now() - ms).toISOString()
 
 /** A pod with fnr's labels, as a replica leaves it (a no-process pod on the kubelet). */
-function fnrPod(name: string, owner: string, lastUsedAgoMs: number, ttlSeconds: number): object {
+function fnrPod(name: string, owner: string, lastUsedAgoMs: number, ttlSeconds: number, containerImage = WRAPPER_IMAGE): object {
   return {
     metadata: {
       name,
       labels: {[LABEL_MANAGED_BY]: 'fnr', [LABEL_FN_IMAGE]: name, [LABEL_OWNER]: owner},
       annotations: {[ANNOTATION_IMAGE]: image('cat'), [ANNOTATION_LAST_USED]: ago(lastUsedAgoMs), [ANNOTATION_TTL]: String(ttlSeconds)},
     },
-    spec: {restartPolicy: 'Never', containers: [{name: 'function', image: WRAPPER_IMAGE, command: ['/wrapper-server-tools/wrapper-server']}]},
+    spec: {restartPolicy: 'Never', containers: [{name: 'function', image: containerImage, command: ['/wrapper-server-tools/wrapper-server']}]},
   }
 }
 
 interface GcOut {
   items: Array<{kind: string; name: string; reason: string; deleted: boolean}>
   deleted: number
+  skipped: number
   failed: number
 }
 
@@ -57,8 +58,9 @@ describe('fnr pods gc|ls and replica Leases against the test bed', function () {
 
   /**
    * runner-live: live (5 s Lease), with a pod in use of its own, an idle one within its TTL (but
-   * idle for an hour) and one past its TTL; runner-dead: died without a word (1 s Lease, expired);
-   * runner-gone: stopped gracefully (Lease released). Each of the last two left a pod.
+   * idle for an hour), one past its TTL and one that failed; runner-dead: died without a word
+   * (1 s Lease, expired); runner-gone: stopped gracefully (Lease released). Each of the last two
+   * left a pod.
    */
   async function populate(): Promise<{live: string; dead: string; gone: string}> {
     const start = async (owner: string, leaseDurationMs: number): Promise<RuntimeHandle> => {
@@ -81,6 +83,8 @@ describe('fnr pods gc|ls and replica Leases against the test bed', function () {
     const reg = pb.bed.api.registry
     reg.create('pods', ns, fnrPod('live-idle-hour', 'runner-live', 3600_000, 86_400))
     reg.create('pods', ns, fnrPod('live-expired', 'runner-live', 3 * 3600_000, 60))
+    reg.create('pods', ns, fnrPod('live-failed', 'runner-live', 0, 1800, image('crash')))
+    await until(() => storedPods(pb, ns).find((p) => p.metadata!.name === 'live-failed')?.status?.phase === 'Failed', 'the crashing pod failed')
     // As the CLI judges them: runner-dead's Lease unrenewed for two durations.
     await until(() => judgeLeasesAt(pb.bed.api.registry.list('leases', ns).items as V1Lease[], Date.now()).get('runner-dead') === 'expired', 'runner-dead\'s Lease expired', 30_000, 200)
     return names
@@ -98,33 +102,58 @@ describe('fnr pods gc|ls and replica Leases against the test bed', function () {
     expect(row).to.match(/runner-dead\s+expired$/)
   })
 
-  it('gc deletes a live replica\'s pods only by its own rules (not --older-than, not --all); pods of expired or released replicas go like orphans', async () => {
+  it('gc deletes a live replica\'s pods only when failed or ended (idle ones, even past their TTL, are left to it; not --older-than, not --all); pods of expired or released replicas go like orphans', async () => {
     const names = await populate()
     const dry = await cli(['pods', 'gc', '--dry-run', '--json', '--older-than', '30m'])
     expect(dry.exitCode, dry.stderr).to.equal(0)
     const items = (JSON.parse(dry.stdout) as GcOut).items
-    expect(items.map((i) => i.name).sort()).to.deep.equal([names.dead, names.gone, 'live-expired'].sort())
+    expect(items.map((i) => i.name).sort()).to.deep.equal([names.dead, names.gone, 'live-failed'].sort())
     expect(items.find((i) => i.name === names.dead)!.reason).to.equal('its runner runner-dead is gone (lease expired)')
     expect(items.find((i) => i.name === names.gone)!.reason).to.equal('its runner runner-gone is gone (lease released)')
-    expect(items.find((i) => i.name === 'live-expired')!.reason).to.equal('idle for longer than its TTL')
+    expect(items.find((i) => i.name === 'live-failed')!.reason).to.equal('the pod is Failed')
 
     const all = await cli(['pods', 'gc', '--dry-run', '--json', '--all'])
-    const allNames = (JSON.parse(all.stdout) as GcOut).items.filter((i) => i.kind === 'pod').map((i) => i.name)
-    expect(allNames.sort()).to.deep.equal([names.dead, names.gone, 'live-expired'].sort())
+    const allItems = (JSON.parse(all.stdout) as GcOut).items.filter((i) => i.kind === 'pod')
+    expect(allItems.map((i) => i.name).sort()).to.deep.equal([names.dead, names.gone, 'live-failed'].sort())
+    expect(allItems.find((i) => i.name === 'live-failed')!.reason).to.equal('--all (replica runner-live is live: the pod is Failed)')
     // --include-live-replicas: every fnr pod, the live replica's too
     const wipe = await cli(['pods', 'gc', '--dry-run', '--json', '--all', '--include-live-replicas'])
     expect(wipe.exitCode, wipe.stderr).to.equal(0)
     const wipeNames = (JSON.parse(wipe.stdout) as GcOut).items.filter((i) => i.kind === 'pod').map((i) => i.name)
-    expect(wipeNames.sort()).to.deep.equal([names.dead, names.gone, 'live-expired', names.live, 'live-idle-hour'].sort())
+    expect(wipeNames.sort()).to.deep.equal([names.dead, names.gone, 'live-expired', 'live-failed', names.live, 'live-idle-hour'].sort())
     const alone = await cli(['pods', 'gc', '--dry-run', '--include-live-replicas'])
     expect(alone.exitCode).to.equal(2)
 
     const r = await cli(['pods', 'gc', '--json'])
     expect(r.exitCode, r.stderr).to.equal(0)
-    expect(JSON.parse(r.stdout) as GcOut).to.deep.include({deleted: 3, failed: 0})
-    await until(() => podNames(pb, ns).join() === [names.live, 'live-idle-hour'].sort().join(), `only the live replica's kept pods left (${podNames(pb, ns)})`)
+    expect(JSON.parse(r.stdout) as GcOut).to.deep.include({deleted: 3, skipped: 0, failed: 0})
+    await until(() => podNames(pb, ns).join() === [names.live, 'live-expired', 'live-idle-hour'].sort().join(), `only the live replica's idle pods left (${podNames(pb, ns)})`)
     // the live replica still serves from its pod
     const out = await handles[0]!.evaluator.evaluate({image: image('cat'), resourceList: RL})
     expect(Buffer.from(out.resourceList).toString()).to.equal(RL.toString())
+  })
+
+  it('gc reads the Leases after the pods, and when it cannot read them treats every runner as live (only failed pods go), said on stderr', async () => {
+    const reg = pb.bed.api.registry
+    reg.create('pods', ns, fnrPod('lone-expired', 'lone-runner', 3 * 3600_000, 60))
+    reg.create('pods', ns, fnrPod('lone-failed', 'lone-runner', 0, 1800, image('crash')))
+    await until(() => storedPods(pb, ns).find((p) => p.metadata!.name === 'lone-failed')?.status?.phase === 'Failed', 'the crashing pod failed')
+    const since = pb.bed.api.requests.length
+    const ok = await cli(['pods', 'gc', '--dry-run', '--json'])
+    expect(ok.exitCode, ok.stderr).to.equal(0)
+    const order = pb.bed.api.requests.slice(since).filter((q) => q.verb === 'list' && q.namespace === ns).map((q) => q.resource)
+    expect(order.indexOf('leases'), order.join()).to.be.greaterThan(order.indexOf('pods'))
+    expect(order.indexOf('leases'), order.join()).to.be.greaterThan(order.indexOf('services'))
+    expect((JSON.parse(ok.stdout) as GcOut).items.map((i) => i.name).sort()).to.deep.equal(['lone-expired', 'lone-failed'])
+
+    const fault = pb.bed.api.failNext({verb: 'list', resource: 'leases', namespace: ns, code: 403, times: Infinity})
+    try {
+      const r = await cli(['pods', 'gc', '--dry-run', '--json'])
+      expect(r.exitCode, r.stderr).to.equal(0)
+      expect(r.stderr).to.include('Cannot read the replica Leases').and.include('only pods that failed or ended are deleted')
+      expect((JSON.parse(r.stdout) as GcOut).items.map((i) => i.name)).to.deep.equal(['lone-failed'])
+    } finally {
+      fault.cancel()
+    }
   })
 })

@@ -53,7 +53,14 @@ export interface KubeConnectOptions {
   env?: NodeJS.ProcessEnv
   /** Prefix of the service account directory (tests: a temp dir holding var/run/secrets/…). */
   rootPrefix?: string
+  /**
+   * What to do when no configuration is found, for the error message (default: `fnr serve`'s
+   * "pass --kubeconfig or disable the pod runtime (--disable-runtimes=pod)").
+   */
+  missingConfigHint?: string
 }
+
+const SERVE_CONFIG_HINT = 'pass --kubeconfig or disable the pod runtime (--disable-runtimes=pod)'
 
 export interface KubeClients {
   k8s: ClientNode
@@ -110,7 +117,7 @@ export async function connectKube(options: KubeConnectOptions = {}): Promise<Kub
             'Config',
             files.length > 0
               ? `no kubeconfig found: none of the files in KUBECONFIG exists (${files.join(path.delimiter)})`
-              : 'no Kubernetes configuration found: not running in a cluster, KUBECONFIG is not set and ~/.kube/config does not exist; pass --kubeconfig or disable the pod runtime (--disable-runtimes=pod)',
+              : `no Kubernetes configuration found: not running in a cluster, KUBECONFIG is not set and ~/.kube/config does not exist; ${options.missingConfigHint ?? SERVE_CONFIG_HINT}`,
           )
         }
         kubeConfig.loadFromFile(existing[0]!)

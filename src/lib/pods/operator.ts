@@ -1,28 +1,38 @@
 /**
  * What the operator commands (`fnr pods ls|gc`) do, on the same code as `fnr serve`'s pod
  * runtime: PodManager for the API calls, observePod/observeService for "is this fnr's and what
- * state is it in", planGc for the GC rules. Nothing here keeps state between calls.
+ * state is it in", planGc for the GC rules. The whole `fnr pods gc` flow (templates, listing,
+ * Leases, plan, deletions, summary) is in gc-operator.ts; `fnr pods warm` is in warm-operator.ts.
  *
- * GC from outside the runner: there is no pod cache, so every fnr pod is judged by its labels
- * and annotations the way the runner judges another runner's pods (gc.ts), except that the
- * operator asked for it, so there is no extra grace: a pod is collected when it failed or ended,
- * or when its last use (fnr.dev/last-used, which the runner keeps up to date while the pod
- * takes calls) is older than its TTL (fnr.dev/ttl-seconds) or than --older-than. A pod in use
- * therefore always has a recent last-used time and is never collected, except by --all.
+ * GC from outside the runner: there is no pod cache and no view of the calls in flight, so every
+ * fnr pod is judged by its labels and annotations the way the runner judges another runner's
+ * pods (gc.ts), except that the operator asked for it, so there is no extra grace: a pod is
+ * collected when it failed or ended, or when its last use (fnr.dev/last-used) is older than its
+ * TTL (fnr.dev/ttl-seconds) or than --older-than. The runner writes fnr.dev/last-used when a call
+ * takes a pod and, while calls are in flight on it, again at its GC passes (every
+ * --scan-interval), each time at most once per TTL/10 (5 s to 5 min; cache.ts): a busy pod's
+ * annotation is at most that interval plus --scan-interval old.
+ *
+ * Every pod is deleted with a resourceVersion precondition (the pod as listed): a pod that
+ * changed since it was listed (its runner refreshed its last use because a call took it, a
+ * replica took it over, its state changed) is left alone and reported as such.
  *
  * Stale templates: given the runner's current template version (template-operator.ts), a pod
  * made from another version is collected too (the runner replaces such pods as they go idle and
  * deletes them at startup), but only once its last use is older than a grace period (default
  * 10 min, gc.ts's grace for another runner's pods), since from outside "idle" can only be read
- * from that annotation. `fnr pods warm` is in warm-operator.ts.
+ * from that annotation.
  *
- * Replicas (lease.ts): the replica Leases of the namespace are read once and judged from outside
- * (judgeLeasesAt). Pods of a live replica are deleted only by the rules that replica applies to
- * its own: failed or ended, or idle past their own TTL; --older-than, the stale-template rule and
- * --all do not apply to them (stop the replica first: its Lease is released then). Pods of a
- * replica whose Lease expired or was released are deleted like orphans, whatever their state.
- * Owners without a Lease (a runner with --replica-lease-duration=0, `fnr pods warm`) keep the
- * rules above. When the Leases cannot be read, every other owner is treated as live.
+ * Replicas (lease.ts): the replica Leases of the namespace are read once, after the pods (a
+ * replica creates its Lease before its first pod, so every pod listed has its owner's Lease in
+ * the list that follows), and judged from outside (judgeLeasesAt). Pods of a live replica are
+ * deleted only when they failed or ended: idle ones are left to that replica, whose own GC sees
+ * its calls in flight (their TTL, --older-than, the stale-template rule and --all do not apply
+ * to them; stop the replica first, which releases its Lease, or add --include-live-replicas to
+ * --all). Pods of a replica whose Lease expired or was released are deleted like orphans,
+ * whatever their state. Owners without a Lease (a runner with --replica-lease-duration=0,
+ * `fnr pods warm`) keep the rules above. When the Leases cannot be read, every owner counts as
+ * live.
  */
 import type {V1Pod, V1Service} from '@kubernetes/client-node'
 
@@ -67,7 +77,7 @@ export interface FunctionPodInfo {
 }
 
 export interface GcOptions {
-  /** Delete every fnr pod and Service, whatever its state (a live replica's only by its own rules, unless includeLive). */
+  /** Delete every fnr pod and Service, whatever its state (a live replica's only when failed or ended, unless includeLive). */
   all?: boolean
   /** With all: also the pods and Services of live replicas (their calls in flight fail; they make new pods on demand). */
   includeLive?: boolean
@@ -110,8 +120,25 @@ export interface GcItem {
 
 export interface GcItemResult extends GcItem {
   deleted: boolean
+  /** Left alone: the pod changed since it was listed, or is gone (see CHANGED_SINCE_LISTED). */
+  skipped: boolean
+  /** Why the deletion failed. */
   error?: string
 }
+
+/** Why a planned pod was left alone (its deletion precondition failed). */
+export const CHANGED_SINCE_LISTED = 'it changed since it was listed (a call took it, a replica took it over, or it went away)'
+
+/** The pods and Services as listed for one GC plan. */
+export interface GcListing {
+  pods: V1Pod[]
+  services: V1Service[]
+  /** When the lists were requested (ms since the epoch). */
+  observedAt: number
+}
+
+/** What to do when no Kubernetes configuration is found (client.ts). */
+export const OPERATOR_CONFIG_HINT = 'pass --kubeconfig FILE or set KUBECONFIG (inside a cluster, the pod\'s service account is used)'
 
 /** An owner value no runner has (label values cannot contain spaces). */
 const NOBODY = 'fnr pods gc'
@@ -121,8 +148,8 @@ function iso(ms: number | undefined): string | null {
 }
 
 export class PodOperator {
-  /** Pods of replicas that are gone, planned for deletion: their resourceVersion when listed. */
-  private readonly goneReplicaPods = new Map<string, string>()
+  /** The pods planned for deletion: their resourceVersion when listed (the deletion precondition). */
+  private readonly listedVersions = new Map<string, string>()
 
   private constructor(
     readonly clients: KubeClients,
@@ -134,7 +161,7 @@ export class PodOperator {
     if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(options.namespace) || options.namespace.length > 63) {
       throw new FnrError('Usage', `--namespace ${JSON.stringify(options.namespace)} is not a valid namespace name`)
     }
-    const clients = await connectKube(options.kube)
+    const clients = await connectKube({missingConfigHint: OPERATOR_CONFIG_HINT, ...options.kube})
     const manager = new PodManager({...clients, namespace: options.namespace, logger: options.logger ?? silentLogger})
     return new PodOperator(clients, manager, options.namespace)
   }
@@ -152,7 +179,7 @@ export class PodOperator {
   /** Every pod fnr manages in the namespace (optionally of one image), oldest first. */
   async list(filter: {image?: string; now?: number} = {}): Promise<FunctionPodInfo[]> {
     const now = filter.now ?? Date.now()
-    const [pods, services] = await Promise.all([this.manager.listPods(), this.manager.listServices()])
+    const {pods, services} = await this.listForGc()
     const leases = await this.leaseStates(now)
     const serviceOf = new Map<string, string>()
     for (const s of services.map(observeService)) if (s.managed && s.pod && !s.deleting) serviceOf.set(s.pod, s.name)
@@ -167,36 +194,43 @@ export class PodOperator {
     return infos
   }
 
-  /** What a GC pass would delete now (nothing is deleted). */
-  async planGc(options: GcOptions = {}, leases?: LeaseStates): Promise<GcItem[]> {
-    const observedAt = options.now ?? Date.now()
+  /** Lists fnr's pods and Services (an API server that cannot be reached fails here, in one line). */
+  async listForGc(): Promise<GcListing> {
+    const observedAt = Date.now()
     const [pods, services] = await Promise.all([this.manager.listPods(), this.manager.listServices()])
-    const ownerState = options.ownerState ?? (leases ?? (await this.leaseStates(observedAt))).stateOf
-    const items = planOperatorGc(pods, services, {...options, ownerState, now: options.now ?? Date.now()}, observedAt)
-    // A gone replica's pod is deleted only if unchanged since listed: a replica taking it over
-    // at the same time (its claim changes the pod) wins.
+    return {pods, services, observedAt}
+  }
+
+  /**
+   * What a GC pass would delete (nothing is deleted), from a listing and the Leases read after
+   * it. Remembers each planned pod's resourceVersion for deleteItem's precondition.
+   */
+  plan(listing: GcListing, options: GcOptions, leases: LeaseStates): GcItem[] {
+    const items = planOperatorGc(listing.pods, listing.services, {...options, ownerState: options.ownerState ?? leases.stateOf, now: options.now ?? Date.now()}, listing.observedAt)
     const planned = new Set(items.filter((i) => i.kind === 'pod').map((i) => i.name))
-    for (const pod of pods) {
-      const state = ownerState(pod.metadata?.labels?.[LABEL_OWNER])
-      if ((state === 'expired' || state === 'released') && planned.has(pod.metadata?.name ?? '')) this.goneReplicaPods.set(pod.metadata!.name!, pod.metadata?.resourceVersion ?? '')
+    for (const pod of listing.pods) {
+      const name = pod.metadata?.name ?? ''
+      if (planned.has(name)) this.listedVersions.set(name, pod.metadata?.resourceVersion ?? '')
     }
     return items
   }
 
-  /** Deletes the planned items (a pod together with its Service); one failure never stops the rest. */
+  /**
+   * Deletes one planned item; never throws (a failure is in the result). A pod goes only if it
+   * is unchanged since it was listed (resourceVersion precondition), and then its Service; a pod
+   * that changed (or is gone) is left alone, and so is its Service: the next pass judges it afresh.
+   */
   async deleteItem(item: GcItem): Promise<GcItemResult> {
     try {
-      const resourceVersion = item.kind === 'pod' ? this.goneReplicaPods.get(item.name) : undefined
-      if (resourceVersion) {
-        if (!(await this.manager.deletePodIfUnchanged(item.name, resourceVersion))) {
-          return {...item, deleted: false, error: 'it changed since it was listed (a replica may have taken it over); left alone'}
-        }
-        await this.manager.deleteService(item.name)
-      } else if (item.kind === 'pod') await Promise.all([this.manager.deletePod(item.name), this.manager.deleteService(item.name)])
-      else await this.manager.deleteService(item.name)
-      return {...item, deleted: true}
+      if (item.kind === 'pod') {
+        const resourceVersion = this.listedVersions.get(item.name)
+        if (!resourceVersion) throw new FnrError('Internal', `pod ${item.name} was not planned from a listing`)
+        if (!(await this.manager.deletePodIfUnchanged(item.name, resourceVersion))) return {...item, deleted: false, skipped: true}
+      }
+      await this.manager.deleteService(item.name)
+      return {...item, deleted: true, skipped: false}
     } catch (err) {
-      return {...item, deleted: false, error: (err as Error).message.split('\n', 1)[0]}
+      return {...item, deleted: false, skipped: false, error: (err as Error).message.split('\n', 1)[0]}
     }
   }
 
@@ -243,13 +277,14 @@ export function planOperatorGc(pods: readonly V1Pod[], services: readonly V1Serv
   const live = (owner: string | undefined): boolean => stateOf(owner) === 'live'
   const items: GcItem[] = []
   const ttlOverride = options.all ? undefined : options.olderThanMs
-  // A live replica's pods only by its own rules (failed, idle past their own TTL): planGc's
-  // 'none' rule with no grace; gone replicas' pods come back in `reclaim`.
+  // A live replica's pods only when they failed or ended (planGc's 'none' rule without a TTL):
+  // the replica's own GC sees its calls in flight, the CLI does not. Gone replicas' pods come
+  // back in `reclaim`; owners without a Lease get the TTL rule with no grace.
   const plan = planGc({
     now: options.now,
     self: NOBODY,
     cached: [],
-    pods: observedPods.map((p) => (ttlOverride !== undefined && !live(p.owner) ? {...p, ttlMs: ttlOverride} : p)),
+    pods: observedPods.map((p) => (live(p.owner) ? {...p, ttlMs: undefined} : ttlOverride !== undefined ? {...p, ttlMs: ttlOverride} : p)),
     services: observedServices,
     observedAt,
     orphanMinAgeMs: options.orphanMinAgeMs ?? 60_000,
@@ -257,14 +292,15 @@ export function planOperatorGc(pods: readonly V1Pod[], services: readonly V1Serv
     ownerState: (owner) => (live(owner) ? 'none' : stateOf(owner)),
   })
   const byName = new Map(observedPods.map((p) => [p.name, p]))
+  const withImage = (p: {image?: string} | undefined): {image?: string} => (p?.image ? {image: p.image} : {})
   if (options.all) {
-    const livePodsDeleted = new Set(plan.deletePods.map((d) => d.name))
+    const planned = new Map(plan.deletePods.map((d) => [d.name, d.reason]))
     const kept = new Set<string>()
     for (const p of observedPods) {
       if (!p.managed || p.deleting) continue
-      if (!live(p.owner)) items.push({kind: 'pod', name: p.name, reason: '--all', ...(p.image ? {image: p.image} : {})})
-      else if (options.includeLive) items.push({kind: 'pod', name: p.name, reason: `--all --include-live-replicas (replica ${p.owner ?? '(unknown)'} is live)`, ...(p.image ? {image: p.image} : {})})
-      else if (livePodsDeleted.has(p.name)) items.push({kind: 'pod', name: p.name, reason: `--all (replica ${p.owner ?? '(unknown)'} is live: ${plan.deletePods.find((d) => d.name === p.name)!.reason.startsWith('expired') ? 'idle for longer than its TTL' : plan.deletePods.find((d) => d.name === p.name)!.reason})`, ...(p.image ? {image: p.image} : {})})
+      if (!live(p.owner)) items.push({kind: 'pod', name: p.name, reason: '--all', ...withImage(p)})
+      else if (options.includeLive) items.push({kind: 'pod', name: p.name, reason: `--all --include-live-replicas (replica ${p.owner ?? '(unknown)'} is live)`, ...withImage(p)})
+      else if (planned.has(p.name)) items.push({kind: 'pod', name: p.name, reason: `--all (replica ${p.owner ?? '(unknown)'} is live: ${planned.get(p.name)})`, ...withImage(p)})
       else kept.add(p.name)
     }
     const podNames = new Set(items.map((i) => i.name))
@@ -273,9 +309,8 @@ export function planOperatorGc(pods: readonly V1Pod[], services: readonly V1Serv
   }
   for (const d of plan.deletePods) {
     const p = byName.get(d.name)
-    const image = p?.image
-    const reason = d.reason.startsWith('expired') ? (ttlOverride !== undefined && !live(p?.owner) ? 'idle for longer than --older-than' : 'idle for longer than its TTL') : d.reason
-    items.push({kind: 'pod', name: d.name, reason, ...(image ? {image} : {})})
+    const reason = d.reason.startsWith('expired') ? (ttlOverride !== undefined ? 'idle for longer than --older-than' : 'idle for longer than its TTL') : d.reason
+    items.push({kind: 'pod', name: d.name, reason, ...withImage(p)})
   }
   for (const r of plan.reclaim) {
     const image = byName.get(r.name)?.image
@@ -283,10 +318,11 @@ export function planOperatorGc(pods: readonly V1Pod[], services: readonly V1Serv
   }
   // The stale-template rule. The runner replaces pods of another template version as they go
   // idle (and deletes them when it finds them at startup); from outside, "idle" can only be read
-  // from fnr.dev/last-used, which the runner refreshes whenever a call takes the pod (at least
-  // every 5 minutes while in use). So a pod qualifies only when its last use (or creation) is
-  // older than the grace: a pod with a call in flight, or used recently, is never touched.
-  // A live replica replaces its own stale pods: they are left to it.
+  // from fnr.dev/last-used, which the runner refreshes when a call takes the pod and at its GC
+  // passes while calls are in flight (at most once per TTL/10, 5 s to 5 min). So a pod qualifies
+  // only when its last use (or creation) is older than the grace; the deletion's resourceVersion
+  // precondition covers a refresh between listing and deleting. A live replica replaces its own
+  // stale pods: they are left to it.
   if (options.currentTemplateVersion !== undefined) {
     const grace = options.staleGraceMs ?? DEFAULT_STALE_GRACE_MS
     const planned = new Set(items.filter((i) => i.kind === 'pod').map((i) => i.name))

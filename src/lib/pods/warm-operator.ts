@@ -33,6 +33,7 @@ import type {DockerConfig} from '../registry/auth.js'
 import type {RunnerRegistrySettings} from '../registry/index.js'
 import {attachPullSecret, buildPullSecret} from '../registry/pull-secret.js'
 import {observePod} from './gc.js'
+import {OPERATOR_CONFIG_HINT} from './operator.js'
 import {podReadiness, type PodManager} from './manager.js'
 import type {ImageMetadataSource} from './metadata.js'
 import {ANNOTATION_TEMPLATE_VERSION, LABEL_FN_IMAGE, WARM_OWNER, functionPodAnnotations, functionPodLabels, functionServiceLabels, podNameFor} from './naming.js'
@@ -286,7 +287,7 @@ export async function warmPods(options: WarmPodsOptions): Promise<WarmSummary> {
   const deadline = options.timeoutMs === undefined ? undefined : Date.now() + options.timeoutMs
   const {images, config} = await warmList(options.images, options.cacheConfigPath)
   for (const warning of config.warnings) logger.warn(warning)
-  const clients = await connectKube(options.kube)
+  const clients = await connectKube({missingConfigHint: OPERATOR_CONFIG_HINT, ...options.kube})
   const templates = await runnerTemplates(clients, options.template)
 
   let metadata = options.metadata
