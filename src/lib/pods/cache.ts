@@ -758,6 +758,9 @@ export class PodCache {
       foreignGraceMs: this.options.foreignGraceMs,
       ownerState: view ? (owner) => view.stateOf(owner) : undefined,
     })
+    // A busy pod is in use now: keep its fnr.dev/last-used fresh during long calls too (other
+    // replicas and `fnr pods gc` read it), with the same interval as when a call takes it.
+    for (const e of this.entries.values()) for (const s of e.slots) if ((s.state === 'ready' || s.state === 'retiring') && s.load > 0) this.maybeAnnotateLastUse(s, this.options.settingsFor(s.image))
     for (const e of plan.expire) {
       const slot = this.findSlot(e.name)
       if (slot && slot.load === 0 && slot.state !== 'starting') this.evict(slot, e.reason)
