@@ -1,6 +1,7 @@
 import {expect} from 'chai'
-import {execFile} from 'node:child_process'
-import {readFile, readdir} from 'node:fs/promises'
+import {execFile, spawn, type ChildProcess} from 'node:child_process'
+import {once} from 'node:events'
+import {readFile, readdir, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 import {promisify} from 'node:util'
 
@@ -11,7 +12,8 @@ import {PodCacheConfig} from '../../src/lib/config/pod-cache-config.js'
 import {inlineTemplates, templatesFromConfigMap} from '../../src/lib/pods/template.js'
 import {KUBECTL_PATH} from '../support/k8s/kubectl.js'
 import {startTestBed, type TestBed} from '../support/k8s/index.js'
-import {REPO_ROOT} from '../support/serve.js'
+import {freePort} from '../support/reliability/serve-process.js'
+import {BIN_RUN, REPO_ROOT} from '../support/serve.js'
 
 const MANIFESTS = path.join(REPO_ROOT, 'manifests')
 
@@ -100,6 +102,12 @@ describe('manifests/', function () {
       expect(m, a).to.not.equal(null)
       expect(serveFlags.has(m![1]!), `fnr serve has no flag --${m![1]}`).to.equal(true)
     }
+    // Porch's Deployment tuning (spec §7.1), and metrics on Porch's metrics port
+    expect(args).to.include.members(['--max-parallel-pods-per-function=2', '--max-waitlist-length=1', '--metrics-port=9464'])
+    expect(c.ports?.map((p) => [p.name, p.containerPort])).to.deep.equal([
+      ['grpc', 9445],
+      ['metrics', 9464],
+    ])
     expect(c.readinessProbe?.grpc?.port).to.equal(9445)
     expect(c.livenessProbe?.grpc?.port).to.equal(9445)
     expect(c.env?.find((e) => e.name === 'WRAPPER_SERVER_IMAGE')?.value).to.be.a('string').and.not.equal('')
@@ -119,14 +127,6 @@ describe('manifests/', function () {
     const config = PodCacheConfig.parse(cm.data![path.basename(cacheArg)]!, 'manifest')
     expect(config.images().length).to.be.greaterThan(0)
     expect(config.warnings).to.deep.equal([])
-  })
-
-  it('the Deployment\'s flags are accepted by the built `fnr serve` (it gets past flag parsing)', async () => {
-    const d = find<V1Deployment>(objects, 'Deployment', 'function-runner')
-    const {runCli} = await import('../support/cli.js')
-    const r = await runCli([...d.spec!.template.spec!.containers[0]!.args!, '--help'])
-    expect(r.exitCode, r.stderr).to.equal(0)
-    expect(r.stdout).to.include('--pod-namespace')
   })
 
   it('the template ConfigMap is exactly the inline default (with the Deployment\'s WRAPPER_SERVER_IMAGE)', () => {
@@ -160,8 +160,8 @@ describe('manifests/', function () {
     })
 
     it('accepts the core/v1 objects (server dry run) and persists nothing', async () => {
-      const core = objects.filter((o) => o.apiVersion === 'v1' && ['Namespace', 'ConfigMap', 'Service'].includes(o.kind))
-      expect(core.length).to.equal(5)
+      const core = objects.filter((o) => o.apiVersion === 'v1')
+      expect(core.map((o) => o.kind).sort()).to.deep.equal(['ConfigMap', 'ConfigMap', 'Namespace', 'Namespace', 'Service', 'ServiceAccount'])
       const namespaces = core.filter((o) => o.kind === 'Namespace')
       const rest = core.filter((o) => o.kind !== 'Namespace')
       const list = (items: K8sObject[]): string => stringify({apiVersion: 'v1', kind: 'List', items})
@@ -172,8 +172,9 @@ describe('manifests/', function () {
       for (const n of namespaces) bed.api.registry.create('namespaces', undefined, {metadata: {name: n.metadata.name}})
       const r = await bed.kubectl(['create', '--dry-run=server', '--validate=false', '-o', 'name', '-f', '-'], {input: list(rest)})
       expect(r.code, r.stderr).to.equal(0)
-      expect(r.stdout.trim().split('\n').sort()).to.deep.equal(['configmap/function-pod-template', 'configmap/pod-cache-config', 'service/function-runner'])
+      expect(r.stdout.trim().split('\n').sort()).to.deep.equal(['configmap/function-pod-template', 'configmap/pod-cache-config', 'service/function-runner', 'serviceaccount/porch-fn-runner'])
       expect(bed.api.registry.list('configmaps', 'porch-system').items).to.deep.equal([])
+      expect(bed.api.registry.list('serviceaccounts', 'porch-system').items).to.deep.equal([])
     })
 
     it('accepts the Deployment\'s pod template as a Pod (server dry run)', async () => {
@@ -183,6 +184,100 @@ describe('manifests/', function () {
       const r = await bed.kubectl(['create', '--dry-run=server', '--validate=false', '-o', 'name', '-f', '-'], {input: stringify(pod)})
       expect(r.code, r.stderr).to.equal(0)
       expect(r.stdout.trim()).to.equal('pod/function-runner-check')
+    })
+  })
+
+  describe('the built `fnr serve` with the Deployment\'s args', () => {
+    let bed: TestBed
+    let dir: string
+    const children: ChildProcess[] = []
+
+    before(async () => {
+      // The runner's cluster: a test API server with Porch's namespaces (no kubelet: nothing is warmed up).
+      bed = await startTestBed({kubelet: false, clientNode: false, namespaces: ['porch-system', 'porch-fn-system']})
+      dir = bed.dir
+    })
+    after(async () => {
+      for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL')
+      await bed?.stop()
+    })
+
+    /**
+     * The Deployment's container args and env, adapted to this machine: the image's paths become
+     * the repository's (the Dockerfile copies functions/ there), the pod-cache-config mount a
+     * local file (with no images: warm-up would read public registries), the ports free ones, and
+     * the in-cluster config the test API server's kubeconfig. Everything else is as written.
+     */
+    async function deploymentCommand(): Promise<{args: string[]; env: NodeJS.ProcessEnv; metricsPort: number}> {
+      const d = find<V1Deployment>(objects, 'Deployment', 'function-runner')
+      const c = d.spec!.template.spec!.containers[0]!
+      const cacheConfig = path.join(dir, 'pod-cache-config.yaml')
+      await writeFile(cacheConfig, '[]\n')
+      const metricsPort = await freePort()
+      const local: Record<string, string> = {
+        port: '0',
+        'metrics-port': String(metricsPort),
+        config: path.join(REPO_ROOT, 'functions', 'config.yaml'),
+        functions: path.join(REPO_ROOT, 'functions'),
+        'pod-cache-config': cacheConfig,
+      }
+      const args = c.args!.map((a) => {
+        const m = /^--([a-z0-9-]+)=/.exec(a)
+        return m && local[m[1]!] !== undefined ? `--${m[1]}=${local[m[1]!]}` : a
+      })
+      const env: NodeJS.ProcessEnv = {PATH: process.env.PATH, HOME: dir, KUBECONFIG: bed.kubeconfigPath, FNR_BIND_ADDRESS: '127.0.0.1'}
+      for (const e of c.env ?? []) env[e.name] = e.value ?? (e.name === 'POD_NAME' ? 'function-runner-0' : e.name === 'POD_NAMESPACE' ? 'porch-system' : undefined)
+      return {args, env, metricsPort}
+    }
+
+    /** Runs `node bin/run.js ARGS` until its ready log line (then SIGTERM) or until it exits by itself. */
+    async function serveOutcome(args: string[], env: NodeJS.ProcessEnv): Promise<{ready: boolean; code: number | null; log: string}> {
+      const child = spawn(process.execPath, [BIN_RUN, ...args], {env, stdio: ['ignore', 'ignore', 'pipe']})
+      children.push(child)
+      let log = ''
+      const exited = once(child, 'exit') as Promise<[number | null]>
+      const ready = new Promise<boolean>((resolve) => {
+        child.stderr!.on('data', (d: Buffer) => {
+          log += d.toString()
+          if (log.includes('"msg":"fnr serve is ready"')) resolve(true)
+        })
+        void exited.then(() => resolve(false))
+      })
+      const wasReady = await ready
+      if (wasReady) child.kill('SIGTERM')
+      const [code] = await exited
+      return {ready: wasReady, code, log}
+    }
+
+    it('starts and serves with exactly those args (flags and values parsed, validated, pod runtime and metrics on), and stops cleanly', async () => {
+      const {args, env, metricsPort} = await deploymentCommand()
+      expect(args[0]).to.equal('serve')
+      const r = await serveOutcome(args, env)
+      expect(r.ready, r.log).to.equal(true)
+      const line = JSON.parse(r.log.split('\n').find((l) => l.includes('"msg":"fnr serve is ready"'))!) as {runtimes: string[]; metricsPort?: number}
+      expect(line.runtimes).to.deep.equal(['exec', 'pod'])
+      expect(line.metricsPort).to.equal(metricsPort)
+      expect(r.code, r.log).to.equal(0)
+    })
+
+    it('the same start fails with a usage error (exit 2) for a flag `fnr serve` does not have, or a bad value', async () => {
+      const {args, env} = await deploymentCommand()
+      const bogus = await serveOutcome([...args, '--max-pods-per-node=3'], env)
+      expect(bogus.ready).to.equal(false)
+      expect(bogus.code).to.equal(2)
+      expect(bogus.log).to.match(/^fnr: .*max-pods-per-node/m)
+      for (const [flag, bad] of [
+        ['--max-waitlist-length=', 'one'],
+        ['--pod-ttl=', 'soon'],
+        ['--metrics-port=', '99999'],
+      ] as const) {
+        const r = await serveOutcome(
+          args.map((a) => (a.startsWith(flag) ? `${flag}${bad}` : a)),
+          env,
+        )
+        expect(r.ready, `${flag}${bad}`).to.equal(false)
+        expect(r.code, `${flag}${bad}: ${r.log}`).to.equal(2)
+      }
     })
   })
 })

@@ -793,8 +793,24 @@ const leases = simpleType({
   },
 });
 
+// A ServiceAccount as the API stores it (no token controller: no secrets are added).
+const serviceaccounts = simpleType({
+  group: '',
+  version: 'v1',
+  resource: 'serviceaccounts',
+  singular: 'serviceaccount',
+  kind: 'ServiceAccount',
+  namespaced: true,
+  shortNames: ['sa'],
+  nameRule: 'subdomain',
+  table: {
+    columns: [NAME_COLUMN, { name: 'Secrets', type: 'string', description: 'Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.', priority: 0 }, AGE_COLUMN],
+    cells: (o, now) => [str(o.metadata?.name), String(arr(o.secrets).length), age(o, now)],
+  },
+});
+
 /** Every resource type the server knows, in discovery order. */
-export const RESOURCE_TYPES: readonly ResourceType[] = [configmaps, endpoints, events, namespaces, pods, secrets, services, leases];
+export const RESOURCE_TYPES: readonly ResourceType[] = [configmaps, endpoints, events, namespaces, pods, secrets, serviceaccounts, services, leases];
 
 /**
  * Adds a resource type to every server in this process (custom resources: see custom-resources.ts). Registering
