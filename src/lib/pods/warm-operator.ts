@@ -14,7 +14,7 @@
  *     with several replicas exactly one takes each; one it cannot use (pod limit reached, other
  *     template version) is never deleted as its own orphan, only once idle past its TTL
  *     (fnr.dev/ttl-seconds, from --pod-cache-config or --pod-ttl) plus the runner's grace;
- *   - `fnr pods gc` applies the TTL to them like to every pod.
+ *   - `fnr pods gc` applies the TTL to them, as to every owner that holds no Lease.
  *
  * Idempotent: an image that already has a ready fnr pod of the current template version counts
  * as warm and gets nothing new; one whose pod is still starting is waited for. A pod this command
