@@ -120,6 +120,8 @@ export class PodSlot {
   disowned = false
   /** The owner this replica adopted the pod from (watch events still showing it are older than the claim). */
   adoptedFrom?: string
+  /** Set when the garbage collector evicted the slot: its deletion counts as a GC deletion with this reason. */
+  gcReason?: string
 
   constructor(
     readonly image: string,
@@ -494,7 +496,10 @@ export class PodCache {
     slot.client?.close()
     if (this.closed && !slot.created) return
     if (slot.disowned) return
-    void this.options.manager.deletePodAndService(slot.name, slot.goneReason ?? 'evicted')
+    const gcReason = slot.gcReason
+    void this.options.manager.deletePodAndService(slot.name, slot.goneReason ?? 'evicted').then((deleted) => {
+      if (deleted && gcReason !== undefined) metrics().podGcDeletion('pod', gcReason)
+    })
   }
 
   /** A call to the pod failed with Unavailable: the pod is treated as dead. */
@@ -640,13 +645,14 @@ export class PodCache {
         if (state === 'none') return 'skipped'
         this.logger.info(`deleting a function pod ${why}`, {pod: name, owner: observed.owner, reason})
         if (own) {
-          void manager.deletePodAndService(name, `${why}: ${reason}`)
+          void manager.deletePodAndService(name, `${why}: ${reason}`).then((deleted) => deleted && metrics().podGcDeletion('pod', 'startup'))
           return 'deleted'
         }
         if (!(await manager.deletePodIfUnchanged(name, pod.metadata?.resourceVersion ?? ''))) {
           this.logger.info('another replica took the function pod first', {pod: name, owner: observed.owner})
           return 'lost'
         }
+        metrics().podGcDeletion('pod', 'replica-gone')
         await manager.deleteService(name).catch(() => {})
         this.logger.info('deleted a function pod of a replica that is gone', {pod: name, owner: observed.owner, ownerState: state, reason})
         return 'deleted'
@@ -760,15 +766,21 @@ export class PodCache {
     })
     for (const e of plan.expire) {
       const slot = this.findSlot(e.name)
-      if (slot && slot.load === 0 && slot.state !== 'starting') this.evict(slot, e.reason)
+      if (slot && slot.load === 0 && slot.state !== 'starting') {
+        slot.gcReason = e.reason
+        this.evict(slot, e.reason)
+      }
     }
     for (const d of plan.deletePods) {
       if (this.findSlot(d.name)) continue
-      void this.options.manager.deletePodAndService(d.name, d.reason)
+      void this.options.manager.deletePodAndService(d.name, d.reason).then((deleted) => deleted && metrics().podGcDeletion('pod', d.reason))
     }
     for (const s of plan.deleteServices) {
       this.options.manager.deleteService(s.name).then(
-        () => this.logger.info('deleted orphan Service', {service: s.name}),
+        (deleted) => {
+          if (deleted) metrics().podGcDeletion('service', s.reason)
+          this.logger.info('deleted orphan Service', {service: s.name})
+        },
         (err: unknown) => this.logger.warn('cannot delete orphan Service', {service: s.name, error: (err as Error).message}),
       )
     }
