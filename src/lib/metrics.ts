@@ -19,7 +19,7 @@ import {FnrError} from './errors.js'
 export type PodCacheResult = 'hit' | 'starting' | 'miss'
 export type RegistryCacheResult = 'hit' | 'revalidated' | 'miss'
 export type ResponseCacheMissReason = 'absent' | 'expired' | 'evicted' | 'input-changed' | 'image-changed'
-export type ResponseCacheSkipReason = 'no-identity' | 'identity-error' | 'failed' | 'too-large'
+export type ResponseCacheSkipReason = 'no-identity' | 'identity-error' | 'failed' | 'too-large' | 'digest-mismatch'
 
 export interface PodSlotState {
   image: string
@@ -189,7 +189,7 @@ export class PrometheusMetrics implements Metrics {
     this.registryRequests = new prom.Counter({name: 'fnr_registry_requests_total', help: 'HTTP exchanges with image registries, by method and status.', labelNames: ['method', 'status'], registers})
     this.registryCache = new prom.Counter({name: 'fnr_registry_metadata_lookups_total', help: 'Image metadata lookups of the registry client: hit (cached), revalidated (cached, tag re-checked with HEAD), miss (fetched).', labelNames: ['result'], registers})
     this.cacheLookups = new prom.Counter({name: 'fnr_response_cache_lookups_total', help: 'Response-cache lookups: hit, or miss with the reason (absent, expired, evicted, input-changed, image-changed).', labelNames: ['result', 'reason'], registers})
-    this.cacheSkips = new prom.Counter({name: 'fnr_response_cache_skipped_total', help: 'Calls the response cache could not serve or store: no-identity (no digest known), identity-error, failed (not a success), too-large.', labelNames: ['reason'], registers})
+    this.cacheSkips = new prom.Counter({name: 'fnr_response_cache_skipped_total', help: 'Calls the response cache could not serve or store: no-identity (no digest known), identity-error, failed (not a success), too-large, digest-mismatch (the serving pod was made for another or an unknown image digest).', labelNames: ['reason'], registers})
     this.cacheEvictions = new prom.Counter({name: 'fnr_response_cache_evictions_total', help: 'Response-cache entries dropped: evict (size or entry bound), expire (TTL).', labelNames: ['reason'], registers})
     new prom.Gauge({
       name: 'fnr_response_cache_entries',

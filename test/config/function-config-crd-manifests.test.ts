@@ -68,7 +68,7 @@ describe('manifests/function-config: the FunctionConfig CRD component', function
     const args = withComponent.find((o) => o.kind === 'Deployment')!.spec.template.spec.containers[0].args as string[]
     expect(args).to.include('--function-config-source=both')
     const manifest = JSON.parse(await readFile(path.join(REPO_ROOT, 'oclif.manifest.json'), 'utf8')) as {commands: Record<string, {flags: Record<string, {options?: string[]}>}>}
-    expect(manifest.commands.serve!.flags['function-config-source']!.options).to.deep.equal(['files', 'crd', 'both'])
+    expect(manifest.commands.serve!.flags['function-config-source']!.options).to.deep.equal(['auto', 'files', 'crd', 'both'])
   })
 
   it('has the field names of Porch\'s FunctionConfig API', () => {

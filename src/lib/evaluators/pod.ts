@@ -18,6 +18,11 @@ import type {PodCache} from '../pods/cache.js'
 import type {PodRuntime, PodRuntimeOptions} from '../pods/runtime.js'
 import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluator.js'
 
+/** A pod's answer says which image digest the serving pod was made for (the response cache checks it). */
+export interface PodEvaluationResponse extends EvaluationResponse {
+  imageDigest?: string
+}
+
 export interface PodEvaluatorOptions {
   cache: Pick<PodCache, 'acquire' | 'noteUnavailable'>
   /** Extra attempts after an Unavailable call (default 1). */
@@ -54,12 +59,14 @@ export class PodEvaluator implements Evaluator {
         if (!lease.usable) throw new FnrError('Unavailable', `function pod ${lease.slot.name} was evicted (${lease.slot.goneReason ?? 'gone'})`)
         const res = await lease.client.evaluate(image, request.resourceList, {deadline, signal, trace: request.trace})
         const failure = readFailure(res.trailers)
-        return {
+        const response: PodEvaluationResponse = {
           resourceList: res.resourceList,
           log: res.log,
           evaluator: this.name,
           ...(failure?.results?.length ? {errorResults: failure.results} : {}),
+          ...(lease.slot.digest ? {imageDigest: lease.slot.digest} : {}),
         }
+        return response
       } catch (err) {
         const e = toFnrError(err)
         if (e.kind === 'Unavailable') {

@@ -62,6 +62,8 @@ export interface PodRuntimeOptions {
   logger?: Logger
   /** A live source of per-image settings, warm-up images and pod changes (the FunctionConfig source). */
   extension?: PodRuntimeExtension
+  /** Run function containers as `repo@digest` when the registry gives a digest (--pin-image-digests). */
+  pinImageDigests?: boolean
 }
 
 /** What a live configuration source (function-config-crd.ts) adds to the pod runtime. */
@@ -187,6 +189,7 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
     orphanMinAgeMs: options.orphanMinAgeMs,
     foreignGraceMs: options.foreignGraceMs,
     replicas: observer,
+    pinDigests: options.pinImageDigests,
   })
   cleanups.push(templates.onChange((t) => cache.setTemplates(t)))
   cleanups.push(manager.onPodChange((type, pod) => cache.onPodEvent(type, pod)))
