@@ -224,15 +224,36 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
     }),
   ]).finally(() => clearTimeout(syncTimer))
   cleanups.push(() => clearTimeout(syncTimer))
+  // The FunctionConfig images warmed so far: a FunctionConfig created or changed later (a new
+  // image or podExecutor.tags[0]) is warmed when the watch sees it, not only at the next start.
+  const warmedImages = new Set<string>()
   const warmedUp = options.warmUp
     ? startedInTime.then((inTime) => {
         if (!inTime) {
           logger.warn('the pod runtime could not list its pods in time; skipping warm-up', {timeoutMs: options.podReadyTimeoutMs})
           return undefined
         }
-        const images = [...new Set([...options.cacheConfig.images(), ...(extension?.warmUpImages() ?? [])])]
+        const fromExtension = extension?.warmUpImages() ?? []
+        for (const image of fromExtension) warmedImages.add(image)
+        const images = [...new Set([...options.cacheConfig.images(), ...fromExtension])]
         return warmUpPods(cache, images, {concurrency: options.warmUpConcurrency, logger})
       })
     : Promise.resolve(undefined)
+  if (options.warmUp && extension) {
+    let ready = false
+    const warmNew = (): void => {
+      if (!ready) return
+      const fresh = extension.warmUpImages().filter((image) => !warmedImages.has(image))
+      if (fresh.length === 0) return
+      for (const image of fresh) warmedImages.add(image)
+      logger.info('warming up the images of new or changed FunctionConfigs', {images: fresh})
+      void warmUpPods(cache, fresh, {concurrency: options.warmUpConcurrency, logger})
+    }
+    cleanups.push(extension.onChange(warmNew))
+    void warmedUp.then(() => {
+      ready = true
+      warmNew()
+    })
+  }
   return new PodRuntime(clients, manager, templates, cache, gc, lease, started, warmedUp, cleanups)
 }
