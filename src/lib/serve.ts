@@ -16,6 +16,7 @@ import {defaultBindHost, EvaluatorServer} from './grpc/server.js'
 import {loadListenerTls, validateListenerTlsFlags, type ListenerTlsFiles} from './grpc/tls.js'
 import type {Logger} from './log.js'
 import {metrics, startServeMetrics} from './metrics.js'
+import {startProcessTracing} from './otel.js'
 
 export type Runtime = 'exec' | 'pod'
 export const RUNTIMES: readonly Runtime[] = ['exec', 'pod']
@@ -285,6 +286,8 @@ async function buildPodEvaluator(options: ServeOptions, logger: Logger, source: 
     runnerNamespace: pod.runnerNamespace,
     inlineResources: pod.resources,
     pinImageDigests: pinDigests,
+    // The runner's --log-level 3 and up (request lines with trace ids) is passed on to the wrappers.
+    wrapperVerbosity: logger.enabled(5) ? 5 : logger.enabled(4) ? 4 : logger.enabled(3) ? 3 : undefined,
     logger,
     ...(functionConfigs ? {extension: (await import('./config/function-config-crd.js')).podRuntimeExtension(functionConfigs, {namespace: pod.namespace, logger})} : {}),
   })
@@ -310,6 +313,8 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
   const runtimes = validateServeOptions(options)
   const tls = await loadListenerTls(options.tls)
   const observed = options.metricsPort ? await startServeMetrics(options.metricsPort, options.host ?? defaultBindHost(), logger) : undefined
+  // OpenTelemetry export, only when the OTEL_* environment asks for it (nothing is loaded otherwise).
+  const traced = await startProcessTracing('fnr-serve', logger)
   let built: BuiltEvaluators
   let evaluator: Evaluator
   let closeBuilt: (() => void) | undefined
@@ -320,6 +325,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
   } catch (err) {
     closeBuilt?.()
     await observed?.stop()
+    await traced.stop()
     throw err
   }
   const server = new EvaluatorServer({
@@ -337,6 +343,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
     await evaluator.close()
     built.close?.()
     await observed?.stop()
+    await traced.stop()
     throw err
   }
   metrics().setInFlightSource(() => server.activeCalls)
@@ -356,6 +363,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
       await evaluator.close()
       built.close?.()
       await observed?.stop()
+      await traced.stop()
       logger.lifecycle('stopped', {forced: result.forced})
       return result
     },

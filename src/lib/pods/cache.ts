@@ -86,6 +86,8 @@ export interface PodCacheOptions {
    * the image as requested, as Porch). The digest is recorded on the pod either way.
    */
   pinDigests?: boolean
+  /** `--verbosity N` for the wrapper server of new pods (the runner's --log-level when 3 or more). */
+  wrapperVerbosity?: number
 }
 
 type SlotState = 'starting' | 'ready' | 'retiring' | 'gone'
@@ -453,6 +455,7 @@ export class PodCache {
           },
           resources: settings.resources,
           maxRequestBodySize: this.options.maxMessageSize,
+          wrapperVerbosity: this.options.wrapperVerbosity,
         })
         if (this.options.preparePod) await step('preparing the pod (image pull Secret)', Promise.resolve(this.options.preparePod(pod, slot.image, signal)))
         try {

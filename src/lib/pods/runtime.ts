@@ -64,6 +64,8 @@ export interface PodRuntimeOptions {
   extension?: PodRuntimeExtension
   /** Run function containers as `repo@digest` when the registry gives a digest (--pin-image-digests). */
   pinImageDigests?: boolean
+  /** The wrapper server's --verbosity in new pods (undefined: none passed, the wrapper's default 2). */
+  wrapperVerbosity?: number
 }
 
 /** What a live configuration source (function-config-crd.ts) adds to the pod runtime. */
@@ -123,7 +125,8 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
   }
   const clients = await connectKube(options.kube)
   const owner = options.owner ?? defaultRunnerIdentity()
-  const templateExtra = {maxRequestBodySize: options.maxRequestBodySize}
+  // Everything fnr adds to the pod args is part of the template version.
+  const templateExtra = {maxRequestBodySize: options.maxRequestBodySize, ...(options.wrapperVerbosity !== undefined ? {wrapperVerbosity: options.wrapperVerbosity} : {})}
   let templates: TemplateSource
   if (options.templateConfigMap) {
     const ns = options.runnerNamespace ?? runnerNamespace(clients)
@@ -190,6 +193,7 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
     foreignGraceMs: options.foreignGraceMs,
     replicas: observer,
     pinDigests: options.pinImageDigests,
+    wrapperVerbosity: options.wrapperVerbosity,
   })
   cleanups.push(templates.onChange((t) => cache.setTemplates(t)))
   cleanups.push(manager.onPodChange((type, pod) => cache.onPodEvent(type, pod)))

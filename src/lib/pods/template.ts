@@ -248,6 +248,11 @@ export interface PodSpecInput {
   /** Per-image requests/limits (pod-cache-config); replace the template's for the function container. */
   resources?: ResourceRequirements
   maxRequestBodySize: number
+  /**
+   * `--verbosity N` for the wrapper server (Porch's wrapper flag), put before fnr's other args;
+   * undefined adds nothing (the wrapper's default, 2: no request lines).
+   */
+  wrapperVerbosity?: number
 }
 
 function clone<T>(value: T): T {
@@ -271,7 +276,10 @@ export function buildPod(input: PodSpecInput): V1Pod {
   delete spec.nodeName
   const fn = validatePodTemplate(pod, input.templates.origin)
   fn.image = input.containerImage ?? input.image
-  fn.args = [...(fn.args ?? []), ...wrapperServerArgs(input.command, {port: WRAPPER_SERVER_PORT, maxRequestBodySize: input.maxRequestBodySize})]
+  // A template that sets the wrapper's verbosity itself keeps it (the flag may be given once).
+  const templateSets = (fn.args ?? []).some((a) => /^--?(verbosity|log-level)(=|$)/.test(a))
+  const verbosity = input.wrapperVerbosity !== undefined && !templateSets ? ['--verbosity', String(input.wrapperVerbosity)] : []
+  fn.args = [...(fn.args ?? []), ...verbosity, ...wrapperServerArgs(input.command, {port: WRAPPER_SERVER_PORT, maxRequestBodySize: input.maxRequestBodySize})]
   if (input.resources && (input.resources.requests || input.resources.limits)) fn.resources = clone(input.resources) as V1ResourceRequirements
   return pod
 }
