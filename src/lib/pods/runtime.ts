@@ -125,8 +125,10 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
   }
   const clients = await connectKube(options.kube)
   const owner = options.owner ?? defaultRunnerIdentity()
-  // Everything fnr adds to the pod args is part of the template version.
-  const templateExtra = {maxRequestBodySize: options.maxRequestBodySize, ...(options.wrapperVerbosity !== undefined ? {wrapperVerbosity: options.wrapperVerbosity} : {})}
+  // The wrapper's --verbosity is left out of the template version on purpose: a pod logging more
+  // or less is as good, and `fnr pods warm|gc` (which do not know the runner's log level) must
+  // compute the same version as the runner.
+  const templateExtra = {maxRequestBodySize: options.maxRequestBodySize}
   let templates: TemplateSource
   if (options.templateConfigMap) {
     const ns = options.runnerNamespace ?? runnerNamespace(clients)
