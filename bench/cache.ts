@@ -1,5 +1,6 @@
 /**
- * C1-C3: the cost of a response-cache hit for a 1 MiB request (target: ≤ 2 ms).
+ * C1-C3: the cost of a response-cache hit for a 1 MiB request (target: ≤ 2 ms at the 95th
+ * percentile, so that nearly every hit meets it, not just the median; p50 and p95 are both reported).
  *
  *   C1  in process: CachingEvaluator.evaluate on a hit (binary stat + sha256 of 1 MiB + lookup)
  *   C2  through `fnr serve --cache-ttl` (exec runtime): the gRPC round trip of a hit, against a
@@ -105,7 +106,8 @@ async function benchInProcess(binary: string, input: Buffer, iterations: number)
   }
   await cache.close()
   const p50 = round(percentile(times, 50), 3)
-  return {case: 'C1 cache hit in process, 1 MiB (stat + sha256 + lookup)', p50, p95: round(percentile(times, 95), 3), unit: 'ms', target: `≤ ${TARGET_MS} ms`, met: p50 <= TARGET_MS}
+  const p95 = round(percentile(times, 95), 3)
+  return {case: 'C1 cache hit in process, 1 MiB (stat + sha256 + lookup)', p50, p95, unit: 'ms', target: `p95 ≤ ${TARGET_MS} ms`, met: p95 <= TARGET_MS, note: `p99 ${round(percentile(times, 99), 3)} ms`}
 }
 
 async function benchServe(functionsDir: string, configPath: string, cacheConfig: string, input: Buffer, iterations: number): Promise<Row[]> {
@@ -148,7 +150,7 @@ async function benchServe(functionsDir: string, configPath: string, cacheConfig:
         unit: 'ms',
         note: 'includes sending and receiving 1 MiB over loopback gRPC',
       },
-      {case: 'C3 server-side time of a hit, 1 MiB (metrics histogram)', p50: serverP50, p95: serverP95, unit: 'ms', target: `≤ ${TARGET_MS} ms`, met: serverP50 <= TARGET_MS, note: `${count} hits, mean ${serverMean} ms; quantiles interpolated in buckets like histogram_quantile`},
+      {case: 'C3 server-side time of a hit, 1 MiB (metrics histogram)', p50: serverP50, p95: serverP95, unit: 'ms', target: `p95 ≤ ${TARGET_MS} ms`, met: serverP95 <= TARGET_MS, note: `${count} hits, mean ${serverMean} ms; quantiles interpolated in buckets like histogram_quantile`},
     ]
   } finally {
     client.close()

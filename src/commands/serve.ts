@@ -81,9 +81,11 @@ unless --replica-id is given), KUBECONFIG.`
         resources: {requests: parseResourceList('pod-requests', flags['pod-requests']), limits: parseResourceList('pod-limits', flags['pod-limits'])},
         owner: flags['replica-id'] || undefined,
         leaseDurationMs: flags['replica-lease-duration'],
+        pinImageDigests: flags['pin-image-digests'] === 'auto' ? 'auto' : flags['pin-image-digests'] === 'true',
       },
       functionConfig: {
-        source: flags['function-config-source'] as 'files' | 'crd' | 'both',
+        source: flags['function-config-source'] as 'files' | 'crd' | 'both' | 'auto',
+        filesGiven: !metadata.flags.config?.setFromDefault || !metadata.flags['pod-cache-config']?.setFromDefault,
         ...(flags['function-config-namespace'] ? {namespace: flags['function-config-namespace']} : {}),
       },
       registry: {

@@ -15,6 +15,10 @@ resourcelist.yaml (the output of a ResourceList case), results.yaml (kpt's Funct
 config.yaml (exitCode, stdErr, stdErrRegEx, args, fnConfig, image, execPath, timeout).
 fn-config.yaml in .expected/ is the functionConfig when config.yaml names none.
 
+--runner HOST:PORT evaluates each case's image through a running function runner (fnr serve, or
+Porch's) over gRPC instead of locally, e.g. to test a shipped image through fnr serve's pod
+runtime in CI; --runner-ca-file dials it with TLS.
+
 Mismatches are printed as unified diffs. Cases run --concurrency at a time and are reported in name
 order, then a summary line. --update rewrites the expectations from the actual run.
 
@@ -24,6 +28,7 @@ config is invalid, 4 the function (--image, --exec) was not found.`
   static examples = [
     {description: 'Test a function under development in CI, with a JUnit report:', command: '<%= config.bin %> <%= command.id %> testdata --exec ./my-fn --junit reports/fn.xml'},
     {description: 'Test the shipped set-namespace function:', command: '<%= config.bin %> <%= command.id %> functions/testdata/set-namespace --image set-namespace:v0.4.1'},
+    {description: 'Test a container image through a running fnr serve (its pod runtime runs the image):', command: '<%= config.bin %> <%= command.id %> testdata --image ghcr.io/me/my-fn:v1 --runner 127.0.0.1:9445'},
     {description: 'Rewrite the expectations after an intended change:', command: '<%= config.bin %> <%= command.id %> testdata --exec ./my-fn --update'},
   ]
 

@@ -19,7 +19,7 @@ import {FnrError} from './errors.js'
 export type PodCacheResult = 'hit' | 'starting' | 'miss'
 export type RegistryCacheResult = 'hit' | 'revalidated' | 'miss'
 export type ResponseCacheMissReason = 'absent' | 'expired' | 'evicted' | 'input-changed' | 'image-changed'
-export type ResponseCacheSkipReason = 'no-identity' | 'identity-error' | 'failed' | 'too-large'
+export type ResponseCacheSkipReason = 'no-identity' | 'identity-error' | 'failed' | 'too-large' | 'digest-mismatch'
 
 export interface PodSlotState {
   image: string
@@ -39,8 +39,10 @@ export interface Metrics {
   evaluation(runtime: string, image: string, code: string, seconds: number): void
   /** The pod cache placed a call: on a ready pod (hit), on a pod still starting, or on a new pod (miss). */
   podCacheLookup(image: string, result: PodCacheResult): void
-  /** One garbage-collection pass decided these deletions. */
-  podGc(plan: {expire: readonly {reason: string}[]; deletePods: readonly {reason: string}[]; deleteServices: readonly {reason: string}[]}): void
+  /** One garbage-collection pass completed (its deletions are counted by podGcDeletion as they succeed). */
+  podGc(plan: unknown): void
+  /** The garbage collector (or a takeover of a gone replica's pods) deleted a pod or Service; reason as gc.ts words it. */
+  podGcDeletion(kind: 'pod' | 'service', reason: string): void
   /** One HTTP exchange with a registry (after redirects): method and status. */
   registryRequest(method: string, status: number): void
   /** A metadata lookup of the registry client: from its cache, re-checked with a HEAD (revalidated), or fetched (miss). */
@@ -61,6 +63,7 @@ class NoMetrics implements Metrics {
   evaluation(): void {}
   podCacheLookup(): void {}
   podGc(): void {}
+  podGcDeletion(): void {}
   registryRequest(): void {}
   registryMetadataCache(): void {}
   responseCacheHit(): void {}
@@ -111,6 +114,8 @@ export function gcReasonLabel(reason: string): string {
   if (/^expired pod of runner/.test(reason)) return 'foreign-expired'
   if (/orphan: its pod is gone/.test(reason)) return 'pod-gone'
   if (/^orphan/.test(reason)) return 'orphan'
+  if (/^replica-gone$|its runner .* is gone/.test(reason)) return 'replica-gone'
+  if (/^startup$|found at startup/.test(reason)) return 'startup'
   return 'other'
 }
 
@@ -179,12 +184,12 @@ export class PrometheusMetrics implements Metrics {
         for (const [image, n] of byImage) this.set({image}, n)
       },
     })
-    this.gcDeletions = new prom.Counter({name: 'fnr_pod_gc_deletions_total', help: 'Pods and Services the garbage collector deleted, by kind (pod, service) and reason (ttl, gone, ended, orphan, foreign-expired, pod-gone, other).', labelNames: ['kind', 'reason'], registers})
+    this.gcDeletions = new prom.Counter({name: 'fnr_pod_gc_deletions_total', help: 'Pods and Services the garbage collector deleted (successful deletions only), by kind (pod, service) and reason (ttl, gone, ended, orphan, foreign-expired, pod-gone, replica-gone: a gone replica\'s pod taken over and unusable, startup: this runner\'s own unusable pod found at startup, other).', labelNames: ['kind', 'reason'], registers})
     this.gcRuns = new prom.Counter({name: 'fnr_pod_gc_runs_total', help: 'Completed garbage-collection passes.', registers})
     this.registryRequests = new prom.Counter({name: 'fnr_registry_requests_total', help: 'HTTP exchanges with image registries, by method and status.', labelNames: ['method', 'status'], registers})
     this.registryCache = new prom.Counter({name: 'fnr_registry_metadata_lookups_total', help: 'Image metadata lookups of the registry client: hit (cached), revalidated (cached, tag re-checked with HEAD), miss (fetched).', labelNames: ['result'], registers})
     this.cacheLookups = new prom.Counter({name: 'fnr_response_cache_lookups_total', help: 'Response-cache lookups: hit, or miss with the reason (absent, expired, evicted, input-changed, image-changed).', labelNames: ['result', 'reason'], registers})
-    this.cacheSkips = new prom.Counter({name: 'fnr_response_cache_skipped_total', help: 'Calls the response cache could not serve or store: no-identity (no digest known), identity-error, failed (not a success), too-large.', labelNames: ['reason'], registers})
+    this.cacheSkips = new prom.Counter({name: 'fnr_response_cache_skipped_total', help: 'Calls the response cache could not serve or store: no-identity (no digest known), identity-error, failed (not a success), too-large, digest-mismatch (the serving pod was made for another or an unknown image digest).', labelNames: ['reason'], registers})
     this.cacheEvictions = new prom.Counter({name: 'fnr_response_cache_evictions_total', help: 'Response-cache entries dropped: evict (size or entry bound), expire (TTL).', labelNames: ['reason'], registers})
     new prom.Gauge({
       name: 'fnr_response_cache_entries',
@@ -222,10 +227,12 @@ export class PrometheusMetrics implements Metrics {
     this.podLookups.inc({image: this.imageLabel(image), result})
   }
 
-  podGc(plan: {expire: readonly {reason: string}[]; deletePods: readonly {reason: string}[]; deleteServices: readonly {reason: string}[]}): void {
+  podGc(): void {
     this.gcRuns.inc()
-    for (const a of [...plan.expire, ...plan.deletePods]) this.gcDeletions.inc({kind: 'pod', reason: gcReasonLabel(a.reason)})
-    for (const a of plan.deleteServices) this.gcDeletions.inc({kind: 'service', reason: gcReasonLabel(a.reason)})
+  }
+
+  podGcDeletion(kind: 'pod' | 'service', reason: string): void {
+    this.gcDeletions.inc({kind, reason: gcReasonLabel(reason)})
   }
 
   registryRequest(method: string, status: number): void {

@@ -2,6 +2,8 @@
  * `fnr serve`: builds the evaluators from the options, starts the gRPC server, reports health,
  * and drains on SIGTERM/SIGINT.
  */
+import {existsSync} from 'node:fs'
+
 import {validateResponseCacheSettings} from './cache/setup.js'
 import {FnrError} from './errors.js'
 import {loadExecConfig} from './config/exec-config.js'
@@ -14,6 +16,7 @@ import {defaultBindHost, EvaluatorServer} from './grpc/server.js'
 import {loadListenerTls, validateListenerTlsFlags, type ListenerTlsFiles} from './grpc/tls.js'
 import type {Logger} from './log.js'
 import {metrics, startServeMetrics} from './metrics.js'
+import {startProcessTracing} from './otel.js'
 
 export type Runtime = 'exec' | 'pod'
 export const RUNTIMES: readonly Runtime[] = ['exec', 'pod']
@@ -59,12 +62,15 @@ export interface ServeOptions {
     kubeConfig?: import('@kubernetes/client-node').KubeConfig
     /** Namespace of the --function-pod-template ConfigMap; default the runner's own. */
     runnerNamespace?: string
+    /** --pin-image-digests: run function containers as repo@digest; auto (default): when the response cache is on. */
+    pinImageDigests?: boolean | 'auto'
   }
   /**
    * Where exec mappings, per-image pod settings and pod template changes come from: `files` (config.yaml,
-   * --pod-cache-config; the default), `crd` (FunctionConfig objects, watched) or `both` (FunctionConfig first).
+   * --pod-cache-config), `crd` (FunctionConfig objects, watched), `both` (FunctionConfig first) or `auto` (the
+   * default: see resolveFunctionConfigSource). `filesGiven`: --config or --pod-cache-config was given explicitly.
    */
-  functionConfig?: {source: 'files' | 'crd' | 'both'; namespace?: string; writeStatus?: boolean}
+  functionConfig?: {source: 'files' | 'crd' | 'both' | 'auto'; namespace?: string; writeStatus?: boolean; filesGiven?: boolean}
   registry: {
     enablePrivateRegistries: boolean
     authSecretPath: string
@@ -121,12 +127,57 @@ interface BuiltEvaluators {
   ready: Array<Promise<unknown>>
   /** Stops what the evaluators share (the FunctionConfig watch). */
   close?: () => void
+  /** The FunctionConfig source in effect (auto resolved). */
+  source: 'files' | 'crd' | 'both'
 }
 
-/** The FunctionConfig watch, when --function-config-source is crd or both (loads client-node). */
-async function startFunctionConfigs(options: ServeOptions, logger: Logger): Promise<import('./config/function-config-watch.js').FunctionConfigWatch | undefined> {
+/** True when a cluster is configured explicitly (--kubeconfig, $KUBECONFIG, in-cluster), without loading client-node. */
+export function clusterConfigured(options: ServeOptions, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (options.pod.kubeConfig || options.pod.kubeconfig || env.KUBECONFIG) return true
+  return !!env.KUBERNETES_SERVICE_HOST && !!env.KUBERNETES_SERVICE_PORT && existsSync('/var/run/secrets/kubernetes.io/serviceaccount/token')
+}
+
+/**
+ * --function-config-source=auto, decided once at startup so that Porch's Deployments of either
+ * version work unchanged:
+ *   - without the pod runtime and without an explicitly configured cluster: files (client-node is
+ *     never loaded, an exec-only start stays as fast as before);
+ *   - otherwise discovery: when the API server serves functionconfigs.config.porch.kpt.dev (Porch
+ *     at HEAD installs the CRD), crd, which is what Porch's runner at HEAD reads (it has no
+ *     --config and no --pod-cache-config, spec §11), so fnr's own config.yaml cannot map images
+ *     Porch would run in pods; both instead when --config or --pod-cache-config was given
+ *     explicitly (an older Deployment on a cluster that has the CRD: its files keep working,
+ *     FunctionConfigs win);
+ *   - no CRD, or discovery failing: files (with a warning when it failed).
+ */
+export async function resolveFunctionConfigSource(options: ServeOptions, runtimes: readonly Runtime[], logger: Logger): Promise<'files' | 'crd' | 'both'> {
   const fc = options.functionConfig
-  if (!fc || fc.source === 'files') return undefined
+  const source = fc?.source ?? 'files'
+  if (source !== 'auto') return source
+  if (!runtimes.includes('pod') && !clusterConfigured(options)) {
+    logger.info('--function-config-source=auto: files (no pod runtime and no cluster configured)')
+    return 'files'
+  }
+  const {functionConfigApiServed} = await import('./config/function-config-watch.js')
+  try {
+    const {served, server} = await functionConfigApiServed({kubeconfig: options.pod.kubeconfig, kubeConfig: options.pod.kubeConfig})
+    const chosen = !served ? 'files' : fc?.filesGiven ? 'both' : 'crd'
+    logger.info(`--function-config-source=auto: ${chosen}`, {
+      kubernetes: server,
+      functionConfigCrd: served ? 'served' : 'not served',
+      ...(chosen === 'both' ? {why: '--config or --pod-cache-config given explicitly'} : {}),
+    })
+    return chosen
+  } catch (err) {
+    logger.warn('--function-config-source=auto: cannot tell whether the API server serves FunctionConfigs; using files', {error: (err as Error).message})
+    return 'files'
+  }
+}
+
+/** The FunctionConfig watch, when the source is crd or both (loads client-node). */
+async function startFunctionConfigs(options: ServeOptions, source: 'files' | 'crd' | 'both', logger: Logger): Promise<import('./config/function-config-watch.js').FunctionConfigWatch | undefined> {
+  const fc = options.functionConfig
+  if (!fc || source === 'files') return undefined
   const {FunctionConfigWatch} = await import('./config/function-config-watch.js')
   return FunctionConfigWatch.start({
     kube: {kubeconfig: options.pod.kubeconfig, kubeConfig: options.pod.kubeConfig},
@@ -141,14 +192,15 @@ async function startFunctionConfigs(options: ServeOptions, logger: Logger): Prom
 async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logger: Logger): Promise<BuiltEvaluators> {
   const evaluators: Evaluator[] = []
   const ready: Array<Promise<unknown>> = []
-  const functionConfigs = await startFunctionConfigs(options, logger)
+  const source = await resolveFunctionConfigSource(options, runtimes, logger)
+  const functionConfigs = await startFunctionConfigs(options, source, logger)
   const close = (): void => functionConfigs?.close()
-  if (functionConfigs && options.functionConfig?.source === 'crd') {
+  if (functionConfigs && source === 'crd') {
     logger.info('--function-config-source=crd: config.yaml and --pod-cache-config are not read', {config: options.exec.configPath, podCacheConfig: options.pod.cacheConfigPath})
   }
   // Fixed order: exec first (fast, local), then pod.
   if (runtimes.includes('exec')) {
-    const files = functionConfigs && options.functionConfig?.source === 'crd'
+    const files = functionConfigs && source === 'crd'
       ? undefined
       : await loadExecConfig({
           configPath: options.exec.configPath,
@@ -172,7 +224,7 @@ async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logge
   }
   if (runtimes.includes('pod')) {
     try {
-      const pod = await buildPodEvaluator(options, logger, functionConfigs?.store)
+      const pod = await buildPodEvaluator(options, logger, source, functionConfigs?.store)
       metrics().setPodSource(() => (pod as import('./evaluators/pod.js').PodEvaluator).runtime?.cache.snapshot() ?? [])
       evaluators.push(pod)
       ready.push(pod.ready)
@@ -182,11 +234,11 @@ async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logge
       throw err
     }
   }
-  return {evaluators, ready, close}
+  return {evaluators, ready, close, source}
 }
 
 /** The pod runtime: loaded only when enabled (it brings @kubernetes/client-node). */
-async function buildPodEvaluator(options: ServeOptions, logger: Logger, functionConfigs?: import('./config/function-config-crd.js').FunctionConfigStore): Promise<Evaluator & {ready: Promise<void>; imageMetadata?: import('./pods/metadata.js').ImageMetadataSource}> {
+async function buildPodEvaluator(options: ServeOptions, logger: Logger, source: 'files' | 'crd' | 'both', functionConfigs?: import('./config/function-config-crd.js').FunctionConfigStore): Promise<Evaluator & {ready: Promise<void>; imageMetadata?: import('./pods/metadata.js').ImageMetadataSource}> {
   const [{createPodEvaluator}, {PodCacheConfig}, {RegistryMetadataSource}] = await Promise.all([
     import('./evaluators/pod.js'),
     import('./config/pod-cache-config.js'),
@@ -194,10 +246,13 @@ async function buildPodEvaluator(options: ServeOptions, logger: Logger, function
   ])
   const pod = options.pod
   // --function-config-source=crd: the FunctionConfigs replace --pod-cache-config.
-  const onlyCrd = functionConfigs !== undefined && options.functionConfig?.source === 'crd'
+  const onlyCrd = functionConfigs !== undefined && source === 'crd'
   const {config: cacheConfig, missing} = onlyCrd ? {config: PodCacheConfig.empty(), missing: false} : await PodCacheConfig.load(pod.cacheConfigPath)
   if (missing) logger.info('no pod cache config; using the flag defaults for every image', {path: pod.cacheConfigPath})
   for (const warning of cacheConfig.warnings) logger.warn(warning)
+  // auto: pinned when the response cache may serve this runtime's responses (its correctness rests on
+  // the pod running exactly the digest of the key).
+  const pinDigests = pod.pinImageDigests === true || ((pod.pinImageDigests ?? 'auto') === 'auto' && responseCacheOn(options, onlyCrd ? undefined : cacheConfig))
   let metadata = pod.metadata
   let pullSecret: {name: string; dockerConfig: import('./registry/auth.js').DockerConfig; dockerConfigJson: Buffer} | undefined
   if (!metadata || options.registry.enablePrivateRegistries) {
@@ -230,11 +285,16 @@ async function buildPodEvaluator(options: ServeOptions, logger: Logger, function
     leaseDurationMs: pod.leaseDurationMs,
     runnerNamespace: pod.runnerNamespace,
     inlineResources: pod.resources,
+    pinImageDigests: pinDigests,
+    // The runner's --log-level 3 and up (request lines with trace ids) is passed on to the wrappers.
+    wrapperVerbosity: logger.enabled(5) ? 5 : logger.enabled(4) ? 4 : logger.enabled(3) ? 3 : undefined,
     logger,
     ...(functionConfigs ? {extension: (await import('./config/function-config-crd.js')).podRuntimeExtension(functionConfigs, {namespace: pod.namespace, logger})} : {}),
   })
-  logger.info('pod runtime ready', {namespace: pod.namespace, kubernetes: evaluator.runtime.clients.server, config: evaluator.runtime.clients.source, warmUp: pod.warmUp, images: cacheConfig.images().length})
-  return Object.assign(evaluator, {imageMetadata: metadata})
+  logger.info('pod runtime ready', {namespace: pod.namespace, kubernetes: evaluator.runtime.clients.server, config: evaluator.runtime.clients.source, warmUp: pod.warmUp, images: cacheConfig.images().length, pinImageDigests: pinDigests})
+  // The response cache resolves digests through the pod cache, which retires pods of a digest the tag left.
+  const cache = evaluator.runtime.cache
+  return Object.assign(evaluator, {imageMetadata: {describe: (image: string, o?: {signal?: AbortSignal}) => cache.describe(image, o)}})
 }
 
 export interface RunningServer {
@@ -253,16 +313,19 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
   const runtimes = validateServeOptions(options)
   const tls = await loadListenerTls(options.tls)
   const observed = options.metricsPort ? await startServeMetrics(options.metricsPort, options.host ?? defaultBindHost(), logger) : undefined
+  // OpenTelemetry export, only when the OTEL_* environment asks for it (nothing is loaded otherwise).
+  const traced = await startProcessTracing('fnr-serve', logger)
   let built: BuiltEvaluators
   let evaluator: Evaluator
   let closeBuilt: (() => void) | undefined
   try {
     built = await buildEvaluators(options, runtimes, logger)
     closeBuilt = built.close
-    evaluator = await withResponseCacheIfSet(new MultiEvaluator(built.evaluators), options, built.evaluators, runtimes, logger)
+    evaluator = await withResponseCacheIfSet(new MultiEvaluator(built.evaluators), options, built.evaluators, runtimes, built.source, logger)
   } catch (err) {
     closeBuilt?.()
     await observed?.stop()
+    await traced.stop()
     throw err
   }
   const server = new EvaluatorServer({
@@ -280,6 +343,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
     await evaluator.close()
     built.close?.()
     await observed?.stop()
+    await traced.stop()
     throw err
   }
   metrics().setInFlightSource(() => server.activeCalls)
@@ -299,6 +363,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
       await evaluator.close()
       built.close?.()
       await observed?.stop()
+      await traced.stop()
       logger.lifecycle('stopped', {forced: result.forced})
       return result
     },
@@ -311,14 +376,23 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
   return {server, port, done, stop}
 }
 
+/** Whether the response cache will be on: --cache-ttl > 0, or a per-image switch in the pod cache config. */
+function responseCacheOn(options: ServeOptions, cacheConfig: import('./config/pod-cache-config.js').PodCacheConfig | undefined): boolean {
+  if (!options.responseCache) return false
+  return options.responseCache.ttlMs > 0 || (cacheConfig?.enablesResponseCache() ?? false)
+}
+
 /** The response cache around the evaluator chain, when --cache-ttl or a per-image switch turns it on. */
-async function withResponseCacheIfSet(inner: Evaluator, options: ServeOptions, evaluators: Evaluator[], runtimes: Runtime[], logger: Logger): Promise<Evaluator> {
+async function withResponseCacheIfSet(inner: Evaluator, options: ServeOptions, evaluators: Evaluator[], runtimes: Runtime[], source: 'files' | 'crd' | 'both', logger: Logger): Promise<Evaluator> {
   if (!options.responseCache) return inner
   const {withResponseCache} = await import('./cache/setup.js')
   const exec = evaluators.find((e): e is ExecEvaluator => e instanceof ExecEvaluator)
   const pod = evaluators.find((e) => e.name === 'pod') as {imageMetadata?: import('./pods/metadata.js').ImageMetadataSource} | undefined
   try {
-    return await withResponseCache(inner, {settings: options.responseCache, cacheConfigPath: options.pod.cacheConfigPath, podRuntime: runtimes.includes('pod'), exec, podMetadata: pod?.imageMetadata}, logger)
+    // With FunctionConfigs as the only source, --pod-cache-config is not read at all: its per-image
+    // responseCache switches do not apply (FunctionConfig has no such field); --cache-ttl does.
+    const cacheConfigPath = source === 'crd' ? '' : options.pod.cacheConfigPath
+    return await withResponseCache(inner, {settings: options.responseCache, cacheConfigPath, podRuntime: runtimes.includes('pod'), exec, podMetadata: pod?.imageMetadata}, logger)
   } catch (err) {
     await inner.close()
     throw err

@@ -13,9 +13,11 @@ import {parseArgs} from 'node:util'
 import {normaliseGoStyleArgs, parseGoDuration} from './config/go-flags.js'
 import {FnrError} from './errors.js'
 import {EntrypointEvaluator} from './evaluators/entrypoint.js'
+import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluators/evaluator.js'
 import {gracefulStopper, type StopHandle} from './grpc/lifecycle.js'
 import {EvaluatorServer} from './grpc/server.js'
 import type {Logger} from './log.js'
+import {startProcessTracing, tracing} from './otel.js'
 
 export interface WrapperOptions {
   port: number
@@ -99,16 +101,53 @@ export function parseWrapperArgs(argv: readonly string[]): WrapperCommandLine {
   }
 }
 
+/**
+ * The function process as an OpenTelemetry span (child of the wrapper's EvaluateFunction span),
+ * when tracing is on; otherwise the evaluator itself is called.
+ */
+function tracedFunction(inner: Evaluator, entrypoint: readonly string[]): Evaluator {
+  return {
+    name: inner.name,
+    async evaluate(request: EvaluationRequest): Promise<EvaluationResponse> {
+      const otel = tracing()
+      if (!otel) return inner.evaluate(request)
+      const span = otel.startSpan('function.process', {parent: request.trace?.traceparent, attributes: {'fn.image': request.image, 'process.executable.path': entrypoint[0]}})
+      try {
+        const res = await inner.evaluate(request)
+        span.setAttributes({'process.exit.code': 0, 'fnr.bytes_out': res.resourceList.length})
+        span.end()
+        return res
+      } catch (err) {
+        const failure = (err as {details?: {failure?: {exitCode?: number | null}}}).details?.failure
+        if (typeof failure?.exitCode === 'number') span.setAttributes({'process.exit.code': failure.exitCode})
+        span.end((err as Error).message.slice(0, 500))
+        throw err
+      }
+    },
+    close: () => inner.close(),
+  }
+}
+
 export async function startWrapperServer(options: WrapperOptions, logger: Logger, handleSignals = true): Promise<RunningWrapper> {
   // Validates the entrypoint before anything listens: no entrypoint is a startup error.
-  const evaluator = new EntrypointEvaluator({entrypoint: options.entrypoint, maxOutputBytes: options.maxRequestBodySize, logger})
+  const entrypoint = new EntrypointEvaluator({entrypoint: options.entrypoint, maxOutputBytes: options.maxRequestBodySize, logger})
+  // OpenTelemetry export when the pod's env asks for it (OTEL_* through the pod template).
+  const traced = await startProcessTracing('fnr-wrapper-server', logger)
+  const evaluator = tracing() ? tracedFunction(entrypoint, options.entrypoint) : entrypoint
   const server = new EvaluatorServer({evaluator, maxMessageSize: options.maxRequestBodySize, logger, host: options.host, port: options.port})
-  const port = await server.start()
+  let port: number
+  try {
+    port = await server.start()
+  } catch (err) {
+    await traced.stop()
+    throw err
+  }
   server.setServing(true)
   const handle = gracefulStopper(
     async () => {
       logger.lifecycle('draining', {activeCalls: server.activeCalls})
       const result = await server.shutdown(options.gracePeriodMs)
+      await traced.stop()
       logger.lifecycle('stopped', {forced: result.forced})
       return result
     },

@@ -133,6 +133,31 @@ describe('response cache: store, keys and miss reasons', () => {
     expect(m.value('fnr_response_cache_skipped_total', {reason: 'identity-error'})).to.equal(1)
   })
 
+  it('pod identities: a response is stored only when the serving pod was made for the key\'s digest', async () => {
+    const {resolver, cache} = build()
+    let podDigest: string | undefined = 'sha256:old'
+    const inner = (cache as unknown as {options: {inner: CountingEvaluator}}).options.inner
+    const evaluate = inner.evaluate.bind(inner)
+    inner.evaluate = async (request) => ({...(await evaluate(request)), evaluator: 'pod', ...(podDigest ? {imageDigest: podDigest} : {})})
+    // The tag resolves to sha256:new, but the pod that answered still runs sha256:old: not stored.
+    resolver.identities.set('img:v1', 'pod:sha256:new')
+    await cache.evaluate({image: 'img:v1', resourceList: rl('a')})
+    await cache.evaluate({image: 'img:v1', resourceList: rl('a')})
+    expect(inner.calls).to.equal(2)
+    // A pod whose digest is unknown (made by an older fnr) never fills the cache either.
+    podDigest = undefined
+    await cache.evaluate({image: 'img:v1', resourceList: rl('a')})
+    // The pod of the key's digest: stored, then a hit.
+    podDigest = 'sha256:new'
+    await cache.evaluate({image: 'img:v1', resourceList: rl('a')})
+    const hit = await cache.evaluate({image: 'img:v1', resourceList: rl('a')})
+    expect(inner.calls).to.equal(4)
+    expect(hit.cached).to.equal(true)
+    const m = await counters()
+    expect(m.value('fnr_response_cache_skipped_total', {reason: 'digest-mismatch'})).to.equal(3)
+    expect(m.value('fnr_response_cache_lookups_total', {result: 'hit'})).to.equal(1)
+  })
+
   it('the byte bound evicts least recently used entries; an entry larger than the bound is not stored', async () => {
     const {inner, cache} = build({maxBytes: 3 * 10_000})
     const big = (c: string): Buffer => Buffer.alloc(9000, c)

@@ -4,9 +4,10 @@ import {readFile} from 'node:fs/promises'
 import {DEFAULT_RESPONSE_CACHE} from '../../src/lib/cache/response-cache.js'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {RegistryMetadataSource} from '../../src/lib/pods/metadata.js'
+import {ANNOTATION_IMAGE_DIGEST} from '../../src/lib/pods/template.js'
 import {RegistryClient} from '../../src/lib/registry/client.js'
 import type {RunningServer} from '../../src/lib/serve.js'
-import {RL, WRAPPER_IMAGE, startPodBed, type PodBed} from '../support/pods/index.js'
+import {RL, WRAPPER_IMAGE, startPodBed, storedPods, until, type PodBed} from '../support/pods/index.js'
 import {pushImage} from '../support/registry/fixtures.js'
 import {TestRegistry} from '../support/registry/registry.js'
 import {freePort} from '../support/registry/tools.js'
@@ -22,18 +23,26 @@ describe('fnr serve response cache with the pod runtime: keyed by the digest, ne
   let running: RunningServer | undefined
   let client: EvaluatorClient | undefined
   let metricsPort: number
-  let fnFile: string
+  let ns: string
+  let repo: string
   let img: string
+  let v1: string
+  let v2: string
+  const scripts: Record<string, string> = {}
 
-  const runs = async (): Promise<number> => (await readFile(`${fnFile}.count`, 'utf8').catch(() => '')).split('\n').filter((l) => l !== '').length
+  /** How many times the function of version `v` ran. */
+  const runs = async (v: string): Promise<number> => (await readFile(`${scripts[v]}.count`, 'utf8').catch(() => '')).split('\n').filter((l) => l !== '').length
 
   before(async () => {
     registry = await TestRegistry.start({mode: 'none'})
-    img = `${registry.host}/fn/counted:v1`
-    await pushImage(registry, 'fn/counted:v1', {entrypoint: ['/bin/fn'], files: {'bin/fn': 'version 1\n'}})
+    repo = `${registry.host}/fn/counted`
+    img = `${repo}:v1`
+    v1 = (await pushImage(registry, 'fn/counted:v1', {entrypoint: ['/bin/fn'], files: {'bin/fn': 'version 1\n'}})).manifest.digest
     pb = await startPodBed()
-    fnFile = await writeExecutable(`${pb.dir}/counted-fn`, '#!/bin/sh\necho run >> "$0.count"\necho "working on it" >&2\nexec cat\n')
-    pb.bed.kubelet.setImage(img, {commandMap: {'/bin/fn': fnFile}})
+    // Two contents, told apart by what they write to stderr. The kubelet knows them only by
+    // digest, as a node that pulls `repo@digest` does: it runs exactly the content the runner resolved.
+    for (const v of ['v1', 'v2']) scripts[v] = await writeExecutable(`${pb.dir}/counted-${v}`, `#!/bin/sh\necho run >> "$0.count"\necho "running ${v}" >&2\nexec cat\n`)
+    pb.bed.kubelet.setImage(`${repo}@${v1}`, {commandMap: {'/bin/fn': scripts.v1!}})
     // Re-check the tag on every lookup (the default is once a minute), so the move is seen at once.
     const registryClient = new RegistryClient({insecureRegistries: [registry.host], retryDelayMs: 5, revalidateAfterMs: 0})
     const fns = await makeFunctionsDir(await temp.make())
@@ -45,7 +54,7 @@ describe('fnr serve response cache with the pod runtime: keyed by the digest, ne
       responseCache: {...DEFAULT_RESPONSE_CACHE, ttlMs: 10 * 60_000},
       pod: {
         ...base.pod,
-        namespace: pb.namespace(),
+        namespace: (ns = pb.namespace()),
         wrapperServerImage: WRAPPER_IMAGE,
         podAddress: 'pod-ip',
         metadata: new RegistryMetadataSource(registryClient),
@@ -63,27 +72,46 @@ describe('fnr serve response cache with the pod runtime: keyed by the digest, ne
     await temp.cleanup()
   })
 
-  it('hits for the same digest and input; misses (image-changed) once the tag points at another digest', async () => {
+  const podsOf = (digest: string) => storedPods(pb, ns).filter((p) => p.metadata?.annotations?.[ANNOTATION_IMAGE_DIGEST] === digest)
+
+  it('pins the pod to the digest, hits for the same digest and input; once the tag moves, the old pod is retired and the new content answers and is cached', async () => {
     const first = await client!.evaluateRaw(img, RL, {deadline: Date.now() + 60_000})
+    expect(first.log.toString()).to.equal('running v1\n')
     const second = await client!.evaluateRaw(img, RL, {deadline: Date.now() + 60_000})
-    expect(await runs()).to.equal(1)
+    expect(await runs('v1')).to.equal(1)
     expect(second.resourceList.equals(first.resourceList)).to.equal(true)
-    expect(second.log.toString()).to.equal('working on it\n')
     expect(second.log.equals(first.log)).to.equal(true)
     expect(second.trailers.getMap()).to.deep.equal(first.trailers.getMap())
     expect(second.trailers.get('fnr-evaluator')).to.deep.equal(['pod'])
+    // The pod runs repo@digest (--pin-image-digests=auto: the response cache is on) and records the digest.
+    const [pod1] = podsOf(v1)
+    expect(pod1, 'a pod annotated with the v1 digest').to.not.equal(undefined)
+    expect(pod1!.spec!.containers.find((c) => c.name === 'function')!.image).to.equal(`${repo}@${v1}`)
 
-    // Move the tag: same name, another image (another digest).
-    await pushImage(registry, 'fn/counted:v1', {entrypoint: ['/bin/fn'], files: {'bin/fn': 'version 2\n'}})
-    await client!.evaluateRaw(img, RL, {deadline: Date.now() + 60_000})
-    expect(await runs()).to.equal(2)
-    await client!.evaluateRaw(img, RL, {deadline: Date.now() + 60_000})
-    expect(await runs()).to.equal(2)
+    // Move the tag: same name, another content (another digest).
+    v2 = (await pushImage(registry, 'fn/counted:v1', {entrypoint: ['/bin/fn'], files: {'bin/fn': 'version 2\n'}})).manifest.digest
+    expect(v2).to.not.equal(v1)
+    pb.bed.kubelet.setImage(`${repo}@${v2}`, {commandMap: {'/bin/fn': scripts.v2!}})
+    const third = await client!.evaluateRaw(img, RL, {deadline: Date.now() + 60_000})
+    expect(third.log.toString()).to.equal('running v2\n')
+    const fourth = await client!.evaluateRaw(img, RL, {deadline: Date.now() + 60_000})
+    expect(fourth.log.toString()).to.equal('running v2\n')
+    expect([await runs('v1'), await runs('v2')]).to.deep.equal([1, 1])
+    // The v1 pod was retired (idle: deleted at once); the image's pod is now the v2 one.
+    await until(() => podsOf(v1).length === 0, 'the v1 pod deleted')
+    expect(podsOf(v2).map((p) => p.spec!.containers.find((c) => c.name === 'function')!.image)).to.deep.equal([`${repo}@${v2}`])
+
+    // By digest reference: the registry client's metadata cache answers without asking the registry again.
+    const byDigest = `${repo}@${v2}`
+    expect((await client!.evaluateRaw(byDigest, RL, {deadline: Date.now() + 60_000})).log.toString()).to.equal('running v2\n')
+    expect((await client!.evaluateRaw(byDigest, RL, {deadline: Date.now() + 60_000})).log.toString()).to.equal('running v2\n')
+    expect(await runs('v2')).to.equal(2)
 
     const m = await scrape(metricsPort)
-    expect(m.value('fnr_response_cache_lookups_total', {result: 'hit'})).to.equal(2)
-    expect(m.value('fnr_response_cache_lookups_total', {result: 'miss', reason: 'absent'})).to.equal(1)
+    expect(m.value('fnr_response_cache_lookups_total', {result: 'hit'})).to.equal(3)
+    expect(m.value('fnr_response_cache_lookups_total', {result: 'miss', reason: 'absent'})).to.equal(2)
     expect(m.value('fnr_response_cache_lookups_total', {result: 'miss', reason: 'image-changed'})).to.equal(1)
+    expect(m.value('fnr_response_cache_skipped_total', {reason: 'digest-mismatch'})).to.equal(0)
     expect(m.value('fnr_evaluations_total', {runtime: 'cache', image: img, code: 'OK'})).to.equal(2)
     expect(m.value('fnr_evaluations_total', {runtime: 'pod', image: img, code: 'OK'})).to.equal(2)
     // The registry client's calls and its metadata cache.
@@ -91,5 +119,6 @@ describe('fnr serve response cache with the pod runtime: keyed by the digest, ne
     expect(m.value('fnr_registry_requests_total', {method: 'HEAD', status: '200'})).to.be.greaterThan(0)
     expect(m.value('fnr_registry_metadata_lookups_total', {result: 'miss'})).to.be.at.least(1)
     expect(m.value('fnr_registry_metadata_lookups_total', {result: 'revalidated'})).to.be.at.least(3)
+    expect(m.value('fnr_registry_metadata_lookups_total', {result: 'hit'})).to.be.at.least(2)
   })
 })

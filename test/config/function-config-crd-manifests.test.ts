@@ -9,6 +9,7 @@ import {parse, parseAllDocuments} from 'yaml'
 import {parseFunctionConfig, FUNCTION_CONFIG_GROUP, FUNCTION_CONFIG_KIND, FUNCTION_CONFIG_PLURAL, FUNCTION_CONFIG_VERSION} from '../../src/lib/config/function-config-crd.js'
 import {KUBECTL_PATH} from '../support/k8s/kubectl.js'
 import {registerCrd, startTestBed, type KubeObject} from '../support/k8s/index.js'
+import {parseCelSubset} from '../support/k8s/custom-resources.js'
 import {REPO_ROOT} from '../support/serve.js'
 import {SCRIPTS, TempDirs, writeExecutable} from '../support/tmp.js'
 
@@ -67,7 +68,7 @@ describe('manifests/function-config: the FunctionConfig CRD component', function
     const args = withComponent.find((o) => o.kind === 'Deployment')!.spec.template.spec.containers[0].args as string[]
     expect(args).to.include('--function-config-source=both')
     const manifest = JSON.parse(await readFile(path.join(REPO_ROOT, 'oclif.manifest.json'), 'utf8')) as {commands: Record<string, {flags: Record<string, {options?: string[]}>}>}
-    expect(manifest.commands.serve!.flags['function-config-source']!.options).to.deep.equal(['files', 'crd', 'both'])
+    expect(manifest.commands.serve!.flags['function-config-source']!.options).to.deep.equal(['auto', 'files', 'crd', 'both'])
   })
 
   it('has the field names of Porch\'s FunctionConfig API', () => {
@@ -98,5 +99,34 @@ describe('manifests/function-config: the FunctionConfig CRD component', function
     } finally {
       await bed.stop()
     }
+  })
+
+  it('an object without any executor is rejected by the CRD\'s CEL rule, as kube-apiserver rejects it', async () => {
+    registerCrd(crd)
+    const rule = crd.spec.versions[0].schema.openAPIV3Schema.properties.spec['x-kubernetes-validations'][0]
+    expect(rule.rule).to.equal('has(self.podExecutor) || has(self.binaryExecutor) || has(self.goExecutor)')
+    const bed = await startTestBed({kubelet: false, clientNode: false, namespaces: ['porch-fn-system']})
+    try {
+      const none = `apiVersion: ${FUNCTION_CONFIG_GROUP}/v1alpha1\nkind: FunctionConfig\nmetadata: {name: empty, namespace: porch-fn-system}\nspec: {image: empty}\n`
+      const r = await bed.kubectl(['apply', '--validate=false', '-f', '-'], {input: none})
+      expect(r.code).to.not.equal(0)
+      expect(r.stderr).to.contain('is invalid: spec: Invalid value: "object": At least one configuration must be specified')
+      expect(bed.api.registry.find(FUNCTION_CONFIG_PLURAL, 'porch-fn-system', 'empty')).to.equal(undefined)
+      const one = none.replace('spec: {image: empty}', 'spec: {image: empty, goExecutor: {tags: [v1]}}')
+      const ok = await bed.kubectl(['apply', '--validate=false', '-f', '-'], {input: one})
+      expect(ok.code, ok.stderr).to.equal(0)
+      // An update that drops the last executor is rejected too.
+      const dropped = await bed.kubectl(['apply', '--validate=false', '-f', '-'], {input: none})
+      expect(dropped.code).to.not.equal(0)
+      expect(dropped.stderr).to.contain('At least one configuration must be specified')
+    } finally {
+      await bed.stop()
+    }
+  })
+
+  it('the test API server models the CEL subset the CRDs use and refuses rules outside it', () => {
+    expect(() => parseCelSubset('has(self.a) || (has(self.b.c) && !has(self.d))')).to.not.throw()
+    expect(() => parseCelSubset('self.size() > 1')).to.throw(/outside the modelled subset/)
+    expect(() => parseCelSubset('has(self.a) ||')).to.throw(/outside the modelled subset/)
   })
 })

@@ -175,6 +175,27 @@ describe('fnr serve --function-config-source: FunctionConfig objects on the test
     }
   })
 
+  it('the pod runtime: a FunctionConfig created, or given a podExecutor, after startup is warmed up when the watch sees it', async () => {
+    const ns = pb.namespace()
+    const running: RunningServer = await startInProcess(options(ns, 'crd', '', {warmUp: true}))
+    try {
+      expect(storedPods(pb, ns)).to.deep.equal([])
+      create(ns, 'cat', {image: 'cat', prefixes: ['example.com/fn'], podExecutor: {tags: ['v1']}})
+      const [warm] = await until(() => {
+        const pods = storedPods(pb, ns)
+        return pods.length === 1 && pods
+      }, 'the pod of the new FunctionConfig warmed up')
+      expect(warm!.metadata!.annotations!['fnr.dev/image']).to.equal(image('cat'))
+      // An existing FunctionConfig that gets a podExecutor is warmed too.
+      create(ns, 'stderr', {image: 'stderr', prefixes: ['example.com/fn'], binaryExecutor: {tags: ['v0'], path: 'cat'}})
+      update(ns, 'stderr', {image: 'stderr', prefixes: ['example.com/fn'], binaryExecutor: {tags: ['v0'], path: 'cat'}, podExecutor: {tags: ['v1']}})
+      await until(() => storedPods(pb, ns).some((p) => p.metadata!.annotations!['fnr.dev/image'] === image('stderr')), 'the stderr pod warmed up')
+      expect(storedPods(pb, ns)).to.have.length(2)
+    } finally {
+      await running.stop()
+    }
+  })
+
   it('the pod runtime: warm-up, TTL and templateOverrides from a FunctionConfig; changing the overrides replaces the idle pod', async () => {
     const ns = pb.namespace()
     const spec = (value: string) => ({

@@ -240,6 +240,7 @@ describe('FunctionConfig source: parsing, matching and the store', function () {
 
   it('--function-config-source accepts files, crd and both', () => {
     expect(parseFunctionConfigSource('CRD')).to.equal('crd')
-    expect(() => parseFunctionConfigSource('configmap')).to.throw(/must be files, crd or both/)
+    expect(parseFunctionConfigSource('auto')).to.equal('auto')
+    expect(() => parseFunctionConfigSource('configmap')).to.throw(/must be auto, files, crd or both/)
   })
 })

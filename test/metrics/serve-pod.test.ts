@@ -5,6 +5,8 @@ import path from 'node:path'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {metrics, NO_METRICS} from '../../src/lib/metrics.js'
+import {leaseNameFor} from '../../src/lib/pods/lease.js'
+import {functionPodAnnotations, functionPodLabels} from '../../src/lib/pods/naming.js'
 import type {RunningServer} from '../../src/lib/serve.js'
 import {RL, WRAPPER_IMAGE, image, resetGate, startPodBed, startedCalls, until, type PodBed} from '../support/pods/index.js'
 import {freePort} from '../support/registry/tools.js'
@@ -19,6 +21,7 @@ describe('fnr serve --metrics-port with the pod runtime (test bed)', function ()
   let running: RunningServer | undefined
   let client: EvaluatorClient | undefined
   let metricsPort: number
+  let ns: string
 
   before(async () => {
     pb = await startPodBed()
@@ -34,7 +37,7 @@ describe('fnr serve --metrics-port with the pod runtime (test bed)', function ()
       metricsPort,
       pod: {
         ...base.pod,
-        namespace: pb.namespace(),
+        namespace: (ns = pb.namespace()),
         cacheConfigPath,
         scanIntervalMs: 200,
         wrapperServerImage: WRAPPER_IMAGE,
@@ -42,6 +45,7 @@ describe('fnr serve --metrics-port with the pod runtime (test bed)', function ()
         metadata: pb.metadata,
         kubeConfig: pb.bed.kubeConfig,
         owner: 'metrics-test',
+        leaseDurationMs: 30_000,
       },
     })
     client = new EvaluatorClient(`127.0.0.1:${running.port}`)
@@ -100,6 +104,36 @@ describe('fnr serve --metrics-port with the pod runtime (test bed)', function ()
     expect(after.value('fnr_pod_gc_runs_total')).to.be.greaterThan(before.value('fnr_pod_gc_runs_total'))
     expect(after.value('fnr_pods', {state: 'ready'})).to.equal(2) // cat and gate remain
     expect(after.value('fnr_pod_gc_deletions_total', {reason: 'other'})).to.equal(0)
+  })
+
+  it('counts the deletion of a gone replica\'s pod it took over as replica-gone, and only deletions that happened', async () => {
+    const before = await scrape(metricsPort)
+    // A replica "ghost" that released its Lease, and a pod of it made from an older template
+    // (so not usable here): the next GC pass takes it over by deleting it.
+    pb.bed.api.registry.create('leases', ns, {
+      metadata: {name: leaseNameFor('ghost'), labels: {'app.kubernetes.io/managed-by': 'fnr', 'app.kubernetes.io/component': 'replica-lease', 'fnr.dev/owner': 'ghost'}},
+      spec: {holderIdentity: '', leaseDurationSeconds: 10},
+    })
+    const name = 'ghost-pod-abcde'
+    pb.bed.api.registry.create('pods', ns, {
+      metadata: {
+        name,
+        labels: functionPodLabels(name, image('cat'), 'ghost'),
+        annotations: {...functionPodAnnotations({templateVersion: 'inline-000000000000', image: image('cat'), owner: 'ghost', now: Date.now(), ttlMs: 60_000, creationId: 'x'})},
+      },
+      spec: {containers: [{name: 'function', image: 'example.com/unknown:v1'}]},
+    })
+    const after = await until(async () => {
+      const m = await scrape(metricsPort)
+      return m.value('fnr_pod_gc_deletions_total', {kind: 'pod', reason: 'replica-gone'}) > before.value('fnr_pod_gc_deletions_total', {kind: 'pod', reason: 'replica-gone'}) && m
+    }, 'the ghost replica\'s pod deleted')
+    expect(after.value('fnr_pod_gc_deletions_total', {kind: 'pod', reason: 'replica-gone'}) - before.value('fnr_pod_gc_deletions_total', {kind: 'pod', reason: 'replica-gone'})).to.equal(1)
+    await until(async () => pb.bed.api.registry.find('pods', ns, name) === undefined, 'the ghost pod gone')
+    // Its Lease goes once it has no pods left; the TTL deletion above is still counted once.
+    await until(async () => pb.bed.api.registry.find('leases', ns, leaseNameFor('ghost')) === undefined, 'the ghost lease gone')
+    const last = await scrape(metricsPort)
+    expect(last.value('fnr_pod_gc_deletions_total', {kind: 'pod', reason: 'replica-gone'})).to.equal(after.value('fnr_pod_gc_deletions_total', {kind: 'pod', reason: 'replica-gone'}))
+    expect(last.value('fnr_pod_gc_deletions_total', {reason: 'other'})).to.equal(0)
   })
 
   it('restores the no-op metrics when the server stops', async () => {

@@ -10,6 +10,10 @@
  *   new identity); for the pod runtime the image's digest from the registry client, never the tag
  *   (a tag that moved resolves to another digest and misses). An image with no known identity
  *   (no digest) is never cached.
+ * - Stored: for the pod runtime, only a response whose serving pod was made for the key's digest
+ *   (the pod evaluator reports the pod's fnr.dev/image-digest): a pod of another digest, or of an
+ *   unknown one, never fills the cache (skip reason digest-mismatch). The lookup that resolved the
+ *   digest also retires the image's pods of other digests (PodCache.noteDigest).
  * - Stored: successful responses only (the function exited 0), including those whose function
  *   reported results, warnings or error-severity results (exit 0 is a success for kpt and Porch,
  *   and the function is a deterministic transformation of its input). The stored response is
@@ -18,7 +22,7 @@
  * - Bounded: `maxBytes` (resource_list + log + key per entry) and `maxEntries` (LRU), TTL per
  *   entry clamped by `maxTtlMs`; expired entries are purged every minute.
  * - Metrics: hits, misses with a reason (absent, expired, evicted, input-changed, image-changed),
- *   skips (no-identity, identity-error, failed, too-large), evictions, entries and bytes.
+ *   skips (no-identity, identity-error, failed, too-large, digest-mismatch), evictions, entries and bytes.
  */
 import {createHash} from 'node:crypto'
 import {statSync} from 'node:fs'
@@ -244,6 +248,12 @@ export class CachingEvaluator implements Evaluator {
       metrics().responseCacheSkip('failed')
       throw err
     }
+    if (identity.startsWith(POD_IDENTITY) && (response as {imageDigest?: string}).imageDigest !== identity.slice(POD_IDENTITY.length)) {
+      // The pod that answered was made for another (or an unknown) digest than the key's.
+      metrics().responseCacheSkip('digest-mismatch')
+      if (this.logger.enabled(4)) this.logger.debug('response cache: the serving pod was made for another digest; not stored', {image: request.image, key: identity, pod: (response as {imageDigest?: string}).imageDigest})
+      return response
+    }
     if (!this.store.store(identity, request.image, inputHash, response, ttl)) metrics().responseCacheSkip('too-large')
     return response
   }
@@ -265,6 +275,9 @@ export async function binaryIdentity(path: string): Promise<string> {
   return `exec:${path}:${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`
 }
 
+/** Identities of pod-runtime images: this prefix and the digest. */
+export const POD_IDENTITY = 'pod:'
+
 /**
  * The resolver `fnr serve` uses, in the evaluators' order: an image the exec runtime maps is
  * identified by its binary; otherwise, with the pod runtime on, by the digest the registry client
@@ -277,7 +290,7 @@ export function serveIdentityResolver(exec: {binaryFor(image: string): string | 
       if (binary !== undefined) return binaryIdentity(binary)
       if (!pod) return undefined
       const info = await pod.describe(image, {signal})
-      return info.digest ? `pod:${info.digest}` : undefined
+      return info.digest ? `${POD_IDENTITY}${info.digest}` : undefined
     },
   }
 }

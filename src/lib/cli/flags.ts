@@ -98,6 +98,7 @@ export const podFlags = {
   'pod-requests': Flags.string({summary: 'Resource requests of the function container in the inline template ("cpu=100m,memory=128Mi"; "" for none).', default: 'cpu=100m,memory=128Mi', helpGroup: 'POD RUNTIME'}),
   'pod-limits': Flags.string({summary: 'Resource limits of the function container in the inline template ("memory=1Gi"; "" for none).', default: 'memory=1Gi', helpGroup: 'POD RUNTIME'}),
   'replica-id': Flags.string({summary: 'This replica\'s identity on the pods it owns and its Lease (default $POD_NAME, else the host name plus a random suffix); unique among live replicas.', default: '', helpGroup: 'POD RUNTIME'}),
+  'pin-image-digests': Flags.string({summary: 'Run function containers as repo@digest (the digest the registry resolved for the tag), so a node\'s stale copy of a moved tag cannot run: true, false, or auto (on when the response cache is on).', default: 'auto', options: ['auto', 'true', 'false'], helpGroup: 'POD RUNTIME'}),
   'replica-lease-duration': goDuration({summary: 'Duration of this replica\'s Lease in the pod namespace, renewed every third of it (0: hold no Lease).', default: 30_000, defaultHelp: async () => '30s', helpGroup: 'POD RUNTIME'}),
 }
 
@@ -134,9 +135,9 @@ export const runnerTemplateFlags = {
 /** `fnr serve`: where exec mappings, per-image pod settings and pod changes come from (FunctionConfig CRD). */
 export const functionConfigFlags = {
   'function-config-source': Flags.string({
-    summary: 'Where exec mappings, per-image pod settings and pod template changes come from: files (--config, --pod-cache-config), crd (FunctionConfig objects, watched) or both (FunctionConfig first, then the files).',
-    default: 'files',
-    options: ['files', 'crd', 'both'],
+    summary: 'Where exec mappings, per-image pod settings and pod template changes come from: files (--config, --pod-cache-config), crd (FunctionConfig objects, watched), both (FunctionConfig first, then the files), or auto: crd when the API server serves FunctionConfigs (both if --config or --pod-cache-config is given), else files; exec-only without a configured cluster is files.',
+    default: 'auto',
+    options: ['auto', 'files', 'crd', 'both'],
     helpGroup: 'FUNCTION CONFIG',
   }),
   'function-config-namespace': Flags.string({

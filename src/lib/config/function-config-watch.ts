@@ -35,6 +35,26 @@ export interface FunctionConfigWatchOptions {
   watchRetryMs?: number
 }
 
+/**
+ * Whether the API server serves FunctionConfigs (discovery of config.porch.kpt.dev/v1alpha1): how
+ * `--function-config-source=auto` tells a Porch at HEAD (CRD installed) from an older Porch. A
+ * group the server does not know is false; an unreachable server is an error (after retries).
+ */
+export async function functionConfigApiServed(kube: KubeConnectOptions = {}): Promise<{served: boolean; server: string}> {
+  const clients = await connectKube(kube)
+  const api = clients.kubeConfig.makeApiClient(clients.k8s.CustomObjectsApi)
+  try {
+    const list = await withApiRetries(() => api.getAPIResources({group: FUNCTION_CONFIG_GROUP, version: FUNCTION_CONFIG_VERSION}), {
+      what: `cannot discover ${FUNCTION_CONFIG_GROUP}/${FUNCTION_CONFIG_VERSION}`,
+      attempts: 3,
+    })
+    return {served: (list.resources ?? []).some((r) => r.name === FUNCTION_CONFIG_PLURAL), server: clients.server}
+  } catch (err) {
+    if (apiStatusCode(err) === 404) return {served: false, server: clients.server}
+    throw err instanceof FnrError ? err : kubeError(err, `cannot discover ${FUNCTION_CONFIG_GROUP}/${FUNCTION_CONFIG_VERSION}`)
+  }
+}
+
 export class FunctionConfigWatch {
   private statusDenied = false
 

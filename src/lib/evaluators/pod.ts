@@ -14,9 +14,15 @@
 import {FnrError, toFnrError} from '../errors.js'
 import {readFailure} from '../grpc/metadata.js'
 import {silentLogger, type Logger} from '../log.js'
+import {tracing} from '../otel.js'
 import type {PodCache} from '../pods/cache.js'
 import type {PodRuntime, PodRuntimeOptions} from '../pods/runtime.js'
 import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluator.js'
+
+/** A pod's answer says which image digest the serving pod was made for (the response cache checks it). */
+export interface PodEvaluationResponse extends EvaluationResponse {
+  imageDigest?: string
+}
 
 export interface PodEvaluatorOptions {
   cache: Pick<PodCache, 'acquire' | 'noteUnavailable'>
@@ -48,20 +54,27 @@ export class PodEvaluator implements Evaluator {
 
   async evaluate(request: EvaluationRequest): Promise<EvaluationResponse> {
     const {image, deadline, signal} = request
+    const otel = tracing()
     for (let attempt = 0; ; attempt++) {
-      const lease = await this.options.cache.acquire(image, {deadline, signal})
+      const lease = otel ? await this.tracedAcquire(request, attempt) : await this.options.cache.acquire(image, {deadline, signal})
+      const call = otel?.startSpan('wrapper.call', {parent: request.trace?.traceparent, kind: 'client', attributes: {'fn.image': image, 'fnr.pod.name': lease.slot.name, 'net.peer.name': lease.slot.address}})
       try {
         if (!lease.usable) throw new FnrError('Unavailable', `function pod ${lease.slot.name} was evicted (${lease.slot.goneReason ?? 'gone'})`)
-        const res = await lease.client.evaluate(image, request.resourceList, {deadline, signal, trace: request.trace})
+        const trace = call ? {traceparent: call.context.traceparent, ...(request.trace?.tracestate ? {tracestate: request.trace.tracestate} : {})} : request.trace
+        const res = await lease.client.evaluate(image, request.resourceList, {deadline, signal, trace})
+        call?.end()
         const failure = readFailure(res.trailers)
-        return {
+        const response: PodEvaluationResponse = {
           resourceList: res.resourceList,
           log: res.log,
           evaluator: this.name,
           ...(failure?.results?.length ? {errorResults: failure.results} : {}),
+          ...(lease.slot.digest ? {imageDigest: lease.slot.digest} : {}),
         }
+        return response
       } catch (err) {
         const e = toFnrError(err)
+        call?.end(`${e.kind}: ${e.message.slice(0, 500)}`)
         if (e.kind === 'Unavailable') {
           this.options.cache.noteUnavailable(lease.slot, e.message)
           const timeLeft = deadline === undefined || deadline > Date.now()
@@ -76,6 +89,28 @@ export class PodEvaluator implements Evaluator {
       } finally {
         lease.release()
       }
+    }
+  }
+
+  /** acquire() as an OpenTelemetry span, with a pod.create child when this call started the pod. */
+  private async tracedAcquire(request: EvaluationRequest, attempt: number): Promise<Awaited<ReturnType<PodCache['acquire']>>> {
+    const {image, deadline, signal} = request
+    const started = Date.now()
+    const span = tracing()!.startSpan('pod.acquire', {parent: request.trace?.traceparent, attributes: {'fn.image': image, 'fnr.attempt': attempt}})
+    try {
+      const lease = await this.options.cache.acquire(image, {deadline, signal})
+      const slot = lease.slot
+      const startedHere = slot.since !== undefined && slot.since >= started
+      span.setAttributes({'fnr.pod.name': slot.name, 'fnr.pod.started': startedHere, 'fnr.image.digest': slot.digest})
+      if (startedHere) {
+        const create = tracing()!.startSpan('pod.create', {parent: span.context.traceparent, startTime: slot.since, attributes: {'fnr.pod.name': slot.name, 'fn.image': image, 'fnr.image.digest': slot.digest, ...Object.fromEntries(Object.entries(slot.timings ?? {}).map(([k, v]) => [`fnr.pod.${k}`, v]))}})
+        create.end()
+      }
+      span.end()
+      return lease
+    } catch (err) {
+      span.end((err as Error).message.slice(0, 500))
+      throw err
     }
   }
 

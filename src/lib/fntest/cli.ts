@@ -16,7 +16,9 @@ export const EXIT_CASES_FAILED = 1
 
 export const TEST_FLAG_SPECS = {
   exec: {kind: 'string', summary: 'Executable function and its arguments, e.g. "./fn --flag" (no shell); overrides the cases\' own.', exclusive: ['image']},
-  image: {kind: 'string', summary: 'Function image, resolved through the exec config; overrides the cases\' own.', exclusive: ['exec']},
+  image: {kind: 'string', summary: 'Function image, resolved through the exec config (or run by --runner); overrides the cases\' own.', exclusive: ['exec']},
+  runner: {kind: 'string', summary: 'Evaluate each case\'s image through a running function runner (fnr serve, or Porch\'s) at HOST:PORT over gRPC, e.g. to test a shipped image through the pod runtime.', exclusive: ['exec']},
+  'runner-ca-file': {kind: 'string', summary: 'Dial --runner with TLS, trusting the CAs in this PEM file (default plaintext, as porch-server).'},
   update: {kind: 'boolean', summary: 'Rewrite the expectations (diff.patch, resourcelist.yaml, results.yaml, exitCode) from what the function did.', default: false},
   junit: {kind: 'string', summary: 'Also write a JUnit XML report to this file.'},
   json: {kind: 'boolean', summary: 'Print a JSON summary on stdout (the per-case lines then go to stderr).', default: false},
@@ -35,6 +37,7 @@ export interface TestCommandOptions extends FnTestOptions {
 export function testOptionsFromFlags(values: Record<string, FlagValue>, given: ReadonlySet<string>, roots: string[]): TestCommandOptions {
   const str = (name: string): string | undefined => values[name] as string | undefined
   if (roots.length === 0) throw new FnrError('Usage', 'give the folder of test cases, e.g. fnr test testdata --exec ./my-fn')
+  if (str('runner-ca-file') && !str('runner')) throw new FnrError('Usage', '--runner-ca-file needs --runner')
   return {
     roots,
     exec: str('exec'),
@@ -46,6 +49,7 @@ export function testOptionsFromFlags(values: Record<string, FlagValue>, given: R
     concurrency: values.concurrency as number,
     timeoutMs: values.timeout as number,
     maxOutputBytes: values['max-output-size'] as number,
+    ...(str('runner') ? {runner: {address: str('runner')!, ...(str('runner-ca-file') ? {caFile: str('runner-ca-file')} : {})}} : {}),
     execPaths: {
       ...resolveExecPaths(str('config')!, str('functions')!, given.has('config'), given.has('functions')),
       defaultImagePrefix: str('default-image-prefix')!,

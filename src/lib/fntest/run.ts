@@ -28,6 +28,7 @@ import type {ExecPaths} from '../config/embedded.js'
 import {FnrError, toFnrError} from '../errors.js'
 import {runEval, splitExec, type EvalOptions} from '../eval.js'
 import {renderError} from '../cli/render-error.js'
+import type {EvaluatorClient} from '../grpc/client.js'
 import {applyTreePatch, diffText, diffTrees, makeTreePatch, PatchError, readTree, type Tree} from './compare.js'
 import {discoverCases, EXPECTED_DIR, RESOURCELIST_FILE, type TestCase} from './discover.js'
 
@@ -43,6 +44,8 @@ export interface FnTestOptions {
   /** Per-case timeout of the function (a case's config.yaml `timeout` wins). */
   timeoutMs: number
   maxOutputBytes: number
+  /** --runner: evaluate every case's image through this function runner over gRPC (remote.ts). */
+  runner?: import('./remote.js').RunnerTarget
 }
 
 export type CaseStatus = 'passed' | 'failed' | 'updated'
@@ -106,6 +109,9 @@ async function preflight(cases: TestCase[], options: FnTestOptions): Promise<voi
   const images = new Map<string, string>()
   for (const c of cases) {
     const fn = functionFor(c, options)
+    if (fn.exec !== undefined && options.runner) {
+      throw new FnrError('Usage', `test case ${c.name} runs an executable (--exec or execPath), but --runner evaluates images: give --image, or an image in its ${EXPECTED_DIR}/config.yaml`)
+    }
     if (fn.exec !== undefined) {
       const [command] = splitExec(fn.exec)
       if (command!.includes('/')) {
@@ -120,7 +126,8 @@ async function preflight(cases: TestCase[], options: FnTestOptions): Promise<voi
       images.set(fn.image!, c.name)
     }
   }
-  if (images.size === 0) return
+  // A runner knows its own images (a wrong one fails its cases with the runner's message).
+  if (images.size === 0 || options.runner) return
   const config = await loadExecConfig({
     configPath: options.execPaths.configPath,
     functionsDir: options.execPaths.functionsDir,
@@ -142,6 +149,15 @@ export async function runFnTest(options: FnTestOptions, onResult: (r: CaseResult
   if (options.exec !== undefined) splitExec(options.exec)
   const cases = await discoverCases(options.roots, options.filter)
   await preflight(cases, options)
+  const client = options.runner ? await (await import('./remote.js')).connectRunner(options.runner, options.maxOutputBytes) : undefined
+  try {
+    return await runCases(cases, options, onResult, client)
+  } finally {
+    client?.close()
+  }
+}
+
+async function runCases(cases: TestCase[], options: FnTestOptions, onResult: (r: CaseResult, index: number, total: number) => void, client: EvaluatorClient | undefined): Promise<FnTestRun> {
   const started = performance.now()
   const results: CaseResult[] = new Array(cases.length)
   let next = 0
@@ -149,7 +165,7 @@ export async function runFnTest(options: FnTestOptions, onResult: (r: CaseResult
   const worker = async (): Promise<void> => {
     while (next < cases.length) {
       const i = next++
-      results[i] = await runCase(cases[i]!, options)
+      results[i] = await runCase(cases[i]!, options, client)
       while (emitted < cases.length && results[emitted]) {
         onResult(results[emitted]!, emitted, cases.length)
         emitted++
@@ -180,7 +196,7 @@ function tail(text: string, lines = 30): string {
 }
 
 /** Runs one case on a scratch copy and compares (and with --update, rewrites) its expectations. */
-export async function runCase(c: TestCase, options: FnTestOptions): Promise<CaseResult> {
+export async function runCase(c: TestCase, options: FnTestOptions, client?: EvaluatorClient): Promise<CaseResult> {
   const started = performance.now()
   const fn = functionFor(c, options)
   const label = fn.image ?? fn.exec!
@@ -218,7 +234,8 @@ export async function runCase(c: TestCase, options: FnTestOptions): Promise<Case
     const stdout = new Collector()
     const stderr = new Collector()
     try {
-      await runEval(evalOptions, {stdin, stdout, stderr})
+      if (client) await (await import('./remote.js')).runEvalRemote(evalOptions, {stdin, stdout, stderr}, client)
+      else await runEval(evalOptions, {stdin, stdout, stderr})
     } catch (err) {
       const e = toFnrError(err)
       exitCode = renderError(e, 0, stderr)

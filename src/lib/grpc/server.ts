@@ -16,6 +16,7 @@ import {FnrError, GrpcCode, toFnrError} from '../errors.js'
 import type {Evaluator} from '../evaluators/evaluator.js'
 import {silentLogger, type Logger} from '../log.js'
 import {metrics} from '../metrics.js'
+import {tracing} from '../otel.js'
 import {continueTrace, TRACEPARENT, TRACESTATE} from '../trace.js'
 import type {FunctionFailure} from '../process/failure.js'
 import {claimFramingRoom, FRAMING_ROOM_BEFORE} from '../process/run.js'
@@ -162,7 +163,11 @@ export class EvaluatorServer {
   ): void {
     const started = performance.now()
     const {image, resourceList} = call.request
-    const trace = continueTrace(call.metadata.get(TRACEPARENT)[0]?.toString(), call.metadata.get(TRACESTATE)[0]?.toString())
+    const traceparent = call.metadata.get(TRACEPARENT)[0]?.toString()
+    const tracestate = call.metadata.get(TRACESTATE)[0]?.toString()
+    // With OpenTelemetry on (otel.ts), the call is a SERVER span and its ids are the trace context.
+    const span = tracing()?.startSpan('EvaluateFunction', {parent: traceparent, tracestate, kind: 'server', attributes: {'rpc.system': 'grpc', 'rpc.service': 'evaluator.FunctionEvaluator', 'rpc.method': 'EvaluateFunction', 'fn.image': image}})
+    const trace = span?.context ?? continueTrace(traceparent, tracestate)
     this.inFlight++
     const abort = new AbortController()
     const onCancel = (): void => abort.abort()
@@ -178,6 +183,10 @@ export class EvaluatorServer {
       call.removeListener('cancelled', onCancel)
       const code = err ? (err.code ?? GrpcCode.UNKNOWN) : GrpcCode.OK
       metrics().evaluation(evaluator ?? 'none', image ?? '', grpc.status[code] ?? String(code), (performance.now() - started) / 1000)
+      if (span) {
+        span.setAttributes({'rpc.grpc.status_code': code, 'fnr.runtime': evaluator ?? 'none', 'fnr.bytes_in': resourceList?.length ?? 0, 'fnr.bytes_out': response?.resourceList.length})
+        span.end(err ? `${grpc.status[code] ?? code}: ${String(err.details ?? '').slice(0, 500)}` : undefined)
+      }
       if (this.logger.enabled(REQUEST_LOG_VERBOSITY)) {
         this.logger.request('EvaluateFunction', {
           image: image && image.length > MAX_IMAGE_LENGTH ? `${image.slice(0, 64)}…` : image,

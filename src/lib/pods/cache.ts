@@ -51,7 +51,7 @@ import {
   labelValueFor,
   podNameFor,
 } from './naming.js'
-import {buildPod, buildService, type Templates} from './template.js'
+import {ANNOTATION_IMAGE_DIGEST, buildPod, buildService, pinnedImage, type Templates} from './template.js'
 
 export type PodAddressMode = 'service' | 'pod-ip'
 
@@ -81,6 +81,13 @@ export interface PodCacheOptions {
   foreignGraceMs?: number
   /** Several replicas: what the others' Leases say (lease.ts); without it, every other owner is 'none'. */
   replicas?: {observe(): Promise<ReplicaView>; deleteLease(lease: ObservedLease): Promise<boolean>}
+  /**
+   * Run the function container as `repo@digest` when the registry gave a digest (default false:
+   * the image as requested, as Porch). The digest is recorded on the pod either way.
+   */
+  pinDigests?: boolean
+  /** `--verbosity N` for the wrapper server of new pods (the runner's --log-level when 3 or more). */
+  wrapperVerbosity?: number
 }
 
 type SlotState = 'starting' | 'ready' | 'retiring' | 'gone'
@@ -120,6 +127,12 @@ export class PodSlot {
   disowned = false
   /** The owner this replica adopted the pod from (watch events still showing it are older than the claim). */
   adoptedFrom?: string
+  /** Set when the garbage collector evicted the slot: its deletion counts as a GC deletion with this reason. */
+  gcReason?: string
+  /** The image digest the pod was made for (fnr.dev/image-digest); undefined when unknown. */
+  digest?: string
+  /** Why the slot takes no new calls and is evicted once idle (state 'retiring'). */
+  retireReason?: string
 
   constructor(
     readonly image: string,
@@ -177,6 +190,7 @@ export interface SlotSnapshot {
   lastUsed: number
   templateVersion: string
   address?: string
+  digest?: string
   timings: SlotTimings
 }
 
@@ -330,8 +344,42 @@ export class PodCache {
     slot.load = Math.max(0, slot.load - 1)
     slot.lastUsed = this.now()
     if (slot.load > 0) return
-    if (slot.state === 'retiring') this.evict(slot, 'replaced by a new template version')
+    if (slot.state === 'retiring') this.evict(slot, slot.retireReason ?? 'replaced by a new template version')
     else if (slot.state === 'gone') this.finish(slot)
+  }
+
+  /**
+   * The image's metadata through the cache: a lookup that shows the image's tag resolving to
+   * another digest than its pods' retires those pods (see noteDigest).
+   */
+  async describe(image: string, options: {signal?: AbortSignal} = {}): Promise<Awaited<ReturnType<ImageMetadataSource['describe']>>> {
+    const info = await this.options.metadata.describe(image, options)
+    if (info.digest) this.noteDigest(image, info.digest)
+    return info
+  }
+
+  /**
+   * The image now resolves to `digest`: its pods made for another digest take no new calls and
+   * are deleted once idle (a pod still starting is retired when ready), so new calls start pods
+   * of the new content. Pods whose digest is unknown (made by an older fnr or `fnr pods warm`)
+   * are left alone; the response cache never stores their responses.
+   */
+  noteDigest(image: string, digest: string, except?: PodSlot): void {
+    const entry = this.entries.get(image)
+    if (!entry) return
+    for (const slot of [...entry.slots]) {
+      if (slot === except || slot.digest === undefined || slot.digest === digest) continue
+      const reason = `the image now resolves to ${digest}, not ${slot.digest}`
+      if (slot.state === 'ready') {
+        this.logger.info('function image changed; retiring its pod', {image, pod: slot.name, from: slot.digest, to: digest})
+        slot.retireReason = reason
+        if (slot.load === 0) this.evict(slot, reason)
+        else slot.state = 'retiring'
+      } else if (slot.state === 'starting') {
+        slot.retireReason = reason
+        this.retireWhenReady(slot)
+      }
+    }
   }
 
   /**
@@ -383,6 +431,12 @@ export class PodCache {
       slot.detail = 'reading the image metadata'
       const info = (await step('reading the image metadata', this.options.metadata.describe(slot.image, {signal}))) as Awaited<ReturnType<ImageMetadataSource['describe']>>
       slot.timings.metadataMs = this.now() - t
+      if (info.digest) {
+        slot.digest = info.digest
+        // This lookup saw the image's current digest: pods of an older one are replaced.
+        this.noteDigest(slot.image, info.digest, slot)
+      }
+      const containerImage = this.options.pinDigests && info.digest ? pinnedImage(slot.image, info.digest) : undefined
       t = this.now()
       slot.detail = 'creating the pod'
       for (let attempt = 0; ; attempt++) {
@@ -390,13 +444,18 @@ export class PodCache {
         const pod = buildPod({
           templates,
           image: slot.image,
+          ...(containerImage ? {containerImage} : {}),
           command: info.command,
           name: slot.name,
           namespace: manager.namespace,
           labels: this.podLabels(slot),
-          annotations: functionPodAnnotations({templateVersion: templates.version, image: slot.image, owner: this.options.owner, now: this.now(), ttlMs: settings.ttlMs, creationId: randomUUID()}),
+          annotations: {
+            ...functionPodAnnotations({templateVersion: templates.version, image: slot.image, owner: this.options.owner, now: this.now(), ttlMs: settings.ttlMs, creationId: randomUUID()}),
+            ...(info.digest ? {[ANNOTATION_IMAGE_DIGEST]: info.digest} : {}),
+          },
           resources: settings.resources,
           maxRequestBodySize: this.options.maxMessageSize,
+          wrapperVerbosity: this.options.wrapperVerbosity,
         })
         if (this.options.preparePod) await step('preparing the pod (image pull Secret)', Promise.resolve(this.options.preparePod(pod, slot.image, signal)))
         try {
@@ -494,7 +553,10 @@ export class PodCache {
     slot.client?.close()
     if (this.closed && !slot.created) return
     if (slot.disowned) return
-    void this.options.manager.deletePodAndService(slot.name, slot.goneReason ?? 'evicted')
+    const gcReason = slot.gcReason
+    void this.options.manager.deletePodAndService(slot.name, slot.goneReason ?? 'evicted').then((deleted) => {
+      if (deleted && gcReason !== undefined) metrics().podGcDeletion('pod', gcReason)
+    })
   }
 
   /** A call to the pod failed with Unavailable: the pod is treated as dead. */
@@ -567,7 +629,7 @@ export class PodCache {
     slot.ready.then(
       () => {
         if (slot.state !== 'ready') return
-        if (slot.load === 0) this.evict(slot, 'replaced by a new template version')
+        if (slot.load === 0) this.evict(slot, slot.retireReason ?? 'replaced by a new template version')
         else slot.state = 'retiring'
       },
       () => {},
@@ -640,13 +702,14 @@ export class PodCache {
         if (state === 'none') return 'skipped'
         this.logger.info(`deleting a function pod ${why}`, {pod: name, owner: observed.owner, reason})
         if (own) {
-          void manager.deletePodAndService(name, `${why}: ${reason}`)
+          void manager.deletePodAndService(name, `${why}: ${reason}`).then((deleted) => deleted && metrics().podGcDeletion('pod', 'startup'))
           return 'deleted'
         }
         if (!(await manager.deletePodIfUnchanged(name, pod.metadata?.resourceVersion ?? ''))) {
           this.logger.info('another replica took the function pod first', {pod: name, owner: observed.owner})
           return 'lost'
         }
+        metrics().podGcDeletion('pod', 'replica-gone')
         await manager.deleteService(name).catch(() => {})
         this.logger.info('deleted a function pod of a replica that is gone', {pod: name, owner: observed.owner, ownerState: state, reason})
         return 'deleted'
@@ -698,6 +761,7 @@ export class PodCache {
       // may still have calls in flight from its previous owner, so it is never deleted here).
       if (this.closed || this.findSlot(name)) return 'skipped'
       const slot = this.addAdoptedSlot(name, image, ip, observed.lastUsed)
+      slot.digest = pod.metadata?.annotations?.[ANNOTATION_IMAGE_DIGEST] || undefined
       if (observed.owner !== this.ownerLabel) slot.adoptedFrom = observed.owner
       this.logger.info('adopted function pod', {pod: name, image, owner: observed.owner, ownerState: state, why})
       return 'adopted'
@@ -763,15 +827,21 @@ export class PodCache {
     for (const e of this.entries.values()) for (const s of e.slots) if ((s.state === 'ready' || s.state === 'retiring') && s.load > 0) this.maybeAnnotateLastUse(s, this.options.settingsFor(s.image))
     for (const e of plan.expire) {
       const slot = this.findSlot(e.name)
-      if (slot && slot.load === 0 && slot.state !== 'starting') this.evict(slot, e.reason)
+      if (slot && slot.load === 0 && slot.state !== 'starting') {
+        slot.gcReason = e.reason
+        this.evict(slot, e.reason)
+      }
     }
     for (const d of plan.deletePods) {
       if (this.findSlot(d.name)) continue
-      void this.options.manager.deletePodAndService(d.name, d.reason)
+      void this.options.manager.deletePodAndService(d.name, d.reason).then((deleted) => deleted && metrics().podGcDeletion('pod', d.reason))
     }
     for (const s of plan.deleteServices) {
       this.options.manager.deleteService(s.name).then(
-        () => this.logger.info('deleted orphan Service', {service: s.name}),
+        (deleted) => {
+          if (deleted) metrics().podGcDeletion('service', s.reason)
+          this.logger.info('deleted orphan Service', {service: s.name})
+        },
         (err: unknown) => this.logger.warn('cannot delete orphan Service', {service: s.name, error: (err as Error).message}),
       )
     }
@@ -823,7 +893,7 @@ export class PodCache {
   /** The cache's state, for tests, logs and `fnr pods ls`. */
   snapshot(): SlotSnapshot[] {
     return [...this.entries.values()].flatMap((e) =>
-      e.slots.map((s) => ({name: s.name, image: s.image, state: s.state, load: s.load, lastUsed: s.lastUsed, templateVersion: s.templateVersion, address: s.address, timings: {...s.timings}})),
+      e.slots.map((s) => ({name: s.name, image: s.image, state: s.state, load: s.load, lastUsed: s.lastUsed, templateVersion: s.templateVersion, address: s.address, ...(s.digest ? {digest: s.digest} : {}), timings: {...s.timings}})),
     )
   }
 

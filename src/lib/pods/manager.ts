@@ -302,25 +302,33 @@ export class PodManager {
     return Promise.race([read, timeout])
   }
 
-  /** Deletes a pod; a pod that is already gone is fine. */
-  async deletePod(name: string, gracePeriodSeconds?: number): Promise<void> {
+  /** Deletes a pod: true when this call deleted it, false when it was already gone (fine too). */
+  async deletePod(name: string, gracePeriodSeconds?: number): Promise<boolean> {
     try {
       await withApiRetries(() => this.core.deleteNamespacedPod({name, namespace: this.namespace, gracePeriodSeconds}), {what: `cannot delete pod ${this.namespace}/${name}`, attempts: 3})
+      return true
     } catch (err) {
       if (apiStatusCode(err) !== 404 && !(err instanceof FnrError && err.details.status === 404)) throw err
+      return false
     }
   }
 
-  async deleteService(name: string): Promise<void> {
+  /** Deletes a Service: true when this call deleted it, false when it was already gone. */
+  async deleteService(name: string): Promise<boolean> {
     try {
       await withApiRetries(() => this.core.deleteNamespacedService({name, namespace: this.namespace}), {what: `cannot delete Service ${this.namespace}/${name}`, attempts: 3})
+      return true
     } catch (err) {
       if (apiStatusCode(err) !== 404 && !(err instanceof FnrError && err.details.status === 404)) throw err
+      return false
     }
   }
 
-  /** Deletes a pod and its Service (same name); failures are logged, never thrown. */
-  async deletePodAndService(name: string, reason: string): Promise<void> {
+  /**
+   * Deletes a pod and its Service (same name); failures are logged, never thrown. Resolves to
+   * whether this call deleted the pod (false: it failed, or the pod was already gone).
+   */
+  async deletePodAndService(name: string, reason: string): Promise<boolean> {
     const [pod, svc] = await Promise.allSettled([this.deletePod(name), this.deleteService(name)])
     if (pod.status === 'rejected' || svc.status === 'rejected') {
       const error = [pod, svc].filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => (r.reason as Error).message).join('; ')
@@ -328,6 +336,7 @@ export class PodManager {
     } else {
       this.logger.info('deleted function pod', {pod: name, reason})
     }
+    return pod.status === 'fulfilled' && pod.value
   }
 
   /**

@@ -62,6 +62,10 @@ export interface PodRuntimeOptions {
   logger?: Logger
   /** A live source of per-image settings, warm-up images and pod changes (the FunctionConfig source). */
   extension?: PodRuntimeExtension
+  /** Run function containers as `repo@digest` when the registry gives a digest (--pin-image-digests). */
+  pinImageDigests?: boolean
+  /** The wrapper server's --verbosity in new pods (undefined: none passed, the wrapper's default 2). */
+  wrapperVerbosity?: number
 }
 
 /** What a live configuration source (function-config-crd.ts) adds to the pod runtime. */
@@ -121,6 +125,9 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
   }
   const clients = await connectKube(options.kube)
   const owner = options.owner ?? defaultRunnerIdentity()
+  // The wrapper's --verbosity is left out of the template version on purpose: a pod logging more
+  // or less is as good, and `fnr pods warm|gc` (which do not know the runner's log level) must
+  // compute the same version as the runner.
   const templateExtra = {maxRequestBodySize: options.maxRequestBodySize}
   let templates: TemplateSource
   if (options.templateConfigMap) {
@@ -187,6 +194,8 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
     orphanMinAgeMs: options.orphanMinAgeMs,
     foreignGraceMs: options.foreignGraceMs,
     replicas: observer,
+    pinDigests: options.pinImageDigests,
+    wrapperVerbosity: options.wrapperVerbosity,
   })
   cleanups.push(templates.onChange((t) => cache.setTemplates(t)))
   cleanups.push(manager.onPodChange((type, pod) => cache.onPodEvent(type, pod)))
@@ -221,15 +230,36 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
     }),
   ]).finally(() => clearTimeout(syncTimer))
   cleanups.push(() => clearTimeout(syncTimer))
+  // The FunctionConfig images warmed so far: a FunctionConfig created or changed later (a new
+  // image or podExecutor.tags[0]) is warmed when the watch sees it, not only at the next start.
+  const warmedImages = new Set<string>()
   const warmedUp = options.warmUp
     ? startedInTime.then((inTime) => {
         if (!inTime) {
           logger.warn('the pod runtime could not list its pods in time; skipping warm-up', {timeoutMs: options.podReadyTimeoutMs})
           return undefined
         }
-        const images = [...new Set([...options.cacheConfig.images(), ...(extension?.warmUpImages() ?? [])])]
+        const fromExtension = extension?.warmUpImages() ?? []
+        for (const image of fromExtension) warmedImages.add(image)
+        const images = [...new Set([...options.cacheConfig.images(), ...fromExtension])]
         return warmUpPods(cache, images, {concurrency: options.warmUpConcurrency, logger})
       })
     : Promise.resolve(undefined)
+  if (options.warmUp && extension) {
+    let ready = false
+    const warmNew = (): void => {
+      if (!ready) return
+      const fresh = extension.warmUpImages().filter((image) => !warmedImages.has(image))
+      if (fresh.length === 0) return
+      for (const image of fresh) warmedImages.add(image)
+      logger.info('warming up the images of new or changed FunctionConfigs', {images: fresh})
+      void warmUpPods(cache, fresh, {concurrency: options.warmUpConcurrency, logger})
+    }
+    cleanups.push(extension.onChange(warmNew))
+    void warmedUp.then(() => {
+      ready = true
+      warmNew()
+    })
+  }
   return new PodRuntime(clients, manager, templates, cache, gc, lease, started, warmedUp, cleanups)
 }

@@ -10,7 +10,7 @@
  *   2. that container's command starts the wrapper server (…/wrapper-server, normally
  *      /wrapper-server-tools/wrapper-server);
  *   3. fnr owns the container's image and the tail of its args: the image is replaced with the
- *      function's image, and `--port 9446 --max-request-body-size N -- <entrypoint>` is appended
+ *      function's image (or `repo@digest` with --pin-image-digests), and `--port 9446 --max-request-body-size N -- <entrypoint>` is appended
  *      to the args, so the template's args must not contain `--`;
  *   4. `serviceTemplate` is a Service with a port whose targetPort (or port) is 9446.
  */
@@ -24,6 +24,27 @@ import {sha256Hex} from './naming.js'
 import {hardenPodTemplate} from './pod-security.js'
 
 export const FUNCTION_CONTAINER = 'function'
+/**
+ * The digest of the image (platform manifest, as the registry client resolved it) a pod was made
+ * for: what the response cache compares with its key, and how a restarted runner knows an adopted
+ * pod's content.
+ */
+export const ANNOTATION_IMAGE_DIGEST = 'fnr.dev/image-digest'
+
+/**
+ * `repo@digest` for an image reference and its resolved digest (the tag and any digest of the
+ * reference dropped): what the function container runs with --pin-image-digests, so a node whose
+ * cached copy of a moved tag is stale cannot run old content under the new digest.
+ */
+export function pinnedImage(image: string, digest: string): string {
+  let ref = image.trim()
+  const at = ref.indexOf('@')
+  if (at >= 0) ref = ref.slice(0, at)
+  const slash = ref.lastIndexOf('/')
+  const colon = ref.lastIndexOf(':')
+  if (colon > slash) ref = ref.slice(0, colon)
+  return `${ref}@${digest}`
+}
 export const WRAPPER_VOLUME = 'wrapper-server-tools'
 export const WRAPPER_MOUNT = '/wrapper-server-tools'
 /** Where the wrapper-server image keeps its folder (the path upstream's init container copies from). */
@@ -216,6 +237,8 @@ export function templatesFromConfigMap(cm: V1ConfigMap, extra: Record<string, un
 export interface PodSpecInput {
   templates: Templates
   image: string
+  /** What the function container runs, when not `image` itself (a digest-pinned reference). */
+  containerImage?: string
   /** The function's command (the image's entrypoint and cmd), after "--". */
   command: readonly string[]
   name: string
@@ -225,6 +248,11 @@ export interface PodSpecInput {
   /** Per-image requests/limits (pod-cache-config); replace the template's for the function container. */
   resources?: ResourceRequirements
   maxRequestBodySize: number
+  /**
+   * `--verbosity N` for the wrapper server (Porch's wrapper flag), put before fnr's other args;
+   * undefined adds nothing (the wrapper's default, 2: no request lines).
+   */
+  wrapperVerbosity?: number
 }
 
 function clone<T>(value: T): T {
@@ -247,8 +275,11 @@ export function buildPod(input: PodSpecInput): V1Pod {
   const spec = pod.spec!
   delete spec.nodeName
   const fn = validatePodTemplate(pod, input.templates.origin)
-  fn.image = input.image
-  fn.args = [...(fn.args ?? []), ...wrapperServerArgs(input.command, {port: WRAPPER_SERVER_PORT, maxRequestBodySize: input.maxRequestBodySize})]
+  fn.image = input.containerImage ?? input.image
+  // A template that sets the wrapper's verbosity itself keeps it (the flag may be given once).
+  const templateSets = (fn.args ?? []).some((a) => /^--?(verbosity|log-level)(=|$)/.test(a))
+  const verbosity = input.wrapperVerbosity !== undefined && !templateSets ? ['--verbosity', String(input.wrapperVerbosity)] : []
+  fn.args = [...(fn.args ?? []), ...verbosity, ...wrapperServerArgs(input.command, {port: WRAPPER_SERVER_PORT, maxRequestBodySize: input.maxRequestBodySize})]
   if (input.resources && (input.resources.requests || input.resources.limits)) fn.resources = clone(input.resources) as V1ResourceRequirements
   return pod
 }

@@ -7,13 +7,15 @@
  * `metadata.generation` (1 on create, +1 whenever anything but metadata and status changes).
  *
  * From the CRD's openAPIV3Schema it applies `default`s and checks `type`, `required`, `minLength`, `minItems`,
- * `enum` and `format: duration` (a 422 Invalid names the field, as kube-apiserver's). Not modelled: CEL rules
- * (x-kubernetes-validations), pruning of unknown fields, conversion, cluster-scoped defaulting of
+ * `enum` and `format: duration` (a 422 Invalid names the field, as kube-apiserver's), and the CEL rules
+ * (x-kubernetes-validations) written in the subset fnr's CRDs use: `has(self.a.b)` presence tests combined with
+ * `!`, `&&`, `||` and parentheses (a rule outside that subset makes registration throw, so an unmodelled rule is
+ * never silently skipped). Not modelled: pruning of unknown fields, conversion, cluster-scoped defaulting of
  * `x-kubernetes-*` extensions other than preserve-unknown-fields and int-or-string.
  */
 import { deepEqual, isPlainObject } from './patch.js';
 import type { ResourceType, TableColumn } from './resources.js';
-import { AGE_COLUMN, findResourceType, humanDuration, NAME_COLUMN, registerResourceType, simpleType } from './resources.js';
+import { AGE_COLUMN, findResourceType, humanDuration, NAME_COLUMN, registerResourceType, RESOURCE_TYPES, simpleType } from './resources.js';
 import type { FieldError, KubeObject } from './status.js';
 
 export interface PrinterColumn {
@@ -136,6 +138,120 @@ export function validateAgainstSchema(value: unknown, schema: Schema | undefined
   return errs;
 }
 
+// ------------------------------------------------------------------------------------------ CEL (a subset)
+
+type CelExpr = { op: 'has'; path: string[] } | { op: 'not'; arg: CelExpr } | { op: 'and' | 'or'; args: CelExpr[] };
+
+/** Parses a rule of the subset (has(self.x.y), !, &&, ||, parentheses); throws on anything else. */
+export function parseCelSubset(rule: string): CelExpr {
+  rule = rule.trim();
+  const tokens = rule.match(/\s*(has\(\s*self(?:\.[A-Za-z_][A-Za-z0-9_]*)+\s*\)|&&|\|\||!|\(|\))/gy);
+  if (!tokens || tokens.join('').length !== rule.length || rule.trim() === '') throw new Error(`CEL rule outside the modelled subset: ${JSON.stringify(rule)}`);
+  const list = tokens.map((t) => t.trim());
+  let i = 0;
+  const fail = (): never => {
+    throw new Error(`CEL rule outside the modelled subset: ${JSON.stringify(rule)}`);
+  };
+  const primary = (): CelExpr => {
+    const t = list[i++];
+    if (t === undefined) return fail();
+    if (t === '!') return { op: 'not', arg: primary() };
+    if (t === '(') {
+      const e = or();
+      if (list[i++] !== ')') fail();
+      return e;
+    }
+    const m = /^has\(\s*self((?:\.[A-Za-z_][A-Za-z0-9_]*)+)\s*\)$/.exec(t);
+    if (!m) return fail();
+    return { op: 'has', path: m[1]!.slice(1).split('.') };
+  };
+  const and = (): CelExpr => {
+    const args = [primary()];
+    while (list[i] === '&&') {
+      i++;
+      args.push(primary());
+    }
+    return args.length === 1 ? args[0]! : { op: 'and', args };
+  };
+  const or = (): CelExpr => {
+    const args = [and()];
+    while (list[i] === '||') {
+      i++;
+      args.push(and());
+    }
+    return args.length === 1 ? args[0]! : { op: 'or', args };
+  };
+  const e = or();
+  if (i !== list.length) fail();
+  return e;
+}
+
+function evalCel(e: CelExpr, self: unknown): boolean {
+  switch (e.op) {
+    case 'has': {
+      let cur = self;
+      for (const p of e.path) {
+        if (!isPlainObject(cur) || cur[p] === undefined || cur[p] === null) return false;
+        cur = cur[p];
+      }
+      return true;
+    }
+    case 'not':
+      return !evalCel(e.arg, self);
+    case 'and':
+      return e.args.every((a) => evalCel(a, self));
+    case 'or':
+      return e.args.some((a) => evalCel(a, self));
+  }
+}
+
+interface CelRule {
+  /** Where the rule sits (field path, '' for the root). */
+  field: string;
+  rule: CelExpr;
+  text: string;
+  message?: string;
+}
+
+/** Every x-kubernetes-validations rule of a schema, with the field it applies to (object properties only). */
+function collectCelRules(schema: Schema | undefined, field: string, out: CelRule[] = []): CelRule[] {
+  if (!schema) return out;
+  for (const v of Array.isArray(schema['x-kubernetes-validations']) ? (schema['x-kubernetes-validations'] as Schema[]) : []) {
+    out.push({ field, rule: parseCelSubset(String(v.rule)), text: String(v.rule), ...(typeof v.message === 'string' ? { message: v.message } : {}) });
+  }
+  if (isPlainObject(schema.properties)) {
+    for (const [key, sub] of Object.entries(schema.properties as Record<string, Schema>)) collectCelRules(sub, field ? `${field}.${key}` : key, out);
+  }
+  return out;
+}
+
+/** Checks the rules as kube-apiserver does: a rule on a field that is absent is not evaluated. */
+function validateCelRules(o: KubeObject, rules: readonly CelRule[]): FieldError[] {
+  const errs: FieldError[] = [];
+  for (const r of rules) {
+    const value = r.field === '' ? o : jsonPathValue(o, r.field);
+    if (value === undefined || value === null) continue;
+    if (!evalCel(r.rule, value)) {
+      errs.push({ type: 'FieldValueInvalid', field: r.field, value: 'object', detail: r.message ?? `failed rule: ${r.text}` });
+    }
+  }
+  return errs;
+}
+
+/**
+ * Takes a registered custom resource type away from every test API server of this process (to test a cluster
+ * without the CRD); returns a function that puts it back.
+ */
+export function unregisterCustomResource(group: string, version: string, plural: string): () => void {
+  const existing = findResourceType(group, version, plural);
+  if (!existing) return () => {};
+  const types = RESOURCE_TYPES as ResourceType[];
+  types.splice(types.indexOf(existing), 1);
+  return () => {
+    if (!findResourceType(group, version, plural)) types.push(existing);
+  };
+}
+
 function withoutMetaAndStatus(o: KubeObject): KubeObject {
   const { metadata: _m, status: _s, apiVersion: _a, kind: _k, ...rest } = o;
   return rest;
@@ -148,6 +264,7 @@ export function registerCustomResource(options: CustomResourceOptions): Resource
   const columns = options.printerColumns ?? [];
   const schema = options.schema as Schema | undefined;
   const status = options.statusSubresource ?? true;
+  const celRules = collectCelRules(schema, '');
   const rt = simpleType({
     group: options.group,
     version: options.version,
@@ -176,7 +293,9 @@ export function registerCustomResource(options: CustomResourceOptions): Resource
       applySchemaDefaults(o, schema);
     },
     validate(o) {
-      return [...validateAgainstSchema(o, schema, ''), ...(options.validate?.(o) ?? [])];
+      const structural = validateAgainstSchema(o, schema, '');
+      // kube-apiserver runs CEL rules only on objects that pass the structural schema.
+      return [...structural, ...(structural.length === 0 ? validateCelRules(o, celRules) : []), ...(options.validate?.(o) ?? [])];
     },
     table: {
       columns: [
