@@ -131,9 +131,14 @@ interface BuiltEvaluators {
   source: 'files' | 'crd' | 'both'
 }
 
-/** True when a cluster is configured explicitly (--kubeconfig, $KUBECONFIG, in-cluster), without loading client-node. */
+/**
+ * True when this runner is pointed at a cluster on purpose (--kubeconfig, or the in-cluster service
+ * account), without loading client-node. $KUBECONFIG and ~/.kube/config do not count: they are a
+ * developer's ambient settings, and an exec-only `fnr serve` on a laptop must neither call that
+ * cluster at start nor let its FunctionConfigs change what config.yaml maps.
+ */
 export function clusterConfigured(options: ServeOptions, env: NodeJS.ProcessEnv = process.env): boolean {
-  if (options.pod.kubeConfig || options.pod.kubeconfig || env.KUBECONFIG) return true
+  if (options.pod.kubeConfig || options.pod.kubeconfig) return true
   return !!env.KUBERNETES_SERVICE_HOST && !!env.KUBERNETES_SERVICE_PORT && existsSync('/var/run/secrets/kubernetes.io/serviceaccount/token')
 }
 

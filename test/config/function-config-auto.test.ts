@@ -10,7 +10,7 @@ import {parse} from 'yaml'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import type {ServeOptions} from '../../src/lib/serve.js'
 import {unregisterCustomResource} from '../support/k8s/custom-resources.js'
-import {registerCrd, registerCustomResource, type KubeObject} from '../support/k8s/index.js'
+import {customResourceScope, registerCrd, registerCustomResource, type KubeObject} from '../support/k8s/index.js'
 import {RL, WRAPPER_IMAGE, startPodBed, until, type PodBed} from '../support/pods/index.js'
 import {BIN_RUN, REPO_ROOT, makeFunctionsDir, serveOptions, startInProcess, startServeProcess} from '../support/serve.js'
 import {TempDirs} from '../support/tmp.js'
@@ -27,6 +27,7 @@ describe('fnr serve --function-config-source=auto (the default): FunctionConfigs
   const restore: Array<() => void> = []
 
   before(async () => {
+    restore.push(customResourceScope())
     registerCrd(parse(await readFile(path.join(REPO_ROOT, 'manifests', 'function-config', 'functionconfigs.yaml'), 'utf8')) as KubeObject)
     registerCrd(parse(await readFile(path.join(REPO_ROOT, 'manifests', 'function-config', 'servicetemplates.yaml'), 'utf8')) as KubeObject)
     registerCustomResource({group: '', version: 'v1', plural: 'podtemplates', kind: 'PodTemplate', statusSubresource: false})
@@ -34,7 +35,7 @@ describe('fnr serve --function-config-source=auto (the default): FunctionConfigs
     fns = await makeFunctionsDir(await temp.make())
   })
   after(async () => {
-    for (const r of restore.splice(0)) r()
+    for (const r of restore.splice(0).reverse()) r()
     await pb?.stop()
     await temp.cleanup()
   })
@@ -151,13 +152,13 @@ describe('fnr serve --function-config-source=auto (the default): FunctionConfigs
     }
   })
 
-  it('exec only without any cluster configured: files, and client-node is never loaded (module-resolution trace)', async () => {
+  it('exec only without a cluster given on purpose: files, and client-node is never loaded, even with an ambient $KUBECONFIG whose API serves FunctionConfigs (module-resolution trace)', async () => {
     const dir = await temp.make()
     const trace = path.join(dir, 'modules.txt')
     await writeFile(trace, '')
     const hook = path.join(REPO_ROOT, 'test', 'support', 'pods', 'module-trace.mjs')
-    const env: NodeJS.ProcessEnv = {...process.env, FNR_BIND_ADDRESS: '127.0.0.1', FNR_MODULE_TRACE: trace, HOME: dir}
-    delete env.KUBECONFIG
+    // A developer's shell: KUBECONFIG points at a cluster (this bed, which serves the CRD).
+    const env: NodeJS.ProcessEnv = {...process.env, FNR_BIND_ADDRESS: '127.0.0.1', FNR_MODULE_TRACE: trace, HOME: dir, KUBECONFIG: pb.bed.kubeconfigPath}
     delete env.KUBERNETES_SERVICE_HOST
     const child = spawn(process.execPath, ['--import', hook, BIN_RUN, 'serve', '--port=0', '--log-level=2', '--disable-runtimes=pod', `--config=${fns.configPath}`, `--functions=${fns.functionsDir}`], {env, stdio: ['ignore', 'ignore', 'pipe']})
     let stderr = ''

@@ -8,7 +8,7 @@ import {parse, parseAllDocuments} from 'yaml'
 
 import {parseFunctionConfig, FUNCTION_CONFIG_GROUP, FUNCTION_CONFIG_KIND, FUNCTION_CONFIG_PLURAL, FUNCTION_CONFIG_VERSION} from '../../src/lib/config/function-config-crd.js'
 import {KUBECTL_PATH} from '../support/k8s/kubectl.js'
-import {registerCrd, startTestBed, type KubeObject} from '../support/k8s/index.js'
+import {customResourceScope, registerCrd, startTestBed, type KubeObject} from '../support/k8s/index.js'
 import {parseCelSubset} from '../support/k8s/custom-resources.js'
 import {REPO_ROOT} from '../support/serve.js'
 import {SCRIPTS, TempDirs, writeExecutable} from '../support/tmp.js'
@@ -27,7 +27,10 @@ describe('manifests/function-config: the FunctionConfig CRD component', function
   let withComponent: KubeObject[]
   let crd: KubeObject
 
+  let unregister: () => void = () => {}
+
   before(async () => {
+    unregister = customResourceScope()
     const overlay = path.join(await temp.make(), 'overlay')
     await mkdir(overlay)
     const rel = (p: string): string => path.relative(overlay, p)
@@ -35,7 +38,10 @@ describe('manifests/function-config: the FunctionConfig CRD component', function
     withComponent = await kustomize(overlay)
     crd = parse(await readFile(path.join(COMPONENT, 'functionconfigs.yaml'), 'utf8')) as KubeObject
   })
-  after(() => temp.cleanup())
+  after(async () => {
+    unregister()
+    await temp.cleanup()
+  })
 
   it('is optional: the default build has no CRD and no --function-config-source', async () => {
     const plain = await kustomize(MANIFESTS)

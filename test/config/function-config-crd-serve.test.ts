@@ -9,7 +9,7 @@ import {parse} from 'yaml'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {inlinePodTemplate} from '../../src/lib/pods/template.js'
 import type {RunningServer, ServeOptions} from '../../src/lib/serve.js'
-import {registerCrd, registerCustomResource, type KubeObject} from '../support/k8s/index.js'
+import {customResourceScope, registerCrd, registerCustomResource, type KubeObject} from '../support/k8s/index.js'
 import {RL, WRAPPER_IMAGE, image, startPodBed, storedPods, until, type PodBed} from '../support/pods/index.js'
 import {REPO_ROOT, makeFunctionsDir, serveOptions, startInProcess, startServeProcess} from '../support/serve.js'
 import {TempDirs} from '../support/tmp.js'
@@ -25,7 +25,10 @@ describe('fnr serve --function-config-source: FunctionConfig objects on the test
   let pb: PodBed
   let fns: {configPath: string; functionsDir: string}
 
+  let unregister: () => void = () => {}
+
   before(async () => {
+    unregister = customResourceScope()
     for (const file of ['functionconfigs.yaml', 'servicetemplates.yaml']) registerCrd(parse(await readFile(path.join(REPO_ROOT, 'manifests', 'function-config', file), 'utf8')) as KubeObject)
     // core/v1 PodTemplates, which the test API server does not serve by itself
     registerCustomResource({group: '', version: 'v1', plural: 'podtemplates', kind: 'PodTemplate', statusSubresource: false})
@@ -35,6 +38,7 @@ describe('fnr serve --function-config-source: FunctionConfig objects on the test
   after(async () => {
     await pb?.stop()
     await temp.cleanup()
+    unregister()
   })
 
   function options(ns: string, source: Source, disableRuntimes = 'pod', pod: Partial<ServeOptions['pod']> = {}): ServeOptions {

@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parse } from 'yaml';
 import type { KubeObject, TestBed } from '../support/k8s/index.js';
-import { registerCrd, registerCustomResource, startTestBed } from '../support/k8s/index.js';
+import { customResourceScope, registerCrd, registerCustomResource, startTestBed } from '../support/k8s/index.js';
 import { eventually } from '../support/k8s/fixtures.js';
 import { REPO_ROOT } from '../support/serve.js';
 
@@ -34,7 +34,10 @@ describe('k8s test bed: custom resources (registered from manifests/function-con
   let api: k8s.CustomObjectsApi;
   const params = { group: GROUP, version: VERSION, namespace: NS, plural: PLURAL };
 
+  let unregister: () => void = () => {};
+
   before(async function () {
+    unregister = customResourceScope();
     const crd = parse(await readFile(path.join(REPO_ROOT, 'manifests', 'function-config', 'functionconfigs.yaml'), 'utf8')) as KubeObject;
     registerCrd(crd);
     bed = await startTestBed({ namespaces: [NS], kubelet: false });
@@ -43,6 +46,7 @@ describe('k8s test bed: custom resources (registered from manifests/function-con
 
   after(async function () {
     await bed?.stop();
+    unregister();
   });
 
   it('client-node: create, get, list with a label selector, 404, 409, 422 from the schema, defaults and generation', async function () {

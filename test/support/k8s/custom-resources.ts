@@ -252,6 +252,20 @@ export function unregisterCustomResource(group: string, version: string, plural:
   };
 }
 
+/**
+ * Registrations are process-wide (every test API server of the process serves them), as a CRD is cluster-wide.
+ * A test file that registers custom resources scopes them to itself: call this in `before` and the function it
+ * returns in `after`, which takes away every resource type registered since, so a later suite's "cluster" has no
+ * CRD it did not install (fnr serve's --function-config-source=auto reads discovery).
+ */
+export function customResourceScope(): () => void {
+  const before = new Set(RESOURCE_TYPES);
+  return () => {
+    const types = RESOURCE_TYPES as ResourceType[];
+    for (let i = types.length - 1; i >= 0; i--) if (!before.has(types[i]!)) types.splice(i, 1);
+  };
+}
+
 function withoutMetaAndStatus(o: KubeObject): KubeObject {
   const { metadata: _m, status: _s, apiVersion: _a, kind: _k, ...rest } = o;
   return rest;

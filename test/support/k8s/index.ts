@@ -17,5 +17,5 @@ export type { KubectlResult, KubectlTarget } from './kubectl.js';
 export { ApiError } from './status.js';
 export type { KubeObject, StatusObject } from './status.js';
 export { allocateLoopbackAddress, DEFAULT_POD_IP_PREFIX } from './loopback.js';
-export { registerCustomResource, registerCrd } from './custom-resources.js';
+export { customResourceScope, registerCustomResource, registerCrd } from './custom-resources.js';
 export type { CustomResourceOptions, PrinterColumn } from './custom-resources.js';
