@@ -42,11 +42,11 @@ import type {V1Pod} from '@kubernetes/client-node'
 
 import {FnrError} from '../errors.js'
 import {silentLogger, type Logger} from '../log.js'
+import {overridePodSecurityContext} from '../pods/pod-security.js'
 import {ExecConfig, resolveBinary, type ExecFunction} from './exec-config.js'
 import {parseGoDuration} from './go-flags.js'
 import {DEFAULT_IMAGE_PREFIX, normaliseImage, withPrefix} from './image-ref.js'
 import type {ImagePodSettings, PodSettingsDefaults, ResourceRequirements} from './pod-cache-config.js'
-import {overridePodSecurityContext} from '../pods/pod-security.js'
 
 export const FUNCTION_CONFIG_GROUP = 'config.porch.kpt.dev'
 export const FUNCTION_CONFIG_VERSION = 'v1alpha1'

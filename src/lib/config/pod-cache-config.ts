@@ -19,7 +19,7 @@ import {parse as parseYaml} from 'yaml'
 
 import {FnrError} from '../errors.js'
 import {parseGoDuration} from './go-flags.js'
-import {ConfigFileError, readConfigFile} from './read-file.js'
+import {readConfigFile, type ConfigFileError} from './read-file.js'
 
 export interface ResourceRequirements {
   requests?: Record<string, string>
@@ -135,7 +135,8 @@ export class PodCacheConfig {
       // A regular file of at most 4 MiB: a FIFO used to hang the start, /dev/zero to be read until memory ran out.
       text = (await readConfigFile(path, {label: `pod cache config ${path} (--pod-cache-config) cannot be read`})).toString('utf8')
     } catch (err) {
-      if (err instanceof ConfigFileError && err.code === 'ENOENT') return {config: PodCacheConfig.empty(path), missing: true}
+      // (FnrError's instanceof holds across module copies; the code is ConfigFileError's)
+      if (err instanceof FnrError && (err as ConfigFileError).code === 'ENOENT') return {config: PodCacheConfig.empty(path), missing: true}
       throw err
     }
     return {config: PodCacheConfig.parse(text, path), missing: false}

@@ -59,7 +59,7 @@ export function inputKey(input: unknown): string {
   return hash.digest('hex')
 }
 
-class Tally {
+export class Tally {
   /** Bad inputs: key → the area it was first tried in. */
   private readonly inputs = new Map<string, string>()
   /** Valid inputs expected to succeed (controls): not counted as bad inputs. */
