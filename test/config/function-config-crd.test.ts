@@ -193,7 +193,9 @@ describe('FunctionConfig source: parsing, matching and the store', function () {
     expect(fn.envFrom).to.deep.equal([{configMapRef: {name: 'cm'}}])
     expect(pod.spec!.initContainers![0]!.env).to.deep.equal([{name: 'I', value: '1'}])
     expect(pod.spec!.serviceAccountName).to.equal('fn-sa')
-    expect(pod.spec!.securityContext).to.deep.equal({runAsUser: 1000})
+    // merged over the template's hardened securityContext (upstream replaces it, dropping runAsNonRoot and seccomp)
+    expect(pod.spec!.securityContext).to.deep.equal({...inlinePodTemplate({wrapperServerImage: 'w:v1'}).spec!.securityContext, runAsUser: 1000})
+    expect(pod.spec!.securityContext).to.deep.include({runAsNonRoot: true, seccompProfile: {type: 'RuntimeDefault'}})
     const untouched = inlinePodTemplate({wrapperServerImage: 'w:v1'})
     store.applyOverrides(untouched, 'example.com/other/cat:v1')
     expect(untouched).to.deep.equal(inlinePodTemplate({wrapperServerImage: 'w:v1'}))
@@ -236,6 +238,11 @@ describe('FunctionConfig source: parsing, matching and the store', function () {
     expect(t.origin).to.equal('PodTemplate porch-fn-system/base-pod-template and ServiceTemplate porch-fn-system/base-service-template')
     expect(() => templatesFromPorchObjects(undefined, {template: {spec: {ports: [{port: 80}]}}}, options)).to.throw(/ServiceTemplate porch-fn-system\/base-service-template\): contract point 4 is broken/)
     expect(() => templatesFromPorchObjects({template: {}}, undefined, options)).to.throw(/contract point 1 is broken: template.spec is missing/)
+    // a PodTemplate that says nothing about security gets fnr's defaults (test/reliability/pod-security.test.ts has the rest)
+    const bare = templatesFromPorchObjects({template: {spec: {containers: [{name: 'function', image: 'x', command: ['/wrapper-server-tools/wrapper-server']}]}}}, undefined, options)
+    expect(bare.pod.spec!.automountServiceAccountToken).to.equal(false)
+    expect(bare.pod.spec!.securityContext).to.deep.include({runAsNonRoot: true, seccompProfile: {type: 'RuntimeDefault'}})
+    expect(bare.pod.spec!.containers[0]!.securityContext).to.deep.equal({allowPrivilegeEscalation: false, capabilities: {drop: ['ALL']}})
   })
 
   it('--function-config-source accepts files, crd and both', () => {

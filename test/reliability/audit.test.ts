@@ -1,18 +1,35 @@
 /**
- * How `npm run reliability -- --audit` reads `npm audit --omit=dev --json` (issue 9): high and
- * critical advisories in production dependencies fail the run, with the list.
+ * `npm audit --omit=dev` (issue 9: no high or critical advisories in production dependencies).
  *
- * The live audit is not part of `npm test`: it needs npm's advisory service, which the registry
- * this project's machines and CI use does not offer (it answers the audit endpoint with 405), so
- * a live test here could only pass without checking anything. `npm run reliability -- --audit`
- * runs it and fails when the service cannot be reached.
+ * The live test runs `npm audit --omit=dev --json` on the repository's lockfile and fails on any
+ * high or critical advisory, listing them. npm needs its advisory service for that; a registry
+ * that does not offer it (this project's build machines answer the audit endpoint with HTTP 405)
+ * or no network means the audit cannot run. Then:
+ *   - with FNR_AUDIT=required (`npm run reliability -- --audit`), the test fails;
+ *   - otherwise it prints "audit could not run: <reason>" in the test output and passes: nothing
+ *     was checked, and the line says so.
+ * The other tests pin how the JSON report is read.
  */
 import {expect} from 'chai'
 
-import {formatFindings, interpretAudit, severeFindings} from '../support/reliability/audit.js'
+import {formatFindings, interpretAudit, runNpmAudit, severeFindings} from '../support/reliability/audit.js'
 
 describe('reliability: npm audit of production dependencies', function () {
   this.timeout(180_000)
+
+  it('npm audit --omit=dev finds no high or critical advisory (or says clearly that it could not run)', async () => {
+    const required = process.env.FNR_AUDIT === 'required'
+    const outcome = await runNpmAudit(90_000)
+    if (outcome.status === 'unavailable') {
+      const line = `audit could not run: ${outcome.reason}`
+      expect(outcome.reason, 'the reason npm gave').to.not.equal('')
+      if (required) expect.fail(`${line} (FNR_AUDIT=required, set by npm run reliability -- --audit)`)
+      process.stdout.write(`      ${line}\n      (nothing was checked; \`npm run reliability -- --audit\` fails here instead)\n`)
+      return
+    }
+    process.stdout.write(`      (npm audit: ${outcome.dependencies} production dependencies checked; advisories by severity ${JSON.stringify(outcome.counts)})\n`)
+    expect(outcome.findings, `high or critical advisories in production dependencies:\n${formatFindings(outcome.findings)}`).to.deep.equal([])
+  })
 
   describe('reading npm audit --json (auditReportVersion 2)', () => {
     const report = {

@@ -1,8 +1,10 @@
 /**
  * Every command with missing or contradictory flags and unreadable inputs: `fnr serve`,
- * `fnr wrapper-server`, `fnr eval` and `fnr image inspect`, run as the built CLI. Each must exit
- * with the code of the README's table, print exactly one `fnr: ` line that says what is wrong,
- * print no stack trace, and never hang. (Build first: npm run build.)
+ * `fnr wrapper-server`, `fnr eval`, `fnr test`, `fnr pods ls|gc|warm` and `fnr image inspect`, run
+ * as the built CLI. Each must exit with the code of the README's table, print exactly one `fnr: `
+ * line that says what is wrong, print no stack trace, and never hang. (Build first: npm run build.)
+ * The pods commands point at a dead API server (a kubeconfig for 127.0.0.1:1) or a broken
+ * kubeconfig; the pod runtime of `fnr serve` too, for its config files (read before the API).
  *
  * Permission denied needs an unprivileged user: those cases run as nobody (uid 65534). A FIFO
  * with no writer is not a case for `fnr eval -i`/`--fn-config`: reading one blocks in every
@@ -11,13 +13,13 @@
  */
 import {execFileSync} from 'node:child_process'
 import {existsSync} from 'node:fs'
-import {chmod, mkdir, symlink, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, symlink, truncate, writeFile} from 'node:fs/promises'
 import net from 'node:net'
 import path from 'node:path'
 
 import {expect} from 'chai'
 
-import {checkCliRun, runAll, type CliCase, type CliRun} from '../support/reliability/cli.js'
+import {DEFAULT_STDIN, checkCliRun, runAll, type CliCase, type CliRun} from '../support/reliability/cli.js'
 import {makeReliabilityFunctions} from '../support/reliability/functions.js'
 import {LONG, registerSummary, tally} from '../support/reliability/tally.js'
 import {TempDirs, writeExecutable} from '../support/tmp.js'
@@ -41,8 +43,22 @@ function bombWithJsonPath(): string {
   return `${lines.join('\n')}\n`
 }
 
+const DEAD_KUBECONFIG = `apiVersion: v1
+kind: Config
+clusters:
+- name: dead
+  cluster: {server: "https://127.0.0.1:1"}
+contexts:
+- name: dead
+  context: {cluster: dead, user: u, namespace: default}
+current-context: dead
+users:
+- name: u
+  user: {token: not-a-token}
+`
+
 describe('reliability: the CLI with bad flags and unreadable inputs', function () {
-  this.timeout(120_000)
+  this.timeout(300_000)
   const temp = new TempDirs()
   const cases: CliCase[] = []
   let results = new Map<string, CliRun>()
@@ -87,9 +103,40 @@ describe('reliability: the CLI with bad flags and unreadable inputs', function (
     await symlink('nowhere', d('dangling'))
     await symlink('loop', d('loop'))
     execFileSync('mkfifo', [d('config.fifo')])
+    execFileSync('mkfifo', [d('any.fifo')])
+    // over the 4 MiB limit for config files (sparse: the size says so without the bytes)
+    await writeFile(d('big.yaml'), '')
+    await truncate(d('big.yaml'), 5 * 1024 * 1024)
+    await writeFile(d('dead.kubeconfig'), DEAD_KUBECONFIG)
+    await writeFile(d('broken.kubeconfig'), 'apiVersion: v1\nkind: [\n')
+    await writeFile(d('pcc-broken.yaml'), '- name: example.com/fn:v1\n  timeToLive: [\n')
+    await writeFile(d('pcc-map.yaml'), 'example.com/fn:v1: {timeToLive: 5m}\n')
+    await writeFile(d('pcc-no-name.yaml'), '- timeToLive: 5m\n')
+    await writeFile(d('pcc-bad-waitlist.yaml'), '- name: example.com/fn:v1\n  maxWaitlistLength: lots\n')
+    await writeFile(d('auth.json-ok'), '{"auths": {}}\n')
+    await mkdir(d('tls-fifo'))
+    execFileSync('mkfifo', [d('tls-fifo/ca.crt')])
+    // fnr test: one good case, and cases with broken .expected/ files
+    const testCase = async (suite: string, expected: Record<string, string> = {}): Promise<string> => {
+      await mkdir(d(`${suite}/case/.expected`), {recursive: true})
+      await writeFile(d(`${suite}/case/cm.yaml`), 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n')
+      for (const [name, text] of Object.entries(expected)) await writeFile(d(`${suite}/case/.expected/${name}`), text)
+      return d(suite)
+    }
+    const td = await testCase('td')
+    const tdBadYaml = await testCase('td-bad-yaml', {'config.yaml': 'exitCode: [\n'})
+    const tdExecSh = await testCase('td-exec-sh', {'exec.sh': '#!/bin/sh\ntouch canary\n'})
+    const tdUnknownKey = await testCase('td-unknown-key', {'config.yaml': 'network: true\n'})
+    const tdBadTimeout = await testCase('td-bad-timeout', {'config.yaml': 'timeout: soon\n'})
+    await mkdir(d('td-empty'))
     const long = `${'n'.repeat(300)}/${'n'.repeat(300)}`
     const config = [`--config=${fns.configPath}`, `--functions=${fns.functionsDir}`]
     const serve = ['serve', '--disable-runtimes=pod', '--log-level=0']
+    // the pod runtime against a dead API server: its files are read (and refused) before the API is
+    const podServe = ['serve', '--disable-runtimes=exec', '--port=0', '--log-level=0', `--kubeconfig=${d('dead.kubeconfig')}`]
+    const wrapperImage = {WRAPPER_SERVER_IMAGE: 'fnr.test/wrapper-server:v1'}
+    const dead = `--kubeconfig=${d('dead.kubeconfig')}`
+    const PCC = (why: string): RegExp => new RegExp(`^fnr: pod cache config .* \\(--pod-cache-config\\) cannot be read: ${why}`)
 
     cases.push(
       // fnr serve
@@ -121,6 +168,23 @@ describe('reliability: the CLI with bad flags and unreadable inputs', function (
       {label: 'serve: config unreadable (as nobody)', args: [...serve, '--port=0', `--config=${d('unreadable-config.yaml')}`, `--functions=${fns.functionsDir}`], asNobody: true, code: 3, message: /cannot read exec config .*EACCES/},
       // grpc-js used to print its own "E No address added out of total 1 resolved" line first.
       {onlyLine: true, label: 'serve: port in use', args: [...serve, `--port=${busyPort}`, ...config], env: {FNR_BIND_ADDRESS: '127.0.0.1'}, code: 8, message: /cannot listen on 127\.0\.0\.1:\d+: the address is already in use/},
+      {label: 'serve: config over 4 MiB', args: [...serve, '--port=0', `--config=${d('big.yaml')}`, `--functions=${fns.functionsDir}`], code: 3, message: /cannot read exec config .*big\.yaml": it is 5 MiB, more than the limit of 4 MiB/},
+      // fnr serve: the pod runtime's config files (the API server is dead; they are read first)
+      {label: 'serve: pod cache config is a FIFO (used to hang the start)', args: [...podServe, `--pod-cache-config=${d('any.fifo')}`], env: wrapperImage, code: 3, message: PCC('not a regular file \\(it is a FIFO\\)$')},
+      {label: 'serve: pod cache config is /dev/zero (used to be read to ~644 MB)', args: [...podServe, '--pod-cache-config=/dev/zero'], env: wrapperImage, code: 3, message: PCC('not a regular file \\(it is a character device\\)$')},
+      {label: 'serve: pod cache config is a directory', args: [...podServe, `--pod-cache-config=${d('a-dir')}`], env: wrapperImage, code: 3, message: PCC('it is a directory \\(EISDIR\\)$')},
+      {label: 'serve: pod cache config over 4 MiB', args: [...podServe, `--pod-cache-config=${d('big.yaml')}`], env: wrapperImage, code: 3, message: PCC('it is 5 MiB, more than the limit of 4 MiB for a config file$')},
+      {label: 'serve: pod cache config is malformed YAML', args: [...podServe, `--pod-cache-config=${d('pcc-broken.yaml')}`], env: wrapperImage, code: 3, message: /pod cache config .*pcc-broken\.yaml is not valid YAML/},
+      {label: 'serve: pod cache config is a map (the old format)', args: [...podServe, `--pod-cache-config=${d('pcc-map.yaml')}`], env: wrapperImage, code: 3, message: /pod cache config .*pcc-map\.yaml must be a YAML list/},
+      {long: true, label: 'serve: pod cache config entry without a name', args: [...podServe, `--pod-cache-config=${d('pcc-no-name.yaml')}`], env: wrapperImage, code: 3, message: /entry 1 has no name/},
+      {label: 'serve: pod cache config with a non-integer maxWaitlistLength', args: [...podServe, `--pod-cache-config=${d('pcc-bad-waitlist.yaml')}`], env: wrapperImage, code: 3, message: /maxWaitlistLength must be an integer, got "lots"/},
+      {label: 'serve: registry CA (ca.crt in --tls-secret-path) is a FIFO', args: [...podServe, '--pod-cache-config=', '--enable-private-registries=true', `--registry-auth-secret-path=${d('auth.json-ok')}`, '--enable-private-registries-tls=true', `--tls-secret-path=${d('tls-fifo')}`], env: wrapperImage, code: 3, message: /^fnr: CA file .*ca\.crt cannot be read: not a regular file \(it is a FIFO\)$/},
+      // fnr serve: the listener's TLS files
+      {label: 'serve: --tls-cert-file without --tls-key-file', args: [...serve, '--port=0', `--tls-cert-file=${d('not-pem.crt')}`], code: 2, message: /--tls-cert-file needs --tls-key-file/},
+      {label: 'serve: TLS certificate is a FIFO (used to hang the start)', args: [...serve, '--port=0', ...config, `--tls-cert-file=${d('any.fifo')}`, `--tls-key-file=${d('not-pem.crt')}`], code: 3, message: /^fnr: --tls-cert-file .*any\.fifo cannot be read: not a regular file \(it is a FIFO\)$/},
+      {label: 'serve: TLS key is /dev/zero', args: [...serve, '--port=0', ...config, `--tls-cert-file=${d('not-pem.crt')}`, '--tls-key-file=/dev/zero'], code: 3, message: /^fnr: --tls-(cert-file .*not-pem\.crt is not a PEM file|key-file \/dev\/zero cannot be read: not a regular file \(it is a character device\))/},
+      {label: 'serve: TLS client CA is a directory', args: [...serve, '--port=0', ...config, `--tls-cert-file=${d('not-pem.crt')}`, `--tls-key-file=${d('not-pem.crt')}`, `--tls-client-ca-file=${d('a-dir')}`], code: 3, message: /^fnr: --tls-(cert-file .*not-pem\.crt is not a PEM file|key-file .* is not a PEM file|client-ca-file .*a-dir cannot be read: it is a directory \(EISDIR\))/},
+      {label: 'serve: TLS certificate over 4 MiB', args: [...serve, '--port=0', ...config, `--tls-cert-file=${d('big.yaml')}`, `--tls-key-file=${d('not-pem.crt')}`], code: 3, message: /^fnr: --tls-cert-file .*big\.yaml cannot be read: it is 5 MiB, more than the limit of 4 MiB for a config file$/},
       // fnr wrapper-server
       {label: 'wrapper-server: no entrypoint', args: ['wrapper-server', '--port=0'], code: 3, message: /no function entrypoint/},
       {long: true, label: 'wrapper-server: empty entrypoint', args: ['wrapper-server', '--port=0', '--', ''], code: 3, message: /no function entrypoint/},
@@ -204,6 +268,50 @@ describe('reliability: the CLI with bad flags and unreadable inputs', function (
       {label: 'image inspect: auth file is malformed', args: ['image', 'inspect', '--auth-file', d('auth.json'), 'example.com/fn:v1'], code: 3, message: /auth\.json/},
       {long: true, label: 'image inspect: CA file missing', args: ['image', 'inspect', '--ca-file', d('missing.crt'), 'example.com/fn:v1'], code: 3, message: /missing\.crt/},
       {label: 'image inspect: CA file is not PEM', args: ['image', 'inspect', '--ca-file', d('not-pem.crt'), 'example.com/fn:v1'], code: 3, message: /not-pem\.crt/},
+      {label: 'image inspect: auth file is a FIFO', args: ['image', 'inspect', '--auth-file', d('any.fifo'), 'example.com/fn:v1'], code: 3, message: /^fnr: registry auth file .*any\.fifo cannot be read: not a regular file \(it is a FIFO\)$/},
+      {label: 'image inspect: auth file over 4 MiB', args: ['image', 'inspect', '--auth-file', d('big.yaml'), 'example.com/fn:v1'], code: 3, message: /^fnr: registry auth file .*big\.yaml cannot be read: it is 5 MiB/},
+      {label: 'image inspect: CA file is /dev/zero', args: ['image', 'inspect', '--ca-file', '/dev/zero', 'example.com/fn:v1'], code: 3, message: /^fnr: CA file \/dev\/zero cannot be read: not a regular file \(it is a character device\)$/},
+      {long: true, label: 'image inspect: CA file is a FIFO', args: ['image', 'inspect', '--ca-file', d('any.fifo'), 'example.com/fn:v1'], code: 3, message: /^fnr: CA file .*any\.fifo cannot be read: not a regular file \(it is a FIFO\)$/},
+      // fnr test
+      // (stdin empty: oclif reads a missing argument from a piped stdin)
+      {label: 'test: no folder', args: ['test'], stdin: '', code: 2, message: /give the folder of test cases/},
+      {label: 'test: folder missing', args: ['test', d('missing-dir'), '--exec', d('fn-cat')], code: 3, message: /missing-dir: not a directory of test cases/},
+      {label: 'test: /dev/zero as the folder', args: ['test', '/dev/zero', '--exec', d('fn-cat')], code: 3, message: /\/dev\/zero: not a directory of test cases/},
+      {long: true, label: 'test: a FIFO as the folder', args: ['test', d('any.fifo'), '--exec', d('fn-cat')], code: 3, message: /any\.fifo: not a directory of test cases/},
+      {label: 'test: no cases in the folder', args: ['test', d('td-empty'), '--exec', d('fn-cat')], code: 3, message: /no test cases \(directories holding \.expected\/\) found/},
+      {label: 'test: both --exec and --image', args: ['test', td, '--exec', d('fn-cat'), '--image', 'example.com/cat:v1'], code: 2, message: /cannot also be provided/},
+      {label: 'test: --timeout not a duration', args: ['test', td, '--exec', d('fn-cat'), '--timeout', 'soon'], code: 2, message: /--timeout: expected a duration/},
+      {label: 'test: --concurrency 0', args: ['test', td, '--exec', d('fn-cat'), '--concurrency', '0'], code: 2, message: /--concurrency/},
+      {long: true, label: 'test: --filter without a value', args: ['test', td, '--exec', d('fn-cat'), '--filter'], code: 2, message: /--filter expects a value/},
+      {label: 'test: --exec with a pipe', args: ['test', td, '--exec', `${d('fn-cat')} | sh`], code: 2, message: /shell operators are not supported/},
+      {label: 'test: --exec of a missing file', args: ['test', td, '--exec', d('missing-fn')], code: 4, message: /missing-fn is not an executable file/},
+      {label: 'test: --image not mapped', args: ['test', td, '--image', 'example.com/not-there:v1', ...config], code: 4, message: /is not in the exec config/},
+      {label: 'test: a case that names no function', args: ['test', td], code: 2, message: /names no function: give --exec or --image/},
+      {label: 'test: a case whose config.yaml is malformed', args: ['test', tdBadYaml, '--exec', d('fn-cat')], code: 3, message: /\.expected\/config\.yaml: Flow sequence/},
+      {label: 'test: a case with exec.sh', args: ['test', tdExecSh, '--exec', d('fn-cat')], code: 3, message: /\.expected\/exec\.sh is not supported/},
+      {long: true, label: 'test: a case config.yaml with a key kpt has and fnr refuses', args: ['test', tdUnknownKey, '--exec', d('fn-cat')], code: 3, message: /"network" is not supported/},
+      {label: 'test: a case timeout that is not a duration', args: ['test', tdBadTimeout, '--exec', d('fn-cat')], code: 3, message: /timeout must be a duration/},
+      // fnr pods ls|gc|warm
+      {label: 'pods ls: kubeconfig missing', args: ['pods', 'ls', `--kubeconfig=${d('missing.kubeconfig')}`], code: 3, message: /cannot load the Kubernetes configuration: ENOENT/},
+      {label: 'pods ls: kubeconfig malformed', args: ['pods', 'ls', `--kubeconfig=${d('broken.kubeconfig')}`], code: 3, message: /cannot load the Kubernetes configuration/},
+      {long: true, label: 'pods ls: kubeconfig is a directory', args: ['pods', 'ls', `--kubeconfig=${d('a-dir')}`], code: 3, message: /cannot load the Kubernetes configuration: EISDIR/},
+      {label: 'pods ls: no such context', args: ['pods', 'ls', dead, '--context=nope'], code: 3, message: /kubeconfig has no context "nope"/},
+      {label: 'pods ls: namespace that is not a name', args: ['pods', 'ls', dead, '--namespace=Bad_NS'], code: 2, message: /--namespace "Bad_NS" is not a valid namespace name/},
+      {label: 'pods ls: the API server is down', args: ['pods', 'ls', dead], code: 8, message: /cannot list pods in porch-fn-system: .*ECONNREFUSED/},
+      {long: true, label: 'pods ls: unknown flag', args: ['pods', 'ls', dead, '-o', 'yaml'], code: 2, message: /Nonexistent flag: -o/},
+      {label: 'pods gc: --include-live-replicas without --all', args: ['pods', 'gc', dead, '--include-live-replicas'], code: 2, message: /--include-live-replicas only goes with --all/},
+      {label: 'pods gc: --older-than not a duration', args: ['pods', 'gc', dead, '--older-than=soon'], code: 2, message: /--older-than: expected a duration/},
+      {long: true, label: 'pods gc: --stale-grace not a duration', args: ['pods', 'gc', dead, '--stale-grace=soon'], code: 2, message: /--stale-grace: expected a duration/},
+      {label: 'pods gc: the API server is down', args: ['pods', 'gc', dead, '--all', '--dry-run'], code: 8, message: /cannot list pods in porch-fn-system: .*ECONNREFUSED/},
+      {label: 'pods warm: nothing to warm', args: ['pods', 'warm', dead], env: wrapperImage, code: 2, message: /nothing to warm: pass --pod-cache-config FILE and\/or --image IMAGE/},
+      {label: 'pods warm: pod cache config missing', args: ['pods', 'warm', dead, `--pod-cache-config=${d('missing-pcc.yaml')}`], env: wrapperImage, code: 3, message: /pod cache config .*missing-pcc\.yaml does not exist/},
+      {label: 'pods warm: empty --image', args: ['pods', 'warm', dead, '--image='], env: wrapperImage, code: 2, message: /--image must not be empty/},
+      {long: true, label: 'pods warm: --timeout not a duration', args: ['pods', 'warm', dead, '--image=x', '--timeout=soon'], env: wrapperImage, code: 2, message: /--timeout: expected a duration/},
+      {label: 'pods warm: no wrapper server image', args: ['pods', 'warm', dead, '--image=example.com/fn:v1'], env: {WRAPPER_SERVER_IMAGE: ''}, code: 3, message: /the runner's pod template is unknown/},
+      {label: 'pods warm: pod cache config is a FIFO', args: ['pods', 'warm', dead, `--pod-cache-config=${d('any.fifo')}`], env: wrapperImage, code: 3, message: PCC('not a regular file \\(it is a FIFO\\)$')},
+      {long: true, label: 'pods warm: pod cache config is /dev/zero', args: ['pods', 'warm', dead, '--pod-cache-config=/dev/zero'], env: wrapperImage, code: 3, message: PCC('not a regular file')},
+      {label: 'pods warm: pod cache config is malformed YAML', args: ['pods', 'warm', dead, `--pod-cache-config=${d('pcc-broken.yaml')}`], env: wrapperImage, code: 3, message: /is not valid YAML/},
+      {long: true, label: 'pods warm: the API server is down', args: ['pods', 'warm', dead, '--image=example.com/fn:v1'], env: wrapperImage, code: 8, message: /cannot list pods in porch-fn-system: .*ECONNREFUSED/},
       {label: 'image inspect: registry refuses the connection', args: ['image', 'inspect', '--insecure-registry', '127.0.0.1:1', '--timeout', '10s', '127.0.0.1:1/fn/x:v1'], code: 8, message: /127\.0\.0\.1:1/},
     )
     // The short run (npm test) leaves out variations of cases it has; the long run has them all.
@@ -222,7 +330,7 @@ describe('reliability: the CLI with bad flags and unreadable inputs', function (
     expect(new Set(cases.map((c) => c.label)).size, 'labels are unique').to.equal(cases.length)
     const failures: string[] = []
     for (const c of cases) {
-      tally.tried('cli', c.label)
+      tally.tried('cli', {args: c.args, stdin: c.stdin ?? DEFAULT_STDIN, env: c.env, asNobody: c.asNobody})
       try {
         checkCliRun(c, results.get(c.label)!)
       } catch (err) {

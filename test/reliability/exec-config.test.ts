@@ -4,8 +4,7 @@
  * unreadable config paths. Each must be a Config error (exit 3 in the CLI) whose message names
  * the problem; none may crash or hang the loader.
  *
- * (pod-cache-config and the pod template ConfigMap belong to the pod runtime and are not
- * covered here.)
+ * (pod-cache-config and the pod template ConfigMap belong to the pod runtime: pod-config.test.ts.)
  */
 import {execFileSync} from 'node:child_process'
 import {chmod, mkdir, symlink, writeFile} from 'node:fs/promises'
@@ -132,7 +131,7 @@ describe('reliability: bad exec runtime configuration', () => {
 
   CASES.forEach((c, i) => {
     it(c.label, async () => {
-      tally.tried('exec config', c.label)
+      tally.tried('exec config', {config: c.text, configPath: c.configPath, functionsDir: c.functionsDir})
       let configPath: string
       if (c.configPath !== undefined) configPath = path.isAbsolute(c.configPath) ? c.configPath : path.join(dir, c.configPath)
       else {

@@ -106,7 +106,7 @@ describe('reliability: faulty functions', function () {
 
   for (const c of CASES) {
     it(`a function that ${c.label.replace(/^wrapper: /, '')}${c.target === 'wrapper' ? ' (wrapper server)' : ''}`, async () => {
-      tally.tried('fault', c.label)
+      tally.fault(c.label)
       const t: Target = c.target === 'serve' ? serve : wrapper
       const image = c.target === 'serve' ? serve.fns.image[c.fault]! : 'example.com/any:v1'
       const input = c.target === 'serve' ? (c.input ?? SAMPLE_RL) : faultInput(c.fault)
@@ -125,7 +125,7 @@ describe('reliability: faulty functions', function () {
       // fnr cannot kill a process that left the process group; it stops reading instead, and the
       // escaped process is the function's own leak (in a pod, it dies with the container).
       const label = `${target}: setsid escape`
-      tally.tried('fault', label)
+      tally.fault(label)
       const t: Target = target === 'serve' ? serve : wrapper
       const image = target === 'serve' ? serve.fns.image.setsidEscape! : 'example.com/any:v1'
       const input = target === 'serve' ? SAMPLE_RL : faultInput('setsid-escape')
@@ -155,7 +155,7 @@ describe('reliability: fnr serve killed with SIGKILL and restarted', function ()
   })
 
   it('in-flight calls end UNAVAILABLE, the restarted server serves, and the same client recovers', async () => {
-    tally.tried('fault', 'fnr serve SIGKILL and restart')
+    tally.fault('fnr serve SIGKILL and restart')
     dir = await temp.make('fnr-rel-kill-')
     const fns = await makeReliabilityFunctions(dir)
     const port = await freePort()

@@ -48,8 +48,9 @@ describe('reliability: limits', () => {
     })
 
     it('keeps the failure trailer under 6 KiB for 20,000 results, with the first ones and truncated set', () => {
-      tally.tried('limits', '20,000 results in a failure trailer')
       const results = Array.from({length: 20_000}, (_, i) => ({message: `result ${i}`, severity: 'error'}))
+      // well-formed, only big: a control, not a bad input
+      tally.tried('limits', {failureResults: results.map((r) => r.message)}, {valid: true})
       for (const md of [failureMetadata({exitCode: 1, signal: null, results, stderrTail: 'e'.repeat(4096), truncated: false}), resultsMetadata(results)]) {
         const raw = md.get(FAILURE_TRAILER)[0] as Buffer
         expect(raw.length).to.be.at.most(6 * 1024)
@@ -61,8 +62,8 @@ describe('reliability: limits', () => {
     })
 
     it('cuts each error result in a failure message, so one huge result cannot hide the rest', async () => {
-      tally.tried('limits', 'a 300 kB error result in a failure message')
       const stdout = Buffer.from(`apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nresults:\n- {severity: error, message: ${'x'.repeat(300_000)}}\n- {severity: error, message: second}\n`)
+      tally.tried('limits', {functionOutput: stdout}, {valid: true})
       const e = await functionFailedError('example.com/fn:v1', {stdout, stderr: Buffer.from('the stderr tail\n'), exitCode: 1, signal: null, stderrTruncated: false, durationMs: 1})
       expect(e.message.length).to.be.below(4096)
       expect(e.message).to.contain('[error]: second')
@@ -70,14 +71,13 @@ describe('reliability: limits', () => {
     })
 
     it('reads results holding a map of 50,000 keys (the duplicate-key check was quadratic)', async () => {
-      tally.tried('limits', 'a result with 50,000 tags')
       const out = `apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nresults:\n- message: found\n  tags:\n${Array.from({length: 50_000}, (_, i) => `    k${i}: v\n`).join('')}`
+      tally.tried('limits', {functionOutput: Buffer.from(out)}, {valid: true})
       const results = await readResults(Buffer.from(out))
       expect(results.map((r) => r.message)).to.deep.equal(['found'])
       expect(Object.keys(results[0]!.tags!)).to.have.length(50_000)
     })
     it('reads only the results of an output when it can (the items may be huge or not parseable into values)', async () => {
-      tally.tried('limits', 'results after an alias bomb in the items')
       const bombItems = `items:\n- a0: &a0 [x]\n${[1, 2, 3, 4].map((i) => `  a${i}: &a${i} [${Array.from({length: 10}, () => `*a${i - 1}`).join(', ')}]`).join('\n')}\nresults:\n- message: found\n  severity: error\n`
       const shapes: Record<string, string> = {
         'after items that cannot be expanded': bombItems,
@@ -89,6 +89,8 @@ describe('reliability: limits', () => {
         'alias into the items': 'items:\n- &r {message: found}\nresults:\n- *r\n- message: second\n',
         'CRLF line ends': 'kind: ResourceList\r\nresults:\r\n- message: found\r\n- message: second\r\nitems: []\r\n',
       }
+      // the alias bomb is a bad input; the other shapes are valid outputs (controls)
+      for (const [shape, text] of Object.entries(shapes)) tally.tried('limits', {functionOutput: Buffer.from(text)}, {valid: shape !== 'after items that cannot be expanded'})
       for (const [shape, text] of Object.entries(shapes)) {
         const messages = (await readResults(Buffer.from(text))).map((r) => r.message)
         expect(messages, shape).to.deep.equal(shape === 'after items that cannot be expanded' ? ['found'] : ['found', 'second'])
@@ -98,7 +100,7 @@ describe('reliability: limits', () => {
 
   describe('ResourceList reader and writer', () => {
     it('refuses to expand alias bombs into plain values, and expands ordinary aliases', () => {
-      tally.tried('limits', 'alias bomb turned into plain values')
+      tally.tried('limits', {resourceList: bomb(9, 10)})
       const node = rl.parseResourceList(bomb(9, 10)).items[0]!
       expect(thrown(() => toTyped(node)).message).to.contain(`YAML aliases expand to more than ${MAX_ALIAS_EXPANDED_NODES} nodes`)
       const small = toTyped(rl.parseResourceList(bomb(2, 3)).items[0]!) as {data: {l2: unknown}}
@@ -118,16 +120,16 @@ describe('reliability: limits', () => {
     })
 
     it('turns too-deep nesting into an FnrError (JSON input used to throw a RangeError)', () => {
-      tally.tried('limits', 'JSON nested 20,000 deep')
       const deep = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":${'{"a":'.repeat(20_000)}1${'}'.repeat(20_000)}}`
+      tally.tried('limits', {resourceList: deep})
       const e = thrown(() => rl.parseResourceList(deep))
       expect(e.kind).to.equal('InvalidArgument')
       expect(e.message).to.match(/nested too deeply/)
     })
 
     it('finds duplicate keys in linear time, anywhere in a document', () => {
-      tally.tried('limits', 'duplicate key after 20,000 keys')
       const many = `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m\ndata:\n${Array.from({length: 20_000}, (_, i) => `  k${i}: v\n`).join('')}`
+      tally.tried('limits', {resourceList: `${many}  k5: again\n`})
       expect(rl.parseResourceList(many).items).to.have.length(1)
       expect(thrown(() => rl.parseResourceList(`${many}  k5: again\n`)).message).to.match(/Map keys must be unique; "k5" is repeated/)
       expect(thrown(() => rl.parseResourceList('a:\n  - {b: 1, "b": 2}\n')).message).to.match(/"b" is repeated/)

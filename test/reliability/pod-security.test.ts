@@ -1,20 +1,29 @@
 /**
  * Security defaults of function pods (issue 9): non-root, allowPrivilegeEscalation false,
  * capabilities drop ALL, seccomp RuntimeDefault, no service account token, in the inline template
- * and in pods made from a template ConfigMap that omits them (src/lib/pods/pod-security.ts).
- * Explicit weaker settings in a ConfigMap are kept as written and reported.
+ * and in pods made from a template ConfigMap or from Porch's PodTemplate base-pod-template that
+ * omits them (src/lib/pods/pod-security.ts). Explicit weaker settings in a template are kept as
+ * written and reported. A FunctionConfig's templateOverrides.securityContext is merged over the
+ * hardened securityContext (it used to replace it, dropping runAsNonRoot and seccomp).
  */
 import {readFile} from 'node:fs/promises'
 import path from 'node:path'
 
-import type {V1ConfigMap, V1Pod} from '@kubernetes/client-node'
+import type {V1ConfigMap, V1Pod, V1PodTemplate} from '@kubernetes/client-node'
 import {expect} from 'chai'
-import {parseAllDocuments} from 'yaml'
+import {parse, parseAllDocuments} from 'yaml'
 
-import {hardenPodTemplate} from '../../src/lib/pods/pod-security.js'
+import {FunctionConfigStore, type FunctionConfigObject} from '../../src/lib/config/function-config-crd.js'
+import {EvaluatorClient} from '../../src/lib/grpc/client.js'
+import {hardenPodTemplate, overridePodSecurityContext} from '../../src/lib/pods/pod-security.js'
 import {buildPod, inlineTemplates, templatesFromConfigMap, type Templates} from '../../src/lib/pods/template.js'
-import {RL, RUNNER_NS, image, startPodBed, startRuntime, storedPods, type PodBed} from '../support/pods/index.js'
-import {REPO_ROOT} from '../support/serve.js'
+import {templatesFromPorchObjects} from '../../src/lib/pods/template-porch.js'
+import type {ServeOptions} from '../../src/lib/serve.js'
+import {memoryLogger} from '../config/function-config-crd.helpers.js'
+import {registerCrd, registerCustomResource, type KubeObject} from '../support/k8s/index.js'
+import {RL, RUNNER_NS, WRAPPER_IMAGE, image, startPodBed, startRuntime, storedPods, type PodBed} from '../support/pods/index.js'
+import {REPO_ROOT, makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
+import {TempDirs} from '../support/tmp.js'
 
 const BARE_TEMPLATE = `apiVersion: v1
 kind: Pod
@@ -131,12 +140,140 @@ spec:
     expect(templates.warnings).to.deep.equal(['spec.containers[0] (function).securityContext.privileged: true'])
   })
 
+  describe("Porch's PodTemplate base-pod-template (--function-config-source=crd|both)", () => {
+    const porch = (template: string): Templates =>
+      templatesFromPorchObjects({metadata: {name: 'base-pod-template'}, template: {spec: (parse(template) as V1Pod).spec}} as V1PodTemplate, undefined, {namespace: 'porch-fn-system', inline: {wrapperServerImage: 'w:1'}})
+
+    it('a PodTemplate that omits the defaults gets them all, on the function, init and sidecar containers', () => {
+      const templates = porch(BARE_TEMPLATE)
+      const pod = build(templates)
+      expectSecureDefaults(pod)
+      expect(pod.spec!.securityContext).to.deep.include({runAsUser: 65532, runAsGroup: 65532})
+      expect(templates.warnings).to.equal(undefined)
+      // the init container's image is still $WRAPPER_SERVER_IMAGE
+      expect(pod.spec!.initContainers![0]!.image).to.equal('w:1')
+    })
+
+    it('explicit weaker settings in a PodTemplate are kept as written and reported, as for a ConfigMap', () => {
+      const template = `apiVersion: v1
+kind: Pod
+spec:
+  automountServiceAccountToken: true
+  securityContext: {runAsUser: 0}
+  containers:
+  - name: function
+    command: [/wrapper-server-tools/wrapper-server]
+    securityContext: {allowPrivilegeEscalation: true}
+`
+      const templates = porch(template)
+      const spec = build(templates).spec!
+      expect(spec.automountServiceAccountToken).to.equal(true)
+      expect(spec.securityContext).to.deep.equal({runAsUser: 0, seccompProfile: {type: 'RuntimeDefault'}})
+      expect(spec.containers[0]!.securityContext).to.deep.equal({allowPrivilegeEscalation: true, capabilities: {drop: ['ALL']}})
+      expect(templates.warnings).to.have.members(['spec.automountServiceAccountToken: true', 'runAsUser: 0 (runAsNonRoot left unset)', 'spec.containers[0] (function).securityContext.allowPrivilegeEscalation: true'])
+    })
+  })
+
+  describe('FunctionConfig templateOverrides.securityContext', () => {
+    const hardened = (): V1Pod => build(inlineTemplates({wrapperServerImage: 'w:1'}))
+
+    it('is merged over the hardened securityContext: {runAsUser: 1000} keeps runAsNonRoot and seccomp (it used to drop them)', () => {
+      const pod = hardened()
+      const {securityContext, weaker} = overridePodSecurityContext(pod.spec!.securityContext, {runAsUser: 1000, fsGroup: 2000})
+      expect(securityContext).to.deep.include({runAsNonRoot: true, runAsUser: 1000, fsGroup: 2000, seccompProfile: {type: 'RuntimeDefault'}})
+      expect(weaker).to.deep.equal([])
+    })
+
+    it('explicitly weaker values are kept and reported; runAsUser: 0 drops the runAsNonRoot the kubelet would refuse it with', () => {
+      const base = hardened().spec!.securityContext
+      const root = overridePodSecurityContext(base, {runAsUser: 0})
+      expect(root.securityContext.runAsUser).to.equal(0)
+      expect(root.securityContext).to.not.have.property('runAsNonRoot')
+      expect(root.securityContext.seccompProfile).to.deep.equal({type: 'RuntimeDefault'})
+      expect(root.weaker).to.deep.equal(['templateOverrides.securityContext.runAsUser: 0 (runAsNonRoot: true dropped)'])
+      const open = overridePodSecurityContext(base, {runAsNonRoot: false, seccompProfile: {type: 'Unconfined'}})
+      expect(open.securityContext).to.deep.include({runAsNonRoot: false, seccompProfile: {type: 'Unconfined'}})
+      expect(open.weaker).to.deep.equal(['templateOverrides.securityContext.runAsNonRoot: false', 'templateOverrides.securityContext.seccompProfile: Unconfined'])
+      const removed = overridePodSecurityContext(base, {seccompProfile: null})
+      expect(removed.securityContext).to.not.have.property('seccompProfile')
+      expect(removed.weaker).to.deep.equal(['templateOverrides.securityContext.seccompProfile: null (the default {"type":"RuntimeDefault"} removed)'])
+    })
+
+    it('the FunctionConfig store applies it that way and warns once per image about weaker values', async () => {
+      const logger = memoryLogger()
+      const store = new FunctionConfigStore({functionsDir: '/nonexistent', logger})
+      const fc = (name: string, securityContext: Record<string, unknown>): FunctionConfigObject => ({
+        apiVersion: 'config.porch.kpt.dev/v1alpha1',
+        kind: 'FunctionConfig',
+        metadata: {name, namespace: 'porch-fn-system', generation: 1, creationTimestamp: '2024-01-01T00:00:00Z'},
+        spec: {image: name, prefixes: ['example.com/fn'], podExecutor: {templateOverrides: {securityContext}}},
+      })
+      await store.apply(fc('cat', {runAsUser: 1000}))
+      await store.apply(fc('root', {runAsUser: 0}))
+      const cat = hardened()
+      store.applyOverrides(cat, 'example.com/fn/cat:v1')
+      expectSecureDefaults(cat)
+      expect(cat.spec!.securityContext!.runAsUser).to.equal(1000)
+      for (let i = 0; i < 2; i++) {
+        const root = hardened()
+        store.applyOverrides(root, 'example.com/fn/root:v1')
+        expect(root.spec!.securityContext).to.deep.include({runAsUser: 0, seccompProfile: {type: 'RuntimeDefault'}})
+        expect(root.spec!.securityContext).to.not.have.property('runAsNonRoot')
+      }
+      const warnings = logger.lines.filter((l) => l.level === 'warn')
+      expect(warnings.map((l) => [l.msg, l.fields])).to.deep.equal([
+        ["a FunctionConfig templateOverrides.securityContext weakens fnr's security defaults; keeping its explicit settings", {image: 'example.com/fn/root:v1', settings: ['templateOverrides.securityContext.runAsUser: 0 (runAsNonRoot: true dropped)']}],
+      ])
+    })
+  })
+
   describe('on the Kubernetes test bed', () => {
     let pb: PodBed
+    const temp = new TempDirs()
     before(async () => {
+      registerCrd(parse(await readFile(path.join(REPO_ROOT, 'manifests', 'function-config', 'functionconfigs.yaml'), 'utf8')) as KubeObject)
+      // core/v1 PodTemplates, which the test API server does not serve by itself
+      registerCustomResource({group: '', version: 'v1', plural: 'podtemplates', kind: 'PodTemplate', statusSubresource: false})
       pb = await startPodBed()
     })
-    after(() => pb?.stop())
+    after(async () => {
+      await pb?.stop()
+      await temp.cleanup()
+    })
+
+    it('the pod fnr serve creates from a bare PodTemplate, with a FunctionConfig overriding runAsUser, has every default', async () => {
+      const ns = pb.namespace()
+      const template = (parse(BARE_TEMPLATE.replace('image: busybox', `image: ${WRAPPER_IMAGE}`)) as V1Pod).spec!
+      pb.bed.api.registry.create('podtemplates', ns, {metadata: {name: 'base-pod-template'}, template: {spec: template}})
+      pb.bed.api.registry.create('functionconfigs', ns, {
+        apiVersion: 'config.porch.kpt.dev/v1alpha1',
+        kind: 'FunctionConfig',
+        metadata: {name: 'cat'},
+        spec: {image: 'cat', prefixes: ['example.com/fn'], podExecutor: {tags: ['v1'], templateOverrides: {securityContext: {runAsUser: 1000}}}},
+      })
+      const base = serveOptions({...(await makeFunctionsDir(await temp.make())), disableRuntimes: ''})
+      const options: ServeOptions = {
+        ...base,
+        functionConfig: {source: 'crd', namespace: ns},
+        pod: {...base.pod, namespace: ns, wrapperServerImage: WRAPPER_IMAGE, podAddress: 'pod-ip', metadata: pb.metadata, kubeConfig: pb.bed.kubeConfig, owner: 'security-test'},
+      }
+      const logger = memoryLogger()
+      const running = await startInProcess(options, logger)
+      const client = new EvaluatorClient(`127.0.0.1:${running.port}`)
+      try {
+        const res = await client.evaluateRaw(image('cat'), RL, {deadline: Date.now() + 60_000})
+        expect(res.resourceList.toString()).to.equal(RL.toString())
+        expect(res.trailers.get('fnr-evaluator')).to.deep.equal(['pod'])
+        const [pod] = storedPods(pb, ns)
+        expect(pod!.metadata!.annotations!['fn.kpt.dev/template-version']).to.match(/^porch-[0-9a-f]{12}-fc[0-9a-f]{12}$/)
+        expectSecureDefaults(pod!)
+        expect(pod!.spec!.securityContext!.runAsUser).to.equal(1000)
+        expect(logger.lines.filter((l) => l.level === 'warn' && /weakens/.test(l.msg))).to.deep.equal([])
+      } finally {
+        client.close()
+        await running.stop()
+      }
+    })
 
     it('the pod the runtime creates from a bare ConfigMap template has every default', async () => {
       // the sidecar's image must be one the local kubelet knows (it is reported running without a process)

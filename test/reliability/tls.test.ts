@@ -5,7 +5,7 @@
  * one TLS port and a plaintext client is refused; with a client CA, only clients presenting a
  * certificate from that CA get through.
  */
-import {execFile} from 'node:child_process'
+import {execFile, execFileSync} from 'node:child_process'
 import {writeFile} from 'node:fs/promises'
 import path from 'node:path'
 import {promisify} from 'node:util'
@@ -170,10 +170,14 @@ describe('reliability: TLS and mTLS on the fnr serve listener', function () {
       expect((err as FnrError).message).not.to.contain('\n')
     }
 
-    it('a missing certificate or key file', async () => {
-      await configError({certFile: path.join(dir, 'nope.crt'), keyFile: pki.server.keyFile}, 'Config', /^--tls-cert-file .*nope\.crt cannot be read: no such file$/)
-      await configError({certFile: pki.server.certFile, keyFile: path.join(dir, 'nope.key')}, 'Config', /^--tls-key-file .*nope\.key cannot be read: no such file$/)
-      await configError({certFile: pki.server.certFile, keyFile: pki.server.keyFile, clientCaFile: dir}, 'Config', /^--tls-client-ca-file .* cannot be read: it is a directory$/)
+    it('a missing certificate or key file, a directory, a FIFO (used to hang the start), a device', async () => {
+      await configError({certFile: path.join(dir, 'nope.crt'), keyFile: pki.server.keyFile}, 'Config', /^--tls-cert-file .*nope\.crt cannot be read: no such file \(ENOENT\)$/)
+      await configError({certFile: pki.server.certFile, keyFile: path.join(dir, 'nope.key')}, 'Config', /^--tls-key-file .*nope\.key cannot be read: no such file \(ENOENT\)$/)
+      await configError({certFile: pki.server.certFile, keyFile: pki.server.keyFile, clientCaFile: dir}, 'Config', /^--tls-client-ca-file .* cannot be read: it is a directory \(EISDIR\)$/)
+      const fifo = path.join(dir, 'cert.fifo')
+      execFileSync('mkfifo', [fifo])
+      await configError({certFile: fifo, keyFile: pki.server.keyFile}, 'Config', /^--tls-cert-file .*cert\.fifo cannot be read: not a regular file \(it is a FIFO\)$/)
+      await configError({certFile: pki.server.certFile, keyFile: '/dev/zero'}, 'Config', /^--tls-key-file \/dev\/zero cannot be read: not a regular file \(it is a character device\)$/)
     })
 
     it('files that are not PEM, or a key of another certificate', async () => {

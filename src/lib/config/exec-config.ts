@@ -12,11 +12,12 @@
  * regular file and be executable. A bad entry is a startup error that names it.
  */
 import {constants as fsConstants} from 'node:fs'
-import {access, readFile, realpath, stat} from 'node:fs/promises'
+import {access, realpath, stat} from 'node:fs/promises'
 import path from 'node:path'
 
 import {FnrError} from '../errors.js'
 import {DEFAULT_IMAGE_PREFIX, normaliseImage} from './image-ref.js'
+import {readConfigFile} from './read-file.js'
 
 export interface ExecConfigOptions {
   /** Path of config.yaml; "" means no exec functions at all. */
@@ -102,20 +103,9 @@ export async function loadExecConfig(options: ExecConfigOptions): Promise<ExecCo
   const prefix = options.defaultImagePrefix ?? DEFAULT_IMAGE_PREFIX
   if (options.configPath === '') return ExecConfig.empty(options.functionsDir, prefix)
 
-  let text: string
-  try {
-    // Only a regular file (or a symlink to one, as in a mounted ConfigMap): a FIFO would block
-    // startup and a device could be read forever.
-    const info = await stat(options.configPath)
-    if (!info.isFile()) {
-      throw new FnrError('Config', `cannot read exec config ${JSON.stringify(options.configPath)}: ${info.isDirectory() ? 'EISDIR (it is a directory)' : 'not a regular file'}`)
-    }
-    text = await readFile(options.configPath, 'utf8')
-  } catch (err) {
-    if (err instanceof FnrError) throw err
-    const code = (err as NodeJS.ErrnoException).code ?? String(err)
-    throw new FnrError('Config', `cannot read exec config ${JSON.stringify(options.configPath)}: ${code}`, {cause: err})
-  }
+  // Only a regular file (or a symlink to one, as in a mounted ConfigMap) of a sane size: a FIFO
+  // would block startup and a device could be read forever (read-file.ts).
+  const text = (await readConfigFile(options.configPath, {label: `cannot read exec config ${JSON.stringify(options.configPath)}`})).toString('utf8')
   // Imported lazily: YAML is not needed on the request path.
   const {parse} = await import('yaml')
   let doc: unknown

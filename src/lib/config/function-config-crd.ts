@@ -30,6 +30,8 @@
  *   - The binary must be an executable file inside --functions (an absolute path too), like config.yaml entries;
  *     upstream runs any path.
  *   - templateOverrides.container applies to the container named "function" (upstream: containers[0]).
+ *   - templateOverrides.securityContext is merged over the template's hardened securityContext (upstream replaces
+ *     it, so {runAsUser: 1000} silently dropped runAsNonRoot and seccomp); weaker values are kept and warned.
  *   - An invalid object never stops anything: it is logged (and written to its status.error) and skipped; an
  *     object edited into an invalid one keeps its last good version.
  */
@@ -40,6 +42,7 @@ import type {V1Pod} from '@kubernetes/client-node'
 
 import {FnrError} from '../errors.js'
 import {silentLogger, type Logger} from '../log.js'
+import {overridePodSecurityContext} from '../pods/pod-security.js'
 import {ExecConfig, resolveBinary, type ExecFunction} from './exec-config.js'
 import {parseGoDuration} from './go-flags.js'
 import {DEFAULT_IMAGE_PREFIX, normaliseImage, withPrefix} from './image-ref.js'
@@ -371,6 +374,8 @@ export class FunctionConfigStore {
   readonly defaultImagePrefix: string
   /** Hash of every winning object's templateOverrides ('' when none): part of the template version. */
   overridesVersion = ''
+  /** Weaker securityContext overrides already warned about (image + settings), so each is said once. */
+  private readonly weakerSaid = new Set<string>()
 
   constructor(private readonly options: FunctionConfigStoreOptions) {
     this.logger = options.logger ?? silentLogger
@@ -522,8 +527,9 @@ export class FunctionConfigStore {
 
   /**
    * Applies the image's templateOverrides to a pod built from the base template. They replace, not merge (as
-   * upstream): serviceAccountName, securityContext, and per container resources.requests, resources.limits, env
-   * and envFrom, on the first init container and on the "function" container.
+   * upstream): serviceAccountName, and per container resources.requests, resources.limits, env and envFrom, on the
+   * first init container and on the "function" container. securityContext is merged field by field over the
+   * template's (upstream replaces it, which silently dropped runAsNonRoot and seccomp); weaker values are warned.
    */
   applyOverrides(pod: V1Pod, image: string): void {
     const overrides = this.match(image, 'pod')?.pod?.overrides
@@ -532,7 +538,16 @@ export class FunctionConfigStore {
     if (overrides.serviceAccountName) {
       spec.serviceAccountName = overrides.serviceAccountName
     }
-    if (overrides.securityContext) (spec as {securityContext?: unknown}).securityContext = structuredClone(overrides.securityContext)
+    if (overrides.securityContext) {
+      // Merged over the template's hardened securityContext, not replacing it (pods/pod-security.ts).
+      const {securityContext, weaker} = overridePodSecurityContext(spec.securityContext, overrides.securityContext)
+      spec.securityContext = securityContext
+      const said = `${image}\0${weaker.join('\0')}`
+      if (weaker.length > 0 && !this.weakerSaid.has(said)) {
+        this.weakerSaid.add(said)
+        this.logger.warn('a FunctionConfig templateOverrides.securityContext weakens fnr\'s security defaults; keeping its explicit settings', {image, settings: weaker})
+      }
+    }
     const patch = (container: {resources?: {requests?: Record<string, unknown>; limits?: Record<string, unknown>}; env?: unknown; envFrom?: unknown} | undefined, o: ContainerOverrides | undefined): void => {
       if (!container || !o) return
       if (o.resources?.requests) container.resources = {...(container.resources ?? {}), requests: {...o.resources.requests}}

@@ -15,12 +15,11 @@
  * Field problems upstream silently ignores (a bad timeToLive) fall back to the default and are
  * reported as warnings.
  */
-import {readFile} from 'node:fs/promises'
-
 import {parse as parseYaml} from 'yaml'
 
 import {FnrError} from '../errors.js'
 import {parseGoDuration} from './go-flags.js'
+import {readConfigFile, type ConfigFileError} from './read-file.js'
 
 export interface ResourceRequirements {
   requests?: Record<string, string>
@@ -133,10 +132,12 @@ export class PodCacheConfig {
     if (path === '') return {config: PodCacheConfig.empty(), missing: false}
     let text: string
     try {
-      text = await readFile(path, 'utf8')
+      // A regular file of at most 4 MiB: a FIFO used to hang the start, /dev/zero to be read until memory ran out.
+      text = (await readConfigFile(path, {label: `pod cache config ${path} (--pod-cache-config) cannot be read`})).toString('utf8')
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {config: PodCacheConfig.empty(path), missing: true}
-      throw new FnrError('Config', `pod cache config ${path} cannot be read: ${(err as Error).message}`, {cause: err})
+      // (FnrError's instanceof holds across module copies; the code is ConfigFileError's)
+      if (err instanceof FnrError && (err as ConfigFileError).code === 'ENOENT') return {config: PodCacheConfig.empty(path), missing: true}
+      throw err
     }
     return {config: PodCacheConfig.parse(text, path), missing: false}
   }

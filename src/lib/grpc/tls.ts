@@ -7,14 +7,15 @@
  * certificate signed by one of the CAs in that file.
  *
  * The files are read and checked once, at startup: each problem (missing or unreadable file, not
- * PEM, a key that does not belong to the certificate, a client CA without a server certificate)
- * is one FnrError('Config') line naming the flag and the file.
+ * a regular file (a FIFO would block the start), over 4 MiB, not PEM, a key that does not belong
+ * to the certificate, a client CA without a server certificate) is one FnrError('Config') line
+ * naming the flag and the file.
  */
 import {X509Certificate, createPrivateKey, type KeyObject} from 'node:crypto'
-import {readFile} from 'node:fs/promises'
 
 import * as grpc from '@grpc/grpc-js'
 
+import {readConfigFile} from '../config/read-file.js'
 import {FnrError} from '../errors.js'
 
 export interface ListenerTlsFiles {
@@ -49,14 +50,8 @@ export function validateListenerTlsFlags(files: ListenerTlsFiles | undefined): v
 }
 
 async function readPem(flag: string, file: string): Promise<Buffer> {
-  let data: Buffer
-  try {
-    data = await readFile(file)
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException
-    const why = e.code === 'ENOENT' ? 'no such file' : e.code === 'EACCES' ? 'permission denied' : e.code === 'EISDIR' ? 'it is a directory' : (e.message.split('\n', 1)[0] ?? String(e))
-    throw new FnrError('Config', `${flag} ${file} cannot be read: ${why}`, {cause: err})
-  }
+  // A regular file of a sane size only: a FIFO used to hang the start (read-file.ts).
+  const data = await readConfigFile(file, {label: `${flag} ${file} cannot be read`})
   if (!data.includes('-----BEGIN ')) throw new FnrError('Config', `${flag} ${file} is not a PEM file (no "-----BEGIN" line)`)
   return data
 }
@@ -121,11 +116,7 @@ export async function loadClientCredentials(files: ClientTlsFiles): Promise<grpc
   if (Boolean(files.certFile) !== Boolean(files.keyFile)) throw new FnrError('Usage', 'a client certificate needs its key, and a key its certificate')
   const read = async (file: string | undefined, what: string): Promise<Buffer | null> => {
     if (!file) return null
-    try {
-      return await readFile(file)
-    } catch (err) {
-      throw new FnrError('Config', `${what} ${file} cannot be read: ${(err as Error).message.split('\n', 1)[0]}`, {cause: err})
-    }
+    return readConfigFile(file, {label: `${what} ${file} cannot be read`})
   }
   const [ca, cert, key] = await Promise.all([read(files.caFile, 'CA file'), read(files.certFile, 'client certificate'), read(files.keyFile, 'client key')])
   return grpc.credentials.createSsl(ca, key, cert)

@@ -1,8 +1,9 @@
 /**
- * Security defaults of function pods made from a template ConfigMap (--function-pod-template).
+ * Security defaults of function pods made from a template: a ConfigMap (--function-pod-template)
+ * or Porch's PodTemplate base-pod-template (--function-config-source=crd|both).
  *
- * fnr's inline template already meets the restricted Pod Security Standard. A ConfigMap template
- * gets the same defaults wherever it says nothing:
+ * fnr's inline template already meets the restricted Pod Security Standard. A ConfigMap or
+ * PodTemplate gets the same defaults wherever it says nothing:
  *   - spec.automountServiceAccountToken: false;
  *   - pod securityContext: runAsNonRoot: true, with runAsUser/runAsGroup 65532 (the distroless
  *     "nonroot" user the wrapper server image runs as) when no uid is set anywhere, and
@@ -10,11 +11,16 @@
  *   - every container and init container: allowPrivilegeEscalation: false and
  *     capabilities.drop ["ALL"] (capabilities it adds are kept).
  * A setting the template states explicitly is kept as written (e.g. runAsUser: 0 or
- * allowPrivilegeEscalation: true for a function that truly needs it): the ConfigMap is the
+ * allowPrivilegeEscalation: true for a function that truly needs it): the template is the
  * operator's deliberate choice, and fnr reports each such weaker setting as a warning when the
  * template is loaded instead of silently overriding it.
+ *
+ * A FunctionConfig's templateOverrides.securityContext is merged over the pod's (hardened)
+ * securityContext field by field (overridePodSecurityContext), so {runAsUser: 1000} keeps
+ * runAsNonRoot and the seccomp profile; explicitly weaker values in it are kept and reported the
+ * same way.
  */
-import type {V1Container, V1Pod, V1SecurityContext} from '@kubernetes/client-node'
+import type {V1Container, V1Pod, V1PodSecurityContext, V1SecurityContext} from '@kubernetes/client-node'
 
 export const NONROOT_ID = 65532
 
@@ -91,4 +97,40 @@ export function hardenPodTemplate(template: V1Pod): HardenedPod {
     if (caps.add?.length) weaker.push(`${where}.securityContext.capabilities.add: ${JSON.stringify(caps.add)}`)
   }
   return {pod, added, weaker}
+}
+
+export interface OverriddenSecurityContext {
+  securityContext: V1PodSecurityContext
+  /** Explicit settings of the override weaker than fnr's defaults, kept as written. */
+  weaker: string[]
+}
+
+/**
+ * A templateOverrides.securityContext (FunctionConfig) over a pod's securityContext: the override's
+ * fields replace the pod's, the others stay (upstream replaces the whole object, which silently
+ * dropped runAsNonRoot and the seccomp profile). A field set to null removes it. An override with
+ * runAsUser: 0 and no runAsNonRoot of its own drops the template's runAsNonRoot: true (the kubelet
+ * would refuse to start the container otherwise). Weaker settings are reported.
+ */
+export function overridePodSecurityContext(base: V1PodSecurityContext | undefined, override: Record<string, unknown>): OverriddenSecurityContext {
+  const merged: Record<string, unknown> = {...structuredClone(base ?? {})}
+  const weaker: string[] = []
+  const where = 'templateOverrides.securityContext'
+  for (const [key, value] of Object.entries(override)) {
+    if (value === null) {
+      if (key in merged && ['runAsNonRoot', 'seccompProfile'].includes(key)) weaker.push(`${where}.${key}: null (the default ${JSON.stringify(merged[key])} removed)`)
+      delete merged[key]
+    } else merged[key] = structuredClone(value)
+  }
+  const sc = merged as V1PodSecurityContext
+  if (override.runAsNonRoot === false) weaker.push(`${where}.runAsNonRoot: false`)
+  if (override.runAsUser === 0) {
+    if (override.runAsNonRoot === undefined && sc.runAsNonRoot === true) {
+      delete sc.runAsNonRoot
+      weaker.push(`${where}.runAsUser: 0 (runAsNonRoot: true dropped)`)
+    } else weaker.push(`${where}.runAsUser: 0`)
+  }
+  const seccomp = override.seccompProfile as {type?: string} | undefined
+  if (seccomp && typeof seccomp === 'object' && seccomp.type === 'Unconfined') weaker.push(`${where}.seccompProfile: Unconfined`)
+  return {securityContext: sc, weaker}
 }

@@ -9,6 +9,9 @@
  *   - the first init container's image is set to $WRAPPER_SERVER_IMAGE when that is set (as Porch does);
  *   - they must meet the template contract (template.ts); a broken one stops the start, a later edit into a broken
  *     one is reported and ignored (the last good templates stay);
+ *   - the PodTemplate gets fnr's security defaults wherever it says nothing (pod-security.ts: no service-account
+ *     token, non-root, seccomp RuntimeDefault, no privilege escalation, capabilities dropped), as a ConfigMap
+ *     template does; explicit weaker settings are kept and logged as a warning;
  *   - the template version is a hash of both and fnr's settings (Porch uses the PodTemplate's resourceVersion), so
  *     a restarted runner adopts only pods it would have made, and a change replaces pods as they go idle.
  */
@@ -20,6 +23,7 @@ import {apiStatusCode} from '../k8s/errors.js'
 import {withApiRetries} from '../k8s/retry.js'
 import {ResourceWatcher, type ObjectList} from '../k8s/watch.js'
 import {silentLogger, type Logger} from '../log.js'
+import {hardenPodTemplate} from './pod-security.js'
 import {inlinePodTemplate, inlineServiceTemplate, inlineTemplates, templateVersion, validatePodTemplate, validateServiceTemplate, type InlineTemplateOptions, type Templates} from './template.js'
 import {TemplateSource} from './template-source.js'
 
@@ -53,6 +57,7 @@ export function templatesFromPorchObjects(podTemplate: V1PodTemplate | undefined
     return inlineTemplates(options.inline as InlineTemplateOptions, extra)
   }
   const origins: string[] = []
+  const warnings: string[] = []
   let pod: V1Pod
   if (podTemplate) {
     const origin = `PodTemplate ${ns}/${BASE_POD_TEMPLATE}`
@@ -63,6 +68,10 @@ export function templatesFromPorchObjects(podTemplate: V1PodTemplate | undefined
     const init = pod.spec!.initContainers?.[0]
     if (init && options.inline.wrapperServerImage) init.image = options.inline.wrapperServerImage
     validatePodTemplate(pod, origin)
+    // The same security defaults as a ConfigMap template, wherever the PodTemplate says nothing (pod-security.ts).
+    const hardened = hardenPodTemplate(pod)
+    pod = hardened.pod
+    warnings.push(...hardened.weaker)
   } else {
     if (!options.inline.wrapperServerImage) throw new FnrError('Config', `environment variable WRAPPER_SERVER_IMAGE must be set: there is no PodTemplate ${ns}/${BASE_POD_TEMPLATE}, so fnr uses its inline pod template`)
     pod = inlinePodTemplate(options.inline as InlineTemplateOptions)
@@ -76,7 +85,7 @@ export function templatesFromPorchObjects(podTemplate: V1PodTemplate | undefined
   } else {
     service = inlineServiceTemplate()
   }
-  return {pod, service, version: templateVersion('cm', pod, service, extra).replace(/^cm-/, 'porch-'), origin: origins.join(' and ')}
+  return {pod, service, version: templateVersion('cm', pod, service, extra).replace(/^cm-/, 'porch-'), origin: origins.join(' and '), ...(warnings.length ? {warnings} : {})}
 }
 
 /** Reads and watches both objects; the returned source follows their changes. */
@@ -127,6 +136,10 @@ export async function porchTemplateSource(clients: KubeClients, options: PorchTe
     throw err instanceof FnrError ? new FnrError('Config', err.message, {cause: err, details: err.details}) : err
   }
   const read = (): Templates => templatesFromPorchObjects(pods.get(BASE_POD_TEMPLATE), watchServices ? services.get(BASE_SERVICE_TEMPLATE) : undefined, options)
+  // Explicit settings weaker than the security defaults are kept, and said whenever the templates are (re)read.
+  const warnWeaker = (t: Templates): void => {
+    if (t.warnings?.length) logger.warn("the function pod template weakens fnr's security defaults; keeping its explicit settings", {template: t.origin, settings: t.warnings})
+  }
   let initial: Templates
   try {
     initial = read()
@@ -134,6 +147,7 @@ export async function porchTemplateSource(clients: KubeClients, options: PorchTe
     stop()
     throw err
   }
+  warnWeaker(initial)
   const fed = TemplateSource.fed(initial, stop)
   const onChange = (): void => {
     let next: Templates
@@ -143,6 +157,7 @@ export async function porchTemplateSource(clients: KubeClients, options: PorchTe
       logger.error('the changed function pod template is not usable; keeping the last good one', {error: (err as Error).message})
       return
     }
+    if (next.version !== fed.source.current().version) warnWeaker(next)
     fed.set(next)
   }
   pods.on(onChange)

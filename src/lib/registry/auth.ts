@@ -13,9 +13,9 @@
  *   Bearer realm="https://auth/token",service="registry",scope="repository:fn/x:pull".
  * - TokenCache keeps bearer tokens per registry and scope until they expire.
  */
-import {readFile} from 'node:fs/promises'
 import path from 'node:path'
 
+import {readConfigFile} from '../config/read-file.js'
 import {FnrError} from '../errors.js'
 import {normaliseRegistryHost} from './reference.js'
 
@@ -86,14 +86,11 @@ export class DockerConfig {
 
   /** Reads and parses a docker config file; a missing or unreadable file is FnrError('Config'). */
   static async load(file: string): Promise<DockerConfig> {
-    let text: Buffer
-    try {
-      text = await readFile(file)
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code
-      const why = code === 'ENOENT' ? 'does not exist' : code === 'EACCES' ? 'is not readable' : (err as Error).message
-      throw new FnrError('Config', `registry auth file ${file} ${why}`, {cause: err})
-    }
+    // A regular file of a sane size only: a FIFO would block, a device never end (read-file.ts).
+    const text = await readConfigFile(file, {
+      label: `registry auth file ${file} cannot be read`,
+      message: (p) => `registry auth file ${file} ${p.code === 'ENOENT' ? 'does not exist' : p.code === 'EACCES' ? 'is not readable' : `cannot be read: ${p.reason}`}`,
+    })
     return DockerConfig.parse(text, file)
   }
 

@@ -8,28 +8,26 @@
  */
 import {X509Certificate} from 'node:crypto'
 import {readFileSync} from 'node:fs'
-import {readFile, stat} from 'node:fs/promises'
+import {stat} from 'node:fs/promises'
 import path from 'node:path'
 import tls from 'node:tls'
 
+import {readConfigFile} from '../config/read-file.js'
 import {FnrError} from '../errors.js'
 
 const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g
 
 /**
  * Reads a PEM file of one or more CA certificates. Throws FnrError('Config') when the file is
- * missing, unreadable, or holds no parseable certificate.
+ * missing, unreadable, not a regular file, over 4 MiB, or holds no parseable certificate.
  */
 export async function loadCaFile(file: string): Promise<string> {
-  let text: string
-  try {
-    text = await readFile(file, 'utf8')
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code
-    const why = code === 'ENOENT' ? 'does not exist' : code === 'EISDIR' ? 'is a directory' : (err as Error).message
-    throw new FnrError('Config', `CA file ${file} ${why}`, {cause: err})
-  }
-  return validatePem(text, file)
+  // A regular file of a sane size only: a FIFO would block, a device never end (read-file.ts).
+  const text = await readConfigFile(file, {
+    label: `CA file ${file} cannot be read`,
+    message: (p) => `CA file ${file} ${p.code === 'ENOENT' ? 'does not exist' : p.code === 'EISDIR' ? 'is a directory' : `cannot be read: ${p.reason}`}`,
+  })
+  return validatePem(text.toString('utf8'), file)
 }
 
 /** Checks that PEM text holds at least one valid certificate; returns just the certificates. */

@@ -1,9 +1,11 @@
 /**
  * The long load and soak run of scripts/reliability.mjs, against a real `fnr serve` process
  * (built CLI): rounds of N concurrent calls, then a soak of a given duration that keeps a mix of
- * good calls, bad inputs, faulty functions, deadlines and cancels in flight. It prints the
- * server's RSS, open file descriptors and processes before, during and after, and exits non-zero
- * when a call failed unexpectedly, the server stopped answering, or something was left behind.
+ * good calls, bad inputs, faulty functions, deadlines and cancels in flight. It samples the
+ * server's RSS, open file descriptors and processes every 250 ms and exits non-zero when a call
+ * failed unexpectedly, the server stopped answering, something was left behind, or the soak's
+ * last third grew beyond its first third after the warm-up (soak-judge.ts: RSS max(10 %, 16 MiB),
+ * fds max(10 %, 8), processes max(10 %, 4)).
  *
  *   node --import tsx test/support/reliability/long-run.ts --rounds 5 --calls 1000 --soak 60s
  *   … --pods            then the same against the pod runtime on the Kubernetes test bed
@@ -21,6 +23,7 @@ import {imageCases, payloadCases} from './inputs.js'
 import {concurrentLoad} from './load.js'
 import {killAllUnder, leftoversAfter, processesUnder, resourceUsage} from './processes.js'
 import {freePort, startServeChild} from './serve-process.js'
+import {judgeSoak, soakWarmupMs, startProcSampler} from './soak-judge.js'
 
 interface Options {
   rounds: number
@@ -161,7 +164,8 @@ async function main(): Promise<number> {
       if (r.errors.length > 0) say(`       first errors: ${r.errors.slice(0, 3).join(' | ')}`)
     }
 
-    say(`\nsoak: ${options.soakMs / 1000} s, ${options.concurrency} calls in flight (good calls, bad images and payloads, faults, deadlines, cancels, oversize)`)
+    const warmupMs = soakWarmupMs(options.soakMs)
+    say(`\nsoak: ${options.soakMs / 1000} s (the first ${warmupMs / 1000} s a warm-up), ${options.concurrency} calls in flight (good calls, bad images and payloads, faults, deadlines, cancels, oversize)`)
     say('   s    calls  unexpected  RSS MiB  fds  processes')
     const counts = {ok: 0, 'expected-error': 0, unexpected: 0}
     const end = Date.now() + options.soakMs
@@ -173,15 +177,20 @@ async function main(): Promise<number> {
         counts[outcome]++
       }
     }
+    const sampler = startProcSampler({pid, dir: fns.dir})
     const reporter = setInterval(() => {
       const s = sample(pid, fns)
       say(`${String(Math.round((Date.now() - started) / 1000)).padStart(4)}  ${String(counts.ok + counts['expected-error'] + counts.unexpected).padStart(7)}  ${String(counts.unexpected).padStart(10)}  ${String(s.rssMiB).padStart(7)}  ${String(s.fds).padStart(3)}  ${String(s.processes).padStart(9)}`)
     }, Math.max(5000, Math.min(60_000, options.soakMs / 10)))
     await Promise.all(Array.from({length: options.concurrency}, lane))
     clearInterval(reporter)
+    const samples = await sampler.stop()
     if (counts.unexpected > 0) failed = true
     say(`soak calls: ${counts.ok} ok, ${counts['expected-error']} failed as they should, ${counts.unexpected} unexpected`)
     for (const u of unexpectedSeen) say(`  unexpected: ${u.slice(0, 300)}`)
+    const trend = judgeSoak(samples, warmupMs)
+    for (const line of trend.lines) say(line)
+    if (!trend.ok) failed = true
 
     const left = await leftoversAfter([fns.dir], 10_000)
     // Let the server settle (GC, closed streams) before the last sample.

@@ -4,8 +4,9 @@
  * then a soak that mixes good calls, a failing function, deadlines, cancels and unknown images,
  * while API faults (5xx on pod creation, dropped watches) are injected and a short pod TTL makes
  * pods come and go through GC. Prints the footprint (pods, Services, processes, the server's RSS
- * and fds) before, during and after; returns false when a call ended unexpectedly or something
- * was left behind.
+ * and fds) before, during and after; samples the server's RSS, fds and child processes every
+ * 250 ms; returns false when a call ended unexpectedly, something was left behind, or the soak's
+ * last third grew beyond its first third after the warm-up (soak-judge.ts).
  */
 import * as grpc from '@grpc/grpc-js'
 
@@ -13,6 +14,7 @@ import {EvaluatorClient, isTransportFailure} from '../../../src/lib/grpc/client.
 import {RL, resetGate, until} from '../pods/index.js'
 import {concurrentLoad} from './load.js'
 import {leakProblems, podFootprint, startPodServeBed, type PodFootprint} from './pod-serve.js'
+import {judgeSoak, soakWarmupMs, startProcSampler} from './soak-judge.js'
 
 export interface PodLegOptions {
   rounds: number
@@ -52,7 +54,8 @@ export async function runPodLeg(options: PodLegOptions, say: (line: string) => v
       if (r.errors.length > 0) say(`       first errors: ${r.errors.slice(0, 3).join(' | ')}`)
     }
 
-    say(`\npod soak: ${options.soakMs / 1000} s, ${options.concurrency} calls in flight (good calls, a failing function, deadlines, cancels, unknown images), API 5xx and dropped watches every 2 s, pod TTL 5 s`)
+    const warmupMs = soakWarmupMs(options.soakMs)
+    say(`\npod soak: ${options.soakMs / 1000} s (the first ${warmupMs / 1000} s a warm-up), ${options.concurrency} calls in flight (good calls, a failing function, deadlines, cancels, unknown images), API 5xx and dropped watches every 2 s, pod TTL 5 s`)
     say('   s    calls  unexpected  pods  services  RSS MiB  fds')
     const counts = {ok: 0, expected: 0, unexpected: 0, sessionResets: 0}
     const unexpected: string[] = []
@@ -119,6 +122,8 @@ export async function runPodLeg(options: PodLegOptions, say: (line: string) => v
       pb.bed.api.failNext({verb: 'delete', resource: 'pods', namespace: ns, code: 503, times: 1})
       pb.bed.api.dropWatches({resource: 'pods', namespace: ns, mode: 'destroy'})
     }, 2000)
+    // the pod runtime spawns no processes: its children must stay 0
+    const sampler = startProcSampler({pid})
     const reporter = setInterval(() => {
       const f = podFootprint(pb, ns, pid)
       say(`${String(Math.round((Date.now() - started) / 1000)).padStart(4)}  ${String(counts.ok + counts.expected + counts.sessionResets + counts.unexpected).padStart(7)}  ${String(counts.unexpected).padStart(10)}  ${String(f.pods).padStart(4)}  ${String(f.services).padStart(8)}  ${String(f.serveRssMiB).padStart(7)}  ${String(f.serveFds).padStart(3)}`)
@@ -129,9 +134,13 @@ export async function runPodLeg(options: PodLegOptions, say: (line: string) => v
       clearInterval(faults)
       clearInterval(reporter)
     }
+    const samples = await sampler.stop()
     say(`pod soak calls: ${counts.ok} ok, ${counts.expected} failed as they should, ${counts.sessionResets} ended with their connection (rapid-reset limit), ${counts.unexpected} unexpected`)
     for (const u of unexpected) say(`  unexpected: ${u.slice(0, 300)}`)
     if (counts.unexpected > 0) ok = false
+    const trend = judgeSoak(samples, warmupMs)
+    for (const line of trend.lines) say(line)
+    if (!trend.ok) ok = false
 
     // Quiet: idle pods expire (TTL 5 s) and GC removes them with their Services.
     let after = podFootprint(pb, ns, pid)

