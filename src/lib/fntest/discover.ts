@@ -16,12 +16,13 @@
  * Every problem is FnrError('Config') with a one-line message naming the case, found before any
  * case runs.
  */
-import {lstat, readdir, readFile} from 'node:fs/promises'
+import {lstat, readdir} from 'node:fs/promises'
 import path from 'node:path'
 
 import {parseDocument, isMap, isScalar, isSeq} from 'yaml'
 
 import {parseGoDuration} from '../config/go-flags.js'
+import {readConfigFile} from '../config/read-file.js'
 import {FnrError} from '../errors.js'
 
 export const EXPECTED_DIR = '.expected'
@@ -184,7 +185,7 @@ export async function readCase(dir: string, name = caseName(dir)): Promise<TestC
 /** Reads `.expected/config.yaml`: kpt's keys that make sense for one function, plus `timeout`. */
 export async function readCaseConfig(file: string, name: string): Promise<CaseConfig> {
   const where = `${EXPECTED_DIR}/config.yaml`
-  const doc = parseDocument(await readFile(file, 'utf8'))
+  const doc = parseDocument((await readCaseFile(file)).toString('utf8'))
   if (doc.errors.length > 0) throw layoutError(name, `${where}: ${doc.errors[0]!.message.split('\n')[0]}`)
   const config: CaseConfig = {exitCode: 0, disableOutputTruncate: false}
   if (doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null)) return config
@@ -253,4 +254,15 @@ export async function readCaseConfig(file: string, name: string): Promise<CaseCo
   if (config.image !== undefined && config.execPath !== undefined) throw layoutError(name, `${where}: give image or execPath, not both`)
   if (config.args !== undefined && config.fnConfig !== undefined) throw layoutError(name, `${where}: give args or fnConfig, not both`)
   return config
+}
+
+/** The largest file of a test case fnr reads (expected outputs of a 6 MiB ResourceList fit). */
+export const MAX_CASE_FILE_BYTES = 64 * 1024 * 1024
+
+/**
+ * Reads a file of a test case: a regular file (symlinks followed) of at most MAX_CASE_FILE_BYTES,
+ * so a FIFO or a device among the case files is a clear error instead of a hang.
+ */
+export function readCaseFile(file: string): Promise<Buffer> {
+  return readConfigFile(file, {label: `test case file ${file} cannot be read`, maxBytes: MAX_CASE_FILE_BYTES})
 }

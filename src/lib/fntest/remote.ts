@@ -13,13 +13,13 @@
  * - anything else (unknown image, runner unreachable, deadline) is an error of the case's run, as
  *   for `fnr eval`.
  */
-import {readFile} from 'node:fs/promises'
 import path from 'node:path'
 import {buffer} from 'node:stream/consumers'
 
 import * as grpc from '@grpc/grpc-js'
 import type {YAMLMap} from 'yaml'
 
+import {readConfigFile} from '../config/read-file.js'
 import {FnrError} from '../errors.js'
 import type {EvalIO, EvalOptions} from '../eval.js'
 import {EvaluatorClient} from '../grpc/client.js'
@@ -37,12 +37,7 @@ export async function connectRunner(target: RunnerTarget, maxMessageSize: number
   if (!/^(\[[0-9a-fA-F:.]+\]|[^:/\s]+):\d{1,5}$/.test(target.address)) throw new FnrError('Usage', `--runner must be HOST:PORT, got ${JSON.stringify(target.address)}`)
   let credentials: grpc.ChannelCredentials | undefined
   if (target.caFile) {
-    let ca: Buffer
-    try {
-      ca = await readFile(target.caFile)
-    } catch (err) {
-      throw new FnrError('Config', `--runner-ca-file ${target.caFile}: ${(err as Error).message}`, {cause: err})
-    }
+    const ca = await readConfigFile(target.caFile, {label: `--runner-ca-file ${target.caFile} cannot be read`})
     credentials = grpc.credentials.createSsl(ca)
   }
   return new EvaluatorClient(target.address, {maxMessageSize, ...(credentials ? {credentials} : {})})

@@ -15,7 +15,7 @@
  * results.yaml, config.yaml's exitCode); stdErr/stdErrRegEx and timeouts cannot be updated.
  */
 import {constants} from 'node:fs'
-import {access, cp, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
+import {access, cp, mkdtemp, rm, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import {Readable, Writable} from 'node:stream'
@@ -24,13 +24,14 @@ import {quote} from 'shell-quote'
 import {isMap, parseDocument} from 'yaml'
 
 import {loadExecConfig} from '../config/exec-config.js'
+import {ConfigFileError} from '../config/read-file.js'
 import type {ExecPaths} from '../config/embedded.js'
 import {FnrError, toFnrError} from '../errors.js'
 import {runEval, splitExec, type EvalOptions} from '../eval.js'
 import {renderError} from '../cli/render-error.js'
 import type {EvaluatorClient} from '../grpc/client.js'
 import {applyTreePatch, diffText, diffTrees, makeTreePatch, PatchError, readTree, type Tree} from './compare.js'
-import {discoverCases, EXPECTED_DIR, RESOURCELIST_FILE, type TestCase} from './discover.js'
+import {discoverCases, EXPECTED_DIR, readCaseFile, RESOURCELIST_FILE, type TestCase} from './discover.js'
 
 export interface FnTestOptions {
   /** Folders of cases (or case directories). */
@@ -178,9 +179,9 @@ async function runCases(cases: TestCase[], options: FnTestOptions, onResult: (r:
 
 async function readOptional(file: string): Promise<string | undefined> {
   try {
-    return await readFile(file, 'utf8')
+    return (await readCaseFile(file)).toString('utf8')
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    if (err instanceof ConfigFileError && err.code === 'ENOENT') return undefined
     throw err
   }
 }
@@ -216,7 +217,7 @@ export async function runCase(c: TestCase, options: FnTestOptions, client?: Eval
       await cp(c.dir, pkg, {recursive: true, verbatimSymlinks: true, filter: (src) => path.resolve(src) !== expectedAbs})
       before = await readTree(pkg)
     } else {
-      stdin = Readable.from([await readFile(path.join(c.dir, RESOURCELIST_FILE))])
+      stdin = Readable.from([await readCaseFile(path.join(c.dir, RESOURCELIST_FILE))])
     }
     const evalOptions: EvalOptions = {
       inputs: c.mode === 'package' ? [pkg] : [],

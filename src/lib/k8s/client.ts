@@ -19,6 +19,7 @@ import path from 'node:path'
 
 import type {CoreV1Api, KubeConfig} from '@kubernetes/client-node'
 
+import {readConfigFile} from '../config/read-file.js'
 import {FnrError} from '../errors.js'
 
 export type ClientNode = typeof import('@kubernetes/client-node')
@@ -102,7 +103,7 @@ export async function connectKube(options: KubeConnectOptions = {}): Promise<Kub
     kubeConfig = new k8s.KubeConfig()
     try {
       if (options.kubeconfig) {
-        kubeConfig.loadFromFile(options.kubeconfig)
+        await loadKubeconfigFile(kubeConfig, options.kubeconfig)
         source = 'kubeconfig'
       } else if (inClusterAvailable(env, saDir)) {
         kubeConfig.loadFromCluster(rootPrefix)
@@ -120,12 +121,12 @@ export async function connectKube(options: KubeConnectOptions = {}): Promise<Kub
               : `no Kubernetes configuration found: not running in a cluster, KUBECONFIG is not set and ~/.kube/config does not exist; ${options.missingConfigHint ?? SERVE_CONFIG_HINT}`,
           )
         }
-        kubeConfig.loadFromFile(existing[0]!)
+        await loadKubeconfigFile(kubeConfig, existing[0]!)
         // As kubectl: the first file that sets current-context wins.
         let current = kubeConfig.getCurrentContext()
         for (const extra of existing.slice(1)) {
           const more = new k8s.KubeConfig()
-          more.loadFromFile(extra)
+          await loadKubeconfigFile(more, extra)
           kubeConfig.mergeConfig(more)
           current ||= more.getCurrentContext()
         }
@@ -162,4 +163,18 @@ export function runnerNamespace(clients: Pick<KubeClients, 'contextNamespace' | 
 function firstLineOf(err: unknown): string {
   const text = err instanceof Error ? err.message : String(err)
   return text.split('\n', 1)[0]!.slice(0, 300)
+}
+
+/** kubeconfigs with many clusters and embedded certificates run to a few MiB at most. */
+const MAX_KUBECONFIG_BYTES = 16 * 1024 * 1024
+
+/**
+ * KubeConfig.loadFromFile through the safe reader (regular files only, bounded): client-node's own
+ * read blocks for ever on a FIFO and reads /dev/zero until memory runs out. Relative paths in the
+ * file are made absolute against its folder, as loadFromFile does.
+ */
+async function loadKubeconfigFile(kubeConfig: KubeConfig, file: string): Promise<void> {
+  const text = await readConfigFile(file, {label: `kubeconfig ${file} cannot be read`, maxBytes: MAX_KUBECONFIG_BYTES})
+  kubeConfig.loadFromString(text.toString('utf8'))
+  kubeConfig.makePathsAbsolute(path.dirname(file))
 }

@@ -2,9 +2,9 @@
  * lib/registry: image references, the OCI registry client, credentials, CAs and the pull Secret.
  * Light to import (node built-ins only; @kubernetes/client-node is used for types only).
  */
-import {access, readFile} from 'node:fs/promises'
+import {access} from 'node:fs/promises'
 
-import {FnrError} from '../errors.js'
+import {readConfigFile} from '../config/read-file.js'
 import type {Logger} from '../log.js'
 import {DockerConfig, defaultAuthFile} from './auth.js'
 import {RegistryClient, type RegistryClientOptions} from './client.js'
@@ -52,11 +52,7 @@ export async function createRunnerRegistry(
   let dockerConfigJson: Buffer | undefined
   const caCertificates: string[] = []
   if (settings.enablePrivateRegistries) {
-    try {
-      dockerConfigJson = await readFile(settings.authSecretPath)
-    } catch (err) {
-      throw new FnrError('Config', `registry auth file ${settings.authSecretPath} cannot be read: ${(err as Error).message}`, {cause: err})
-    }
+    dockerConfigJson = await readConfigFile(settings.authSecretPath, {label: `registry auth file ${settings.authSecretPath} (--registry-auth-secret-path) cannot be read`})
     dockerConfig = DockerConfig.parse(dockerConfigJson, settings.authSecretPath)
     if (settings.enableTls) caCertificates.push((await loadCaFromDirectory(settings.tlsSecretPath)).pem)
   } else {
