@@ -83,6 +83,10 @@ const TEMPLATE_CASES: Array<{label: string; data: Record<string, string> | undef
   {label: 'a service template that is not YAML', data: {template: POD, serviceTemplate: '{ports: [\n'}, error: /key serviceTemplate is not valid YAML or JSON/},
   {label: 'a service template that is a ConfigMap', data: {template: POD, serviceTemplate: 'apiVersion: v1\nkind: ConfigMap\n'}, error: /contract point 4 is broken: key serviceTemplate must hold a Service, not a ConfigMap/},
   {label: 'a Service without the wrapper port', data: {template: POD, serviceTemplate: SERVICE.replace(/9446/g, '8080')}, error: /contract point 4 is broken: the Service must have a port whose targetPort is 9446/},
+  {label: 'Service ports that are a string (used to crash: ports.some is not a function)', data: {template: POD, serviceTemplate: 'apiVersion: v1\nkind: Service\nspec:\n  ports: "9446"\n'}, error: /contract point 4 is broken: the Service must have a port whose targetPort is 9446/},
+  {label: 'a Service spec that is a string', data: {template: POD, serviceTemplate: 'apiVersion: v1\nkind: Service\nspec: ports\n'}, error: /contract point 4 is broken/},
+  {label: 'a command that is a string, not a list', data: {template: POD.replace('[/wrapper-server-tools/wrapper-server]', '/wrapper-server-tools/wrapper-server'), serviceTemplate: SERVICE}, error: /contract point 2 is broken: the "function" container's command must start the wrapper server/},
+  {label: 'args that are a string, not a list', data: {template: POD.replace('[--verbosity, "3"]', '"--verbosity 3"'), serviceTemplate: SERVICE}, error: /contract point 3 is broken: the "function" container's args must be a list/},
   {label: 'an alias bomb in the template', data: {template: `${POD}metadata:\n  annotations:\n${aliasBomb(9, 10, '    ')}`, serviceTemplate: SERVICE}, error: /key template is not valid YAML or JSON/},
   {label: 'a template nested 10,000 deep', data: {template: `${POD}x: ${'['.repeat(10_000)}${']'.repeat(10_000)}\n`, serviceTemplate: SERVICE}, error: /key template is not valid YAML or JSON|nested/},
 ]

@@ -197,11 +197,13 @@ export function validatePodTemplate(pod: V1Pod, origin: string): V1Container {
   if (!fn) {
     throw contractError(origin, 1, `no container is named "function" (containers: ${containers.map((c) => JSON.stringify(c?.name)).join(', ')})`)
   }
-  const command = fn.command ?? []
-  if (command.length === 0 || !/(^|\/)wrapper-server$/.test(command[0] ?? '')) {
+  const command: unknown = fn.command ?? []
+  if (!Array.isArray(command) || command.length === 0 || !/(^|\/)wrapper-server$/.test(String(command[0] ?? ''))) {
     throw contractError(origin, 2, `the "function" container's command must start the wrapper server (${WRAPPER_SERVER_PATH}), got ${JSON.stringify(command)}`)
   }
-  if ((fn.args ?? []).includes('--')) {
+  const args: unknown = fn.args ?? []
+  if (!Array.isArray(args)) throw contractError(origin, 3, `the "function" container's args must be a list, got ${JSON.stringify(args)}`)
+  if (args.includes('--')) {
     throw contractError(origin, 3, `the "function" container's args must not contain "--": fnr appends "--port ${WRAPPER_SERVER_PORT} --max-request-body-size N -- <entrypoint>" to them, got ${JSON.stringify(fn.args)}`)
   }
   return fn
@@ -211,8 +213,11 @@ export function validatePodTemplate(pod: V1Pod, origin: string): V1Container {
 export function validateServiceTemplate(service: V1Service, origin: string): void {
   const kind = (service as {kind?: string}).kind
   if (kind !== undefined && kind !== 'Service') throw contractError(origin, 4, `key serviceTemplate must hold a Service, not a ${kind}`)
-  const ports = service.spec?.ports ?? []
-  const ok = ports.some((p) => Number(p.targetPort ?? p.port) === WRAPPER_SERVER_PORT || (p.targetPort === undefined && p.port === WRAPPER_SERVER_PORT))
+  // A template is user YAML: any field may have the wrong type (ports: "9446" is not a list).
+  const spec: unknown = service.spec
+  const ports: unknown = spec && typeof spec === 'object' ? (spec as {ports?: unknown}).ports ?? [] : []
+  const list = Array.isArray(ports) ? (ports as Array<{port?: unknown; targetPort?: unknown} | null>) : []
+  const ok = list.some((p) => !!p && typeof p === 'object' && (Number(p.targetPort ?? p.port) === WRAPPER_SERVER_PORT || (p.targetPort === undefined && p.port === WRAPPER_SERVER_PORT)))
   if (!ok) throw contractError(origin, 4, `the Service must have a port whose targetPort is ${WRAPPER_SERVER_PORT} (the wrapper server's port), got ${JSON.stringify(ports)}`)
 }
 
