@@ -162,7 +162,10 @@ export class EvaluatorServer {
     callback: grpc.sendUnaryData<EvaluateFunctionResponse>,
   ): void {
     const started = performance.now()
-    const {image, resourceList} = call.request
+    const {resourceList} = call.request
+    // White space around a name is never part of an image reference: trimmed once here, so every
+    // runtime (and the response cache) sees the same name; the exec runtime always matched trimmed.
+    const image = call.request.image?.trim()
     const traceparent = call.metadata.get(TRACEPARENT)[0]?.toString()
     const tracestate = call.metadata.get(TRACESTATE)[0]?.toString()
     // With OpenTelemetry on (otel.ts), the call is a SERVER span and its ids are the trace context.
