@@ -35,7 +35,7 @@ config is invalid, 4 the function (--image, --exec) was not found.`
   static strict = false
 
   static args = {
-    folders: Args.string({description: 'Folders of test cases, or case directories (several may be given).'}),
+    folders: Args.string({description: 'Folders of test cases, or case directories (several may be given).', ignoreStdin: true}),
   }
 
   static flags = {

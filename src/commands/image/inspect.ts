@@ -24,7 +24,7 @@ Exit codes: 2 bad reference or flags, 3 bad auth/CA file, untrusted certificate 
   ]
 
   static args = {
-    image: Args.string({description: 'Image reference (short Docker Hub names, ports, tags and digests all work).', required: true}),
+    image: Args.string({description: 'Image reference (short Docker Hub names, ports, tags and digests all work).', required: true, ignoreStdin: true}),
   }
 
   static flags = {
