@@ -128,6 +128,8 @@ describe('reliability: the CLI with bad flags and unreadable inputs', function (
     const tdExecSh = await testCase('td-exec-sh', {'exec.sh': '#!/bin/sh\ntouch canary\n'})
     const tdUnknownKey = await testCase('td-unknown-key', {'config.yaml': 'network: true\n'})
     const tdBadTimeout = await testCase('td-bad-timeout', {'config.yaml': 'timeout: soon\n'})
+    const tdFifo = await testCase('td-fifo')
+    execFileSync('mkfifo', [d('td-fifo/case/.expected/config.yaml')])
     await mkdir(d('td-empty'))
     const long = `${'n'.repeat(300)}/${'n'.repeat(300)}`
     const config = [`--config=${fns.configPath}`, `--functions=${fns.functionsDir}`]
@@ -292,9 +294,13 @@ describe('reliability: the CLI with bad flags and unreadable inputs', function (
       {long: true, label: 'test: a case config.yaml with a key kpt has and fnr refuses', args: ['test', tdUnknownKey, '--exec', d('fn-cat')], code: 3, message: /"network" is not supported/},
       {label: 'test: a case timeout that is not a duration', args: ['test', tdBadTimeout, '--exec', d('fn-cat')], code: 3, message: /timeout must be a duration/},
       // fnr pods ls|gc|warm
-      {label: 'pods ls: kubeconfig missing', args: ['pods', 'ls', `--kubeconfig=${d('missing.kubeconfig')}`], code: 3, message: /cannot load the Kubernetes configuration: ENOENT/},
+      {label: 'pods ls: kubeconfig missing', args: ['pods', 'ls', `--kubeconfig=${d('missing.kubeconfig')}`], code: 3, message: /^fnr: kubeconfig .*missing\.kubeconfig cannot be read: no such file \(ENOENT\)$/},
+      {label: 'pods ls: kubeconfig is a FIFO (used to hang)', args: ['pods', 'ls', `--kubeconfig=${d('any.fifo')}`], code: 3, message: /^fnr: kubeconfig .*any\.fifo cannot be read: not a regular file \(it is a FIFO\)$/},
+      {long: true, label: 'pods ls: kubeconfig is /dev/zero (used to read without end)', args: ['pods', 'ls', '--kubeconfig=/dev/zero'], code: 3, message: /^fnr: kubeconfig \/dev\/zero cannot be read: not a regular file/},
+      {label: 'serve: registry auth file is a FIFO (used to hang the start)', args: [...podServe, '--pod-cache-config=', '--enable-private-registries=true', `--registry-auth-secret-path=${d('any.fifo')}`], env: wrapperImage, code: 3, message: /^fnr: registry auth file .*any\.fifo \(--registry-auth-secret-path\) cannot be read: not a regular file \(it is a FIFO\)$/},
+      {label: 'test: a case whose config.yaml is a FIFO (used to hang)', args: ['test', tdFifo, '--exec', d('fn-cat')], code: 3, message: /test case file .*\.expected\/config\.yaml cannot be read: not a regular file \(it is a FIFO\)/},
       {label: 'pods ls: kubeconfig malformed', args: ['pods', 'ls', `--kubeconfig=${d('broken.kubeconfig')}`], code: 3, message: /cannot load the Kubernetes configuration/},
-      {long: true, label: 'pods ls: kubeconfig is a directory', args: ['pods', 'ls', `--kubeconfig=${d('a-dir')}`], code: 3, message: /cannot load the Kubernetes configuration: EISDIR/},
+      {long: true, label: 'pods ls: kubeconfig is a directory', args: ['pods', 'ls', `--kubeconfig=${d('a-dir')}`], code: 3, message: /kubeconfig .*a-dir cannot be read: it is a directory \(EISDIR\)/},
       {label: 'pods ls: no such context', args: ['pods', 'ls', dead, '--context=nope'], code: 3, message: /kubeconfig has no context "nope"/},
       {label: 'pods ls: namespace that is not a name', args: ['pods', 'ls', dead, '--namespace=Bad_NS'], code: 2, message: /--namespace "Bad_NS" is not a valid namespace name/},
       {label: 'pods ls: the API server is down', args: ['pods', 'ls', dead], code: 8, message: /cannot list pods in porch-fn-system: .*ECONNREFUSED/},
