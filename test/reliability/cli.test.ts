@@ -311,6 +311,7 @@ describe('reliability: the CLI with bad flags and unreadable inputs', function (
       {label: 'pods gc: the API server is down', args: ['pods', 'gc', dead, '--all', '--dry-run'], code: 8, message: /cannot list pods in porch-fn-system: .*ECONNREFUSED/},
       {label: 'pods warm: nothing to warm', args: ['pods', 'warm', dead], env: wrapperImage, code: 2, message: /nothing to warm: pass --pod-cache-config FILE and\/or --image IMAGE/},
       {label: 'pods warm: pod cache config missing', args: ['pods', 'warm', dead, `--pod-cache-config=${d('missing-pcc.yaml')}`], env: wrapperImage, code: 3, message: /pod cache config .*missing-pcc\.yaml does not exist/},
+      {label: 'pods warm: empty --pod-cache-config and no --image (no file, as for serve)', args: ['pods', 'warm', dead, '--pod-cache-config='], env: wrapperImage, code: 2, message: /nothing to warm: pass --pod-cache-config FILE and\/or --image IMAGE/},
       {label: 'pods warm: empty --image', args: ['pods', 'warm', dead, '--image='], env: wrapperImage, code: 2, message: /--image must not be empty/},
       {long: true, label: 'pods warm: --timeout not a duration', args: ['pods', 'warm', dead, '--image=x', '--timeout=soon'], env: wrapperImage, code: 2, message: /--timeout: expected a duration/},
       {label: 'pods warm: no wrapper server image', args: ['pods', 'warm', dead, '--image=example.com/fn:v1'], env: {WRAPPER_SERVER_IMAGE: ''}, code: 3, message: /the runner's pod template is unknown/},

@@ -262,7 +262,8 @@ export interface WarmSummary {
 /** The images to warm: the pod cache config's, then --image, without duplicates. Usage/Config errors before any cluster call. */
 export async function warmList(images: readonly string[], cacheConfigPath: string | undefined): Promise<{images: string[]; config: PodCacheConfig}> {
   let config = PodCacheConfig.empty()
-  if (cacheConfigPath !== undefined) {
+  // --pod-cache-config= (empty) means no file, as for fnr serve.
+  if (cacheConfigPath !== undefined && cacheConfigPath !== '') {
     const loaded = await PodCacheConfig.load(cacheConfigPath)
     if (loaded.missing) throw new FnrError('Config', `pod cache config ${cacheConfigPath} does not exist`)
     config = loaded.config
