@@ -52,7 +52,7 @@ export async function createRunnerRegistry(
   let dockerConfigJson: Buffer | undefined
   const caCertificates: string[] = []
   if (settings.enablePrivateRegistries) {
-    dockerConfigJson = await readConfigFile(settings.authSecretPath, {label: `registry auth file ${settings.authSecretPath} (--registry-auth-secret-path) cannot be read`})
+    dockerConfigJson = await readConfigFile(settings.authSecretPath, {label: `--registry-auth-secret-path: registry auth file ${settings.authSecretPath} cannot be read`})
     dockerConfig = DockerConfig.parse(dockerConfigJson, settings.authSecretPath)
     if (settings.enableTls) caCertificates.push((await loadCaFromDirectory(settings.tlsSecretPath)).pem)
   } else {
