@@ -67,15 +67,22 @@ export function ensureBuilt() {
   const manifest = path.join(ROOT, 'oclif.manifest.json')
   const built = Math.min(mtime(out), newestIn(path.join(ROOT, 'dist')) || 0)
   if (built > 0 && newestIn(path.join(ROOT, 'src')) <= built && mtime(manifest) > 0) return
-  log('building (tsc, eval bundle, oclif manifest)')
+  log('building (tsc, eval and client-node bundles, oclif manifest)')
+  build()
+}
+
+/** The build (`npm run build`, and ensureBuilt when dist/ is missing or older than src/). */
+export function build() {
   run(path.join(ROOT, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json'])
   run(process.execPath, [path.join(ROOT, 'scripts', 'bundle-eval.mjs')])
+  run(process.execPath, [path.join(ROOT, 'scripts', 'bundle-client-node.mjs')])
   // The manifest keeps `fnr --help` and command lookup fast; oclif's own chatter is dropped.
   const r = spawnSync(path.join(ROOT, 'node_modules', '.bin', 'oclif'), ['manifest'], {cwd: ROOT, encoding: 'utf8'})
   if (r.status !== 0) {
     process.stderr.write(r.stdout + r.stderr)
     process.exit(r.status ?? 1)
   }
+  run(process.execPath, [path.join(ROOT, 'scripts', 'sort-manifest.mjs')])
 }
 
 function have(cmd) {
