@@ -172,6 +172,34 @@ export async function rssMiB(pid: number): Promise<number> {
   return round(statusField(status, 'VmRSS') / 1024, 1)
 }
 
+/** 80 MB, the P6 target, in MiB (the unit of every RSS row). */
+export const P6_TARGET_MIB = round((80 * 1000 * 1000) / 1024 / 1024, 1)
+
+/** How long a server is left alone before its idle RSS is read: V8's memory reducer runs after ~8-10 s of quiet. */
+export const SETTLE_MS = 20_000
+
+/**
+ * The two idle RSS rows of a freshly started server: 0.5 s after it is ready (start-up garbage
+ * still held), and after SETTLE_MS without calls, once V8's memory reducer has given start-up
+ * garbage back, which is what a runner holds while it waits for calls (the target applies to it).
+ */
+export async function idleRssRows(pid: number, what: string, note: string): Promise<{rows: Row[]; justStarted: number; settled: number}> {
+  const started = performance.now()
+  await sleep(500)
+  const justStarted = await rssMiB(pid)
+  await sleep(Math.max(0, SETTLE_MS - (performance.now() - started)))
+  const settled = await rssMiB(pid)
+  const target = `≤ 80 MB (${P6_TARGET_MIB} MiB)`
+  return {
+    justStarted,
+    settled,
+    rows: [
+      {case: `P6 idle RSS of fnr serve, ${what}`, p50: settled, p95: settled, unit: 'MiB', target, met: settled <= P6_TARGET_MIB, note: `after ${SETTLE_MS / 1000} s without calls; ${note}`},
+      {case: `P6 RSS of fnr serve 0.5 s after ready, ${what}`, p50: justStarted, p95: justStarted, unit: 'MiB', note: `start-up garbage not yet given back (V8's memory reducer runs after ~10 s of quiet); settled: ${settled} MiB`},
+    ],
+  }
+}
+
 /** Resets the peak RSS (VmHWM) of a process (clear_refs "5", Linux ≥ 4.0, own processes). */
 export function resetPeakRss(pid: number): boolean {
   try {

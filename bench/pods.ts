@@ -34,7 +34,7 @@ import {makeFunctionsDir, serveOptions, startInProcess} from '../test/support/se
 import {SCRIPTS, TempDirs} from '../test/support/tmp.js'
 import {startEchoInProcess} from './echo-server.js'
 import {startExecServe} from './fixture.js'
-import {envCount, median, percentile, printTable, round, rssMiB, saveResults, sleep, type Row} from './lib.js'
+import {envCount, idleRssRows, median, percentile, printTable, round, saveResults, type Row} from './lib.js'
 
 /** Burst size and the per-image pod limit the burst runs under. */
 export const BURST_CALLS = 100
@@ -97,10 +97,10 @@ export async function benchPods(iterations: number, coldCalls: number): Promise<
       else process.env.WRAPPER_SERVER_IMAGE = previousImage
     })
     try {
-      await sleep(500)
-      const idle = await rssMiB(both.serve.pid)
-      rows.push({case: 'P6 idle RSS of fnr serve, both runtimes (exec + pod)', p50: idle, p95: idle, unit: 'MiB', target: '≤ 80 MiB', met: idle <= 80, note: 'pod runtime connected to the test bed API server, no pods yet'})
-      raw['p6-idle-both'] = idle
+      const idle = await idleRssRows(both.serve.pid, 'both runtimes (exec + pod)', 'pod runtime connected to the test bed API server, no pods yet')
+      rows.push(...idle.rows)
+      raw['p6-idle-both'] = idle.settled
+      raw['p6-idle-both-just-started'] = idle.justStarted
     } finally {
       await both.close()
     }

@@ -4,7 +4,7 @@
  * does, interleaved in one run.
  * Also P6 (idle): the RSS of a freshly started `fnr serve`.
  */
-import {percentile, round, rssMiB, sleep, timedSpawn, type Row} from './lib.js'
+import {idleRssRows, percentile, round, timedSpawn, type Row} from './lib.js'
 import {makeResourceList, startExecServe, type FunctionUnderTest} from './fixture.js'
 
 // bench/wrapper.ts and older callers import these from here.
@@ -15,18 +15,10 @@ export async function benchServeExec(functions: FunctionUnderTest[], iterations:
   const raw: Record<string, unknown> = {}
   const fx = await startExecServe(functions)
   try {
-    await sleep(500)
-    const idleRss = await rssMiB(fx.serve.pid)
-    rows.push({
-      case: 'P6 idle RSS of fnr serve',
-      p50: idleRss,
-      p95: idleRss,
-      unit: 'MiB',
-      target: '≤ 80 MiB',
-      met: idleRss <= 80,
-      note: 'exec runtime only (with the pod runtime too: the P6 row of P5)',
-    })
-    raw.idleRss = idleRss
+    const idle = await idleRssRows(fx.serve.pid, 'exec runtime', 'with the pod runtime too: the P6 rows of P5')
+    rows.push(...idle.rows)
+    raw.idleRss = idle.settled
+    raw.idleRssJustStarted = idle.justStarted
     const input = makeResourceList(3)
     for (const fn of functions) {
       const image = fx.image(fn.name)
