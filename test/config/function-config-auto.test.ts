@@ -1,8 +1,6 @@
 import * as grpc from '@grpc/grpc-js'
 import {expect} from 'chai'
-import {spawn} from 'node:child_process'
-import {once} from 'node:events'
-import {readFile, writeFile} from 'node:fs/promises'
+import {readFile} from 'node:fs/promises'
 import path from 'node:path'
 
 import {parse} from 'yaml'
@@ -10,10 +8,10 @@ import {parse} from 'yaml'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import type {ServeOptions} from '../../src/lib/serve.js'
 import {unregisterCustomResource} from '../support/k8s/custom-resources.js'
-import {isClientNodeModule} from '../support/module-trace.js'
+import {isClientNodeModule, traceServeModules} from '../support/module-trace.js'
 import {customResourceScope, registerCrd, registerCustomResource, type KubeObject} from '../support/k8s/index.js'
 import {RL, WRAPPER_IMAGE, startPodBed, until, type PodBed} from '../support/pods/index.js'
-import {BIN_RUN, REPO_ROOT, makeFunctionsDir, serveOptions, startInProcess, startServeProcess} from '../support/serve.js'
+import {REPO_ROOT, makeFunctionsDir, serveOptions, startInProcess, startServeProcess} from '../support/serve.js'
 import {TempDirs} from '../support/tmp.js'
 import {memoryLogger} from './function-config-crd.helpers.js'
 
@@ -155,21 +153,11 @@ describe('fnr serve --function-config-source=auto (the default): FunctionConfigs
 
   it('exec only without a cluster given on purpose: files, and client-node is never loaded, even with an ambient $KUBECONFIG whose API serves FunctionConfigs (module-resolution trace)', async () => {
     const dir = await temp.make()
-    const trace = path.join(dir, 'modules.txt')
-    await writeFile(trace, '')
-    const hook = path.join(REPO_ROOT, 'test', 'support', 'pods', 'module-trace.mjs')
     // A developer's shell: KUBECONFIG points at a cluster (this bed, which serves the CRD).
-    const env: NodeJS.ProcessEnv = {...process.env, FNR_BIND_ADDRESS: '127.0.0.1', FNR_MODULE_TRACE: trace, HOME: dir, KUBECONFIG: pb.bed.kubeconfigPath}
+    const env: NodeJS.ProcessEnv = {...process.env, HOME: dir, KUBECONFIG: pb.bed.kubeconfigPath}
     delete env.KUBERNETES_SERVICE_HOST
-    const child = spawn(process.execPath, ['--import', hook, BIN_RUN, 'serve', '--port=0', '--log-level=2', '--disable-runtimes=pod', `--config=${fns.configPath}`, `--functions=${fns.functionsDir}`], {env, stdio: ['ignore', 'ignore', 'pipe']})
-    let stderr = ''
-    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()))
-    const exited = once(child, 'exit')
-    await until(() => /fnr serve is ready/.test(stderr) || child.exitCode !== null, 'serve ready')
-    child.kill('SIGTERM')
-    await exited
+    const {modules, stderr} = await traceServeModules(dir, ['--disable-runtimes=pod', `--config=${fns.configPath}`, `--functions=${fns.functionsDir}`], env)
     expect(stderr).to.match(/"msg":"--function-config-source=auto: files \(no pod runtime and no cluster configured\)"/)
-    const modules = (await readFile(trace, 'utf8')).split('\n')
     expect(modules.some((u) => u.includes('/dist/lib/serve.js'))).to.equal(true)
     expect(modules.filter(isClientNodeModule)).to.deep.equal([])
   })

@@ -4,8 +4,7 @@ import {once} from 'node:events'
 import {readFile, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 
-import {isClientNodeModule} from '../support/module-trace.js'
-import {until} from '../support/pods/index.js'
+import {isClientNodeModule, traceServeModules} from '../support/module-trace.js'
 import {freePort} from '../support/registry/tools.js'
 import {BIN_RUN, REPO_ROOT, makeFunctionsDir} from '../support/serve.js'
 import {TempDirs} from '../support/tmp.js'
@@ -18,24 +17,9 @@ describe('metrics, the response cache and OpenTelemetry cost nothing when off', 
   it('`fnr serve` loads neither prom-client, lru-cache nor OpenTelemetry unless --metrics-port / --cache-ttl / OTEL_* turn them on (module-resolution trace)', async () => {
     const dir = await temp.make()
     const fns = await makeFunctionsDir(dir)
-    const trace = path.join(dir, 'modules.txt')
-    const hook = path.join(REPO_ROOT, 'test', 'support', 'pods', 'module-trace.mjs')
     const noOtel = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OTEL_')))
-    const run = async (args: string[], env: NodeJS.ProcessEnv = {}): Promise<string[]> => {
-      await writeFile(trace, '')
-      const child = spawn(process.execPath, ['--import', hook, BIN_RUN, 'serve', '--port=0', '--log-level=2', '--disable-runtimes=pod', `--config=${fns.configPath}`, `--functions=${fns.functionsDir}`, ...args], {
-        env: {...noOtel, FNR_BIND_ADDRESS: '127.0.0.1', FNR_MODULE_TRACE: trace, ...env},
-        stdio: ['ignore', 'ignore', 'pipe'],
-      })
-      let stderr = ''
-      child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()))
-      const exited = once(child, 'exit')
-      await until(() => /fnr serve is ready/.test(stderr) || child.exitCode !== null, 'serve ready')
-      child.kill('SIGTERM')
-      await exited
-      expect(stderr, stderr).to.match(/fnr serve is ready/)
-      return (await readFile(trace, 'utf8')).split('\n').filter((l) => l !== '')
-    }
+    const run = async (args: string[], env: NodeJS.ProcessEnv = {}): Promise<string[]> =>
+      (await traceServeModules(dir, ['--disable-runtimes=pod', `--config=${fns.configPath}`, `--functions=${fns.functionsDir}`, ...args], {...noOtel, ...env})).modules
     const loads = (modules: string[], name: string): boolean => modules.some((u) => u.includes(`/node_modules/${name}/`))
     const off = await run([])
     expect(off.some((u) => u.includes('/dist/lib/serve.js'))).to.equal(true)

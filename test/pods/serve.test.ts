@@ -1,16 +1,14 @@
 import * as grpc from '@grpc/grpc-js'
 import {expect} from 'chai'
-import {spawn} from 'node:child_process'
-import {once} from 'node:events'
-import {readFile, writeFile} from 'node:fs/promises'
+import {writeFile} from 'node:fs/promises'
 import path from 'node:path'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import type {RunningServer} from '../../src/lib/serve.js'
 import {checkHealth, healthClient} from '../support/health.js'
-import {CLIENT_NODE_BUNDLE_SUFFIX, isClientNodeModule} from '../support/module-trace.js'
+import {CLIENT_NODE_BUNDLE_SUFFIX, isClientNodeModule, traceServeModules} from '../support/module-trace.js'
 import {RL, WRAPPER_IMAGE, image, startPodBed, storedPods, until, type PodBed} from '../support/pods/index.js'
-import {BIN_RUN, makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
+import {makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
 import {TempDirs} from '../support/tmp.js'
 
 describe('fnr serve with the pod runtime', function () {
@@ -111,23 +109,8 @@ describe('fnr serve with the pod runtime', function () {
 
   it('`fnr serve --disable-runtimes=pod` never loads @kubernetes/client-node (checked by a module-resolution trace)', async () => {
     const dir = await temp.make()
-    const trace = path.join(dir, 'modules.txt')
-    const hook = path.join(path.dirname(new URL(import.meta.url).pathname), '..', 'support', 'pods', 'module-trace.mjs')
-    const run = async (args: string[], env: Record<string, string>): Promise<string[]> => {
-      await writeFile(trace, '')
-      const child = spawn(process.execPath, ['--import', hook, BIN_RUN, 'serve', '--port=0', '--log-level=2', `--config=${fns.configPath}`, `--functions=${fns.functionsDir}`, ...args], {
-        env: {...process.env, FNR_BIND_ADDRESS: '127.0.0.1', FNR_MODULE_TRACE: trace, ...env},
-        stdio: ['ignore', 'ignore', 'pipe'],
-      })
-      let stderr = ''
-      child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()))
-      const exited = once(child, 'exit')
-      await until(() => /fnr serve is ready/.test(stderr) || child.exitCode !== null, 'serve ready')
-      child.kill('SIGTERM')
-      await exited
-      expect(stderr, stderr).to.match(/fnr serve is ready/)
-      return (await readFile(trace, 'utf8')).split('\n').filter((l) => l !== '')
-    }
+    const run = async (args: string[], env: Record<string, string>): Promise<string[]> =>
+      (await traceServeModules(dir, [`--config=${fns.configPath}`, `--functions=${fns.functionsDir}`, ...args], {...process.env, ...env})).modules
     const execOnly = await run(['--disable-runtimes=pod'], {})
     expect(execOnly.some((u) => u.includes('/dist/commands/serve.js'))).to.equal(true)
     expect(execOnly.filter(isClientNodeModule)).to.deep.equal([])
