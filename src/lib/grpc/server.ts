@@ -20,6 +20,7 @@ import {tracing} from '../otel.js'
 import {continueTrace, TRACEPARENT, TRACESTATE} from '../trace.js'
 import type {FunctionFailure} from '../process/failure.js'
 import {claimFramingRoom, FRAMING_ROOM_BEFORE} from '../process/run.js'
+import {raiseReceiveWindows, receiveWindowFor} from './flow-control.js'
 import {EVALUATOR_TRAILER, failureMetadata, resultsMetadata} from './metadata.js'
 import {EVALUATOR_SERVICE, evaluatorServiceDefinition, type EvaluateFunctionRequest, type EvaluateFunctionResponse} from './proto.js'
 
@@ -123,6 +124,9 @@ export class EvaluatorServer {
         else resolve(port)
       })
     })
+    // HTTP/2 windows as large as a message (flow-control.ts: the 64 KiB defaults stall large
+    // requests on a busy connection).
+    raiseReceiveWindows(this.server, receiveWindowFor(this.options.maxMessageSize), this.logger)
     return this.boundPort
   }
 

@@ -1,0 +1,69 @@
+/**
+ * HTTP/2 receive windows of fnr's gRPC servers (fnr serve and the wrapper server).
+ *
+ * grpc-js (1.14) leaves a server's windows at HTTP/2's default of 64 KiB, per connection and per
+ * stream, and has no option to raise them (`grpc-node.flow_control_window` is read by its client
+ * only). With many calls on one connection (Porch's runner client multiplexes every render over a
+ * single connection) that window is not just slow for large requests, it stalls them: data buffered
+ * for streams that are not read yet counts against the connection window, nghttp2 returns window
+ * only once half of it has been received, and a connection with ~32 KiB held that way sits just
+ * below that threshold, so the client may send nothing at all until something else happens. The
+ * 10-minute soak (test/support/reliability/long-run.ts) saw ~1.4 % of its calls with 0.1-1 MiB
+ * requests wait out their whole 60 s deadline this way.
+ *
+ * The fix is the one grpc-js's client applies to itself: on every new connection, raise the
+ * connection window (setLocalWindowSize) and the initial stream window (SETTINGS) to the largest
+ * message the server accepts plus framing. Memory stays bounded by that window per connection,
+ * as the message size limit already bounds each call. grpc-js keeps its HTTP/2 servers in a
+ * private field, so this reaches into it; when a grpc-js version no longer has it, the server
+ * works as before with the default windows, and says so at debug level.
+ */
+import type {Http2Session} from 'node:http2'
+
+import type * as grpc from '@grpc/grpc-js'
+
+import type {Logger} from '../log.js'
+
+/** HTTP/2's largest window (2^31 - 1). */
+const MAX_WINDOW = 2 ** 31 - 1
+
+/** The receive window for a server whose largest message is `maxMessageSize` bytes. */
+export function receiveWindowFor(maxMessageSize: number): number {
+  return Math.min(MAX_WINDOW, Math.max(65_535, maxMessageSize + 64 * 1024))
+}
+
+interface SessionEmitter {
+  on(event: 'session', listener: (session: Http2Session) => void): unknown
+}
+
+/**
+ * Raises the receive windows of every connection a started (bound) grpc-js server accepts from
+ * now on. Returns false when the server's HTTP/2 servers cannot be found (nothing changed).
+ */
+export function raiseReceiveWindows(server: grpc.Server, windowBytes: number, logger?: Logger): boolean {
+  const http2Servers = (server as unknown as {http2Servers?: Map<unknown, unknown>}).http2Servers
+  if (!(http2Servers instanceof Map) || http2Servers.size === 0) {
+    logger?.debug('cannot raise the HTTP/2 receive windows: grpc-js keeps its servers elsewhere; the 64 KiB defaults stay')
+    return false
+  }
+  let hooked = 0
+  for (const candidate of http2Servers.keys()) {
+    if (!candidate || typeof (candidate as SessionEmitter).on !== 'function') continue
+    ;(candidate as SessionEmitter).on('session', (session) => applyWindows(session, windowBytes, logger))
+    hooked++
+  }
+  return hooked > 0
+}
+
+function applyWindows(session: Http2Session, windowBytes: number, logger?: Logger): void {
+  try {
+    // The connection's own window (a WINDOW_UPDATE on stream 0, queued) first: Node sends what is
+    // queued when it sends the SETTINGS below; queued last, it would wait for the next write.
+    session.setLocalWindowSize(windowBytes)
+    // SETTINGS_INITIAL_WINDOW_SIZE: each new stream's window.
+    session.settings({initialWindowSize: windowBytes})
+  } catch (err) {
+    // A session that is already closing; nothing to do.
+    logger?.debug('cannot raise the HTTP/2 receive windows of a connection', {error: (err as Error).message})
+  }
+}
