@@ -53,12 +53,21 @@ export interface EvalIO {
   stderr: NodeJS.WritableStream
 }
 
-interface RunOutcome {
+/** What one run of the function gave: its output, log and exit code. */
+export interface RunOutcome {
   stdout: Buffer
   stderr: Buffer
   exitCode: number
   durationMs: number
+  /** Results of a failed run when they came separately (a runner's failure trailer), else read from stdout. */
+  results?: rl.FunctionResult[]
 }
+
+/**
+ * Runs the function on the wrapped input. Default: the local exec function or exec-config image
+ * (runFunction); `fnr test --runner` passes one that calls a function runner over gRPC.
+ */
+export type FunctionRunner = (label: string, input: Buffer) => Promise<RunOutcome>
 
 /** Splits an --exec string like kpt does (shell words, quotes) but never runs a shell. */
 export function splitExec(exec: string): string[] {
@@ -151,7 +160,7 @@ function resultsOfFailedRun(stdout: Buffer): rl.FunctionResult[] {
   }
 }
 
-export async function runEval(options: EvalOptions, io: EvalIO): Promise<void> {
+export async function runEval(options: EvalOptions, io: EvalIO, runner?: FunctionRunner): Promise<void> {
   if ((options.image === undefined) === (options.exec === undefined)) {
     throw new FnrError('Usage', 'give exactly one of --image or --exec')
   }
@@ -165,7 +174,7 @@ export async function runEval(options: EvalOptions, io: EvalIO): Promise<void> {
   const input = rl.buildFunctionInput(list.items, {functionConfig})
 
   io.stderr.write(`[RUNNING] ${JSON.stringify(label)}\n`)
-  const run = await runFunction(options, label, Buffer.from(input.text))
+  const run = await (runner ?? ((l: string, bytes: Buffer) => runFunction(options, l, bytes)))(label, Buffer.from(input.text))
   const stderrText = run.stderr.toString('utf8')
   const record: rl.FunctionRunRecord = {
     ...(options.image ? {image: options.image} : {exec: options.exec}),
@@ -175,7 +184,7 @@ export async function runEval(options: EvalOptions, io: EvalIO): Promise<void> {
   const blockOptions = {truncate: options.truncateOutput}
 
   if (run.exitCode !== 0) {
-    const results = resultsOfFailedRun(run.stdout)
+    const results = run.results ?? resultsOfFailedRun(run.stdout)
     io.stderr.write(`[FAIL] ${JSON.stringify(label)} in ${rl.formatKptDuration(run.durationMs)}\n`)
     io.stderr.write(rl.formatResultsBlock(results, blockOptions))
     io.stderr.write(rl.formatStderrBlock(stderrText, blockOptions))

@@ -1,0 +1,61 @@
+// Go test peers (the real control plane, the catalog functions, Porch's runner, a Go gRPC client):
+// each peer is a small consumer module under test/peers/<name>/ (go.mod, go.sum, maybe main.go),
+// built with the machine's Go through the module proxy into .cache/peers/<name>/ (git-ignored).
+// A build is reused while the peer's go.mod and go.sum are unchanged; Go's own build cache makes a
+// rebuild after a change cheap. Only Node built-ins here: setup.mjs imports it before npm ci.
+import {spawnSync} from 'node:child_process'
+import {createHash} from 'node:crypto'
+import {existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
+import path from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+export const ROOT = fileURLToPath(new URL('..', import.meta.url))
+export const PEERS_SRC = path.join(ROOT, 'test', 'peers')
+export const PEERS_OUT = path.join(ROOT, '.cache', 'peers')
+
+/** Where a peer's binaries go. */
+export function peerBinDir(name) {
+  return path.join(PEERS_OUT, name)
+}
+
+/** A hash of every file of the peer's module folder (not sub-folders' build output): the cache key. */
+function sourceKey(dir) {
+  const hash = createHash('sha256')
+  const walk = (d) => {
+    for (const entry of readdirSync(d, {withFileTypes: true}).sort((a, b) => a.name.localeCompare(b.name))) {
+      const p = path.join(d, entry.name)
+      if (entry.isDirectory()) walk(p)
+      else {
+        hash.update(path.relative(dir, p))
+        hash.update(readFileSync(p))
+      }
+    }
+  }
+  walk(dir)
+  return hash.digest('hex')
+}
+
+/**
+ * Builds the peer `name`: `targets` is a list of {pkg, out} (a Go package path and the binary's
+ * file name). Returns the folder holding the binaries. Extra environment (GOTOOLCHAIN, CGO_ENABLED,
+ * -tags via `flags`) as given. Throws with Go's own output when a build fails.
+ */
+export function buildGoPeer(name, targets, {env = {}, flags = [], log = (m) => process.stderr.write(`peers: ${m}\n`)} = {}) {
+  const src = path.join(PEERS_SRC, name)
+  const out = peerBinDir(name)
+  const stamp = path.join(out, '.source-key')
+  const key = sourceKey(src) + JSON.stringify({targets, flags, env})
+  const done = existsSync(stamp) && readFileSync(stamp, 'utf8') === key && targets.every((t) => existsSync(path.join(out, t.out)))
+  if (done) return out
+  mkdirSync(out, {recursive: true})
+  const goEnv = {...process.env, CGO_ENABLED: '0', GOFLAGS: '-mod=mod', ...env}
+  for (const {pkg, out: file} of targets) {
+    const started = Date.now()
+    log(`building ${name}: ${pkg}`)
+    const r = spawnSync('go', ['build', '-trimpath', '-o', path.join(out, file), ...flags, pkg], {cwd: src, env: goEnv, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 * 1024 * 1024})
+    if (r.status !== 0) throw new Error(`go build ${pkg} (peer ${name}) failed with exit code ${r.status}:\n${r.stdout}${r.stderr}`)
+    log(`built ${file} in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+  }
+  writeFileSync(stamp, key)
+  return out
+}
