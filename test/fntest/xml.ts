@@ -12,7 +12,6 @@ export interface XmlElement {
 }
 
 const NAME = /^[A-Za-z_:][-A-Za-z0-9_.:]*/
-// eslint-disable-next-line no-control-regex
 const INVALID_CHAR = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u
 
 function decode(raw: string, where: string): string {

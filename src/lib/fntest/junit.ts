@@ -11,7 +11,6 @@ import path from 'node:path'
 import {countResults} from './report.js'
 import type {FnTestRun} from './run.js'
 
-// eslint-disable-next-line no-control-regex
 const INVALID_XML = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu
 
 export function xmlText(s: string): string {

@@ -116,14 +116,13 @@ export function parseImageReference(input: string): ImageReference {
 
   const components = rest.split('/')
   let registry = DOCKER_HUB
-  let first = components[0]!
+  const first = components[0]!
   if (components.length > 1 && looksLikeHost(first)) {
     if (!HOST.test(first)) throw invalid(input, `registry host ${JSON.stringify(first)} is not valid`)
     const port = first.match(/:([0-9]+)$/)?.[1]
     if (port !== undefined && Number(port) > 65535) throw invalid(input, `port ${port} is out of range`)
     registry = normaliseRegistryHost(first)
     components.shift()
-    first = components[0] ?? ''
   }
   for (const component of components) {
     if (component === '') throw invalid(input, 'it has an empty path component ("//" or a trailing "/")')

@@ -164,7 +164,7 @@ function onlyFnrErrors(what: string, f: () => unknown): void {
   try {
     f()
   } catch (err) {
-    if (!(err instanceof FnrError)) throw new Error(`${what} threw ${(err as Error)?.name ?? typeof err}, not an FnrError: ${(err as Error)?.stack ?? String(err)}`)
+    if (!(err instanceof FnrError)) throw new Error(`${what} threw ${(err as Error)?.name ?? typeof err}, not an FnrError: ${(err as Error)?.stack ?? String(err)}`, {cause: err})
   }
 }
 
