@@ -65,7 +65,8 @@ export function ensureNpmDependencies() {
 export function ensureBuilt() {
   const out = path.join(ROOT, 'dist', 'commands')
   const manifest = path.join(ROOT, 'oclif.manifest.json')
-  const built = Math.min(mtime(out), newestIn(path.join(ROOT, 'dist')) || 0)
+  // (a directory's mtime changes only when entries come or go, not when tsc rewrites its files)
+  const built = mtime(out) > 0 ? newestIn(path.join(ROOT, 'dist')) : 0
   if (built > 0 && newestIn(path.join(ROOT, 'src')) <= built && mtime(manifest) > 0) return
   log('building (tsc, eval and client-node bundles, oclif manifest)')
   build()
