@@ -1,16 +1,20 @@
 // `npm test`: installs what the tests need, builds, and runs every mocha suite.
-// Extra arguments go to mocha (e.g. `npm test -- --grep exec`).
+// Extra arguments go to mocha (e.g. `npm test -- --grep exec`); a first argument --unit or
+// --integration runs that set alone (test/suites.mjs).
 import {spawn} from 'node:child_process'
 import path from 'node:path'
 
 import {ROOT, ensureBuilt, ensureNpmDependencies, ensureTestPackages} from './setup.mjs'
+import {mochaSelection} from '../test/suites.mjs'
 
+const args = process.argv.slice(2)
+const set = ['--unit', '--integration'].includes(args[0]) ? args.shift().slice(2) : 'all'
 ensureNpmDependencies()
-ensureTestPackages()
+if (set !== 'unit') ensureTestPackages()
 ensureBuilt()
 
 const mocha = path.join(ROOT, 'node_modules', '.bin', 'mocha')
-const child = spawn(mocha, ['--spec', 'test/**/*.test.ts', ...process.argv.slice(2)], {cwd: ROOT, stdio: ['inherit', 'pipe', 'inherit']})
+const child = spawn(mocha, [...mochaSelection(set), ...args], {cwd: ROOT, stdio: ['inherit', 'pipe', 'inherit']})
 let tail = ''
 child.stdout.on('data', (chunk) => {
   process.stdout.write(chunk)

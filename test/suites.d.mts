@@ -1,0 +1,4 @@
+// Types of test/suites.mjs (plain JavaScript, as scripts/test.mjs reads it without a TypeScript loader).
+export declare const UNIT: string[]
+export declare const ALL: string
+export declare function mochaSelection(set: 'all' | 'unit' | 'integration'): string[]
