@@ -10,7 +10,7 @@ import {expect} from 'chai'
 import {ANNOTATION_LAST_USED, ANNOTATION_TTL} from '../../src/lib/pods/naming.js'
 import {PATCH_TYPES} from '../support/k8s/index.js'
 import {runCli} from '../support/cli.js'
-import {RL, image, podNames, resetGate, startPodBed, startRuntime, startedCalls, storedPods, storedServices, until, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
+import {RL, image, podNames, startRuntime, startedCalls, storedPods, storedServices, until, usePodBed, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
 
 const ago = (ms: number): string => new Date(Date.now() - ms).toISOString()
 
@@ -29,20 +29,13 @@ describe('fnr pods gc and busy pods against the test bed', function () {
   const cli = (args: string[]) => runCli([...args, '--kubeconfig', pb.bed.kubeconfigPath, '-n', ns], {timeout: 120_000})
   const lastUsed = (pod: string): string | undefined => storedPods(pb, ns).find((p) => p.metadata!.name === pod)?.metadata?.annotations?.[ANNOTATION_LAST_USED]
 
-  before(async () => {
-    pb = await startPodBed()
-  })
-  after(async () => {
-    await pb?.stop()
-  })
-  beforeEach(async () => {
-    ns = pb.namespace()
-    await resetGate(pb)
-  })
-  afterEach(async () => {
-    await pb.openGate()
-    await h?.close()
-    h = undefined
+  usePodBed({
+    bed: (bed) => (pb = bed),
+    namespace: (name) => (ns = name),
+    cleanup: async () => {
+      await h?.close()
+      h = undefined
+    },
   })
 
   /** A runtime with a gate call in flight: the name of its busy pod. */

@@ -11,7 +11,7 @@ import type {V1Lease} from '@kubernetes/client-node'
 import {judgeLeasesAt} from '../../src/lib/pods/lease.js'
 import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, ANNOTATION_TTL, LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER} from '../../src/lib/pods/naming.js'
 import {runCli} from '../support/cli.js'
-import {RL, WRAPPER_IMAGE, image, podNames, resetGate, startPodBed, startRuntime, storedPods, until, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
+import {RL, WRAPPER_IMAGE, image, podNames, startRuntime, storedPods, until, usePodBed, closeAll, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
 
 const ago = (ms: number): string => new Date(Date.now() - ms).toISOString()
 
@@ -41,19 +41,10 @@ describe('fnr pods gc|ls and replica Leases against the test bed', function () {
   const handles: RuntimeHandle[] = []
   const cli = (args: string[]) => runCli([...args, '--kubeconfig', pb.bed.kubeconfigPath, '-n', ns], {timeout: 120_000})
 
-  before(async () => {
-    pb = await startPodBed()
-  })
-  after(async () => {
-    await pb?.stop()
-  })
-  beforeEach(async () => {
-    ns = pb.namespace()
-    await resetGate(pb)
-  })
-  afterEach(async () => {
-    await pb.openGate()
-    for (const h of handles.splice(0)) await h.close()
+  usePodBed({
+    bed: (bed) => (pb = bed),
+    namespace: (name) => (ns = name),
+    cleanup: () => closeAll(handles),
   })
 
   /**

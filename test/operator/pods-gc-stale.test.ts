@@ -9,7 +9,7 @@ import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, ANNOTATION_TEMPLATE_VERSION, ANN
 import {inlineTemplates, templatesFromConfigMap} from '../../src/lib/pods/template.js'
 import {inlineResources} from '../../src/lib/pods/template-operator.js'
 import {runCli} from '../support/cli.js'
-import {RL, RUNNER_NS, WRAPPER_IMAGE, image, podNames, resetGate, startPodBed, startRuntime, startedCalls, until, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
+import {RL, RUNNER_NS, WRAPPER_IMAGE, image, podNames, startRuntime, startedCalls, until, usePodBed, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
 
 const MiB6 = 6 * 1024 * 1024
 /** The version `fnr serve` gives its inline template with default flags and WRAPPER_IMAGE. */
@@ -48,21 +48,16 @@ describe('fnr pods gc: the stale-template rule', function () {
   }
   const gc = (args: string[]) => runCli(['pods', 'gc', '--kubeconfig', pb.bed.kubeconfigPath, '-n', ns, ...args], {timeout: 120_000, env: env(), extendEnv: false})
 
-  before(async () => {
-    pb = await startPodBed()
-    pb.bed.kubelet.setImage('fnr.test/wrapper-server:v0', 'skip')
-  })
-  after(async () => {
-    await pb?.stop()
-  })
-  beforeEach(async () => {
-    ns = pb.namespace()
-    await resetGate(pb)
-  })
-  afterEach(async () => {
-    await pb.openGate()
-    await h?.close()
-    h = undefined
+  usePodBed({
+    bed: (bed) => (pb = bed),
+    setup: async () => {
+      pb.bed.kubelet.setImage('fnr.test/wrapper-server:v0', 'skip')
+    },
+    namespace: (name) => (ns = name),
+    cleanup: async () => {
+      await h?.close()
+      h = undefined
+    },
   })
 
   /** Pods of the current and old template versions, idle, recently used, and one with a call in flight. */

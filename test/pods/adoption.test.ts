@@ -1,7 +1,7 @@
 import {expect} from 'chai'
 
 import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, LABEL_OWNER} from '../../src/lib/pods/naming.js'
-import {RL, createdCount, image, podNames, resetGate, startPodBed, startRuntime, startedCalls, storedPods, until, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
+import {RL, createdCount, image, podNames, startRuntime, startedCalls, storedPods, until, usePodBed, closeAll, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
 
 describe('pod runtime: startup adoption (runner restart with pods present)', function () {
   this.timeout(120_000)
@@ -9,20 +9,13 @@ describe('pod runtime: startup adoption (runner restart with pods present)', fun
   const handles: RuntimeHandle[] = []
   let ns: string
 
-  before(async () => {
-    pb = await startPodBed()
-    pb.bed.kubelet.setImage('fnr.test/wrapper-server:v2', 'skip')
-  })
-  after(async () => {
-    await pb?.stop()
-  })
-  beforeEach(async () => {
-    ns = pb.namespace()
-    await resetGate(pb)
-  })
-  afterEach(async () => {
-    await pb.openGate()
-    for (const h of handles.splice(0)) await h.close()
+  usePodBed({
+    bed: (bed) => (pb = bed),
+    setup: async () => {
+      pb.bed.kubelet.setImage('fnr.test/wrapper-server:v2', 'skip')
+    },
+    namespace: (name) => (ns = name),
+    cleanup: () => closeAll(handles),
   })
 
   async function start(overrides: Parameters<typeof startRuntime>[1] = {}): Promise<RuntimeHandle> {

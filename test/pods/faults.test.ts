@@ -1,7 +1,7 @@
 import {expect} from 'chai'
 
 import {FnrError} from '../../src/lib/errors.js'
-import {RL, createdCount, image, podNames, podPid, resetGate, startPodBed, startRuntime, storedPods, until, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
+import {RL, createdCount, image, podNames, podPid, startRuntime, storedPods, until, usePodBed, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
 
 describe('pod runtime: API and watch faults', function () {
   this.timeout(120_000)
@@ -9,19 +9,13 @@ describe('pod runtime: API and watch faults', function () {
   let h: RuntimeHandle | undefined
   let ns: string
 
-  before(async () => {
-    pb = await startPodBed()
-  })
-  after(async () => {
-    await pb?.stop()
-  })
-  beforeEach(async () => {
-    ns = pb.namespace()
-    await resetGate(pb)
-  })
-  afterEach(async () => {
-    await h?.close()
-    h = undefined
+  usePodBed({
+    bed: (bed) => (pb = bed),
+    namespace: (name) => (ns = name),
+    cleanup: async () => {
+      await h?.close()
+      h = undefined
+    },
   })
 
   const evaluate = (img = image('cat')) => h!.evaluator.evaluate({image: img, resourceList: RL, deadline: Date.now() + 60_000})

@@ -1,7 +1,7 @@
 import {expect} from 'chai'
 
 import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, ANNOTATION_TTL, LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER, LABEL_POD} from '../../src/lib/pods/naming.js'
-import {RL, WRAPPER_IMAGE, image, podNames, resetGate, startPodBed, startRuntime, startedCalls, storedPods, storedServices, until, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
+import {RL, WRAPPER_IMAGE, image, podNames, startRuntime, startedCalls, storedPods, storedServices, until, usePodBed, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
 
 /** A pod object as another runner (or Porch) would have left it; runs as a no-process 'skip' pod. */
 function strayPod(name: string, labels: Record<string, string>, annotations: Record<string, string> = {}, img = WRAPPER_IMAGE): object {
@@ -19,20 +19,13 @@ describe('pod runtime: garbage collection (end to end)', function () {
   let h: RuntimeHandle | undefined
   let ns: string
 
-  before(async () => {
-    pb = await startPodBed()
-  })
-  after(async () => {
-    await pb?.stop()
-  })
-  beforeEach(async () => {
-    ns = pb.namespace()
-    await resetGate(pb)
-  })
-  afterEach(async () => {
-    await pb.openGate()
-    await h?.close()
-    h = undefined
+  usePodBed({
+    bed: (bed) => (pb = bed),
+    namespace: (name) => (ns = name),
+    cleanup: async () => {
+      await h?.close()
+      h = undefined
+    },
   })
 
   it('deletes a pod and its Service once idle past the TTL, and drops it from the cache', async () => {

@@ -15,7 +15,7 @@ import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import type {Logger} from '../../src/lib/log.js'
 import {LEASE_SELECTOR, leaseNameFor} from '../../src/lib/pods/lease.js'
 import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, LABEL_OWNER} from '../../src/lib/pods/naming.js'
-import {RL, WRAPPER_IMAGE, image, resetGate, startPodBed, startRuntime, storedPods, until, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
+import {RL, WRAPPER_IMAGE, image, startPodBed, startRuntime, storedPods, until, usePodBed, closeAll, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
 import {runCli} from '../support/cli.js'
 import {pushImage} from '../support/registry/fixtures.js'
 import {TestRegistry} from '../support/registry/registry.js'
@@ -42,19 +42,10 @@ describe('several replicas on one pod namespace (in process)', function () {
   let ns: string
   const handles: RuntimeHandle[] = []
 
-  before(async () => {
-    pb = await startPodBed()
-  })
-  after(async () => {
-    await pb?.stop()
-  })
-  beforeEach(async () => {
-    ns = pb.namespace()
-    await resetGate(pb)
-  })
-  afterEach(async () => {
-    await pb.openGate()
-    for (const h of handles.splice(0)) await h.close()
+  usePodBed({
+    bed: (bed) => (pb = bed),
+    namespace: (name) => (ns = name),
+    cleanup: () => closeAll(handles),
   })
 
   async function start(owner: string, overrides: Parameters<typeof startRuntime>[1] = {}): Promise<RuntimeHandle & {log: ReturnType<typeof recordingLogger>}> {

@@ -9,13 +9,12 @@ import {
   image,
   podNames,
   podPid,
-  resetGate,
-  startPodBed,
   startRuntime,
   startedCalls,
   storedPods,
   storedServices,
   until,
+  usePodBed,
   type PodBed,
   type RuntimeHandle,
 } from '../support/pods/index.js'
@@ -39,20 +38,13 @@ describe('pod runtime: request path (end to end through the test bed, real wrapp
   let h: RuntimeHandle | undefined
   let ns: string
 
-  before(async () => {
-    pb = await startPodBed()
-  })
-  after(async () => {
-    await pb?.stop()
-  })
-  beforeEach(async () => {
-    ns = pb.namespace()
-    await resetGate(pb)
-  })
-  afterEach(async () => {
-    await pb.openGate()
-    await h?.close()
-    h = undefined
+  usePodBed({
+    bed: (bed) => (pb = bed),
+    namespace: (name) => (ns = name),
+    cleanup: async () => {
+      await h?.close()
+      h = undefined
+    },
   })
 
   it('creates one pod and one Service for the first call and reuses them (upstream: new pod and new Service; cached pod)', async () => {

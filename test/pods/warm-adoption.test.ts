@@ -10,7 +10,7 @@ import type {V1Pod} from '@kubernetes/client-node'
 
 import {podReadiness} from '../../src/lib/pods/manager.js'
 import {ANNOTATION_TEMPLATE_VERSION, LABEL_OWNER, WARM_OWNER, functionPodAnnotations, functionPodLabels} from '../../src/lib/pods/naming.js'
-import {RL, createdCount, image, resetGate, startPodBed, startRuntime, storedPods, until, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
+import {RL, createdCount, image, startRuntime, storedPods, until, usePodBed, closeAll, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
 
 describe('pod runtime: adopting warmed pods at a GC pass', function () {
   this.timeout(120_000)
@@ -18,19 +18,10 @@ describe('pod runtime: adopting warmed pods at a GC pass', function () {
   let ns: string
   const handles: RuntimeHandle[] = []
 
-  before(async () => {
-    pb = await startPodBed()
-  })
-  after(async () => {
-    await pb?.stop()
-  })
-  beforeEach(async () => {
-    ns = pb.namespace()
-    await resetGate(pb)
-  })
-  afterEach(async () => {
-    await pb.openGate()
-    for (const h of handles.splice(0)) await h.close()
+  usePodBed({
+    bed: (bed) => (pb = bed),
+    namespace: (name) => (ns = name),
+    cleanup: () => closeAll(handles),
   })
 
   it('a warmed pod the runner could not take (image at its pod limit) is adopted at the first GC pass after room is made, and used without creating a pod', async () => {

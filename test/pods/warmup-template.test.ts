@@ -2,7 +2,7 @@ import {expect} from 'chai'
 
 import {PodCacheConfig} from '../../src/lib/config/pod-cache-config.js'
 import {startPodRuntime} from '../../src/lib/pods/runtime.js'
-import {RL, RUNNER_NS, createdCount, image, podNames, resetGate, runtimeOptions, startPodBed, startRuntime, startedCalls, storedPods, until, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
+import {RL, RUNNER_NS, createdCount, image, podNames, runtimeOptions, startRuntime, startedCalls, storedPods, until, usePodBed, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
 
 const SERVICE_TEMPLATE = 'apiVersion: v1\nkind: Service\nspec:\n  ports: [{port: 9446, targetPort: 9446}]\n'
 function podTemplate(team: string): string {
@@ -27,20 +27,13 @@ describe('pod runtime: warm-up and templates', function () {
   let ns: string
   let cmCounter = 0
 
-  before(async () => {
-    pb = await startPodBed()
-  })
-  after(async () => {
-    await pb?.stop()
-  })
-  beforeEach(async () => {
-    ns = pb.namespace()
-    await resetGate(pb)
-  })
-  afterEach(async () => {
-    await pb.openGate()
-    await h?.close()
-    h = undefined
+  usePodBed({
+    bed: (bed) => (pb = bed),
+    namespace: (name) => (ns = name),
+    cleanup: async () => {
+      await h?.close()
+      h = undefined
+    },
   })
 
   function configMap(data: Record<string, string>): string {

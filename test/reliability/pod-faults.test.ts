@@ -8,7 +8,7 @@
 import {expect} from 'chai'
 
 import {FnrError} from '../../src/lib/errors.js'
-import {RL, createdCount, image, podNames, resetGate, startPodBed, startRuntime, startedCalls, storedPods, storedServices, until, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
+import {RL, createdCount, image, podNames, startRuntime, startedCalls, storedPods, storedServices, until, usePodBed, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
 import {leakProblems} from '../support/reliability/pod-serve.js'
 
 interface Outcome {
@@ -26,22 +26,17 @@ describe('reliability: pod runtime under API faults, during creation and GC, and
   let h: RuntimeHandle | undefined
   let ns: string
 
-  before(async () => {
-    pb = await startPodBed()
-    // A function that kills its own wrapper server: the pod crashes in the middle of the call.
-    await pb.addFunction('killer', '#!/bin/sh\ncat >/dev/null\nkill -KILL $PPID\nsleep 5\n')
-  })
-  after(async () => {
-    await pb?.stop()
-  })
-  beforeEach(async () => {
-    ns = pb.namespace()
-    await resetGate(pb)
-  })
-  afterEach(async () => {
-    await pb.openGate()
-    await h?.close()
-    h = undefined
+  usePodBed({
+    bed: (bed) => (pb = bed),
+    setup: async () => {
+      // A function that kills its own wrapper server: the pod crashes in the middle of the call.
+      await pb.addFunction('killer', '#!/bin/sh\ncat >/dev/null\nkill -KILL $PPID\nsleep 5\n')
+    },
+    namespace: (name) => (ns = name),
+    cleanup: async () => {
+      await h?.close()
+      h = undefined
+    },
   })
 
   /** A call that must settle with a result or a clean (one-line FnrError) error before its deadline. */

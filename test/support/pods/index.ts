@@ -216,3 +216,44 @@ items:
   data:
     k: v
 `)
+
+export interface PodBedHooks {
+  /** Receives the bed once it is up (the suite keeps it in its own variable). */
+  bed: (pb: PodBed) => void
+  /** Runs once after the bed is up: extra images, kubelet settings, ConfigMaps. */
+  setup?: (pb: PodBed) => unknown
+  /** Receives each test's fresh namespace. */
+  namespace?: (ns: string) => void
+  /** After each test, once the gate is open (so no call waits on it): close what the test started. */
+  cleanup?: () => unknown
+}
+
+/**
+ * The shared mocha hooks of a pod-bed suite: one bed for the suite (stopped after it), before each
+ * test a fresh namespace and a closed gate, after each test the gate opened and then `cleanup`.
+ * Call it inside a describe().
+ */
+export function usePodBed(hooks: PodBedHooks): void {
+  let pb: PodBed | undefined
+  before(async () => {
+    pb = await startPodBed()
+    hooks.bed(pb)
+    await hooks.setup?.(pb)
+  })
+  after(async () => {
+    await pb?.stop()
+  })
+  beforeEach(async () => {
+    hooks.namespace?.(pb!.namespace())
+    await resetGate(pb!)
+  })
+  afterEach(async () => {
+    await pb?.openGate()
+    await hooks.cleanup?.()
+  })
+}
+
+/** Closes the runtimes a test started (and empties the list). */
+export async function closeAll(handles: RuntimeHandle[]): Promise<void> {
+  for (const h of handles.splice(0)) await h.close()
+}
