@@ -11,7 +11,9 @@ import {expect} from 'chai'
 
 import type {ImagePodSettings} from '../../src/lib/config/pod-cache-config.js'
 import {FnrError} from '../../src/lib/errors.js'
+import {silentLogger} from '../../src/lib/log.js'
 import {PodCache, type PodCacheOptions, type PodLease} from '../../src/lib/pods/cache.js'
+import {PodGarbageCollector, type GcPlan} from '../../src/lib/pods/gc.js'
 import type {PodManager} from '../../src/lib/pods/manager.js'
 import {StaticMetadataSource, type FunctionImageInfo} from '../../src/lib/pods/metadata.js'
 import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, LABEL_OWNER, WARM_OWNER, functionPodAnnotations, functionPodLabels, labelValueFor} from '../../src/lib/pods/naming.js'
@@ -31,7 +33,7 @@ interface Calls {
 }
 
 /** A PodManager stand-in: pods are created at once and never become ready unless `ready` says so. */
-function fakeManager(behaviour: {createPod?: (pod: V1Pod, attempt: number) => Promise<void>; waitForPodReady?: (name: string) => Promise<{ip: string}>; logTail?: string} = {}) {
+function fakeManager(behaviour: {createPod?: (pod: V1Pod, attempt: number) => Promise<void>; waitForPodReady?: (name: string) => Promise<{ip: string}>; logTail?: string; pods?: V1Pod[]} = {}) {
   const calls: Calls = {created: [], services: [], deleted: [], patched: []}
   let attempt = 0
   const manager = {
@@ -57,7 +59,7 @@ function fakeManager(behaviour: {createPod?: (pod: V1Pod, attempt: number) => Pr
     },
     readPod: async () => undefined,
     logTail: async () => behaviour.logTail ?? '',
-    listPods: async () => [],
+    listPods: async () => behaviour.pods ?? [],
     listServices: async () => [],
   }
   return {manager: manager as unknown as PodManager, calls}
@@ -319,6 +321,48 @@ describe('PodCache (unit: a fake PodManager, no test bed)', () => {
     expect((err as Error).message).to.equal('the pod runtime is shutting down')
     expect(cache.snapshot()).to.deep.equal([])
     expect(calls.deleted, 'no pod deleted at shutdown').to.deep.equal([])
+  })
+})
+
+describe('GC without the test bed (PodCache.collectGarbage, PodGarbageCollector)', () => {
+  it('collectGarbage lists and applies one pass; when the replica Leases cannot be read, other owners count as live and their pods stay', async () => {
+    const foreignFailed = readyPod('foreign-failed', {owner: 'runner-b'})
+    foreignFailed.status = {phase: 'Failed'}
+    const {manager, calls} = fakeManager({pods: [readyPod('orphan'), foreignFailed]})
+    const warnings: string[] = []
+    const logger = {...silentLogger, warn: (msg: string) => warnings.push(msg)}
+    const cache = makeCache(manager, {logger, replicas: {observe: () => Promise.reject(new Error('leases: 403')), deleteLease: async () => false}})
+    try {
+      const plan = await cache.collectGarbage()
+      expect(plan.deletePods.map((d) => d.name)).to.deep.equal(['orphan'])
+      await Promise.resolve()
+      expect(calls.deleted.map((d) => d.name)).to.deep.equal(['orphan'])
+      expect(warnings).to.include("cannot list replica leases; leaving other replicas' pods alone in this pass")
+    } finally {
+      cache.close()
+    }
+  })
+
+  it('runs one collection at a time (a second request joins it); a failing one is logged and the next one runs', async () => {
+    let calls = 0
+    let finish: (plan: GcPlan) => void = () => {}
+    const empty: GcPlan = {expire: [], deletePods: [], deleteServices: [], reclaim: [], adopt: []}
+    const outcomes: Array<() => Promise<GcPlan>> = [() => new Promise<GcPlan>((resolve) => (finish = resolve)), () => Promise.reject(new Error('API down')), () => Promise.resolve(empty)]
+    const warnings: string[] = []
+    const gc = new PodGarbageCollector({collectGarbage: () => outcomes[calls++]!()}, 0, {...silentLogger, warn: (msg: string, fields?: Record<string, unknown>) => warnings.push(`${msg}: ${String(fields?.error)}`)})
+    const first = gc.runOnce()
+    const joined = gc.runOnce()
+    finish(empty)
+    expect(await first).to.equal(empty)
+    expect(await joined).to.equal(empty)
+    expect(calls).to.equal(1)
+    expect(await gc.runOnce()).to.equal(undefined)
+    expect(warnings).to.deep.equal(['pod garbage collection failed: API down'])
+    expect(await gc.runOnce()).to.equal(empty)
+    expect(gc.runs).to.equal(2)
+    await gc.stop()
+    expect(await gc.runOnce(), 'nothing after stop').to.equal(undefined)
+    expect(calls).to.equal(3)
   })
 })
 
