@@ -15,10 +15,14 @@ export default tseslint.config(
   {
     ignores: ['dist/**', 'node_modules/**', 'build/**', '.cache/**', 'tmp/**', 'bench/results/**', 'oclif.manifest.json', 'test/peers/**'],
   },
+  js.configs.recommended,
   {
     linterOptions: {reportUnusedDisableDirectives: 'error'},
+    rules: {
+      // `catch {}` and `.catch(() => {})` are how this code says "a failure here is expected and harmless"
+      'no-empty': ['error', {allowEmptyCatch: true}],
+    },
   },
-  js.configs.recommended,
   {
     files: ['**/*.{js,mjs,cjs}'],
     languageOptions: {
@@ -43,8 +47,6 @@ export default tseslint.config(
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/await-thenable': 'error',
       '@typescript-eslint/no-unused-vars': ['error', {argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none'}],
-      // `catch {}` and `.catch(() => {})` are how this code says "a failure here is expected and harmless"
-      'no-empty': ['error', {allowEmptyCatch: true}],
       '@typescript-eslint/no-empty-function': 'off',
     },
   },
