@@ -23,7 +23,7 @@ COPY src src
 COPY scripts scripts
 RUN node scripts/package-wrapper.mjs --out /out/rootfs/wrapper-server
 # The final image has no shell or libc: a static busybox gives the init container `cp`, and
-# /home/nonroot/wrapper-server is where Porch's inline pod template copies from (spec §4.6).
+# /home/nonroot/wrapper-server is where Porch's inline pod template copies from (src/lib/pods/template.ts).
 RUN mkdir -p /out/rootfs/bin /out/rootfs/home/nonroot \
  && cp /bin/busybox /out/rootfs/bin/busybox \
  && for applet in sh cp ls cat; do ln -s busybox "/out/rootfs/bin/$applet"; done \

@@ -102,7 +102,7 @@ describe('manifests/', function () {
       expect(m, a).to.not.equal(null)
       expect(serveFlags.has(m![1]!), `fnr serve has no flag --${m![1]}`).to.equal(true)
     }
-    // Porch's Deployment tuning (spec §7.1), and metrics on Porch's metrics port
+    // Porch's Deployment tuning (its function-runner Deployment's args), and metrics on Porch's metrics port
     expect(args).to.include.members(['--max-parallel-pods-per-function=2', '--max-waitlist-length=1', '--metrics-port=9464'])
     expect(c.ports?.map((p) => [p.name, p.containerPort])).to.deep.equal([
       ['grpc', 9445],

@@ -83,7 +83,7 @@ describe('pod GC rules', () => {
   })
 })
 
-// Upstream's findBestPod scenarios (spec §8, podcachemanager_unit_test).
+// Upstream's findBestPod scenarios (Porch's podcachemanager_unit_test).
 describe('least-loaded pod choice with round-robin ties', () => {
   function slots(loads: number[]): PodSlot[] {
     return loads.map((load, i) => {

@@ -7,7 +7,7 @@ const ODD_IMAGES = [
   'gcr.io/kpt-fn/set-namespace',
   'gcr.io/kpt-fn/set-labels:v0.4.1',
   'gcr.io/kpt-fn/my_function:latest',
-  // digests: upstream puts "sha256:…" in the name (spec §4.6, §10.9)
+  // digests: upstream puts "sha256:…" in the name, which is not a valid name
   'ghcr.io/kptdev/krm-functions-catalog/set-labels@sha256:584115f2a1b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9',
   'ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.2@sha256:584115f2a1b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9',
   'Registry.Example.COM/Team/Set_Labels:V1.0_RC1',
@@ -27,7 +27,7 @@ describe('pod names and labels', () => {
     expect(podNameBase('gcr.io/kpt-fn/my_function:latest')).to.equal('my-function-latest')
   })
 
-  it('makes a valid DNS-1035 pod and Service name for any image reference (upstream breaks: §10.9)', () => {
+  it('makes a valid DNS-1035 pod and Service name for any image reference (upstream names break on digests, uppercase and underscores)', () => {
     for (const image of ODD_IMAGES) {
       const name = podNameFor(image)
       expect(isDns1035Label(name), `${JSON.stringify(image)} → ${name}`).to.equal(true)

@@ -7,7 +7,7 @@ import {TempDirs} from '../support/tmp.js'
 
 const DEFAULTS = {ttlMs: 10 * 60_000, maxWaitlistLength: 2, maxParallelPods: 3}
 
-// Upstream's podcachemanager_unit_test getParamsForImage / loadPodCacheConfig scenarios (spec §8).
+// Upstream's podcachemanager_unit_test getParamsForImage / loadPodCacheConfig scenarios.
 describe('--pod-cache-config', () => {
   const temp = new TempDirs()
   after(() => temp.cleanup())

@@ -95,7 +95,7 @@ describe('pod runtime: request path (end to end through the test bed, real wrapp
     expect(storedPods(pb, ns)).to.have.length(1)
   })
 
-  it('scales up at the waitlist length up to the pod limit, then queues on the least loaded pod (spec §4.4 worked example)', async () => {
+  it('scales up at the waitlist length up to the pod limit, then queues on the least loaded pod (the upstream scale-up rule)', async () => {
     h = await startRuntime(pb, {namespace: ns, maxWaitlistLength: 1, maxParallelPods: 2})
     const calls = [1, 2, 3].map(() => call(h!, image('gate')))
     await until(async () => (await startedCalls(pb)) === 3, 'three calls running')
@@ -134,7 +134,7 @@ describe('pod runtime: request path (end to end through the test bed, real wrapp
     expect(h.runtime.cache.snapshot().every((s) => s.load === 0)).to.equal(true)
   })
 
-  it('releases the slot of a call that timed out or was cancelled while its pod started (upstream leaks it: §10.21)', async () => {
+  it('releases the slot of a call that timed out or was cancelled while its pod started (upstream leaks it)', async () => {
     h = await startRuntime(pb, {namespace: ns})
     const timedOut = await failure(call(h, image('cat'), {deadline: Date.now() + 30}))
     expect(timedOut.kind).to.equal('DeadlineExceeded')

@@ -105,7 +105,7 @@ describe('function pod templates', () => {
     expect(svc.spec?.selector).to.deep.equal({team: 'a', 'fn.kpt.dev/image': 'p-1'})
   })
 
-  // Upstream's podmanager tests for ConfigMap templates (spec §8), each naming the broken point.
+  // Upstream's podmanager tests for ConfigMap templates, each naming the broken point.
   it('rejects templates that break the contract, naming the point', () => {
     expect(contractFailure({serviceTemplate: SERVICE_TEMPLATE})).to.match(/contract point 1 .*key template/)
     expect(contractFailure({template: POD_TEMPLATE})).to.match(/contract point 4 .*serviceTemplate/)

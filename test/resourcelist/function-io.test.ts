@@ -22,8 +22,9 @@ import {
 import {copyTree, kpt, PACKAGES, readTree, requireKpt, Scratch, YAML_CJS} from './helpers.js'
 
 /**
- * A function for kpt's edge cases (krm-functions.md §2.3), written with the yaml package. It
- * drops the items' head comments, as the spec advises, so kpt does not duplicate them.
+ * A function for kpt's edge cases (empty and missing items, plain documents, path and index
+ * annotations, moves, comments), written with the yaml package. It drops the items' head
+ * comments, so kpt does not duplicate them.
  */
 const EDGE_FN = `#!/usr/bin/env node
 const YAML = require(${JSON.stringify(YAML_CJS)})
@@ -92,7 +93,7 @@ describe('resourcelist function round trip', () => {
   })
   after(() => scratch.cleanup())
 
-  describe('edge cases of krm-functions.md §2.3, against kpt fn eval', () => {
+  describe('kpt\'s ResourceList edge cases, against kpt fn eval', () => {
     const same = ['empty', 'emptyitems', 'bare', 'plain', 'removesvc', 'newns', 'newpath', 'legacypath', 'move', 'movelegacy', 'strip', 'reverse', 'label', 'nocomments', 'cat']
     for (const mode of same) {
       it(`"${mode}": writes the same files as kpt`, async () => {

@@ -2,7 +2,7 @@
  * What an image means once its manifest and config are in hand: media types, platform matching
  * for indexes, and the command fnr runs for a function image.
  *
- * The command rule (spec §10.16; fnr differs from Porch on purpose):
+ * The command rule (fnr differs from Porch on purpose; docs/image-inspect.md):
  *   - Entrypoint and Cmd both set → Entrypoint followed by Cmd, as a container runtime runs them
  *     (Porch ignores Cmd in this case);
  *   - only Entrypoint → Entrypoint;

@@ -1,5 +1,5 @@
 /**
- * The image pull Secret of the pod runtime (spec §5.4): with private registries on, fnr copies the
+ * The image pull Secret of the pod runtime (as Porch's runner does it): with private registries on, fnr copies the
  * docker config JSON at --registry-auth-secret-path into a kubernetes.io/dockerconfigjson Secret
  * named --registry-auth-secret-name in --pod-namespace, and function pods reference it.
  *

@@ -1,6 +1,6 @@
 /**
  * Names shared by the ResourceList modules: the wrapper's GVK and the annotations an orchestrator
- * sets, keeps and strips (krm-functions.md §1.3).
+ * sets, keeps and strips (kpt's `config.kubernetes.io/*` and `internal.config.kubernetes.io/*`).
  */
 
 export const RESOURCE_LIST_API_VERSION = 'config.kubernetes.io/v1'

@@ -3,7 +3,7 @@
  * 1.0.0-beta.56 does, counting error results, and the FunctionResultList kpt writes to
  * `<results-dir>/results.yaml` (byte-compatible with kpt's encoder).
  *
- * Rules (kpt beta.56, krm-functions.md §1.2, §2.2):
+ * Rules (as kpt v1.0.0-beta.56 reads and writes results):
  * - `results` is a list, or the legacy `{items: [...]}` wrapping of the old TS SDK;
  *   `resourceRef.metadata.{name,namespace}` (old kyaml) and `field.suggestedValue` (renamed
  *   proposedValue) are accepted.
