@@ -199,7 +199,7 @@ describe('PodCache (unit: a fake PodManager, no test bed)', () => {
   it('a pod name taken (409) is retried under a new name; a crashing pod fails the call with its last log lines and is evicted', async () => {
     const {manager, calls} = fakeManager({
       createPod: async (_pod, attempt) => {
-        if (attempt === 0) throw new FnrError('AlreadyExists', 'pod name taken', {details: {nameTaken: true}})
+        if (attempt === 0) throw new FnrError('FailedPrecondition', 'pod: the name is taken (AlreadyExists)', {details: {status: 409, nameTaken: true}})
       },
       waitForPodReady: async (name) => {
         throw new FnrError('FailedPrecondition', `function pod ${name} cannot start: container "function" terminated: exit code 3`)
