@@ -1,11 +1,13 @@
 import {expect} from 'chai'
+import {writeFile} from 'node:fs/promises'
+import path from 'node:path'
 
 import {loadExecConfig} from '../../src/lib/config/exec-config.js'
 import {FnrError} from '../../src/lib/errors.js'
 import {ExecEvaluator} from '../../src/lib/evaluators/exec.js'
 import {MultiEvaluator} from '../../src/lib/evaluators/multi.js'
 import {makeFunctionsDir} from '../support/serve.js'
-import {SAMPLE_RL, TempDirs} from '../support/tmp.js'
+import {SAMPLE_RL, TempDirs, writeExecutable} from '../support/tmp.js'
 
 describe('exec evaluator', () => {
   const temp = new TempDirs()
@@ -45,4 +47,32 @@ describe('exec evaluator', () => {
     expect((await multi.evaluate({image: 'example.com/cat:v1', resourceList: SAMPLE_RL})).evaluator).to.equal('exec')
     expect(evaluated).to.equal(1)
   })
+})
+
+describe('exec evaluator: exit 0 with no output', () => {
+  const temp = new TempDirs()
+  afterEach(() => temp.cleanup())
+
+  for (const [name, script, what] of [
+    ['empty', '#!/bin/sh\ncat >/dev/null\necho "said nothing" >&2\n', 'no output'],
+    ['blank', '#!/bin/sh\ncat >/dev/null\nprintf "\\n\\t \\n\\r\\n"\n', 'only whitespace (6 bytes)'],
+  ] as const) {
+    it(`is FunctionFailed (gRPC INTERNAL) for ${name} stdout, with a message that says so and the stderr`, async () => {
+      const dir = await temp.make()
+      await writeExecutable(path.join(dir, name), script)
+      await writeFile(path.join(dir, 'config.yaml'), `functions:\n- function: ${name}\n  images: [example.com/${name}:v1]\n`)
+      const exec = new ExecEvaluator({config: await loadExecConfig({configPath: path.join(dir, 'config.yaml'), functionsDir: dir}), maxOutputBytes: 1024 * 1024})
+      try {
+        await exec.evaluate({image: `example.com/${name}:v1`, resourceList: SAMPLE_RL})
+        expect.fail('should throw')
+      } catch (err) {
+        const e = err as FnrError
+        expect(e.kind).to.equal('FunctionFailed')
+        expect(e.grpcCode).to.equal(13)
+        expect(e.message).to.contain(`exited with code 0 but wrote ${what} to stdout, not a ResourceList`)
+        expect(e.message).to.contain('would delete every resource of the package')
+        if (name === 'empty') expect(e.message).to.contain('stderr:\nsaid nothing')
+      }
+    })
+  }
 })

@@ -6,7 +6,7 @@ import {FnrError} from '../errors.js'
 import type {ExecConfig} from '../config/exec-config.js'
 // Type only: `fnr eval` bundles this module, and log.ts would bring pino into it.
 import type {Logger} from '../log.js'
-import {functionFailedError} from '../process/failure.js'
+import {emptyOutputError, functionFailedError} from '../process/failure.js'
 import {minimalEnvironment, runFunctionProcess} from '../process/run.js'
 import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluator.js'
 import type {KnowsImages} from './multi.js'
@@ -55,6 +55,8 @@ export class ExecEvaluator implements Evaluator, KnowsImages {
       label: request.image,
     })
     if (result.exitCode !== 0) throw await functionFailedError(request.image, result)
+    const empty = emptyOutputError(request.image, result)
+    if (empty) throw empty
     if (this.logger?.enabled(4)) {
       this.logger.debug('function finished', {
         image: request.image,

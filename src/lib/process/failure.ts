@@ -53,3 +53,29 @@ export async function functionFailedError(label: string, result: FunctionProcess
   }
   return new FnrError('FunctionFailed', parts.join('\n'), {details: {failure, stdout: result.stdout, stderr: result.stderr}})
 }
+
+/** True when the bytes are empty or only ASCII whitespace (space, tab, CR, LF, FF, VT). */
+export function isBlank(bytes: Uint8Array): boolean {
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!
+    if (b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09 && b !== 0x0c && b !== 0x0b) return false
+  }
+  return true
+}
+
+/**
+ * For a function that exited 0: a FunctionFailed error when its stdout is empty or whitespace
+ * only, else undefined. Such output reads as a ResourceList without items, and a client that
+ * writes it back (Porch's porch-server hands the bytes to kpt) deletes every resource of the
+ * package: a function's empty output is never an empty package.
+ */
+export function emptyOutputError(label: string, result: FunctionProcessResult): FnrError | undefined {
+  if (!isBlank(result.stdout)) return undefined
+  const stderrText = result.stderr.toString('utf8')
+  const what = result.stdout.length === 0 ? 'no output' : `only whitespace (${result.stdout.length} bytes)`
+  let message =
+    `function ${JSON.stringify(label)} exited with code 0 but wrote ${what} to stdout, not a ResourceList: ` +
+    'refusing to return it, because an empty output would delete every resource of the package'
+  if (stderrText.trim() !== '') message += `\nstderr:\n${tail(stderrText, MESSAGE_STDERR_TAIL)}`
+  return new FnrError('FunctionFailed', message, {details: {emptyOutput: true, stderr: result.stderr}})
+}
