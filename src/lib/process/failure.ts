@@ -4,7 +4,7 @@
  * except stderr; fnr puts it in the status message and in a structured form (FunctionFailure).
  */
 import {FnrError} from '../errors.js'
-import {errorResults, formatResult, readResults, type FunctionResult} from './results.js'
+import {errorResults, formatResult, readResultsReport, type FunctionResult} from './results.js'
 import type {FunctionProcessResult} from './run.js'
 
 /** Structured form of a failed function call; sent to gRPC callers in the fnr-failure-bin trailer. */
@@ -13,8 +13,10 @@ export interface FunctionFailure {
   signal: string | null
   results: FunctionResult[]
   stderrTail: string
-  /** True when results were left out to keep the structure small. */
+  /** True when results were left out (by the reading limits, or to keep the structure small). */
   truncated: boolean
+  /** What reading the results left out and why (process/results.ts RESULT_LIMITS), if anything. */
+  resultsCut?: string[]
 }
 
 const MESSAGE_STDERR_TAIL = 1024
@@ -33,7 +35,7 @@ function head(text: string, max: number): string {
 
 /** Builds the FunctionFailed error for a process that exited non-zero or was killed by a signal. */
 export async function functionFailedError(label: string, result: FunctionProcessResult): Promise<FnrError> {
-  const results = await readResults(result.stdout)
+  const {results, cuts} = await readResultsReport(result.stdout)
   const stderrText = result.stderr.toString('utf8')
   const errors = errorResults(results)
   const how = result.exitCode === null ? `was killed by ${result.signal ?? 'a signal'}` : `exited with code ${result.exitCode}`
@@ -43,13 +45,15 @@ export async function functionFailedError(label: string, result: FunctionProcess
     if (errors.length > shown.length) shown.push(`… and ${errors.length - shown.length} more error result(s)`)
     parts.push(`error results:\n${shown.join('\n')}`)
   }
+  if (cuts.length > 0) parts.push(`results left out: ${cuts.join('; ')}`)
   if (stderrText.trim() !== '') parts.push(`stderr:\n${tail(stderrText, MESSAGE_STDERR_TAIL)}`)
   const failure: FunctionFailure = {
     exitCode: result.exitCode,
     signal: result.signal,
     results,
     stderrTail: tail(stderrText, 4096),
-    truncated: false,
+    truncated: cuts.length > 0,
+    ...(cuts.length > 0 ? {resultsCut: cuts} : {}),
   }
   return new FnrError('FunctionFailed', parts.join('\n'), {details: {failure, stdout: result.stdout, stderr: result.stderr}})
 }
