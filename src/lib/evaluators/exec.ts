@@ -7,7 +7,7 @@ import type {ExecConfig} from '../config/exec-config.js'
 // Type only: `fnr eval` bundles this module, and log.ts would bring pino into it.
 import type {Logger} from '../log.js'
 import {emptyOutputError, functionFailedError} from '../process/failure.js'
-import {minimalEnvironment, runFunctionProcess} from '../process/run.js'
+import {execEnvironment, runFunctionProcess} from '../process/run.js'
 import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluator.js'
 import type {KnowsImages} from './multi.js'
 
@@ -16,6 +16,8 @@ export interface ExecEvaluatorOptions {
   /** stdout above this is cut off and the call ends ResourceExhausted. */
   maxOutputBytes: number
   logger?: Logger
+  /** Runner environment variables passed on to functions besides the proxy variables (--exec-env). */
+  passEnv?: readonly string[]
 }
 
 export class ExecEvaluator implements Evaluator, KnowsImages {
@@ -23,12 +25,13 @@ export class ExecEvaluator implements Evaluator, KnowsImages {
   private readonly config: ExecConfig
   private readonly maxOutputBytes: number
   private readonly logger: Logger | undefined
-  private readonly env = minimalEnvironment()
+  private readonly env: NodeJS.ProcessEnv
 
   constructor(options: ExecEvaluatorOptions) {
     this.config = options.config
     this.maxOutputBytes = options.maxOutputBytes
     this.logger = options.logger
+    this.env = execEnvironment(options.passEnv)
   }
 
   /** True when the exec config maps the image to a binary (else evaluate() is NotFound). */
