@@ -7,6 +7,7 @@ import {parseResourceList} from '../lib/config/pod-cache-config.js'
 import {normaliseGoStyleArgs} from '../lib/config/go-flags.js'
 import {createLogger} from '../lib/log.js'
 import {startServe, validateServeOptions, type ServeOptions} from '../lib/serve.js'
+import {parsePassEnv} from '../lib/process/run.js'
 
 export default class Serve extends FnrCommand {
   static summary = 'Run the function runner gRPC service (a drop-in for Porch\'s function runner).'
@@ -39,6 +40,7 @@ unless --replica-id is given), KUBECONFIG.`
     'max-request-body-size': maxRequestBodySizeFlag,
     'grace-period': goDuration({summary: 'How long calls in flight may run after SIGTERM before they are cancelled.', default: 25_000, defaultHelp: async () => '25s'}),
     ...execFlags,
+    'exec-env': Flags.string({summary: 'Runner environment variables to pass to exec functions, besides HTTP_PROXY, HTTPS_PROXY and NO_PROXY (any case), which always pass (comma-separated or repeated).', multiple: true, default: []}),
     ...podFlags,
     ...registryFlags,
     ...functionConfigFlags,
@@ -62,6 +64,7 @@ unless --replica-id is given), KUBECONFIG.`
       exec: {
         ...resolveExecPaths(flags.config, flags.functions, !metadata.flags.config?.setFromDefault, !metadata.flags.functions?.setFromDefault),
         defaultImagePrefix: flags['default-image-prefix'],
+        passEnv: parsePassEnv(flags['exec-env']),
       },
       pod: {
         namespace: flags['pod-namespace'],

@@ -25,7 +25,7 @@ export interface ServeOptions {
   port: number
   host?: string
   disableRuntimes: string
-  exec: ExecPaths & {defaultImagePrefix: string}
+  exec: ExecPaths & {defaultImagePrefix: string; /** --exec-env: more runner variables for exec functions */ passEnv?: string[]}
   maxRequestBodySize: number
   gracePeriodMs: number
   /** TLS (or mTLS, with a client CA) on the listener; default plaintext, as Porch. */
@@ -225,7 +225,7 @@ async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logge
       embedded: options.exec.embedded,
       images: config.imageCount,
     })
-    evaluators.push(new ExecEvaluator({config, maxOutputBytes: options.maxRequestBodySize, logger}))
+    evaluators.push(new ExecEvaluator({config, maxOutputBytes: options.maxRequestBodySize, logger, passEnv: options.exec.passEnv}))
   }
   if (runtimes.includes('pod')) {
     try {

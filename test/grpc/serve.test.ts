@@ -115,7 +115,9 @@ describe('fnr serve over gRPC (exec runtime)', () => {
       .split('\n')
       .map((l) => l.split('=')[0])
       .filter((n) => n !== 'PWD' && n !== 'SHLVL' && n !== '_')
-    expect(names.sort()).to.deep.equal(['HOME', 'LANG', 'PATH'].concat(process.env.TZ ? ['TZ'] : []).sort())
+    // plus the call's marker (process/sweep.ts) and the runner's proxy variables, when it has any
+    const proxies = ['HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'http_proxy', 'https_proxy', 'no_proxy'].filter((n) => process.env[n] !== undefined)
+    expect(names.sort()).to.deep.equal(['HOME', 'LANG', 'PATH', 'FNR_FUNCTION_CALL', ...proxies].concat(process.env.TZ ? ['TZ'] : []).sort())
   })
 
   it('keeps serving after cancelled calls', async () => {

@@ -87,9 +87,12 @@ describe('wrapper-server: EvaluateFunction over loopback', function () {
       expect(res.resourceList.equals(SAMPLE_RL)).to.equal(true)
     })
 
-    it('treats empty and whitespace-only output as a valid empty ResourceList', async () => {
-      expect((await call('empty')).resourceList.length).to.equal(0)
-      expect((await call('blank')).resourceList.toString()).to.equal('\n  \n')
+    it('refuses exit 0 with empty or whitespace-only output as INTERNAL, saying so (an empty ResourceList would delete the package)', async () => {
+      const empty = await expectStatus(call('empty'), grpc.status.INTERNAL)
+      expect(empty.details).to.match(/^function "example.com\/fn:v1" exited with code 0 but wrote no output to stdout, not a ResourceList: refusing to return it/)
+      expect(empty.details).to.contain('would delete every resource of the package')
+      const blank = await expectStatus(call('blank'), grpc.status.INTERNAL)
+      expect(blank.details).to.contain('wrote only whitespace (4 bytes) to stdout')
     })
 
     it('reports a non-zero exit as INTERNAL with the exit code, error results and stderr, and the same in the fnr-failure-bin trailer', async () => {

@@ -1,13 +1,23 @@
 /**
  * The exec evaluator: runs a local binary mapped from the image name by the exec config.
  * Unknown images are NotFound (so the multi evaluator can try the pod runtime).
+ *
+ * Each call re-checks the binary before it runs (issue 16 item 5): the functions directory
+ * still resolves to the directory it resolved to at start-up, the binary's path still resolves
+ * to itself inside that directory (no symlink put in its place or in its path), and it is still
+ * the same file (device and inode as first seen). A failed check refuses the call with
+ * FailedPrecondition, naming the check. What is left is the moment between the check and the
+ * exec (docs/process.md).
  */
+import {realpath, stat} from 'node:fs/promises'
+import path from 'node:path'
+
 import {FnrError} from '../errors.js'
-import type {ExecConfig} from '../config/exec-config.js'
+import type {ExecConfig, ExecFunction} from '../config/exec-config.js'
 // Type only: `fnr eval` bundles this module, and log.ts would bring pino into it.
 import type {Logger} from '../log.js'
-import {functionFailedError} from '../process/failure.js'
-import {minimalEnvironment, runFunctionProcess} from '../process/run.js'
+import {emptyOutputError, functionFailedError} from '../process/failure.js'
+import {execEnvironment, runFunctionProcess} from '../process/run.js'
 import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluator.js'
 import type {KnowsImages} from './multi.js'
 
@@ -16,6 +26,13 @@ export interface ExecEvaluatorOptions {
   /** stdout above this is cut off and the call ends ResourceExhausted. */
   maxOutputBytes: number
   logger?: Logger
+  /** Runner environment variables passed on to functions besides the proxy variables (--exec-env). */
+  passEnv?: readonly string[]
+}
+
+async function fileIdentity(file: string): Promise<string> {
+  const info = await stat(file, {bigint: true})
+  return `${info.dev}:${info.ino}`
 }
 
 export class ExecEvaluator implements Evaluator, KnowsImages {
@@ -23,12 +40,53 @@ export class ExecEvaluator implements Evaluator, KnowsImages {
   private readonly config: ExecConfig
   private readonly maxOutputBytes: number
   private readonly logger: Logger | undefined
-  private readonly env = minimalEnvironment()
+  private readonly env: NodeJS.ProcessEnv
+  /** Device and inode of each binary, as at start-up (or when first seen, for functions added later). */
+  private readonly identities = new Map<string, Promise<string | undefined>>()
+  /** The functions directory's real path at start-up. */
+  private readonly dirReal: Promise<string | undefined>
 
   constructor(options: ExecEvaluatorOptions) {
     this.config = options.config
     this.maxOutputBytes = options.maxOutputBytes
     this.logger = options.logger
+    this.env = execEnvironment(options.passEnv)
+    const dir = this.config.functionsDir
+    this.dirReal = dir ? realpath(dir).catch(() => undefined) : Promise.resolve(undefined)
+    for (const fn of this.config.functions) this.identityAtStart(fn.binary)
+  }
+
+  private identityAtStart(binary: string): Promise<string | undefined> {
+    let id = this.identities.get(binary)
+    if (!id) {
+      id = fileIdentity(binary)
+      // a rejected promise must not go unhandled before the first call awaits it
+      id.catch(() => {})
+      this.identities.set(binary, id)
+    }
+    return id
+  }
+
+  /** Throws FailedPrecondition when the binary is no longer the one checked at start-up, saying which check failed. */
+  private async recheck(image: string, fn: ExecFunction): Promise<void> {
+    const refuse = (why: string): never => {
+      throw new FnrError('FailedPrecondition', `exec function ${JSON.stringify(image)} refused: ${why}`, {details: {runtime: this.name}})
+    }
+    const dir = this.config.functionsDir
+    const dirAtStart = await this.dirReal
+    let dirNow: string | undefined
+    if (dir && dirAtStart) {
+      dirNow = await realpath(dir).catch(() => undefined)
+      if (dirNow === undefined) refuse(`the functions directory ${dir} no longer exists`)
+      if (dirNow !== dirAtStart) refuse(`the functions directory ${dir} now resolves to ${dirNow}, not ${dirAtStart} as at start-up`)
+    }
+    const real = await realpath(fn.binary).catch(() => undefined)
+    if (real === undefined) refuse(`the binary ${fn.binary} no longer exists`)
+    if (real !== fn.binary) refuse(`the binary ${fn.binary} now resolves to ${real} (a symlink was put in its place or in its path)`)
+    if (dirNow && real !== dirNow && !real!.startsWith(dirNow + path.sep)) refuse(`the binary ${real} is outside the functions directory ${dirNow}`)
+    const atStart = await this.identityAtStart(fn.binary).catch(() => undefined)
+    const now = await fileIdentity(real!).catch(() => undefined)
+    if (atStart !== undefined && now !== atStart) refuse(`the binary ${fn.binary} is not the file it was at start-up (device:inode ${atStart}, now ${now ?? 'none'})`)
   }
 
   /** True when the exec config maps the image to a binary (else evaluate() is NotFound). */
@@ -44,6 +102,7 @@ export class ExecEvaluator implements Evaluator, KnowsImages {
   async evaluate(request: EvaluationRequest): Promise<EvaluationResponse> {
     const fn = this.config.lookup(request.image)
     if (!fn) throw new FnrError('NotFound', `function ${JSON.stringify(request.image)} not found`)
+    await this.recheck(request.image, fn)
     const result = await runFunctionProcess({
       command: fn.binary,
       input: request.resourceList,
@@ -55,6 +114,8 @@ export class ExecEvaluator implements Evaluator, KnowsImages {
       label: request.image,
     })
     if (result.exitCode !== 0) throw await functionFailedError(request.image, result)
+    const empty = emptyOutputError(request.image, result)
+    if (empty) throw empty
     if (this.logger?.enabled(4)) {
       this.logger.debug('function finished', {
         image: request.image,

@@ -3,6 +3,7 @@
  * starts a graceful stop, a second one exits at once with code 1.
  */
 import type {Logger} from '../log.js'
+import {killAllRunningFunctions} from '../process/sweep.js'
 
 export interface StopHandle {
   /** Resolves when the graceful stop has finished. */
@@ -36,6 +37,7 @@ export function gracefulStopper(
     if (signals > 1) {
       logger.warn('second signal: exiting now', {signal})
       forceFn()
+      killAllRunningFunctions()
       process.exit(1)
     }
     logger.lifecycle('signal received', {signal})

@@ -4,7 +4,7 @@
  * except stderr; fnr puts it in the status message and in a structured form (FunctionFailure).
  */
 import {FnrError} from '../errors.js'
-import {errorResults, formatResult, readResults, type FunctionResult} from './results.js'
+import {errorResults, formatResult, readResultsReport, type FunctionResult} from './results.js'
 import type {FunctionProcessResult} from './run.js'
 
 /** Structured form of a failed function call; sent to gRPC callers in the fnr-failure-bin trailer. */
@@ -13,8 +13,10 @@ export interface FunctionFailure {
   signal: string | null
   results: FunctionResult[]
   stderrTail: string
-  /** True when results were left out to keep the structure small. */
+  /** True when results were left out (by the reading limits, or to keep the structure small). */
   truncated: boolean
+  /** What reading the results left out and why (process/results.ts RESULT_LIMITS), if anything. */
+  resultsCut?: string[]
 }
 
 const MESSAGE_STDERR_TAIL = 1024
@@ -33,7 +35,7 @@ function head(text: string, max: number): string {
 
 /** Builds the FunctionFailed error for a process that exited non-zero or was killed by a signal. */
 export async function functionFailedError(label: string, result: FunctionProcessResult): Promise<FnrError> {
-  const results = await readResults(result.stdout)
+  const {results, cuts} = await readResultsReport(result.stdout)
   const stderrText = result.stderr.toString('utf8')
   const errors = errorResults(results)
   const how = result.exitCode === null ? `was killed by ${result.signal ?? 'a signal'}` : `exited with code ${result.exitCode}`
@@ -43,13 +45,41 @@ export async function functionFailedError(label: string, result: FunctionProcess
     if (errors.length > shown.length) shown.push(`… and ${errors.length - shown.length} more error result(s)`)
     parts.push(`error results:\n${shown.join('\n')}`)
   }
+  if (cuts.length > 0) parts.push(`results left out: ${cuts.join('; ')}`)
   if (stderrText.trim() !== '') parts.push(`stderr:\n${tail(stderrText, MESSAGE_STDERR_TAIL)}`)
   const failure: FunctionFailure = {
     exitCode: result.exitCode,
     signal: result.signal,
     results,
     stderrTail: tail(stderrText, 4096),
-    truncated: false,
+    truncated: cuts.length > 0,
+    ...(cuts.length > 0 ? {resultsCut: cuts} : {}),
   }
   return new FnrError('FunctionFailed', parts.join('\n'), {details: {failure, stdout: result.stdout, stderr: result.stderr}})
+}
+
+/** True when the bytes are empty or only ASCII whitespace (space, tab, CR, LF, FF, VT). */
+export function isBlank(bytes: Uint8Array): boolean {
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!
+    if (b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09 && b !== 0x0c && b !== 0x0b) return false
+  }
+  return true
+}
+
+/**
+ * For a function that exited 0: a FunctionFailed error when its stdout is empty or whitespace
+ * only, else undefined. Such output reads as a ResourceList without items, and a client that
+ * writes it back (Porch's porch-server hands the bytes to kpt) deletes every resource of the
+ * package: a function's empty output is never an empty package.
+ */
+export function emptyOutputError(label: string, result: FunctionProcessResult): FnrError | undefined {
+  if (!isBlank(result.stdout)) return undefined
+  const stderrText = result.stderr.toString('utf8')
+  const what = result.stdout.length === 0 ? 'no output' : `only whitespace (${result.stdout.length} bytes)`
+  let message =
+    `function ${JSON.stringify(label)} exited with code 0 but wrote ${what} to stdout, not a ResourceList: ` +
+    'refusing to return it, because an empty output would delete every resource of the package'
+  if (stderrText.trim() !== '') message += `\nstderr:\n${tail(stderrText, MESSAGE_STDERR_TAIL)}`
+  return new FnrError('FunctionFailed', message, {details: {emptyOutput: true, stderr: result.stderr}})
 }

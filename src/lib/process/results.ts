@@ -26,11 +26,16 @@ function asRecord(v: unknown): Record<string, unknown> | undefined {
   return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined
 }
 
+/** A value as text; a nested value as bounded JSON (String() of a deeply nested array recurses). */
+function scalarText(v: unknown): string {
+  return v !== null && typeof v === 'object' ? JSON.stringify(boundedValue(v)) : String(v)
+}
+
 /** Normalises one result, accepting the legacy shapes kpt accepts (resourceRef.metadata, field.suggestedValue). */
 export function normaliseResult(raw: unknown): FunctionResult | undefined {
   const r = asRecord(raw)
   if (!r) return undefined
-  const out: FunctionResult = {message: typeof r.message === 'string' ? r.message : String(r.message ?? '')}
+  const out: FunctionResult = {message: typeof r.message === 'string' ? r.message : scalarText(r.message ?? '')}
   if (typeof r.severity === 'string' && r.severity !== '') out.severity = r.severity
   const ref = asRecord(r.resourceRef)
   if (ref) {
@@ -53,7 +58,7 @@ export function normaliseResult(raw: unknown): FunctionResult | undefined {
   const file = asRecord(r.file)
   if (file) out.file = {path: typeof file.path === 'string' ? file.path : undefined, index: typeof file.index === 'number' ? file.index : undefined}
   const tags = asRecord(r.tags)
-  if (tags) out.tags = Object.fromEntries(Object.entries(tags).map(([k, v]) => [k, String(v)]))
+  if (tags) out.tags = Object.fromEntries(Object.entries(tags).map(([k, v]) => [k, scalarText(v)]))
   return out
 }
 
@@ -88,39 +93,342 @@ export function resultsSection(text: string): string | undefined {
 }
 
 /**
- * Parses output bytes and returns their results; output that does not parse has none. Only the
- * results are parsed when they can be found on their own: parsing a whole 6 MiB output took
- * about 9 s of blocked event loop (every other call of the server waited).
+ * Limits on reading results (issue 16 item 2). A failing function's stdout is up to the message
+ * limit (6 MiB) and is written by code fnr does not trust: reading its results must take
+ * bounded time and memory whatever its shape. Before these limits, 3 MB of `- a` lines took
+ * 25 s and 640 MB of heap, 6 MB of ordinary results 22 s and 430 MB (bench/results-parse.ts).
  */
-export async function readResults(output: Uint8Array): Promise<FunctionResult[]> {
-  if (output.length === 0) return []
+export const RESULT_LIMITS = {
+  /** Results read at most; the rest are counted and said to be left out. */
+  maxResults: 1000,
+  /**
+   * YAML bytes handed to the parser at most, over all results of one output. The yaml package
+   * reads about 0.5-1 MB/s on a loaded 2-core machine, so this bounds the blocked time.
+   */
+  maxParseBytes: 256 * 1024,
+  /** A results section (or a whole output) this small is parsed in one go, as written. */
+  wholeParseBytes: 64 * 1024,
+  /** Results are parsed in batches of about this many bytes. */
+  batchBytes: 64 * 1024,
+  /** Deeper flow nesting (`[`, `{`) or block indentation is not parsed (the parser recurses). */
+  maxFlowDepth: 64,
+  maxIndent: 256,
+  /** Entries of a failed batch parsed on their own, at most (per output). */
+  maxRetries: 64,
+  /** Values kept in a result (field values, tags) are cut at this depth and this many nodes. */
+  maxValueDepth: 16,
+  maxValueNodes: 1000,
+} as const
+
+/** The results read from an output, and what was left out and why (empty when nothing was). */
+export interface ResultsReport {
+  results: FunctionResult[]
+  /** One sentence per kind of cut, e.g. "read 1000 of 750000 results (the limit is 1000)". */
+  cuts: string[]
+}
+
+/** The deepest `[`/`{` nesting in the text (quotes not considered: an over-estimate at worst). */
+function flowDepth(text: string, from = 0, to = text.length): number {
+  let depth = 0
+  let max = 0
+  for (let i = from; i < to; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) max = depth
+    } else if ((c === 0x5d || c === 0x7d) && depth > 0) depth--
+  }
+  return max
+}
+
+/** The deepest indentation of any line (spaces at a line start). */
+function maxIndent(text: string, from = 0, to = text.length): number {
+  let max = 0
+  let run = -1
+  for (let i = from; i < to; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 0x0a) run = 0
+    else if (run >= 0 && c === 0x20) run++
+    else if (run >= 0) {
+      if (run > max) max = run
+      run = -1
+    }
+  }
+  return max
+}
+
+function tooDeep(text: string, from = 0, to = text.length): boolean {
+  return flowDepth(text, from, to) > RESULT_LIMITS.maxFlowDepth || maxIndent(text, from, to) > RESULT_LIMITS.maxIndent
+}
+
+/** A copy of a parsed value cut at maxValueDepth and maxValueNodes, so later JSON/String calls are bounded. */
+function boundedValue(value: unknown, budget = {nodes: RESULT_LIMITS.maxValueNodes}, depth = 0): unknown {
+  if (value === null || typeof value !== 'object') return value
+  if (depth >= RESULT_LIMITS.maxValueDepth || budget.nodes <= 0) return '…'
+  if (Array.isArray(value)) {
+    const out: unknown[] = []
+    for (const v of value) {
+      if (--budget.nodes < 0) {
+        out.push('…')
+        break
+      }
+      out.push(boundedValue(v, budget, depth + 1))
+    }
+    return out
+  }
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    if (--budget.nodes < 0) {
+      out['…'] = '…'
+      break
+    }
+    out[k] = boundedValue(v, budget, depth + 1)
+  }
+  return out
+}
+
+/** normaliseResult, with field values cut to a bounded size and only scalar tag values kept. */
+function boundedResult(raw: unknown): FunctionResult | undefined {
+  const r = normaliseResult(raw)
+  if (!r) return undefined
+  if (r.field) {
+    if (r.field.currentValue !== undefined) r.field.currentValue = boundedValue(r.field.currentValue)
+    if (r.field.proposedValue !== undefined) r.field.proposedValue = boundedValue(r.field.proposedValue)
+  }
+  return r
+}
+
+/** The results list of a parsed ResourceList object, at most maxResults of it, and its length. */
+function rawResults(resourceList: unknown): unknown[] {
+  const rl = asRecord(resourceList)
+  if (!rl) return []
+  let raw = rl.results
+  const wrapped = asRecord(raw)
+  if (wrapped && Array.isArray(wrapped.items)) raw = wrapped.items
+  return Array.isArray(raw) ? raw : []
+}
+
+function fromParsed(resourceList: unknown, cuts: string[]): FunctionResult[] {
+  const raw = rawResults(resourceList)
+  if (raw.length > RESULT_LIMITS.maxResults) cuts.push(`read ${RESULT_LIMITS.maxResults} of ${raw.length} results (the limit is ${RESULT_LIMITS.maxResults})`)
+  const out: FunctionResult[] = []
+  for (const r of raw.length > RESULT_LIMITS.maxResults ? raw.slice(0, RESULT_LIMITS.maxResults) : raw) {
+    const n = boundedResult(r)
+    if (n) out.push(n)
+  }
+  return out
+}
+
+/** The entries of a block sequence: [start, end) offsets of each `- …` entry in the text. */
+interface BlockEntries {
+  entries: Array<[number, number]>
+  /** Entries seen in total (more than entries.length when counting stopped recording). */
+  total: number
+  indent: number
+}
+
+/**
+ * Splits a block-style results section (`results:` then `- …` entries, or the legacy
+ * `results:\n  items:\n  - …`) into its entries, in one pass over the lines. Undefined when the
+ * section is not of that shape (flow style, a scalar): the caller then parses it whole or not at all.
+ */
+function splitBlockEntries(section: string, record: number): BlockEntries | undefined {
+  let at = section.indexOf('\n')
+  const first = at < 0 ? section : section.slice(0, at)
+  const inline = first.replace(/^results[ \t]*:/, '').trim()
+  if (inline !== '' && !inline.startsWith('#')) return undefined
+  if (at < 0) return undefined
+  let indent = -1
+  let legacyItems = false
+  const entries: Array<[number, number]> = []
+  let total = 0
+  let current = -1
+  for (let lineStart = at + 1; lineStart < section.length; lineStart = at + 1) {
+    at = section.indexOf('\n', lineStart)
+    const lineEnd = at < 0 ? section.length : at
+    let i = lineStart
+    while (i < lineEnd && section[i] === ' ') i++
+    const c = section[i]
+    const blank = i >= lineEnd || c === '\r' || c === '#' || c === '\t'
+    if (!blank) {
+      const isEntry = c === '-' && (i + 1 >= lineEnd || section[i + 1] === ' ' || section[i + 1] === '\r' || section[i + 1] === '\t')
+      const col = i - lineStart
+      if (indent < 0) {
+        if (isEntry) indent = col
+        else if (!legacyItems && /^items[ \t]*:[ \t]*(#.*)?\r?$/.test(section.slice(i, lineEnd))) legacyItems = true
+        else return undefined
+      }
+      if (col < indent) {
+        if (current >= 0 && entries.length < record) entries.push([current, lineStart])
+        current = -1
+        break
+      }
+      if (col === indent && isEntry) {
+        if (current >= 0 && entries.length < record) entries.push([current, lineStart])
+        total++
+        current = total <= record ? lineStart : -1
+      } else if (col === indent) {
+        // a key at the entries' indentation (legacy form: `items:`'s siblings): the list ended
+        if (current >= 0 && entries.length < record) entries.push([current, lineStart])
+        current = -1
+        break
+      }
+    }
+    if (at < 0) break
+  }
+  if (current >= 0 && entries.length < record) entries.push([current, section.length])
+  return indent < 0 ? undefined : {entries, total, indent}
+}
+
+/**
+ * Runs of blank lines cut to one: the yaml package slows down badly on long blank runs (a 1 MB
+ * run took 10 s). Inside a block scalar this joins blank lines, which a message survives.
+ */
+function collapseBlankRuns(text: string): string {
+  return text.replace(/\n(?:[ \t]*\r?\n){2,}/g, '\n\n')
+}
+
+/** The entries from..to of a section as one YAML sequence, moved to column 0. */
+function entriesText(section: string, from: number, to: number, indent: number): string {
+  const text = collapseBlankRuns(section.slice(from, to))
+  if (indent === 0) return text
+  const pad = ' '.repeat(indent)
+  return text
+    .split('\n')
+    .map((line) => (line.startsWith(pad) ? line.slice(indent) : line.trimStart()))
+    .join('\n')
+}
+
+type Parse = (text: string) => unknown
+
+/** Reads a large block-style results section entry by entry, in batches, within the limits. */
+function readEntries(section: string, split: BlockEntries, parse: Parse, cuts: string[]): FunctionResult[] {
+  const out: FunctionResult[] = []
+  let budget = RESULT_LIMITS.maxParseBytes
+  let deep = 0
+  let unreadable = 0
+  let overBudget = 0
+  const take = (parsed: unknown): void => {
+    for (const r of Array.isArray(parsed) ? parsed : []) {
+      const n = boundedResult(r)
+      if (n) out.push(n)
+    }
+  }
+  let batch: string[] = []
+  let batchBytes = 0
+  // Entries parsed one by one after a batch failed: each parse has a fixed cost, so few.
+  let retries = RESULT_LIMITS.maxRetries
+  const flush = (): void => {
+    if (batch.length === 0) return
+    const before = out.length
+    try {
+      take(parse(batch.join('')))
+    } catch {
+      // e.g. an alias to an anchor in another batch: entry by entry
+      out.length = before
+      for (const text of batch) {
+        if (retries-- <= 0) {
+          unreadable++
+          continue
+        }
+        try {
+          take(parse(text))
+        } catch {
+          unreadable++
+        }
+      }
+    }
+    batch = []
+    batchBytes = 0
+  }
+  const {entries, indent} = split
+  for (let k = 0; k < entries.length; k++) {
+    const [start, end] = entries[k]!
+    if (tooDeep(section, start, end)) {
+      deep++
+      continue
+    }
+    const text = entriesText(section, start, end, indent)
+    if (text.length > budget) {
+      // too large for what is left of the budget: left out, later (smaller) entries are still read
+      overBudget++
+      continue
+    }
+    budget -= text.length
+    if (batchBytes + text.length > RESULT_LIMITS.batchBytes) flush()
+    batch.push(text.endsWith('\n') ? text : `${text}\n`)
+    batchBytes += text.length
+  }
+  flush()
+  if (split.total > entries.length) cuts.push(`read ${entries.length} of ${split.total} results (the limit is ${RESULT_LIMITS.maxResults})`)
+  if (overBudget > 0) cuts.push(`${overBudget} result(s) left out: results are read up to ${RESULT_LIMITS.maxParseBytes} bytes in all`)
+  if (deep > 0) cuts.push(`${deep} result(s) left out: nested deeper than ${RESULT_LIMITS.maxFlowDepth} levels`)
+  if (unreadable > 0) cuts.push(`${unreadable} result(s) could not be read on their own (not YAML, or an alias to an anchor elsewhere)`)
+  return out
+}
+
+/**
+ * Reads the results of output bytes within RESULT_LIMITS, saying what was left out. Output that
+ * does not parse has no results. Only the results are parsed when they can be found on their
+ * own: parsing a whole 6 MiB output took about 9 s of blocked event loop. A large block-style
+ * results list is read entry by entry up to the limits; the time and memory are linear in the
+ * output and bounded by the limits, whatever its shape.
+ */
+export async function readResultsReport(output: Uint8Array): Promise<ResultsReport> {
+  const cuts: string[] = []
+  if (output.length === 0) return {results: [], cuts}
   const text = Buffer.from(output.buffer, output.byteOffset, output.byteLength).toString('utf8')
   // Cheap pre-check: no results key, no results (skips the YAML parser on large outputs).
-  if (!/(^|\n|[{,]\s*)"?results"?\s*:/.test(text)) return []
+  if (!/(^|\n|[{,]\s*)"?results"?\s*:/.test(text)) return {results: [], cuts}
   if (/^\s*\{/.test(text)) {
     try {
-      return resultsOf(JSON.parse(text))
+      // V8's JSON parser is iterative: deep nesting does not overflow the stack.
+      return {results: fromParsed(JSON.parse(text), cuts), cuts}
     } catch {
       // not JSON after all: YAML below
     }
   }
-  const {parse} = await import('yaml')
+  const {parse: parseYaml} = await import('yaml')
   // uniqueKeys off: the yaml package's duplicate-key check compares every pair of keys of a map,
   // which blocks the event loop for seconds on a map of 20,000 keys.
   const options = {maxAliasCount: 100, uniqueKeys: false}
+  const parse: Parse = (t) => parseYaml(t, options)
   const section = resultsSection(text)
+  if (section !== undefined && section.length > RESULT_LIMITS.wholeParseBytes) {
+    const split = splitBlockEntries(section, RESULT_LIMITS.maxResults)
+    if (split) return {results: readEntries(section, split, parse, cuts), cuts}
+    cuts.push(`results not read: a results section of ${section.length} bytes that is not a block list (more than ${RESULT_LIMITS.wholeParseBytes} bytes are read only as a block list)`)
+    return {results: [], cuts}
+  }
   if (section !== undefined) {
+    if (tooDeep(section)) {
+      cuts.push(`results not read: nested deeper than ${RESULT_LIMITS.maxFlowDepth} levels`)
+      return {results: [], cuts}
+    }
     try {
-      return resultsOf(parse(section, options))
+      const parsed = parse(collapseBlankRuns(section))
+      return {results: fromParsed(parsed, cuts), cuts}
     } catch {
-      // e.g. an alias to an anchor outside the section: parse the whole document
+      // e.g. an alias to an anchor outside the section: parse the whole document below
     }
   }
-  try {
-    return resultsOf(parse(text, options))
-  } catch {
-    return []
+  if (text.length > RESULT_LIMITS.wholeParseBytes) {
+    cuts.push(`results not read: they could not be read on their own, and an output of ${text.length} bytes is not parsed whole (the limit is ${RESULT_LIMITS.wholeParseBytes})`)
+    return {results: [], cuts}
   }
+  if (tooDeep(text)) {
+    cuts.push(`results not read: nested deeper than ${RESULT_LIMITS.maxFlowDepth} levels`)
+    return {results: [], cuts}
+  }
+  try {
+    return {results: fromParsed(parse(collapseBlankRuns(text)), cuts), cuts}
+  } catch {
+    return {results: [], cuts}
+  }
+}
+
+/** The results of output bytes (readResultsReport without the account of what was left out). */
+export async function readResults(output: Uint8Array): Promise<FunctionResult[]> {
+  return (await readResultsReport(output)).results
 }
 
 export function errorResults(results: readonly FunctionResult[]): FunctionResult[] {

@@ -8,6 +8,8 @@
  * - The process runs in its own process group. On deadline, cancellation or an oversized stdout,
  *   the whole group is killed with SIGKILL, so grandchildren die too. After a normal exit the
  *   group is killed as well, so nothing the function left behind keeps running.
+ * - Descendants that left the group (setsid, setpgid, a double fork) are found by the call's
+ *   marker in their environment and killed by a sweep of /proc when the call ends (sweep.ts).
  *
  * It uses node:child_process directly rather than execa: it needs group kills, a tail-capped
  * stderr and a stdout cap that stops reading at the limit, and it is on the hot path of every
@@ -16,6 +18,7 @@
 import {spawn} from 'node:child_process'
 
 import {FnrError} from '../errors.js'
+import {CALL_MARKER_ENV, liveCalls, newCallMarker, sweeper} from './sweep.js'
 
 export interface FunctionProcessOptions {
   command: string
@@ -60,6 +63,33 @@ export function minimalEnvironment(extra: NodeJS.ProcessEnv = {}): NodeJS.Proces
   }
   if (process.env.TZ) env.TZ = process.env.TZ
   return {...env, ...extra}
+}
+
+/** The runner's proxy settings, passed on to exec functions as Porch's exec runtime does (it passes its whole environment). */
+export const PROXY_VARIABLES = ['HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'http_proxy', 'https_proxy', 'no_proxy'] as const
+
+const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+
+/** Checks names given to pass on (--exec-env); returns them split at commas, without blanks. */
+export function parsePassEnv(names: readonly string[]): string[] {
+  const out = names.flatMap((n) => n.split(',')).map((n) => n.trim()).filter((n) => n !== '')
+  for (const n of out) {
+    if (!VARIABLE_NAME.test(n)) throw new FnrError('Usage', `--exec-env: ${JSON.stringify(n)} is not an environment variable name (letters, digits and _, not starting with a digit)`)
+  }
+  return out
+}
+
+/**
+ * The environment of an exec function: minimalEnvironment(), the runner's proxy variables that
+ * are set, and the variables named in `pass` (--exec-env) that are set in the runner.
+ */
+export function execEnvironment(pass: readonly string[] = [], from: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const env = minimalEnvironment()
+  for (const name of [...PROXY_VARIABLES, ...pass]) {
+    const value = from[name]
+    if (value !== undefined) env[name] = value
+  }
+  return env
 }
 
 class TailBuffer {
@@ -144,6 +174,18 @@ export function killGroup(pid: number | undefined): void {
   }
 }
 
+/** The error for a function process that could not be started. */
+function startError(options: FunctionProcessOptions, err: NodeJS.ErrnoException): FnrError {
+  const where = `${JSON.stringify(options.label)} (${options.command})`
+  if (err.code === 'EMFILE' || err.code === 'ENFILE' || err.code === 'EAGAIN' || err.code === 'ENOMEM') {
+    // The runner is out of descriptors or processes: a condition of the server, worth a retry.
+    const what = err.code === 'EAGAIN' ? 'processes' : err.code === 'ENOMEM' ? 'memory' : 'file descriptors'
+    return new FnrError('Unavailable', `cannot start function ${where}: the runner is out of ${what} (${err.code}); retry later`, {cause: err, details: {startFailed: true}})
+  }
+  const why = err.code === 'ENOENT' ? 'executable not found' : err.code === 'EACCES' ? 'permission denied' : err.message
+  return new FnrError('FunctionFailed', `failed to start function ${JSON.stringify(options.label)}: ${why} (${options.command})`, {cause: err, details: {startFailed: true}})
+}
+
 export function runFunctionProcess(options: FunctionProcessOptions): Promise<FunctionProcessResult> {
   const started = performance.now()
   const deadline = options.deadline ?? Number.POSITIVE_INFINITY
@@ -163,13 +205,26 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
     let timer: NodeJS.Timeout | undefined
     let graceTimer: NodeJS.Timeout | undefined
 
-    const child = spawn(options.command, options.args ?? [], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-      env: options.env ?? minimalEnvironment(),
-      cwd: options.cwd,
-      detached: true,
-      windowsHide: true,
-    })
+    const marker = newCallMarker()
+    let child: ReturnType<typeof spawn>
+    try {
+      child = spawn(options.command, options.args ?? [], {
+        stdio: ['pipe', 'pipe', 'pipe'],
+        env: {...(options.env ?? minimalEnvironment()), [CALL_MARKER_ENV]: marker},
+        cwd: options.cwd,
+        detached: true,
+        windowsHide: true,
+      })
+    } catch (err) {
+      settled = true
+      reject(startError(options, err as NodeJS.ErrnoException))
+      return
+    }
+    if (child.pid !== undefined) liveCalls.set(child.pid, marker)
+    const swept = (): void => {
+      if (child.pid !== undefined && liveCalls.get(child.pid) === marker) liveCalls.delete(child.pid)
+      sweeper.request({marker, pid: child.pid})
+    }
 
     const cleanup = (): void => {
       if (timer) clearTimeout(timer)
@@ -182,6 +237,7 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
       settled = true
       cleanup()
       killGroup(child.pid)
+      swept()
       reject(err)
     }
 
@@ -189,6 +245,7 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
       if (ending) return
       ending = reason
       killGroup(child.pid)
+      swept()
     }
 
     function onAbort(): void {
@@ -202,15 +259,11 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
     }
     options.signal?.addEventListener('abort', onAbort, {once: true})
 
-    child.on('error', (err: NodeJS.ErrnoException) => {
-      const why = err.code === 'ENOENT' ? 'executable not found' : err.code === 'EACCES' ? 'permission denied' : err.message
-      fail(
-        new FnrError('FunctionFailed', `failed to start function ${JSON.stringify(options.label)}: ${why} (${options.command})`, {
-          cause: err,
-          details: {startFailed: true},
-        }),
-      )
-    })
+    child.on('error', (err: NodeJS.ErrnoException) => fail(startError(options, err)))
+
+    // When spawn itself fails (EMFILE: no descriptor left for the pipes), the streams are not
+    // there and the 'error' event above ends the call.
+    if (!child.stdout || !child.stderr || !child.stdin) return
 
     child.stdout.on('data', (chunk: Buffer) => {
       if (ending) return
@@ -234,9 +287,10 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
       // a process it cannot kill.
       graceTimer = setTimeout(() => {
         killGroup(child.pid)
+        swept()
         graceTimer = setTimeout(() => {
-          child.stdout.destroy()
-          child.stderr.destroy()
+          child.stdout?.destroy()
+          child.stderr?.destroy()
         }, STDIO_GRACE_MS)
       }, STDIO_GRACE_MS)
     })
@@ -246,6 +300,7 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
       settled = true
       cleanup()
       killGroup(child.pid)
+      swept()
       const label = JSON.stringify(options.label)
       if (ending === 'deadline') {
         reject(new FnrError('DeadlineExceeded', `function ${label} did not finish before the deadline and was killed`, {details: {stderr: stderr.toBuffer()}}))

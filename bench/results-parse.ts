@@ -1,0 +1,62 @@
+/**
+ * Reading the results of a failing function's output (process/results.ts) on hostile and large
+ * shapes (issue 16 item 2): time, heap growth and peak RSS, each shape in a fresh Node process.
+ *
+ *   node --import tsx bench/results-parse.ts            all shapes
+ *   node --import tsx bench/results-parse.ts SHAPE      one shape (prints one JSON line)
+ */
+import {spawnSync} from 'node:child_process'
+import {fileURLToPath} from 'node:url'
+
+import {readResults} from '../src/lib/process/results.js'
+import {functionFailedError} from '../src/lib/process/failure.js'
+
+const HEADER = 'apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nresults:\n'
+const RESULT =
+  '- message: "replicas must be at most 3 for this deployment"\n  severity: error\n' +
+  '  resourceRef: {apiVersion: apps/v1, kind: Deployment, name: web, namespace: prod}\n  field: {path: spec.replicas}\n'
+
+export const SHAPES: Record<string, () => string> = {
+  /** 3 MB of `- a` lines. */
+  'dash-a-3MB': () => HEADER + '- a\n'.repeat(750_000),
+  /** 6 MB of ordinary structured results. */
+  'structured-6MB': () => HEADER + RESULT.repeat(Math.ceil(6e6 / RESULT.length)),
+  /** One result nested 100,000 levels deep in flow style. */
+  'flow-nesting-100k': () => `${HEADER}- message: deep\n  severity: error\n  tags: ${'['.repeat(100_000)}${']'.repeat(100_000)}\n`,
+  /** 1 MB of blank lines inside the results. */
+  'blank-run-1MB': () => `${HEADER}- message: a\n${'\n'.repeat(1_000_000)}- message: b\n`,
+  /** Many aliases to one anchor. */
+  'aliases-100k': () => `${HEADER}- &r {message: a, severity: error}\n${'- *r\n'.repeat(100_000)}`,
+}
+
+async function measureOne(shape: string): Promise<void> {
+  const stdout = Buffer.from(SHAPES[shape]!())
+  const heapBefore = process.memoryUsage().heapUsed
+  const started = performance.now()
+  const error = await functionFailedError('example.com/fn:v1', {stdout, stderr: Buffer.from('boom\n'), exitCode: 1, signal: null, stderrTruncated: false, durationMs: 1})
+  const ms = performance.now() - started
+  const heapAfter = process.memoryUsage().heapUsed
+  const results = (await readResults(stdout)).length
+  console.log(
+    JSON.stringify({
+      shape,
+      bytes: stdout.length,
+      ms: Math.round(ms),
+      heapGrowthMB: Math.round((heapAfter - heapBefore) / 1e5) / 10,
+      peakRssMB: Math.round(process.resourceUsage().maxRSS / 1024),
+      results,
+      messageBytes: Buffer.byteLength(error.message),
+    }),
+  )
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const only = process.argv[2]
+  if (only) await measureOne(only)
+  else {
+    for (const shape of Object.keys(SHAPES)) {
+      const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), shape], {encoding: 'utf8', timeout: 600_000})
+      process.stdout.write(r.stdout || `{"shape":"${shape}","failed":${JSON.stringify((r.stderr || String(r.signal)).slice(-300))}}\n`)
+    }
+  }
+}

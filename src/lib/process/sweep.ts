@@ -1,0 +1,267 @@
+/**
+ * Killing what a function started, even after it left its process group (issue 16 item 4).
+ *
+ * runFunctionProcess runs each function in its own process group and kills the group. A
+ * descendant that calls setsid(2) (or setpgid) leaves the group, and once its parent exits it
+ * is re-parented to PID 1 (or the nearest subreaper): nothing links it to the call any more.
+ * Without native code fnr can neither become a subreaper (prctl) nor wait for processes it did
+ * not start, and per-call cgroups or pid namespaces need privileges a function runner's pod does
+ * not have. So each call is marked instead:
+ *
+ *   - every function process gets FNR_FUNCTION_CALL=<runner pid>.<call number> in its
+ *     environment, which its descendants inherit (docs/process.md: what it does not catch);
+ *   - when the call ends (normally, at its deadline, on cancellation or on the second signal)
+ *     a sweep reads /proc and SIGKILLs every process whose environment holds that marker,
+ *     every process whose process group or session is the function's own, and every
+ *     descendant of those; it repeats while it finds new ones (a fork during the sweep).
+ *
+ * Sweeps run off the response path and are coalesced: calls ending together share one scan.
+ */
+import {readdirSync, readFileSync} from 'node:fs'
+import {readdir, readFile} from 'node:fs/promises'
+
+export const CALL_MARKER_ENV = 'FNR_FUNCTION_CALL'
+const MARKER_PREFIX = Buffer.from(`\0${CALL_MARKER_ENV}=`)
+
+let calls = 0
+
+/** A marker unique to one call of this runner process. */
+export function newCallMarker(): string {
+  return `${process.pid}.${++calls}`
+}
+
+/**
+ * Function processes running now: pid -> the call's marker (run.ts keeps it). A sweep for an
+ * ended call never touches the session of a running one, even when the kernel gave the ended
+ * function's pid to a new function process.
+ */
+export const liveCalls = new Map<number, string>()
+
+/** What a sweep looks for: the markers of ended calls, and their function processes' pids. */
+export interface SweepTarget {
+  marker: string
+  /** The function process (leader of its group and session-less descendants). */
+  pid?: number
+}
+
+interface ProcInfo {
+  pid: number
+  ppid: number
+  pgrp: number
+  session: number
+}
+
+/** Parses /proc/PID/stat (the command may contain spaces and parentheses: fields follow the last ')'). */
+function parseStat(pid: number, stat: string): ProcInfo | undefined {
+  const close = stat.lastIndexOf(')')
+  if (close < 0) return undefined
+  const fields = stat.slice(close + 2).split(' ')
+  // fields[0] = state, [1] = ppid, [2] = pgrp, [3] = session
+  if (fields[0] === 'Z' || fields[0] === 'X') return undefined
+  return {pid, ppid: Number(fields[1]), pgrp: Number(fields[2]), session: Number(fields[3])}
+}
+
+/** The marker in an environ block (NUL-separated), if any. */
+function markerOf(environ: Buffer): string | undefined {
+  // environ starts without a NUL: look at its start, then after each NUL
+  const head = MARKER_PREFIX.subarray(1)
+  let at = environ.subarray(0, head.length).equals(head) ? 0 : -1
+  if (at < 0) {
+    const found = environ.indexOf(MARKER_PREFIX)
+    if (found < 0) return undefined
+    at = found + 1
+  }
+  const start = at + head.length
+  const end = environ.indexOf(0, start)
+  return environ.toString('latin1', start, end < 0 ? environ.length : end)
+}
+
+/** Picks the processes to kill among a /proc snapshot: marked ones, the function's groups and sessions, and their descendants. */
+function victims(procs: ProcInfo[], marked: Set<number>, roots: Set<number>): number[] {
+  const kill = new Set<number>()
+  for (const p of procs) {
+    if (p.pid === process.pid) continue
+    if (marked.has(p.pid)) kill.add(p.pid)
+    else if ((roots.has(p.pgrp) && !liveCalls.has(p.pgrp)) || (roots.has(p.session) && !liveCalls.has(p.session))) kill.add(p.pid)
+  }
+  // descendants of those (a child that cleared its environment but still has a marked parent)
+  const children = new Map<number, number[]>()
+  for (const p of procs) {
+    const list = children.get(p.ppid)
+    if (list) list.push(p.pid)
+    else children.set(p.ppid, [p.pid])
+  }
+  const stack = [...kill]
+  while (stack.length > 0) {
+    for (const c of children.get(stack.pop()!) ?? []) {
+      if (c !== process.pid && !kill.has(c) && !liveCalls.has(c)) {
+        kill.add(c)
+        stack.push(c)
+      }
+    }
+  }
+  return [...kill]
+}
+
+function killAll(pids: number[]): number {
+  let killed = 0
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL')
+      killed++
+    } catch {
+      // gone already, or not ours
+    }
+  }
+  return killed
+}
+
+const MAX_ROUNDS = 4
+
+/** One sweep over /proc for the targets (async: the reads go through the thread pool). Returns the number of processes killed. */
+export async function sweep(targets: readonly SweepTarget[]): Promise<number> {
+  if (targets.length === 0 || process.platform !== 'linux') return 0
+  const markers = new Set(targets.map((t) => t.marker))
+  const roots = new Set(targets.flatMap((t) => (t.pid === undefined ? [] : [t.pid])))
+  let total = 0
+  for (let round = 0; round < MAX_ROUNDS; round++) {
+    let names: string[]
+    try {
+      names = await readdir('/proc')
+    } catch {
+      return total
+    }
+    const procs: ProcInfo[] = []
+    const marked = new Set<number>()
+    for (const name of names) {
+      const c = name.charCodeAt(0)
+      if (c < 0x30 || c > 0x39) continue
+      const pid = Number(name)
+      if (pid === process.pid || pid <= 2) continue
+      let info: ProcInfo | undefined
+      try {
+        info = parseStat(pid, await readFile(`/proc/${pid}/stat`, 'latin1'))
+      } catch {
+        continue
+      }
+      if (!info) continue
+      procs.push(info)
+      try {
+        const m = markerOf(await readFile(`/proc/${pid}/environ`))
+        if (m !== undefined && markers.has(m)) marked.add(pid)
+      } catch {
+        // another user's process (EACCES) or gone: not ours
+      }
+    }
+    const killed = killAll(victims(procs, marked, roots))
+    total += killed
+    if (killed === 0) break
+  }
+  return total
+}
+
+/** sweep, synchronously: for the last moments of a process that is about to exit. */
+export function sweepSync(targets: readonly SweepTarget[]): number {
+  if (targets.length === 0 || process.platform !== 'linux') return 0
+  const markers = new Set(targets.map((t) => t.marker))
+  const roots = new Set(targets.flatMap((t) => (t.pid === undefined ? [] : [t.pid])))
+  let total = 0
+  for (let round = 0; round < MAX_ROUNDS; round++) {
+    let names: string[]
+    try {
+      names = readdirSync('/proc')
+    } catch {
+      return total
+    }
+    const procs: ProcInfo[] = []
+    const marked = new Set<number>()
+    for (const name of names) {
+      const c = name.charCodeAt(0)
+      if (c < 0x30 || c > 0x39) continue
+      const pid = Number(name)
+      if (pid === process.pid || pid <= 2) continue
+      let info: ProcInfo | undefined
+      try {
+        info = parseStat(pid, readFileSync(`/proc/${pid}/stat`, 'latin1'))
+      } catch {
+        continue
+      }
+      if (!info) continue
+      procs.push(info)
+      try {
+        const m = markerOf(readFileSync(`/proc/${pid}/environ`))
+        if (m !== undefined && markers.has(m)) marked.add(pid)
+      } catch {
+        // not ours
+      }
+    }
+    const killed = killAll(victims(procs, marked, roots))
+    total += killed
+    if (killed === 0) break
+  }
+  return total
+}
+
+/**
+ * Coalesces sweeps: targets requested while a sweep runs are swept together by the next one.
+ * `whenIdle()` resolves once every requested target has been swept (tests, shutdown).
+ */
+class Sweeper {
+  private pending: SweepTarget[] = []
+  private running: Promise<void> | undefined
+  /** Processes killed by sweeps so far (after a call ended: they had escaped its group). */
+  killed = 0
+
+  request(target: SweepTarget): void {
+    this.pending.push(target)
+    this.running ??= this.loop()
+  }
+
+  private async loop(): Promise<void> {
+    try {
+      while (this.pending.length > 0) {
+        const batch = this.pending
+        this.pending = []
+        try {
+          this.killed += await sweep(batch)
+        } catch {
+          // a sweep must never fail a call
+        }
+      }
+    } finally {
+      this.running = undefined
+    }
+  }
+
+  /** Takes the targets not swept yet (for a synchronous last sweep). */
+  takePending(): SweepTarget[] {
+    const batch = this.pending
+    this.pending = []
+    return batch
+  }
+
+  async whenIdle(): Promise<void> {
+    while (this.running) await this.running
+  }
+}
+
+export const sweeper = new Sweeper()
+
+/**
+ * Kills every running function now: each process group, then one synchronous sweep for their
+ * markers and for the calls that ended but were not swept yet. For the second SIGTERM/SIGINT,
+ * just before the process exits (grpc/lifecycle.ts). Returns the number of calls it killed.
+ */
+export function killAllRunningFunctions(): number {
+  const targets: SweepTarget[] = [...liveCalls].map(([pid, marker]) => ({pid, marker}))
+  for (const {pid} of targets) {
+    try {
+      process.kill(-pid!, 'SIGKILL')
+    } catch {
+      // gone
+    }
+  }
+  liveCalls.clear()
+  sweepSync([...targets, ...sweeper.takePending()])
+  return targets.length
+}

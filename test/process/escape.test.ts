@@ -1,0 +1,159 @@
+/**
+ * Function processes never outlive their call (issue 16 item 4): descendants that left the
+ * function's process group with setsid, or double-forked, are killed when the call ends, at its
+ * deadline, and on the second SIGTERM of the server. Real setsid(1) and sh, no stand-ins.
+ */
+import {spawn} from 'node:child_process'
+import {once} from 'node:events'
+import {existsSync, readFileSync} from 'node:fs'
+import {readFile} from 'node:fs/promises'
+import path from 'node:path'
+
+import {expect} from 'chai'
+
+import {EvaluatorClient} from '../../src/lib/grpc/client.js'
+import {runFunctionProcess} from '../../src/lib/process/run.js'
+import {CALL_MARKER_ENV, liveCalls, sweeper} from '../../src/lib/process/sweep.js'
+import {SAMPLE_RL, TempDirs, writeExecutable} from '../support/tmp.js'
+import {startWrapperProcess} from '../wrapper/support/process.js'
+
+function isAlive(pid: number): boolean {
+  try {
+    // a zombie is dead for this purpose: it runs nothing and only waits to be reaped
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1')
+    return !/^\S+ \(.*\) [ZX]/s.test(stat)
+  } catch {
+    return false
+  }
+}
+
+async function waitForFile(file: string, ms = 10_000): Promise<string> {
+  const until = Date.now() + ms
+  while (Date.now() < until) {
+    if (existsSync(file)) {
+      const text = (await readFile(file, 'utf8')).trim()
+      if (text !== '') return text
+    }
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  throw new Error(`${file} did not appear`)
+}
+
+async function waitDead(pids: number[], ms = 5000): Promise<void> {
+  const until = Date.now() + ms
+  while (pids.some(isAlive) && Date.now() < until) await new Promise((r) => setTimeout(r, 20))
+  expect(pids.filter(isAlive), 'processes still alive').to.deep.equal([])
+}
+
+/** sh scripts that leave processes behind in ways a process-group kill does not reach. */
+const ESCAPES = {
+  /** A daemon in its own session, stdio closed: the call returns at once and knows nothing of it. */
+  setsidQuiet: '#!/bin/sh\nsetsid sleep 61 </dev/null >/dev/null 2>&1 &\necho $! > "$0.pids"\nexec cat\n',
+  /** A double fork into a new session that keeps stdout open. */
+  doubleForkHolding: '#!/bin/sh\n( setsid sh -c \'echo $$ > "$1.pids"; exec sleep 62\' x "$0" & )\nwhile [ ! -s "$0.pids" ]; do sleep 0.01; done\nexec cat\n',
+  /** A new session whose child clears its environment (the marker) while its parent lives. */
+  envCleared: '#!/bin/sh\nsetsid sh -c \'env -i /bin/sleep 63 & echo "$$ $!" > "$1.pids"; exec sleep 64\' x "$0" </dev/null >/dev/null 2>&1 &\nwhile [ ! -s "$0.pids" ]; do sleep 0.01; done\nexec cat\n',
+  /** Starts a daemon, then hangs until the deadline. */
+  setsidThenHang: '#!/bin/sh\ncat >/dev/null\nsetsid sleep 65 </dev/null >/dev/null 2>&1 &\necho $! > "$0.pids"\nsleep 60\n',
+  env: '#!/bin/sh\ncat >/dev/null\necho "kind: ResourceList"\nenv | sed "s/^/# /"\n',
+} as const
+
+describe('function processes never outlive their call', function () {
+  this.timeout(60_000)
+  const temp = new TempDirs()
+  let dir: string
+  const fns: Record<string, string> = {}
+  before(async () => {
+    dir = await temp.make('fnr-escape-')
+    for (const [name, script] of Object.entries(ESCAPES)) {
+      fns[name] = path.join(dir, name)
+      await writeExecutable(fns[name]!, script)
+    }
+  })
+  after(() => temp.cleanup())
+
+  const run = (name: keyof typeof ESCAPES, deadline?: number) =>
+    runFunctionProcess({command: fns[name]!, input: SAMPLE_RL, maxStdoutBytes: 1024 * 1024, label: name, deadline})
+
+  for (const name of ['setsidQuiet', 'doubleForkHolding', 'envCleared'] as const) {
+    it(`kills what a function left behind when the call ends: ${name}`, async () => {
+      const r = await run(name)
+      expect(r.exitCode).to.equal(0)
+      expect(r.stdout.equals(SAMPLE_RL)).to.equal(true)
+      const pids = (await waitForFile(`${fns[name]}.pids`)).split(/\s+/).map(Number)
+      await sweeper.whenIdle()
+      await waitDead(pids)
+      expect(liveCalls.size).to.equal(0)
+    })
+  }
+
+  it('kills a setsid daemon at the deadline, with the function', async () => {
+    const err = await run('setsidThenHang', Date.now() + 800).then(
+      () => expect.fail('should time out'),
+      (e: Error & {kind?: string}) => e,
+    )
+    expect(err.kind).to.equal('DeadlineExceeded')
+    const pid = Number(await waitForFile(`${fns.setsidThenHang}.pids`))
+    await sweeper.whenIdle()
+    await waitDead([pid])
+  })
+
+  it('marks each call with its own FNR_FUNCTION_CALL value', async () => {
+    const [a, b] = await Promise.all([run('env'), run('env')])
+    const marker = (out: Buffer) => new RegExp(`^# ${CALL_MARKER_ENV}=(\\S+)$`, 'm').exec(out.toString())?.[1]
+    expect(marker(a.stdout)).to.match(/^\d+\.\d+$/)
+    expect(marker(a.stdout)).not.to.equal(marker(b.stdout))
+  })
+
+  it('the second SIGTERM kills in-flight functions and what they started before the server exits', async () => {
+    const fn = path.join(dir, 'second-signal')
+    await writeExecutable(fn, ESCAPES.setsidThenHang)
+    const wrapper = await startWrapperProcess('entry', ['--port=0', '--grace-period=30s', '--', fn])
+    const client = new EvaluatorClient(wrapper.address)
+    try {
+      const call = client.evaluateRaw('example.com/fn:v1', SAMPLE_RL).catch((e: unknown) => e)
+      const daemon = Number(await waitForFile(`${fn}.pids`))
+      const children = (await readFile(`/proc/${wrapper.child.pid}/task/${wrapper.child.pid}/children`, 'utf8')).trim().split(/\s+/).map(Number)
+      expect(children).to.have.length(1)
+      wrapper.child.kill('SIGTERM')
+      await new Promise((r) => setTimeout(r, 300))
+      expect(isAlive(children[0]!), 'the first signal drains: the call keeps running').to.equal(true)
+      wrapper.child.kill('SIGTERM')
+      const {code} = await wrapper.exited
+      expect(code).to.equal(1)
+      await waitDead([children[0]!, daemon], 2000)
+      await call
+    } finally {
+      client.close()
+      await wrapper.kill()
+    }
+  })
+})
+
+describe('a function process that cannot be started for lack of descriptors', function () {
+  this.timeout(60_000)
+  it('is a clean UNAVAILABLE error (EMFILE), not a TypeError', async () => {
+    const script = `
+      import {openSync} from 'node:fs'
+      import {runFunctionProcess} from ${JSON.stringify(path.resolve('src/lib/process/run.ts'))}
+      const fds = []
+      try { for (;;) fds.push(openSync('/dev/null', 'r')) } catch {}
+      try {
+        await runFunctionProcess({command: '/bin/cat', input: Buffer.from('x'), maxStdoutBytes: 1024, label: 'example.com/fn:v1'})
+        console.log(JSON.stringify({ok: true}))
+      } catch (e) {
+        console.log(JSON.stringify({name: e.name, kind: e.kind, message: e.message}))
+      }
+      process.exit(0)
+    `
+    const child = spawn('prlimit', ['--nofile=128', process.execPath, '--import', 'tsx', '--input-type=module', '-e', script], {stdio: ['ignore', 'pipe', 'pipe']})
+    let out = ''
+    let err = ''
+    child.stdout.on('data', (c: Buffer) => (out += c))
+    child.stderr.on('data', (c: Buffer) => (err += c))
+    await once(child, 'close')
+    const result = JSON.parse(out.trim().split('\n').pop() ?? '{}', ) as {name?: string; kind?: string; message?: string}
+    expect(result, err).to.include({name: 'FnrError', kind: 'Unavailable'})
+    expect(result.message).to.match(/cannot start function "example.com\/fn:v1" \(\/bin\/cat\): the runner is out of file descriptors \((EMFILE|ENFILE)\); retry later/)
+  })
+})
