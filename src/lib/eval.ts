@@ -151,6 +151,11 @@ async function sameDirectory(a: string, b: string): Promise<boolean> {
   }
 }
 
+function isBlank(bytes: Buffer): boolean {
+  for (const b of bytes) if (b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09) return false
+  return true
+}
+
 /** Results of a failed function: parsed when possible, never an error of their own. */
 function resultsOfFailedRun(stdout: Buffer): rl.FunctionResult[] {
   try {
@@ -169,6 +174,9 @@ export async function runEval(options: EvalOptions, io: EvalIO, runner?: Functio
   if (options.exec !== undefined) splitExec(options.exec)
   const label = options.image ?? options.exec!
   const {list, fromStdin} = await readInput(options, io)
+  const inPlace = !['stdout', 'unwrap'].includes(options.output) && !fromStdin && options.inputs.length === 1 && (await sameDirectory(options.inputs[0]!, options.output))
+  // The output is checked before the function runs (kpt checks -o DIR only afterwards).
+  if (!['stdout', 'unwrap'].includes(options.output) && !inPlace) await rl.checkSinkTarget(options.output)
   const functionConfig = await functionConfigFor(options, list)
   const previousPaths = rl.sourcePathsOf(list.items)
   const input = rl.buildFunctionInput(list.items, {functionConfig})
@@ -193,7 +201,25 @@ export async function runEval(options: EvalOptions, io: EvalIO, runner?: Functio
     throw new FnrError('FunctionFailed', `function ${JSON.stringify(label)} exited with code ${run.exitCode}; nothing was written`)
   }
 
-  const output = rl.readFunctionOutput(run.stdout, input)
+  // Never empty: exit 0 with nothing on stdout would otherwise delete every resource (kpt does).
+  // Invalid output fails like kpt: [FAIL], results.yaml, then the reason.
+  let output: rl.FunctionOutput
+  try {
+    if (isBlank(run.stdout)) {
+      throw new FnrError(
+        'FunctionFailed',
+        `function ${JSON.stringify(label)} exited 0 but wrote ${run.stdout.length === 0 ? 'nothing' : 'only white space'} to stdout (a function must write a ResourceList; \`items: []\` deletes everything); nothing was written`,
+      )
+    }
+    output = rl.readFunctionOutput(run.stdout, input)
+  } catch (err) {
+    io.stderr.write(`[FAIL] ${JSON.stringify(label)} in ${rl.formatKptDuration(run.durationMs)}\n`)
+    io.stderr.write(rl.formatStderrBlock(stderrText, blockOptions))
+    io.stderr.write('\n')
+    // kpt records exitCode 1 for the function whose output it could not use.
+    await writeResults(options, io, {...record, exitCode: 1, results: []}, 1)
+    throw err
+  }
   io.stderr.write(`[PASS] ${JSON.stringify(label)} in ${rl.formatKptDuration(run.durationMs)}\n`)
   io.stderr.write(rl.formatResultsBlock(output.results, blockOptions))
   io.stderr.write(rl.formatStderrBlock(stderrText, blockOptions))
@@ -208,7 +234,7 @@ export async function runEval(options: EvalOptions, io: EvalIO, runner?: Functio
     io.stdout.write(rl.wrapForStdout(output.list))
   } else if (options.output === 'unwrap') {
     io.stdout.write(rl.unwrapToYaml(output.list))
-  } else if (!fromStdin && options.inputs.length === 1 && (await sameDirectory(options.inputs[0]!, options.output))) {
+  } else if (inPlace) {
     const report = await rl.writePackage(output.list.items, options.output, {previousPaths})
     io.stderr.write(`wrote ${report.written.length} file(s), deleted ${report.deleted.length}, unchanged ${report.unchanged.length} in ${options.output}\n`)
   } else {
