@@ -45,6 +45,8 @@ export interface EvalOptions {
   failOnErrorResults: boolean
   truncateOutput: boolean
   execPaths: ExecPaths & {defaultImagePrefix: string}
+  /** Aborting (SIGINT/SIGTERM, cli/interrupt.ts) kills the function's process group; nothing is written. */
+  signal?: AbortSignal
 }
 
 export interface EvalIO {
@@ -83,10 +85,29 @@ export function splitExec(exec: string): string[] {
   return out
 }
 
+/** All of stdin; an interrupt stops the reading (and closes stdin, so the process can end). */
+async function readStdin(stdin: NodeJS.ReadableStream, signal: AbortSignal | undefined): Promise<Buffer> {
+  if (!signal) return buffer(stdin)
+  signal.throwIfAborted()
+  let onAbort: (() => void) | undefined
+  const aborted = new Promise<never>((_resolve, reject) => {
+    onAbort = () => {
+      ;(stdin as NodeJS.ReadableStream & {destroy?: () => void}).destroy?.()
+      reject(signal.reason)
+    }
+    signal.addEventListener('abort', onAbort, {once: true})
+  })
+  try {
+    return await Promise.race([buffer(stdin), aborted])
+  } finally {
+    signal.removeEventListener('abort', onAbort!)
+  }
+}
+
 async function readInput(options: EvalOptions, io: EvalIO): Promise<{list: rl.ResourceList; fromStdin: boolean; inPlaceDir?: string}> {
   const fromStdin = options.inputs.length === 0 || (options.inputs.length === 1 && options.inputs[0] === '-')
   if (fromStdin) {
-    const bytes = await buffer(io.stdin)
+    const bytes = await readStdin(io.stdin, options.signal)
     if (bytes.length === 0) throw new FnrError('InvalidArgument', 'stdin is empty: pipe a ResourceList (e.g. kpt fn source DIR) or use --input')
     return {list: rl.parseResourceList(bytes, {origin: 'stdin'}), fromStdin}
   }
@@ -111,7 +132,7 @@ async function runFunction(options: EvalOptions, label: string, input: Buffer): 
   if (options.exec !== undefined) {
     const [command, ...args] = splitExec(options.exec)
     // Like kpt: the exec function inherits the environment and runs in the current directory.
-    const r = await runFunctionProcess({command: command!, args, input, env: process.env, deadline, maxStdoutBytes: options.maxOutputBytes, label})
+    const r = await runFunctionProcess({command: command!, args, input, env: process.env, deadline, maxStdoutBytes: options.maxOutputBytes, label, signal: options.signal})
     if (r.exitCode === null) throw await functionFailedError(label, r)
     return {stdout: r.stdout, stderr: r.stderr, exitCode: r.exitCode, durationMs: r.durationMs}
   }
@@ -129,7 +150,7 @@ async function runFunction(options: EvalOptions, label: string, input: Buffer): 
   const evaluator = new ExecEvaluator({config, maxOutputBytes: options.maxOutputBytes})
   const started = performance.now()
   try {
-    const res = await evaluator.evaluate({image: options.image!, resourceList: input, deadline})
+    const res = await evaluator.evaluate({image: options.image!, resourceList: input, deadline, signal: options.signal})
     return {stdout: res.resourceList, stderr: res.log, exitCode: 0, durationMs: performance.now() - started}
   } catch (err) {
     const failure = err instanceof FnrError ? (err.details.failure as FunctionFailure | undefined) : undefined
@@ -166,6 +187,16 @@ function resultsOfFailedRun(stdout: Buffer): rl.FunctionResult[] {
 }
 
 export async function runEval(options: EvalOptions, io: EvalIO, runner?: FunctionRunner): Promise<void> {
+  try {
+    await evaluate(options, io, runner)
+  } catch (err) {
+    // An interrupt is reported as such, whatever it broke off.
+    if (options.signal?.aborted && options.signal.reason instanceof FnrError) throw options.signal.reason
+    throw err
+  }
+}
+
+async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunner): Promise<void> {
   if ((options.image === undefined) === (options.exec === undefined)) {
     throw new FnrError('Usage', 'give exactly one of --image or --exec')
   }
@@ -230,6 +261,7 @@ export async function runEval(options: EvalOptions, io: EvalIO, runner?: Functio
     throw new FnrError('FunctionFailed', `function ${JSON.stringify(label)} reported ${errorCount} error result(s) (--fail-on-error-results); nothing was written`)
   }
 
+  if (options.signal?.aborted) throw options.signal.reason
   if (options.output === 'stdout') {
     io.stdout.write(rl.wrapForStdout(output.list))
   } else if (options.output === 'unwrap') {
