@@ -127,7 +127,12 @@ async function functionConfigFor(options: EvalOptions, list: rl.ResourceList): P
   return rl.functionConfigFromArgs([])
 }
 
-async function runFunction(options: EvalOptions, label: string, input: Buffer): Promise<RunOutcome> {
+/** Runs the function of options (--exec, or --image through the exec config) locally. */
+export async function runFunction(
+  options: Pick<EvalOptions, 'exec' | 'image' | 'timeoutMs' | 'maxOutputBytes' | 'execPaths' | 'signal'>,
+  label: string,
+  input: Buffer,
+): Promise<RunOutcome> {
   const deadline = Date.now() + options.timeoutMs
   if (options.exec !== undefined) {
     const [command, ...args] = splitExec(options.exec)
@@ -172,7 +177,7 @@ async function sameDirectory(a: string, b: string): Promise<boolean> {
   }
 }
 
-function isBlank(bytes: Buffer): boolean {
+export function isBlank(bytes: Buffer): boolean {
   for (const b of bytes) if (b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09) return false
   return true
 }
