@@ -131,4 +131,27 @@ describe('interrupts (SIGINT/SIGTERM) on fnr eval and fnr test', function () {
     expect(await gone(child)).to.equal(true)
     expect(await readdir(tmp)).to.deep.equal([])
   })
+
+  it('fnr render: SIGINT kills the function\'s process group, writes nothing, exits 130', async () => {
+    const dir = await temp.make('fnr-int-render-')
+    const {fn, pidFile, childFile} = await hangingFunction(dir)
+    const pkg = path.join(dir, 'pkg')
+    await mkdir(pkg)
+    const kptfile = `apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\npipeline:\n  mutators:\n    - exec: ${fn}\n`
+    await writeFile(path.join(pkg, 'Kptfile'), kptfile)
+    await writeFile(path.join(pkg, 'cm.yaml'), CM)
+    const proc = execa(process.execPath, [BIN_RUN, 'render', pkg, '--allow-exec'], {reject: false})
+    started.push(proc)
+    const pid = await waitFor(pidFile)
+    const child = await waitFor(childFile)
+    pids.push(pid, child)
+    proc.kill('SIGINT')
+    const r = await proc
+    expect(r.exitCode, String(r.stderr)).to.equal(130)
+    expect(String(r.stderr)).to.contain('interrupted by SIGINT')
+    expect(await gone(pid)).to.equal(true)
+    expect(await gone(child)).to.equal(true)
+    expect(await readdir(pkg)).to.deep.equal(['Kptfile', 'cm.yaml'])
+    expect(await readFile(path.join(pkg, 'Kptfile'), 'utf8')).to.equal(kptfile)
+  })
 })

@@ -9,7 +9,9 @@ import {existsSync} from 'node:fs'
 import {mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 
+import type {RunningServer} from '../../src/lib/serve.js'
 import {runCli} from '../support/cli.js'
+import {REPO_ROOT, serveOptions, startInProcess} from '../support/serve.js'
 import {TempDirs, writeExecutable} from '../support/tmp.js'
 
 const KPT = '/usr/bin/kpt'
@@ -202,5 +204,33 @@ process.stdout.write(s.slice(0, s.indexOf('\\nfunctionConfig:') + 1))
     expect(s.stdout).to.contain('kind: ResourceList').and.to.contain('namespace: prod')
     const missing = await runCli(['render', path.join(dir, 'nope')])
     expect(missing.exitCode).to.equal(2)
+  })
+
+  it('--runner renders image functions through a running fnr serve, with the same files as the local exec config', async () => {
+    let running: RunningServer | undefined
+    try {
+      running = await startInProcess(serveOptions({configPath: path.join(REPO_ROOT, 'functions', 'config.yaml'), functionsDir: path.join(REPO_ROOT, 'functions'), disableRuntimes: 'pod'}))
+      const dir = await temp.make('fnr-render-runner-')
+      const files = {
+        Kptfile: kptfile('pkg', 'pipeline:\n  mutators:\n    - image: ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.1\n      configMap:\n        namespace: staging\n'),
+        'cm.yaml': CM('cm'),
+        'sub/Kptfile': kptfile('sub', 'pipeline:\n  mutators:\n    - image: set-labels:v0.2.2\n      configMap:\n        app: web\n'),
+        'sub/cm.yaml': CM('sub-cm'),
+      }
+      await writeTree(path.join(dir, 'remote', 'pkg'), files)
+      await writeTree(path.join(dir, 'local', 'pkg'), files)
+      const r = await runCli(['render', path.join(dir, 'remote', 'pkg'), '--runner', `127.0.0.1:${running.port}`, '--results-dir', path.join(dir, 'remote', 'res')])
+      expect(r.exitCode, r.stderr).to.equal(0)
+      const l = await runCli(['render', path.join(dir, 'local', 'pkg'), '--results-dir', path.join(dir, 'local', 'res')])
+      expect(l.exitCode, l.stderr).to.equal(0)
+      const remote = await tree(path.join(dir, 'remote'))
+      expect(remote).to.deep.equal(await tree(path.join(dir, 'local')))
+      expect(remote['pkg/sub/cm.yaml']).to.contain('namespace: staging').and.to.contain('app: web')
+      expect(r.stderr.replace(/ in \S+$/gm, '')).to.equal(l.stderr.replace(/ in \S+$/gm, '').split(path.join(dir, 'local')).join(path.join(dir, 'remote')))
+      const unknown = await runCli(['render', path.join(dir, 'remote', 'pkg'), '--runner', 'nope'])
+      expect(unknown.exitCode).to.equal(2)
+    } finally {
+      await running?.stop()
+    }
   })
 })
