@@ -1,6 +1,7 @@
 import {FnrCommand} from '../lib/cli/command.js'
 import {EVAL_FLAG_SPECS, evalOptionsFromFlags, splitFunctionConfigArgs} from '../lib/cli/eval-flags.js'
 import {oclifFlags} from '../lib/cli/flags.js'
+import {onInterrupt} from '../lib/cli/interrupt.js'
 import {FnrError} from '../lib/errors.js'
 import {runEval} from '../lib/eval.js'
 
@@ -38,6 +39,14 @@ when --image is not mapped, 6 when --timeout passes.`
     const {flags, argv, metadata} = await this.parse(Eval, flagArgs)
     if (argv.length > 0) throw new FnrError('Usage', `unexpected argument ${JSON.stringify(argv[0])}; function config goes after "--" (e.g. -- namespace=prod)`)
     const given = new Set(Object.keys(flags).filter((name) => !metadata.flags[name]?.setFromDefault))
-    await runEval(evalOptionsFromFlags(flags, given, fnConfigArgs), {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr})
+    const interrupt = onInterrupt()
+    try {
+      await runEval({...evalOptionsFromFlags(flags, given, fnConfigArgs), signal: interrupt.signal}, {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr})
+    } catch (err) {
+      await this.catch(err as Error)
+      if (interrupt.exitCode !== undefined) process.exitCode = interrupt.exitCode
+    } finally {
+      interrupt.dispose()
+    }
   }
 }

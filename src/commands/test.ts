@@ -2,6 +2,7 @@ import {Args, Flags} from '@oclif/core'
 
 import {FnrCommand} from '../lib/cli/command.js'
 import {oclifFlags} from '../lib/cli/flags.js'
+import {onInterrupt} from '../lib/cli/interrupt.js'
 import {runTestCommand, TEST_FLAG_SPECS, testOptionsFromFlags} from '../lib/fntest/cli.js'
 
 export default class Test extends FnrCommand {
@@ -47,7 +48,15 @@ config is invalid, 4 the function (--image, --exec) was not found.`
   async run(): Promise<void> {
     const {flags, argv, metadata} = await this.parse(Test)
     const given = new Set(Object.keys(flags).filter((name) => !metadata.flags[name]?.setFromDefault))
-    const options = testOptionsFromFlags(flags, given, argv as string[])
-    process.exitCode = await runTestCommand(options, {stdout: process.stdout, stderr: process.stderr})
+    const interrupt = onInterrupt()
+    try {
+      const options = {...testOptionsFromFlags(flags, given, argv as string[]), signal: interrupt.signal}
+      process.exitCode = await runTestCommand(options, {stdout: process.stdout, stderr: process.stderr})
+    } catch (err) {
+      await this.catch(err as Error)
+      if (interrupt.exitCode !== undefined) process.exitCode = interrupt.exitCode
+    } finally {
+      interrupt.dispose()
+    }
   }
 }

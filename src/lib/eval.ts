@@ -45,6 +45,8 @@ export interface EvalOptions {
   failOnErrorResults: boolean
   truncateOutput: boolean
   execPaths: ExecPaths & {defaultImagePrefix: string}
+  /** Aborting (SIGINT/SIGTERM, cli/interrupt.ts) kills the function's process group; nothing is written. */
+  signal?: AbortSignal
 }
 
 export interface EvalIO {
@@ -83,10 +85,29 @@ export function splitExec(exec: string): string[] {
   return out
 }
 
+/** All of stdin; an interrupt stops the reading (and closes stdin, so the process can end). */
+async function readStdin(stdin: NodeJS.ReadableStream, signal: AbortSignal | undefined): Promise<Buffer> {
+  if (!signal) return buffer(stdin)
+  signal.throwIfAborted()
+  let onAbort: (() => void) | undefined
+  const aborted = new Promise<never>((_resolve, reject) => {
+    onAbort = () => {
+      ;(stdin as NodeJS.ReadableStream & {destroy?: () => void}).destroy?.()
+      reject(signal.reason)
+    }
+    signal.addEventListener('abort', onAbort, {once: true})
+  })
+  try {
+    return await Promise.race([buffer(stdin), aborted])
+  } finally {
+    signal.removeEventListener('abort', onAbort!)
+  }
+}
+
 async function readInput(options: EvalOptions, io: EvalIO): Promise<{list: rl.ResourceList; fromStdin: boolean; inPlaceDir?: string}> {
   const fromStdin = options.inputs.length === 0 || (options.inputs.length === 1 && options.inputs[0] === '-')
   if (fromStdin) {
-    const bytes = await buffer(io.stdin)
+    const bytes = await readStdin(io.stdin, options.signal)
     if (bytes.length === 0) throw new FnrError('InvalidArgument', 'stdin is empty: pipe a ResourceList (e.g. kpt fn source DIR) or use --input')
     return {list: rl.parseResourceList(bytes, {origin: 'stdin'}), fromStdin}
   }
@@ -106,12 +127,17 @@ async function functionConfigFor(options: EvalOptions, list: rl.ResourceList): P
   return rl.functionConfigFromArgs([])
 }
 
-async function runFunction(options: EvalOptions, label: string, input: Buffer): Promise<RunOutcome> {
+/** Runs the function of options (--exec, or --image through the exec config) locally. */
+export async function runFunction(
+  options: Pick<EvalOptions, 'exec' | 'image' | 'timeoutMs' | 'maxOutputBytes' | 'execPaths' | 'signal'>,
+  label: string,
+  input: Buffer,
+): Promise<RunOutcome> {
   const deadline = Date.now() + options.timeoutMs
   if (options.exec !== undefined) {
     const [command, ...args] = splitExec(options.exec)
     // Like kpt: the exec function inherits the environment and runs in the current directory.
-    const r = await runFunctionProcess({command: command!, args, input, env: process.env, deadline, maxStdoutBytes: options.maxOutputBytes, label})
+    const r = await runFunctionProcess({command: command!, args, input, env: process.env, deadline, maxStdoutBytes: options.maxOutputBytes, label, signal: options.signal})
     if (r.exitCode === null) throw await functionFailedError(label, r)
     return {stdout: r.stdout, stderr: r.stderr, exitCode: r.exitCode, durationMs: r.durationMs}
   }
@@ -129,7 +155,7 @@ async function runFunction(options: EvalOptions, label: string, input: Buffer): 
   const evaluator = new ExecEvaluator({config, maxOutputBytes: options.maxOutputBytes})
   const started = performance.now()
   try {
-    const res = await evaluator.evaluate({image: options.image!, resourceList: input, deadline})
+    const res = await evaluator.evaluate({image: options.image!, resourceList: input, deadline, signal: options.signal})
     return {stdout: res.resourceList, stderr: res.log, exitCode: 0, durationMs: performance.now() - started}
   } catch (err) {
     const failure = err instanceof FnrError ? (err.details.failure as FunctionFailure | undefined) : undefined
@@ -151,6 +177,11 @@ async function sameDirectory(a: string, b: string): Promise<boolean> {
   }
 }
 
+export function isBlank(bytes: Buffer): boolean {
+  for (const b of bytes) if (b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09) return false
+  return true
+}
+
 /** Results of a failed function: parsed when possible, never an error of their own. */
 function resultsOfFailedRun(stdout: Buffer): rl.FunctionResult[] {
   try {
@@ -161,6 +192,16 @@ function resultsOfFailedRun(stdout: Buffer): rl.FunctionResult[] {
 }
 
 export async function runEval(options: EvalOptions, io: EvalIO, runner?: FunctionRunner): Promise<void> {
+  try {
+    await evaluate(options, io, runner)
+  } catch (err) {
+    // An interrupt is reported as such, whatever it broke off.
+    if (options.signal?.aborted && options.signal.reason instanceof FnrError) throw options.signal.reason
+    throw err
+  }
+}
+
+async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunner): Promise<void> {
   if ((options.image === undefined) === (options.exec === undefined)) {
     throw new FnrError('Usage', 'give exactly one of --image or --exec')
   }
@@ -169,6 +210,9 @@ export async function runEval(options: EvalOptions, io: EvalIO, runner?: Functio
   if (options.exec !== undefined) splitExec(options.exec)
   const label = options.image ?? options.exec!
   const {list, fromStdin} = await readInput(options, io)
+  const inPlace = !['stdout', 'unwrap'].includes(options.output) && !fromStdin && options.inputs.length === 1 && (await sameDirectory(options.inputs[0]!, options.output))
+  // The output is checked before the function runs (kpt checks -o DIR only afterwards).
+  if (!['stdout', 'unwrap'].includes(options.output) && !inPlace) await rl.checkSinkTarget(options.output)
   const functionConfig = await functionConfigFor(options, list)
   const previousPaths = rl.sourcePathsOf(list.items)
   const input = rl.buildFunctionInput(list.items, {functionConfig})
@@ -193,7 +237,25 @@ export async function runEval(options: EvalOptions, io: EvalIO, runner?: Functio
     throw new FnrError('FunctionFailed', `function ${JSON.stringify(label)} exited with code ${run.exitCode}; nothing was written`)
   }
 
-  const output = rl.readFunctionOutput(run.stdout, input)
+  // Never empty: exit 0 with nothing on stdout would otherwise delete every resource (kpt does).
+  // Invalid output fails like kpt: [FAIL], results.yaml, then the reason.
+  let output: rl.FunctionOutput
+  try {
+    if (isBlank(run.stdout)) {
+      throw new FnrError(
+        'FunctionFailed',
+        `function ${JSON.stringify(label)} exited 0 but wrote ${run.stdout.length === 0 ? 'nothing' : 'only white space'} to stdout (a function must write a ResourceList; \`items: []\` deletes everything); nothing was written`,
+      )
+    }
+    output = rl.readFunctionOutput(run.stdout, input)
+  } catch (err) {
+    io.stderr.write(`[FAIL] ${JSON.stringify(label)} in ${rl.formatKptDuration(run.durationMs)}\n`)
+    io.stderr.write(rl.formatStderrBlock(stderrText, blockOptions))
+    io.stderr.write('\n')
+    // kpt records exitCode 1 for the function whose output it could not use.
+    await writeResults(options, io, {...record, exitCode: 1, results: []}, 1)
+    throw err
+  }
   io.stderr.write(`[PASS] ${JSON.stringify(label)} in ${rl.formatKptDuration(run.durationMs)}\n`)
   io.stderr.write(rl.formatResultsBlock(output.results, blockOptions))
   io.stderr.write(rl.formatStderrBlock(stderrText, blockOptions))
@@ -204,11 +266,12 @@ export async function runEval(options: EvalOptions, io: EvalIO, runner?: Functio
     throw new FnrError('FunctionFailed', `function ${JSON.stringify(label)} reported ${errorCount} error result(s) (--fail-on-error-results); nothing was written`)
   }
 
+  if (options.signal?.aborted) throw options.signal.reason
   if (options.output === 'stdout') {
     io.stdout.write(rl.wrapForStdout(output.list))
   } else if (options.output === 'unwrap') {
     io.stdout.write(rl.unwrapToYaml(output.list))
-  } else if (!fromStdin && options.inputs.length === 1 && (await sameDirectory(options.inputs[0]!, options.output))) {
+  } else if (inPlace) {
     const report = await rl.writePackage(output.list.items, options.output, {previousPaths})
     io.stderr.write(`wrote ${report.written.length} file(s), deleted ${report.deleted.length}, unchanged ${report.unchanged.length} in ${options.output}\n`)
   } else {

@@ -6,19 +6,24 @@
 import {FnrError} from '../errors.js'
 import {runEval} from '../eval.js'
 import {EVAL_FLAG_SPECS, evalOptionsFromFlags, splitFunctionConfigArgs} from './eval-flags.js'
+import {onInterrupt} from './interrupt.js'
 import {renderError} from './render-error.js'
 import {parseWithSpecs} from './spec.js'
 
 export async function runEvalFast(argv: string[]): Promise<number> {
+  const interrupt = onInterrupt()
   try {
     const {flagArgs, fnConfigArgs} = splitFunctionConfigArgs(argv)
     const {values, given, positionals} = parseWithSpecs(flagArgs, EVAL_FLAG_SPECS)
     if (positionals.length > 0) {
       throw new FnrError('Usage', `unexpected argument ${JSON.stringify(positionals[0])}; function config goes after "--" (e.g. -- namespace=prod)`)
     }
-    await runEval(evalOptionsFromFlags(values, given, fnConfigArgs), {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr})
+    await runEval({...evalOptionsFromFlags(values, given, fnConfigArgs), signal: interrupt.signal}, {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr})
     return 0
   } catch (err) {
-    return renderError(err)
+    const code = renderError(err)
+    return interrupt.exitCode ?? code
+  } finally {
+    interrupt.dispose()
   }
 }

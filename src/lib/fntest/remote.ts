@@ -43,10 +43,10 @@ export async function connectRunner(target: RunnerTarget, maxMessageSize: number
  * failure trailer, or Porch's bare message) is an outcome with its exit code, results and stderr;
  * anything else is an error of the case's run.
  */
-async function call(client: EvaluatorClient, image: string, input: Buffer, timeoutMs: number): Promise<RunOutcome> {
+export async function callRunner(client: EvaluatorClient, image: string, input: Buffer, timeoutMs: number, signal?: AbortSignal): Promise<RunOutcome> {
   const started = performance.now()
   try {
-    const res = await client.evaluate(image, input, {deadline: Date.now() + timeoutMs})
+    const res = await client.evaluate(image, input, {deadline: Date.now() + timeoutMs, signal})
     return {stdout: res.resourceList, stderr: res.log, exitCode: 0, durationMs: performance.now() - started}
   } catch (err) {
     if (!(err instanceof FnrError) || err.kind !== 'FunctionFailed') {
@@ -69,5 +69,5 @@ async function call(client: EvaluatorClient, image: string, input: Buffer, timeo
 export async function runEvalRemote(options: EvalOptions, io: EvalIO, client: EvaluatorClient): Promise<void> {
   const image = options.image
   if (image === undefined || image.trim() === '') throw new FnrError('Usage', '--runner evaluates images: give --image, or an image in the case\'s .expected/config.yaml')
-  await runEval(options, io, (_label, input) => call(client, image, input, options.timeoutMs))
+  await runEval(options, io, (_label, input) => callRunner(client, image, input, options.timeoutMs, options.signal))
 }

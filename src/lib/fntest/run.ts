@@ -47,6 +47,8 @@ export interface FnTestOptions {
   maxOutputBytes: number
   /** --runner: evaluate every case's image through this function runner over gRPC (remote.ts). */
   runner?: import('./remote.js').RunnerTarget
+  /** Aborting (SIGINT/SIGTERM) kills the running functions, starts no more cases, removes the scratch folders. */
+  signal?: AbortSignal
 }
 
 export type CaseStatus = 'passed' | 'failed' | 'updated'
@@ -152,7 +154,9 @@ export async function runFnTest(options: FnTestOptions, onResult: (r: CaseResult
   await preflight(cases, options)
   const client = options.runner ? await (await import('./remote.js')).connectRunner(options.runner, options.maxOutputBytes) : undefined
   try {
-    return await runCases(cases, options, onResult, client)
+    const run = await runCases(cases, options, onResult, client)
+    if (options.signal?.aborted) throw options.signal.reason
+    return run
   } finally {
     client?.close()
   }
@@ -164,7 +168,7 @@ async function runCases(cases: TestCase[], options: FnTestOptions, onResult: (r:
   let next = 0
   let emitted = 0
   const worker = async (): Promise<void> => {
-    while (next < cases.length) {
+    while (next < cases.length && !options.signal?.aborted) {
       const i = next++
       results[i] = await runCase(cases[i]!, options, client)
       while (emitted < cases.length && results[emitted]) {
@@ -231,6 +235,7 @@ export async function runCase(c: TestCase, options: FnTestOptions, client?: Eval
       failOnErrorResults: false,
       truncateOutput: !c.config.disableOutputTruncate,
       execPaths: options.execPaths,
+      signal: options.signal,
     }
     const stdout = new Collector()
     const stderr = new Collector()

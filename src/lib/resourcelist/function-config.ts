@@ -9,7 +9,7 @@ import {Pair, Scalar, YAMLMap} from 'yaml'
 import {FnrError} from '../errors.js'
 import {krmError} from './meta.js'
 import {parseResourceList} from './read.js'
-import {stringScalar} from './yaml.js'
+import {resolvePlain, stringScalar} from './yaml.js'
 
 /** Name of the ConfigMap kpt builds from command-line arguments. */
 export const FUNCTION_INPUT_NAME = 'function-input'
@@ -37,9 +37,10 @@ export function functionConfigFromArgs(args: readonly string[]): YAMLMap {
     const value = stringScalar(arg.slice(eq + 1))
     const existing = data.items.find((p) => (p.key as Scalar).value === key)
     if (existing) existing.value = value
-    else data.items.push(new Pair(stringScalar(key), value))
+    else data.items.push(new Pair(keyScalar(key), value))
   })
-  if (data.items.length === 0) data.flow = true
+  // kpt (kyaml) writes data in flow style: `data: {namespace: prod, n: "5"}`.
+  data.flow = true
   const metadata = new YAMLMap()
   metadata.items.push(new Pair(new Scalar('name'), new Scalar(FUNCTION_INPUT_NAME)))
   const fc = new YAMLMap()
@@ -50,6 +51,13 @@ export function functionConfigFromArgs(args: readonly string[]): YAMLMap {
     new Pair(new Scalar('data'), data),
   )
   return fc
+}
+
+/** A map key as kyaml writes it: quoted only when YAML 1.2 would not read it as a string (`n`, `on` stay plain). */
+function keyScalar(key: string): Scalar<string> {
+  const s = new Scalar(key)
+  if (typeof resolvePlain(key) !== 'string' || key !== key.trim() || /^[-?:,[\]{}#&*!|>'"%@`]|: | #/.test(key)) s.type = Scalar.QUOTE_DOUBLE
+  return s
 }
 
 /**

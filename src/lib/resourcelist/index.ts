@@ -32,7 +32,7 @@ export {
   type FunctionRunRecord,
   type ResultResourceRef,
 } from './results.js'
-export {sinkToDirectory, sourcePathsOf, writePackage, type WritePackageOptions, type WriteReport} from './sink.js'
+export {checkSinkTarget, sinkToDirectory, sourcePathsOf, writePackage, type WritePackageOptions, type WriteReport} from './sink.js'
 export {readPackage, sourcePackage, type SourceOptions} from './source.js'
 export {
   checkPathInvariants,

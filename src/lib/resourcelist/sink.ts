@@ -11,14 +11,16 @@
  * deleted, as kpt does; directories left empty stay.
  *
  * Both: paths and indexes are defaulted and checked (see write.ts), and nothing is written
- * outside DIR: absolute paths and `..` are refused, no path component may be a symbolic link
- * (directories are created one level at a time and checked), and files are opened with
- * O_NOFOLLOW so a symbolic link in place of a file is never written through. A symbolic link
- * whose target already has the new content is left alone.
+ * outside DIR: absolute paths and `..` are refused, no path component may be a symbolic link,
+ * and a symbolic link in place of a file is never written through (a symbolic link whose target
+ * already has the new content is left alone). Both are atomic: every path is checked before
+ * anything is written, files are written to temporary siblings and renamed into place, and on
+ * any failure the directory is as it was.
  */
 import {constants} from 'node:fs'
-import {lstat, mkdir, open, readFile, realpath, unlink} from 'node:fs/promises'
-import {join} from 'node:path'
+import {randomBytes} from 'node:crypto'
+import {lstat, mkdir, open, readFile, realpath, rename, rm, unlink, writeFile} from 'node:fs/promises'
+import {basename, dirname, join, resolve} from 'node:path'
 
 import type {YAMLMap} from 'yaml'
 
@@ -39,9 +41,45 @@ export interface WriteReport {
 
 /**
  * `kpt fn sink DIR`: writes the resources of a ResourceList (bytes: wrapped or plain documents,
- * or an already parsed list) into a new directory.
+ * or an already parsed list) into a new directory. Atomic: the files are written into a hidden
+ * sibling directory that is renamed to DIR at the end, so a failure leaves no DIR behind.
  */
 export async function sinkToDirectory(input: Uint8Array | string | ResourceList, dir: string): Promise<WriteReport> {
+  await checkSinkTarget(dir)
+  const list = typeof input === 'string' || input instanceof Uint8Array ? parseResourceList(input) : input
+  const files = renderPackageFiles(list.items, 'InvalidArgument')
+  const parent = dirname(resolve(dir))
+  try {
+    await mkdir(parent, {recursive: true})
+  } catch (error) {
+    throw ioError(parent, error)
+  }
+  let staging: string
+  try {
+    // mkdir (not mkdtemp) so the directory gets the usual mode, as kpt's would.
+    staging = join(parent, `.${basename(resolve(dir))}.fnr-${randomBytes(6).toString('hex')}`)
+    await mkdir(staging)
+  } catch (error) {
+    throw ioError(parent, error)
+  }
+  try {
+    const root = await realpath(staging)
+    const plan = await planWrites(root, files, 'InvalidArgument')
+    await writeStaged(plan)
+    try {
+      await rename(staging, dir)
+    } catch (error) {
+      throw ioError(dir, error)
+    }
+  } catch (error) {
+    await rm(staging, {recursive: true, force: true})
+    throw error
+  }
+  return {written: [...files.keys()], unchanged: [], deleted: []}
+}
+
+/** Refuses an existing DIR with kpt's message (checked before a function runs, too). */
+export async function checkSinkTarget(dir: string): Promise<void> {
   try {
     await lstat(dir)
     throw new FnrError('InvalidArgument', `directory ${JSON.stringify(dir)} already exists, please delete the directory and retry`)
@@ -49,20 +87,6 @@ export async function sinkToDirectory(input: Uint8Array | string | ResourceList,
     if (error instanceof FnrError) throw error
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError(dir, error)
   }
-  const list = typeof input === 'string' || input instanceof Uint8Array ? parseResourceList(input) : input
-  const files = renderPackageFiles(list.items, 'InvalidArgument')
-  try {
-    await mkdir(dir, {recursive: true})
-  } catch (error) {
-    throw ioError(dir, error)
-  }
-  const root = await realpath(dir)
-  const report: WriteReport = {written: [], unchanged: [], deleted: []}
-  for (const [rel, content] of files) {
-    await safeWrite(root, rel, content, 'InvalidArgument')
-    report.written.push(rel)
-  }
-  return report
 }
 
 export interface WritePackageOptions {
@@ -72,7 +96,13 @@ export interface WritePackageOptions {
   errorKind?: ErrorKind
 }
 
-/** Writes the items back into an existing package directory (see the module comment). */
+/**
+ * Writes the items back into an existing package directory (see the module comment). Atomic as
+ * far as a file system allows: every path is checked first; new contents go to temporary
+ * siblings that are renamed over the files only when all were written; files to delete are
+ * deleted last. On a failure before the renames nothing in DIR changed (temporaries and the
+ * directories made for them are removed); a rename failing half way restores the renamed files.
+ */
 export async function writePackage(items: readonly YAMLMap[], dir: string, options: WritePackageOptions = {}): Promise<WriteReport> {
   const kind = options.errorKind ?? 'FunctionFailed'
   let root: string
@@ -84,20 +114,29 @@ export async function writePackage(items: readonly YAMLMap[], dir: string, optio
     throw ioError(dir, error)
   }
   const files = renderPackageFiles(items, kind)
+  const plan = await planWrites(root, files, kind)
   const report: WriteReport = {written: [], unchanged: [], deleted: []}
-  for (const [rel, content] of files) {
-    if (await safeWrite(root, rel, content, kind)) report.written.push(rel)
-    else report.unchanged.push(rel)
-  }
+  const toDelete: Array<{rel: string; target: string}> = []
   const previous = [...new Set(options.previousPaths ?? [])].sort()
   for (const p of previous) {
     const rel = checkRelativePath(p, 'InvalidArgument')
     if (files.has(rel)) continue
-    const target = await safeParent(root, rel, kind, false)
+    const target = await checkParents(root, rel, kind)
     if (target === undefined) continue
     try {
       const st = await lstat(target)
-      if (st.isDirectory()) continue
+      if (!st.isDirectory()) toDelete.push({rel, target})
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError(join(dir, rel), error)
+    }
+  }
+  await writeStaged(plan)
+  for (const w of plan.writes) {
+    if (w.unchanged) report.unchanged.push(w.rel)
+    else report.written.push(w.rel)
+  }
+  for (const {rel, target} of toDelete) {
+    try {
       await unlink(target)
       report.deleted.push(rel)
     } catch (error) {
@@ -117,11 +156,144 @@ export function sourcePathsOf(items: readonly YAMLMap[]): string[] {
   return [...out]
 }
 
+interface PlannedWrite {
+  rel: string
+  target: string
+  bytes: Buffer
+  /** The file already has this content (or is a symbolic link to a file that has it). */
+  unchanged: boolean
+  /** The file's content before, for restoring it if a later rename fails (undefined: new file). */
+  previous?: Buffer
+  /** The file's mode, kept when it is replaced. */
+  mode?: number
+  /** Directories under root (absolute, outermost first) that must be made for this file. */
+  mkdirs: string[]
+}
+
+interface WritePlan {
+  writes: PlannedWrite[]
+}
+
+/**
+ * Checks every path before anything is written: no directory on the way is a symbolic link or a
+ * file, no target is a directory or (with new content) a symbolic link. Nothing is created.
+ */
+async function planWrites(root: string, files: Map<string, string>, kind: ErrorKind): Promise<WritePlan> {
+  const writes: PlannedWrite[] = []
+  const plannedDirs = new Set<string>()
+  for (const [rel, content] of files) {
+    const parts = rel.split('/')
+    const mkdirs: string[] = []
+    let cur = root
+    let missing = false
+    for (let i = 0; i < parts.length - 1; i++) {
+      cur = join(cur, parts[i]!)
+      const shown = parts.slice(0, i + 1).join('/')
+      if (missing || plannedDirs.has(cur)) {
+        missing = true
+        if (!plannedDirs.has(cur)) mkdirs.push(cur)
+        plannedDirs.add(cur)
+        continue
+      }
+      let st
+      try {
+        st = await lstat(cur)
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError(cur, error)
+        missing = true
+        mkdirs.push(cur)
+        plannedDirs.add(cur)
+        continue
+      }
+      if (st.isSymbolicLink()) throw new FnrError(kind, `refusing to write ${rel}: ${shown} is a symbolic link`)
+      if (!st.isDirectory()) throw new FnrError(kind, `cannot write ${rel}: ${shown} is not a directory`)
+    }
+    const target = join(cur, parts[parts.length - 1]!)
+    const bytes = Buffer.from(content)
+    let unchanged = false
+    let previous: Buffer | undefined
+    let mode: number | undefined
+    if (!missing) {
+      let st
+      try {
+        st = await lstat(target)
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError(target, error)
+      }
+      if (st?.isDirectory()) throw new FnrError(kind, `config.kubernetes.io/path cannot be a directory: ${rel}`)
+      if (st) {
+        if (st.isFile()) mode = st.mode & 0o7777
+        try {
+          previous = await readFile(target)
+          unchanged = previous.equals(bytes)
+        } catch {
+          // unreadable or dangling: not unchanged
+        }
+        if (!unchanged && st.isSymbolicLink()) throw new FnrError(kind, `refusing to write ${rel}: it is a symbolic link`)
+        if (!unchanged && !st.isFile()) throw new FnrError(kind, `refusing to write ${rel}: it is not a regular file`)
+      }
+    }
+    writes.push({rel, target, bytes, unchanged, previous, mode, mkdirs})
+  }
+  return {writes}
+}
+
+/** Writes every changed file to a temporary sibling, then renames them all into place. */
+async function writeStaged(plan: WritePlan): Promise<void> {
+  const made: string[] = []
+  const temps: Array<{w: PlannedWrite; temp: string}> = []
+  try {
+    for (const w of plan.writes) {
+      if (w.unchanged) continue
+      for (const d of w.mkdirs) {
+        try {
+          await mkdir(d)
+          made.push(d)
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw ioError(d, error)
+        }
+      }
+      const temp = join(dirname(w.target), `.${basename(w.target)}.fnr-${randomBytes(6).toString('hex')}`)
+      let fh
+      try {
+        fh = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o666)
+        temps.push({w, temp})
+        await fh.writeFile(w.bytes)
+        if (w.mode !== undefined) await fh.chmod(w.mode)
+      } catch (error) {
+        throw ioError(w.target, error)
+      } finally {
+        await fh?.close()
+      }
+    }
+  } catch (error) {
+    await Promise.all(temps.map(({temp}) => rm(temp, {force: true})))
+    for (const d of made.reverse()) await rm(d, {recursive: true, force: true})
+    throw error
+  }
+  const renamed: PlannedWrite[] = []
+  try {
+    for (const {w, temp} of temps) {
+      await rename(temp, w.target)
+      renamed.push(w)
+    }
+  } catch (error) {
+    // Put back what was already replaced; remove what is left of the temporaries.
+    for (const w of renamed) {
+      if (w.previous === undefined) await rm(w.target, {force: true})
+      else await writeFile(w.target, w.previous).catch(() => {})
+    }
+    await Promise.all(temps.map(({temp}) => rm(temp, {force: true})))
+    for (const d of made.reverse()) await rm(d, {recursive: true, force: true})
+    throw ioError(dirname(temps[renamed.length]?.w.target ?? '.'), error)
+  }
+}
+
 /**
  * Resolves `rel` under `root`, checking that no directory on the way is a symbolic link or a
- * file. With `create`, missing directories are made; without, undefined is returned for them.
+ * file; undefined when a directory on the way does not exist.
  */
-async function safeParent(root: string, rel: string, kind: ErrorKind, create: boolean): Promise<string | undefined> {
+async function checkParents(root: string, rel: string, kind: ErrorKind): Promise<string | undefined> {
   const parts = rel.split('/')
   let cur = root
   for (let i = 0; i < parts.length - 1; i++) {
@@ -132,50 +304,12 @@ async function safeParent(root: string, rel: string, kind: ErrorKind, create: bo
       st = await lstat(cur)
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError(cur, error)
-      if (!create) return undefined
-      try {
-        await mkdir(cur)
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw ioError(cur, e)
-      }
-      st = await lstat(cur)
+      return undefined
     }
     if (st.isSymbolicLink()) throw new FnrError(kind, `refusing to write ${rel}: ${shown} is a symbolic link`)
     if (!st.isDirectory()) throw new FnrError(kind, `cannot write ${rel}: ${shown} is not a directory`)
   }
   return join(cur, parts[parts.length - 1]!)
-}
-
-/** Writes a file under root unless it already has this content; returns whether it wrote. */
-async function safeWrite(root: string, rel: string, content: string, kind: ErrorKind): Promise<boolean> {
-  const target = (await safeParent(root, rel, kind, true))!
-  const bytes = Buffer.from(content)
-  let st
-  try {
-    st = await lstat(target)
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError(target, error)
-  }
-  if (st?.isDirectory()) throw new FnrError(kind, `config.kubernetes.io/path cannot be a directory: ${rel}`)
-  if (st && (st.isFile() || st.isSymbolicLink())) {
-    try {
-      if ((await readFile(target)).equals(bytes)) return false
-    } catch {
-      // unreadable or dangling: fall through and let the write decide
-    }
-  }
-  if (st?.isSymbolicLink()) throw new FnrError(kind, `refusing to write ${rel}: it is a symbolic link`)
-  let fh
-  try {
-    fh = await open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o666)
-    await fh.writeFile(bytes)
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ELOOP') throw new FnrError(kind, `refusing to write ${rel}: it is a symbolic link`)
-    throw ioError(target, error)
-  } finally {
-    await fh?.close()
-  }
-  return true
 }
 
 /** Problems with the path the user gave are InvalidArgument (or PermissionDenied); the rest Internal. */

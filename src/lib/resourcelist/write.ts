@@ -169,7 +169,8 @@ export function checkPathInvariants(items: readonly YAMLMap[], kind: ErrorKind =
     const p = getAnnotation(item, A.path) ?? getAnnotation(item, A.legacyPath) ?? ''
     const i = getAnnotation(item, A.index) ?? getAnnotation(item, A.legacyIndex) ?? ''
     const c = p === '' ? '.' : checkRelativePath(p, kind)
-    const key = `${c}\u0000${i}`
+    // In render, paths are relative to each resource's package (package-path).
+    const key = `${getAnnotation(item, A.packagePath) ?? ''}\u0000${c}\u0000${i}`
     if (seen.has(key)) throw new FnrError(kind, `resource at path ${JSON.stringify(c)} and index ${JSON.stringify(i)} already exists`)
     seen.add(key)
   }

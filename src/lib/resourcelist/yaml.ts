@@ -94,18 +94,22 @@ export function parseStream(input: string, origin: string, kind: ErrorKind): Str
     throw new FnrError(kind, `${origin}: ${(error as Error).message}`)
   }
   const out: StreamDocument[] = []
+  // Line numbers in messages are the stream's (each separator line counts).
+  let firstLine = 1
   for (let i = 0; i < chunks.length; i++) {
     const chunk = i === chunks.length - 1 ? chunks[i]! : `${chunks[i]!}\n`
+    const lineOffset = firstLine - 1
+    firstLine += countNewlines(chunks[i]!) + 2
     if (chunk.trim() === '') continue
     const parsed = parseAllDocuments(chunk, PARSE_OPTIONS)
     const doc = parsed[0]
     if (doc === undefined) {
       // An empty stream (only comments); the yaml package may still report errors on it.
-      const errors = (parsed as {errors?: Array<{message: string}>}).errors ?? []
-      if (errors.length > 0) throw malformed(kind, origin, errors[0]!.message)
+      const errors = (parsed as {errors?: YamlErrorLike[]}).errors ?? []
+      if (errors.length > 0) throw malformed(kind, origin, atLine(errors[0]!, chunk, lineOffset))
       continue
     }
-    if (doc.errors.length > 0) throw malformed(kind, origin, doc.errors[0]!.message)
+    if (doc.errors.length > 0) throw malformed(kind, origin, atLine(doc.errors[0]!, chunk, lineOffset))
     const node = doc.contents as Node | null
     if (node === null || isNullScalar(node)) continue
     const duplicate = duplicateKey(node)
@@ -153,6 +157,27 @@ export function hoistHeadComment(node: Node): void {
     node.commentBefore = joinComments(node.commentBefore, key.commentBefore, '\n')
     key.commentBefore = undefined
   }
+}
+
+interface YamlErrorLike {
+  message: string
+  pos?: [number, number]
+}
+
+function countNewlines(text: string): number {
+  let n = 0
+  for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) n++
+  return n
+}
+
+/** The parser's message without its own position, then "line N, column C" of the whole stream. */
+function atLine(error: YamlErrorLike, chunk: string, lineOffset: number): string {
+  const message = firstLine(error.message).replace(/ at line \d+, column \d+:?$/, '')
+  const pos = error.pos?.[0]
+  if (pos === undefined || pos < 0 || pos > chunk.length) return message
+  const line = countNewlines(chunk.slice(0, pos)) + 1 + lineOffset
+  const column = pos - chunk.lastIndexOf('\n', pos - 1)
+  return `line ${line}, column ${column}: ${message}`
 }
 
 function malformed(kind: ErrorKind, origin: string, message: string): FnrError {

@@ -1,0 +1,66 @@
+/**
+ * SIGINT/SIGTERM for the one-shot commands (eval, test, render): the first signal aborts the
+ * run's AbortSignal, which kills the running function's whole process group (process/run.ts) and
+ * lets the command clean up (fnr test removes its scratch folders) and end with 128 + the
+ * signal's number (130 for SIGINT, 143 for SIGTERM), writing nothing. If the command is still
+ * running a few seconds later (e.g. blocked on a stdin that never ends), or on a second signal,
+ * the process exits at once with that code.
+ */
+import {FnrError} from '../errors.js'
+
+const SIGNALS = ['SIGINT', 'SIGTERM'] as const
+const EXIT_CODE: Record<(typeof SIGNALS)[number], number> = {SIGINT: 130, SIGTERM: 143}
+/** How long a command gets to clean up after the first signal. */
+const GRACE_MS = 3000
+
+export interface Interrupt {
+  signal: AbortSignal
+  /** The signal received, if any. */
+  readonly received: (typeof SIGNALS)[number] | undefined
+  /** 130 or 143 once a signal came, else undefined. */
+  readonly exitCode: number | undefined
+  /** Throws the Cancelled error of an interrupted run (use before writing anything). */
+  throwIfInterrupted(): void
+  /** Removes the handlers. */
+  dispose(): void
+}
+
+export function onInterrupt(stderr: NodeJS.WritableStream = process.stderr): Interrupt {
+  const controller = new AbortController()
+  let received: (typeof SIGNALS)[number] | undefined
+  const handlers = new Map<string, () => void>()
+  for (const sig of SIGNALS) {
+    const handler = (): void => {
+      if (received !== undefined) {
+        process.exit(EXIT_CODE[received])
+      }
+      received = sig
+      controller.abort(interruptedError(sig))
+      setTimeout(() => {
+        stderr.write(`fnr: still running ${GRACE_MS / 1000}s after ${sig}; exiting\n`)
+        process.exit(EXIT_CODE[sig])
+      }, GRACE_MS).unref()
+    }
+    handlers.set(sig, handler)
+    process.on(sig, handler)
+  }
+  return {
+    signal: controller.signal,
+    get received() {
+      return received
+    },
+    get exitCode() {
+      return received === undefined ? undefined : EXIT_CODE[received]
+    },
+    throwIfInterrupted() {
+      if (received !== undefined) throw interruptedError(received)
+    },
+    dispose() {
+      for (const [sig, handler] of handlers) process.off(sig, handler)
+    },
+  }
+}
+
+export function interruptedError(sig: string): FnrError {
+  return new FnrError('Cancelled', `interrupted by ${sig}: the function was killed and nothing was written`, {details: {interrupted: sig}})
+}

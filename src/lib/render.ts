@@ -1,0 +1,349 @@
+/**
+ * `fnr render [DIR]`: runs a package's Kptfile pipeline like `kpt fn render` (1.0.0-beta.56).
+ *
+ * - Packages are the directories holding a Kptfile. Rendering is depth-first: a package's
+ *   subpackages (in name order) are rendered first; the package's pipeline then sees the
+ *   subpackages' rendered resources followed by its own. Each resource's path annotations are
+ *   relative to its own package, and `internal.config.kubernetes.io/package-path` holds that
+ *   package's absolute path (as kpt sends them).
+ * - A pipeline runs its mutators in order (each one's output is the next one's input), then its
+ *   validators (their output is discarded; a failure fails the render).
+ * - functionConfig: `configMap` (a ConfigMap named function-input, data in flow style, as kpt
+ *   builds it) or `configPath` (a resource of the package, which stays in the items too).
+ * - `selectors` / `exclude`: only the selected resources are sent; the output replaces them
+ *   (matched by `internal.config.k8s.io/kpt-resource-id`), new resources are appended.
+ * - `exec:` functions need --allow-exec and run in the current directory; `image:` functions run
+ *   through the exec config (fnr's shipped functions) or through --runner (a function runner
+ *   over gRPC, e.g. fnr serve).
+ * - Console output, results.yaml and the files written are kpt's; nothing is written when any
+ *   function fails, and the package is written atomically (resourcelist/sink.ts).
+ */
+import path from 'node:path'
+
+import {isMap, type YAMLMap} from 'yaml'
+
+import type {ExecPaths} from './config/embedded.js'
+import {FnrError} from './errors.js'
+import {isBlank, runFunction, splitExec, type EvalIO, type RunOutcome} from './eval.js'
+import * as rl from './resourcelist/index.js'
+import {A} from './resourcelist/constants.js'
+import {toTyped} from './resourcelist/yaml.js'
+
+export interface RenderOptions {
+  /** The package directory (default "."). */
+  dir: string
+  allowExec: boolean
+  /** "" (in place), "stdout", "unwrap" or a new directory. */
+  output: string
+  resultsDir?: string
+  timeoutMs: number
+  maxOutputBytes: number
+  truncateOutput: boolean
+  execPaths: ExecPaths & {defaultImagePrefix: string}
+  /** Runs image functions through this runner (fnr test --runner, fnr render --runner). */
+  imageRunner?: (image: string, input: Buffer) => Promise<RunOutcome>
+  signal?: AbortSignal
+}
+
+interface Selector {
+  apiVersion?: string
+  kind?: string
+  name?: string
+  namespace?: string
+  labels?: Record<string, string>
+  annotations?: Record<string, string>
+}
+
+interface PipelineFunction {
+  image?: string
+  exec?: string
+  configPath?: string
+  configMap?: Record<string, string>
+  selectors: Selector[]
+  exclude: Selector[]
+  /** Where it is declared, for messages: pipeline.mutators[0]. */
+  field: string
+}
+
+interface Package {
+  /** Relative to the root ('' for the root). */
+  rel: string
+  abs: string
+  display: string
+  kptfile: YAMLMap
+  children: Package[]
+}
+
+const KRM_API = 'kpt.dev/v1'
+
+export async function runRender(options: RenderOptions, io: EvalIO): Promise<void> {
+  try {
+    await render(options, io)
+  } catch (err) {
+    if (options.signal?.aborted && options.signal.reason instanceof FnrError) throw options.signal.reason
+    throw err
+  }
+}
+
+async function render(options: RenderOptions, io: EvalIO): Promise<void> {
+  const rootAbs = path.resolve(options.dir)
+  if (options.output !== '' && !['stdout', 'unwrap'].includes(options.output)) await rl.checkSinkTarget(options.output)
+  const list = await rl.readPackage([options.dir])
+  const previousPaths = rl.sourcePathsOf(list.items)
+
+  // Packages: the directories holding a Kptfile.
+  const kptfiles = new Map<string, YAMLMap>()
+  for (const item of list.items) {
+    const p = rl.getAnnotation(item, A.path)!
+    if (path.posix.basename(p) === 'Kptfile' && rl.getAnnotation(item, A.index) === '0') kptfiles.set(dirOf(p), item)
+  }
+  if (!kptfiles.has('')) throw new FnrError('InvalidArgument', `${options.dir}: no Kptfile (a kpt package needs one: kpt pkg init)`)
+  const rootName = path.basename(rootAbs)
+  const packages = new Map<string, Package>()
+  for (const rel of [...kptfiles.keys()].sort()) {
+    packages.set(rel, {rel, abs: rel === '' ? rootAbs : path.join(rootAbs, rel), display: rel === '' ? rootName : `${rootName}/${rel}`, kptfile: kptfiles.get(rel)!, children: []})
+  }
+  for (const pkg of packages.values()) {
+    if (pkg.rel === '') continue
+    packages.get(ownerOf(path.posix.dirname(pkg.rel) === '.' ? '' : path.posix.dirname(pkg.rel), packages))!.children.push(pkg)
+  }
+  // Each resource: relative to its package, package-path set (kyaml's sorted annotation order).
+  const own = new Map<string, YAMLMap[]>()
+  for (const item of list.items) {
+    const p = rl.getAnnotation(item, A.path)!
+    const owner = ownerOf(dirOf(p), packages)
+    const local = owner === '' ? p : p.slice(owner.length + 1)
+    const seq = rl.getAnnotation(item, A.seqIndent)
+    rl.deleteAnnotation(item, A.path)
+    rl.deleteAnnotation(item, A.seqIndent)
+    rl.setAnnotation(item, A.legacyPath, local)
+    rl.setAnnotation(item, A.packagePath, packages.get(owner)!.abs)
+    rl.setAnnotation(item, A.path, local)
+    if (seq !== undefined) rl.setAnnotation(item, A.seqIndent, seq)
+    const bucket = own.get(owner) ?? []
+    bucket.push(item)
+    own.set(owner, bucket)
+  }
+
+  const records: rl.FunctionRunRecord[] = []
+  const state = {functions: 0}
+  let items: YAMLMap[]
+  try {
+    items = await hydrate(packages.get('')!, own, options, io, records, state)
+  } catch (err) {
+    if (err instanceof FnrError && err.details.renderFailed) {
+      await writeResults(options, io, records, 1)
+    }
+    throw err
+  }
+  if (options.signal?.aborted) throw options.signal.reason
+
+  io.stderr.write(`Successfully executed ${state.functions} function(s) in ${packages.size} package(s).\n`)
+  await writeResults(options, io, records, 0)
+  // Back to paths relative to the root.
+  for (const item of items) {
+    const pkgPath = rl.getAnnotation(item, A.packagePath)
+    const rel = pkgPath === undefined ? '' : path.relative(rootAbs, pkgPath).split(path.sep).join('/')
+    if (rel.startsWith('..')) throw new FnrError('FunctionFailed', `function must not modify resources outside of package: package-path ${pkgPath}`)
+    const p = rl.getAnnotation(item, A.path)
+    if (rel !== '' && p !== undefined) {
+      rl.setAnnotation(item, A.path, `${rel}/${p}`, 'FunctionFailed')
+      rl.setAnnotation(item, A.legacyPath, `${rel}/${p}`, 'FunctionFailed')
+    }
+    rl.deleteAnnotation(item, A.packagePath)
+  }
+  if (options.output === 'stdout') io.stdout.write(rl.wrapForStdout({items}))
+  else if (options.output === 'unwrap') io.stdout.write(rl.unwrapToYaml({items}))
+  else if (options.output === '') await rl.writePackage(items, options.dir, {previousPaths})
+  else await rl.sinkToDirectory({...rl.emptyResourceList(), items}, options.output)
+}
+
+function dirOf(p: string): string {
+  const d = path.posix.dirname(p)
+  return d === '.' ? '' : d
+}
+
+/** The package a directory belongs to: the deepest package directory containing it. */
+function ownerOf(dir: string, packages: Map<string, Package>): string {
+  for (let d = dir; ; d = dirOf(d)) {
+    if (packages.has(d)) return d
+    if (d === '') return ''
+  }
+}
+
+async function hydrate(pkg: Package, own: Map<string, YAMLMap[]>, options: RenderOptions, io: EvalIO, records: rl.FunctionRunRecord[], state: {functions: number}): Promise<YAMLMap[]> {
+  let items: YAMLMap[] = []
+  for (const child of pkg.children.sort((a, b) => (a.rel < b.rel ? -1 : 1))) items.push(...(await hydrate(child, own, options, io, records, state)))
+  items.push(...(own.get(pkg.rel) ?? []))
+  const {mutators, validators} = parsePipeline(pkg, items)
+  io.stderr.write(`Package ${JSON.stringify(pkg.display)}: \n`)
+  for (const fn of mutators) {
+    items = await runStep(fn, pkg, items, options, io, records)
+    state.functions++
+  }
+  for (const fn of validators) {
+    await runStep(fn, pkg, items.map((i) => i.clone() as YAMLMap), options, io, records)
+    state.functions++
+  }
+  if (mutators.length + validators.length > 0) io.stderr.write('\n')
+  return items
+}
+
+function parsePipeline(pkg: Package, items: YAMLMap[]): {mutators: PipelineFunction[]; validators: PipelineFunction[]} {
+  const kf = toTyped(pkg.kptfile) as Record<string, unknown>
+  const where = `${pkg.display}/Kptfile`
+  const apiVersion = kf.apiVersion
+  if (typeof apiVersion === 'string' && apiVersion !== KRM_API && apiVersion.startsWith('kpt.dev/')) {
+    throw new FnrError('InvalidArgument', `${where} has an old version (${JSON.stringify(apiVersion.slice('kpt.dev/'.length))}) of the Kptfile schema; update it to ${KRM_API}`)
+  }
+  const pipeline = (kf.pipeline ?? {}) as Record<string, unknown>
+  const read = (key: 'mutators' | 'validators'): PipelineFunction[] => {
+    const list = pipeline[key]
+    if (list === undefined || list === null) return []
+    if (!Array.isArray(list)) throw kptfileError(where, `pipeline.${key}`, 'must be a list of functions')
+    return list.map((raw, i) => {
+      const field = `pipeline.${key}[${i}]`
+      const f = (raw ?? {}) as Record<string, unknown>
+      const image = typeof f.image === 'string' && f.image !== '' ? f.image : undefined
+      const exec = typeof f.exec === 'string' && f.exec !== '' ? f.exec : undefined
+      if ((image === undefined) === (exec === undefined)) throw kptfileError(where, field, 'must specify exactly one of `image` and `exec`')
+      if (f.configPath !== undefined && f.configMap !== undefined) {
+        throw kptfileError(where, field, 'functionConfig must not specify both `configMap` and `configPath` at the same time')
+      }
+      let configPath: string | undefined
+      if (f.configPath !== undefined) {
+        configPath = String(f.configPath)
+        if (path.posix.isAbsolute(configPath) || path.posix.normalize(configPath).startsWith('..')) {
+          throw kptfileError(where, `${field}.configPath`, 'functionConfig must be a relative path inside the package', configPath)
+        }
+        configPath = path.posix.normalize(configPath)
+        if (!items.some((it) => rl.getAnnotation(it, A.packagePath) === pkg.abs && rl.getAnnotation(it, A.path) === configPath)) {
+          throw kptfileError(where, `${field}.configPath`, 'functionConfig must exist in the current package', configPath)
+        }
+      }
+      let configMap: Record<string, string> | undefined
+      if (f.configMap !== undefined && f.configMap !== null) {
+        if (typeof f.configMap !== 'object' || Array.isArray(f.configMap)) throw kptfileError(where, `${field}.configMap`, 'must be a map of strings')
+        configMap = Object.fromEntries(Object.entries(f.configMap as Record<string, unknown>).map(([k, v]) => [k, v === null ? '' : String(v)]))
+      }
+      const selectors = (v: unknown, name: string): Selector[] => {
+        if (v === undefined || v === null) return []
+        if (!Array.isArray(v)) throw kptfileError(where, `${field}.${name}`, 'must be a list of selectors')
+        return v as Selector[]
+      }
+      return {image, exec, configPath, configMap, selectors: selectors(f.selectors, 'selectors'), exclude: selectors(f.exclude, 'exclude'), field}
+    })
+  }
+  return {mutators: read('mutators'), validators: read('validators')}
+}
+
+function kptfileError(where: string, field: string, reason: string, value?: string): FnrError {
+  return new FnrError('InvalidArgument', `${where} is invalid: Field: \`${field}\`${value === undefined ? '' : ` Value: ${JSON.stringify(value)}`} Reason: ${reason}`)
+}
+
+function matches(item: YAMLMap, s: Selector): boolean {
+  const t = toTyped(item) as {apiVersion?: string; kind?: string; metadata?: {name?: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>}}
+  if (s.apiVersion && t.apiVersion !== s.apiVersion) return false
+  if (s.kind && t.kind !== s.kind) return false
+  if (s.name && t.metadata?.name !== s.name) return false
+  if (s.namespace && (t.metadata?.namespace ?? '') !== s.namespace) return false
+  for (const [k, v] of Object.entries(s.labels ?? {})) if (t.metadata?.labels?.[k] !== v) return false
+  for (const [k, v] of Object.entries(s.annotations ?? {})) if (t.metadata?.annotations?.[k] !== v) return false
+  return true
+}
+
+async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], options: RenderOptions, io: EvalIO, records: rl.FunctionRunRecord[]): Promise<YAMLMap[]> {
+  const label = fn.image ?? fn.exec!
+  if (fn.exec !== undefined && !options.allowExec) {
+    throw new FnrError('Usage', 'must run with `--allow-exec` option to allow running function binaries')
+  }
+  if (fn.exec !== undefined) splitExec(fn.exec)
+  // The selected resources (all when there are no selectors), tagged to merge the output back.
+  const filtered = fn.selectors.length > 0 || fn.exclude.length > 0
+  const selected = items.filter((it) => (fn.selectors.length === 0 || fn.selectors.some((s) => matches(it, s))) && !fn.exclude.some((s) => matches(it, s)))
+  // kpt numbers every resource (its index in the package's list) and sends the selected ones.
+  if (filtered) items.forEach((it, i) => rl.setAnnotation(it, A.kptResourceId, String(i)))
+  let functionConfig: YAMLMap | null
+  if (fn.configPath !== undefined) {
+    functionConfig = items.find((it) => rl.getAnnotation(it, A.packagePath) === pkg.abs && rl.getAnnotation(it, A.path) === fn.configPath) ?? null
+  } else if (fn.configMap !== undefined) {
+    functionConfig = rl.functionConfigFromArgs(Object.entries(fn.configMap).map(([k, v]) => `${k}=${v}`))
+    const data = functionConfig.get('data', true)
+    if (isMap(data)) data.flow = true
+  } else functionConfig = null
+  const input = rl.buildFunctionInput(selected, {functionConfig})
+  io.stderr.write(`[RUNNING] ${JSON.stringify(label)}${filtered ? ` on ${selected.length} resource(s)` : ''}\n`)
+  const run = fn.image !== undefined && options.imageRunner
+    ? await options.imageRunner(fn.image, Buffer.from(input.text))
+    : await runFunction({image: fn.image, exec: fn.exec, timeoutMs: options.timeoutMs, maxOutputBytes: options.maxOutputBytes, execPaths: options.execPaths, signal: options.signal}, label, Buffer.from(input.text))
+  const stderrText = run.stderr.toString('utf8')
+  const record: rl.FunctionRunRecord = {...(fn.image ? {image: fn.image} : {exec: fn.exec}), exitCode: run.exitCode, ...(stderrText ? {stderr: stderrText} : {})}
+  const block = {truncate: options.truncateOutput}
+  const failed = (err: FnrError): FnrError => new FnrError(err.kind, err.message, {cause: err.cause, details: {...err.details, renderFailed: true}})
+
+  if (run.exitCode !== 0) {
+    let results = run.results
+    if (!results) {
+      try {
+        results = rl.readFunctionOutput(run.stdout).results
+      } catch {
+        results = []
+      }
+    }
+    io.stderr.write(`[FAIL] ${JSON.stringify(label)} in ${rl.formatKptDuration(run.durationMs)}\n`)
+    io.stderr.write(rl.formatResultsBlock(results, block))
+    io.stderr.write(rl.formatStderrBlock(stderrText, block))
+    io.stderr.write(`  Exit code: ${run.exitCode}\n\n`)
+    records.push({...record, results})
+    throw failed(new FnrError('FunctionFailed', `function ${JSON.stringify(label)} in package ${JSON.stringify(pkg.display)} exited with code ${run.exitCode}; nothing was written`))
+  }
+  let output: rl.FunctionOutput
+  try {
+    if (isBlank(run.stdout)) {
+      throw new FnrError('FunctionFailed', `function ${JSON.stringify(label)} exited 0 but wrote nothing to stdout (a function must write a ResourceList; \`items: []\` deletes everything); nothing was written`)
+    }
+    output = rl.readFunctionOutput(run.stdout, input)
+  } catch (err) {
+    io.stderr.write(`[FAIL] ${JSON.stringify(label)} in ${rl.formatKptDuration(run.durationMs)}\n`)
+    io.stderr.write(rl.formatStderrBlock(stderrText, block))
+    io.stderr.write('\n')
+    records.push({...record, exitCode: 1, results: []})
+    throw failed(err instanceof FnrError ? err : new FnrError('FunctionFailed', String(err)))
+  }
+  io.stderr.write(`[PASS] ${JSON.stringify(label)} in ${rl.formatKptDuration(run.durationMs)}\n`)
+  io.stderr.write(rl.formatResultsBlock(output.results, block))
+  io.stderr.write(rl.formatStderrBlock(stderrText, block))
+  records.push({...record, results: output.results})
+
+  // New resources belong to the package whose pipeline made them.
+  for (const item of output.list.items) {
+    if (rl.getAnnotation(item, A.packagePath) === undefined) rl.setAnnotation(item, A.packagePath, pkg.abs, 'FunctionFailed')
+  }
+  if (!filtered) return output.list.items
+  const byId = new Map<string, YAMLMap>()
+  const added: YAMLMap[] = []
+  for (const item of output.list.items) {
+    const id = rl.getAnnotation(item, A.kptResourceId)
+    rl.deleteAnnotation(item, A.kptResourceId)
+    if (id === undefined) added.push(item)
+    else byId.set(id, item)
+  }
+  const merged: YAMLMap[] = []
+  const sent = new Set(selected)
+  for (const item of items) {
+    const id = rl.getAnnotation(item, A.kptResourceId)
+    rl.deleteAnnotation(item, A.kptResourceId)
+    if (!sent.has(item)) merged.push(item)
+    else {
+      const out = id === undefined ? undefined : byId.get(id)
+      if (out) merged.push(out)
+    }
+  }
+  return [...merged, ...added]
+}
+
+async function writeResults(options: RenderOptions, io: EvalIO, records: rl.FunctionRunRecord[], exitCode: number): Promise<void> {
+  if (!options.resultsDir) return
+  await rl.writeResultsFile(options.resultsDir, rl.buildFunctionResultList(records, exitCode))
+  io.stderr.write(`For complete results, see ${path.join(options.resultsDir, 'results.yaml')}\n`)
+}
