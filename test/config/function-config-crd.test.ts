@@ -238,8 +238,13 @@ describe('FunctionConfig source: parsing, matching and the store', function () {
     expect(t.origin).to.equal('PodTemplate porch-fn-system/base-pod-template and ServiceTemplate porch-fn-system/base-service-template')
     expect(() => templatesFromPorchObjects(undefined, {template: {spec: {ports: [{port: 80}]}}}, options)).to.throw(/ServiceTemplate porch-fn-system\/base-service-template\): contract point 4 is broken/)
     expect(() => templatesFromPorchObjects({template: {}}, undefined, options)).to.throw(/contract point 1 is broken: template.spec is missing/)
-    // a PodTemplate that says nothing about security gets fnr's defaults (test/reliability/pod-security.test.ts has the rest)
-    const bare = templatesFromPorchObjects({template: {spec: {containers: [{name: 'function', image: 'x', command: ['/wrapper-server-tools/wrapper-server']}]}}}, undefined, options)
+    // a PodTemplate that says nothing about security is used as written (its weak settings said), unless
+    // --harden-pod-templates: then it gets fnr's defaults (test/reliability/pod-security.test.ts has the rest)
+    const bareSpec = {containers: [{name: 'function', image: 'x', command: ['/wrapper-server-tools/wrapper-server']}]}
+    const asWritten = templatesFromPorchObjects({template: {spec: bareSpec}}, undefined, options)
+    expect(asWritten.pod.spec).to.deep.equal(bareSpec)
+    expect(asWritten.warnings).to.include('not set: spec.securityContext.runAsNonRoot (fnr would set true)')
+    const bare = templatesFromPorchObjects({template: {spec: bareSpec}}, undefined, {...options, harden: true})
     expect(bare.pod.spec!.automountServiceAccountToken).to.equal(false)
     expect(bare.pod.spec!.securityContext).to.deep.include({runAsNonRoot: true, seccompProfile: {type: 'RuntimeDefault'}})
     expect(bare.pod.spec!.containers[0]!.securityContext).to.deep.equal({allowPrivilegeEscalation: false, capabilities: {drop: ['ALL']}})

@@ -51,6 +51,7 @@ Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdo
         wrapperServerImage: flags['wrapper-server-image'] || undefined,
         runnerNamespace: flags['runner-namespace'],
         podRequests: flags['pod-requests'],
+        hardenTemplates: flags['harden-pod-templates'],
         podLimits: flags['pod-limits'],
         maxRequestBodySize: flags['max-request-body-size'],
       },

@@ -42,6 +42,7 @@ import type {V1Pod} from '@kubernetes/client-node'
 
 import {FnrError} from '../errors.js'
 import {silentLogger, type Logger} from '../log.js'
+import {isQuantity, resourceRequirementsProblems} from '../k8s/quantity.js'
 import {overridePodSecurityContext} from '../pods/pod-security.js'
 import {ExecConfig, resolveBinary, type ExecFunction} from './exec-config.js'
 import {parseGoDuration} from './go-flags.js'
@@ -148,7 +149,7 @@ function quantities(v: unknown, where: string): Record<string, string> | undefin
   if (!isMap(v)) throw new FnrError('Config', `${where} must be a map of resource names to quantities`)
   const out: Record<string, string> = {}
   for (const [k, q] of Object.entries(v)) {
-    if ((typeof q !== 'string' && typeof q !== 'number') || !/^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[KMGTPE]i|[numkMGTPE])?$/.test(String(q))) {
+    if ((typeof q !== 'string' && typeof q !== 'number') || !isQuantity(q)) {
       throw new FnrError('Config', `${where}.${k} must be a quantity like 100m or 128Mi, got ${JSON.stringify(q)}`)
     }
     out[k] = String(q)
@@ -176,6 +177,9 @@ function containerOverrides(v: unknown, where: string): ContainerOverrides | und
     const requests = quantities(v.resources.requests, `${where}.resources.requests`)
     const limits = quantities(v.resources.limits, `${where}.resources.limits`)
     out.resources = {...(requests ? {requests} : {}), ...(limits ? {limits} : {})}
+    // What the API server would reject in these alone (a request above its limit); the pod's own check runs at creation.
+    const problems = resourceRequirementsProblems(out.resources, `${where}.resources`)
+    if (problems.length > 0) throw new FnrError('Config', `${problems.join('; ')} (the API server would reject the pod)`)
   }
   const env = objectList(v.env, `${where}.env`, true)
   if (env) out.env = env
@@ -596,9 +600,9 @@ export function podRuntimeExtension(store: FunctionConfigStore, templates?: {nam
   return {
     ...(templates
       ? {
-          baseTemplates: async (clients, inline, extra) => {
+          baseTemplates: async (clients, inline, extra, user) => {
             const {porchTemplateSource} = await import('../pods/template-porch.js')
-            return porchTemplateSource(clients, {namespace: templates.namespace, inline, extra, logger: templates.logger})
+            return porchTemplateSource(clients, {namespace: templates.namespace, inline, extra, logger: templates.logger, harden: user?.harden === true})
           },
         }
       : {}),

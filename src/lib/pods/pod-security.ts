@@ -99,6 +99,16 @@ export function hardenPodTemplate(template: V1Pod): HardenedPod {
   return {pod, added, weaker}
 }
 
+/**
+ * The weak settings of a template used as written (fnr's policy for a user's template, unless
+ * --harden-pod-templates): what hardenPodTemplate would fill in (said as "not set: …") and the
+ * explicit settings weaker than fnr's defaults. The template itself is not changed.
+ */
+export function weakPodTemplateSettings(template: V1Pod): string[] {
+  const {added, weaker} = hardenPodTemplate(template)
+  return [...weaker, ...added.map((a) => `not set: ${a.replace(/^(.*): (.*)$/, '$1 (fnr would set $2)')}`)]
+}
+
 export interface OverriddenSecurityContext {
   securityContext: V1PodSecurityContext
   /** Explicit settings of the override weaker than fnr's defaults, kept as written. */

@@ -64,6 +64,8 @@ export interface PodRuntimeOptions {
   extension?: PodRuntimeExtension
   /** Run function containers as `repo@digest` when the registry gives a digest (--pin-image-digests). */
   pinImageDigests?: boolean
+  /** --harden-pod-templates: fnr's security defaults on a user's template (ConfigMap or Porch's PodTemplate). */
+  hardenTemplates?: boolean
   /** The wrapper server's --verbosity in new pods (undefined: none passed, the wrapper's default 2). */
   wrapperVerbosity?: number
 }
@@ -77,7 +79,7 @@ export interface PodRuntimeExtension {
   /** Changes a new pod before it is created (after the template and per-image resources). */
   preparePod(pod: V1Pod, image: string): void
   /** The base templates when there is no --function-pod-template (Porch's PodTemplate and ServiceTemplate). */
-  baseTemplates?(clients: KubeClients, inline: Partial<InlineTemplateOptions>, extra: Record<string, unknown>): Promise<TemplateSource>
+  baseTemplates?(clients: KubeClients, inline: Partial<InlineTemplateOptions>, extra: Record<string, unknown>, user?: {harden?: boolean}): Promise<TemplateSource>
   /** The version of those changes ('' for none), and a way to hear when it changes. */
   overlayVersion(): string
   onChange(listener: () => void): () => void
@@ -132,9 +134,9 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
   let templates: TemplateSource
   if (options.templateConfigMap) {
     const ns = options.runnerNamespace ?? runnerNamespace(clients)
-    templates = await TemplateSource.fromConfigMap({...clients, namespace: ns, name: options.templateConfigMap, extra: templateExtra, logger, watchRetryMs: options.watchRetryMs})
+    templates = await TemplateSource.fromConfigMap({...clients, namespace: ns, name: options.templateConfigMap, extra: templateExtra, logger, watchRetryMs: options.watchRetryMs, harden: options.hardenTemplates === true})
   } else if (options.extension?.baseTemplates) {
-    templates = await options.extension.baseTemplates(clients, {wrapperServerImage: options.wrapperServerImage, resources: options.inlineResources}, templateExtra)
+    templates = await options.extension.baseTemplates(clients, {wrapperServerImage: options.wrapperServerImage, resources: options.inlineResources}, templateExtra, {harden: options.hardenTemplates === true})
   } else {
     if (!options.wrapperServerImage) {
       throw new FnrError('Config', 'environment variable WRAPPER_SERVER_IMAGE must be set to use the pod runtime with the inline template (or pass --function-pod-template, or --disable-runtimes=pod)')
