@@ -79,8 +79,13 @@ describe('FunctionConfig source: parsing, matching and the store', function () {
     expect(await reason({image: 'a', binaryExecutor: {tags: ['v1'], path: '../outside'}})).to.include('".." is not allowed')
     expect(await reason({image: 'a', binaryExecutor: {tags: ['v1'], path: outside}})).to.include('is outside the functions directory')
     expect(await reason({image: 'a', binaryExecutor: {tags: ['v1'], path: 'escape'}})).to.include('outside the functions directory')
-    expect(await reason({image: 'a', binaryExecutor: {tags: ['v1'], path: 'missing'}})).to.include('does not exist')
-    expect(await reason({image: 'a', binaryExecutor: {tags: ['v1'], path: 'not-executable'}})).to.include('is not executable')
+    // a binary that is not there (or not runnable) does not reject the object: the rest applies, the problem is said
+    for (const [p, why] of [['missing', 'does not exist'], ['not-executable', 'is not executable']]) {
+      const partial = await parse({image: 'a', binaryExecutor: {tags: ['v1'], path: p}, podExecutor: {tags: ['v1'], timeToLive: '5m'}})
+      expect(partial.binary).to.equal(undefined)
+      expect(partial.pod).to.deep.equal({tags: ['v1'], ttlMs: 300_000})
+      expect(partial.problems!.join()).to.include(why).and.include('go to the pod runtime')
+    }
     expect(await reason({image: 'a', podExecutor: {timeToLive: 'soon'}})).to.include('spec.podExecutor.timeToLive must be a duration')
     expect(await reason({image: 'a', podExecutor: {maxParallelExecutions: -1}})).to.include('spec.podExecutor.maxParallelExecutions must be a whole number')
     expect(await reason({image: 'a', podExecutor: {templateOverrides: {container: {resources: {limits: {memory: 'lots'}}}}}})).to.include('spec.podExecutor.templateOverrides.container.resources.limits.memory must be a quantity')
@@ -156,7 +161,7 @@ describe('FunctionConfig source: parsing, matching and the store', function () {
     expect(String(error.fields!.error)).to.include('".." is not allowed')
     const good = fc('good', {image: 'set-namespace', binaryExecutor: {tags: ['v1'], path: 'set-namespace'}})
     await store.apply(good)
-    await store.apply({...good, metadata: {...good.metadata, generation: 2}, spec: {image: 'set-namespace', binaryExecutor: {tags: ['v2'], path: 'missing'}}})
+    await store.apply({...good, metadata: {...good.metadata, generation: 2}, spec: {image: 'set-namespace', binaryExecutor: {tags: ['v2'], path: '../missing'}}})
     expect(logger.lines.at(-1)!.msg).to.equal('invalid FunctionConfig skipped; its last good version stays in use')
     expect(store.lookupBinary('set-namespace:v1')).to.not.equal(undefined)
     store.remove(good)
