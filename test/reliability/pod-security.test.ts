@@ -234,7 +234,7 @@ spec:
     let pb: PodBed
     const temp = new TempDirs()
     before(async () => {
-      registerCrd(parse(await readFile(path.join(REPO_ROOT, 'manifests', 'function-config', 'functionconfigs.yaml'), 'utf8')) as KubeObject)
+      registerCrd(parse(await readFile(path.join(REPO_ROOT, 'manifests', 'function-config', 'crds', 'functionconfigs.yaml'), 'utf8')) as KubeObject)
       // core/v1 PodTemplates, which the test API server does not serve by itself
       registerCustomResource({group: '', version: 'v1', plural: 'podtemplates', kind: 'PodTemplate', statusSubresource: false})
       pb = await startPodBed()
