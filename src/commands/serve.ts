@@ -47,7 +47,7 @@ unless --replica-id is given), KUBECONFIG.`
     ...listenerTlsFlags,
   }
 
-  static booleanFlagNames = new Set(['warm-up-pod-cache', 'enable-private-registries', 'enable-private-registries-tls', 'strict-config', 'harden-pod-templates'])
+  static booleanFlagNames = new Set(['warm-up-pod-cache', 'enable-private-registries', 'enable-private-registries-tls', 'strict-config', 'harden-pod-templates', 'collect-porch-pods'])
 
   async run(): Promise<void> {
     this.argv = normaliseGoStyleArgs(this.argv, Serve.booleanFlagNames, new Set(Object.keys(Serve.flags)))
@@ -81,6 +81,7 @@ unless --replica-id is given), KUBECONFIG.`
         resources: parseResourceFlags(flags['pod-requests'], flags['pod-limits']),
         strictConfig: flags['strict-config'],
         hardenTemplates: flags['harden-pod-templates'],
+        collectPorchPods: flags['collect-porch-pods'],
         owner: flags['replica-id'] || undefined,
         leaseDurationMs: flags['replica-lease-duration'],
         pinImageDigests: flags['pin-image-digests'] === 'auto' ? 'auto' : flags['pin-image-digests'] === 'true',

@@ -56,6 +56,8 @@ export interface ServeOptions {
     strictConfig?: boolean
     /** --harden-pod-templates: fnr's security defaults on a user's template (default: used as written). */
     hardenTemplates?: boolean
+    /** --collect-porch-pods: delete the function pods Porch's runner left (default: only counted). */
+    collectPorchPods?: boolean
     /** --replica-id: identity on owned pods and the Lease; default $POD_NAME, else the host name plus a random suffix. */
     owner?: string
     /** --replica-lease-duration (default 30 s; 0 holds no Lease). */
@@ -296,6 +298,7 @@ async function buildPodEvaluator(options: ServeOptions, logger: Logger, source: 
     inlineResources: pod.resources,
     pinImageDigests: pinDigests,
     hardenTemplates: pod.hardenTemplates === true,
+    collectPorchPods: pod.collectPorchPods === true,
     // The runner's --log-level 3 and up (request lines with trace ids) is passed on to the wrappers.
     wrapperVerbosity: logger.enabled(5) ? 5 : logger.enabled(4) ? 4 : logger.enabled(3) ? 3 : undefined,
     logger,

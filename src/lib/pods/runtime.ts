@@ -66,6 +66,8 @@ export interface PodRuntimeOptions {
   pinImageDigests?: boolean
   /** --harden-pod-templates: fnr's security defaults on a user's template (ConfigMap or Porch's PodTemplate). */
   hardenTemplates?: boolean
+  /** --collect-porch-pods: delete the function pods Porch's runner left in the namespace (porch-leftovers.ts). */
+  collectPorchPods?: boolean
   /** The wrapper server's --verbosity in new pods (undefined: none passed, the wrapper's default 2). */
   wrapperVerbosity?: number
 }
@@ -219,6 +221,17 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
     logger.info('pod runtime started', {namespace: options.namespace, owner, lease: lease?.name, leaseDurationSeconds: lease?.durationSeconds, template: templates.current().origin, templateVersion: templates.current().version, adopted: adopted.length, deleted: deleted.length})
   })
   cache.setStartup(started)
+  // After a swap from Porch's runner: its leftover pods are collected (--collect-porch-pods) or only counted.
+  const porchLeftovers = started.then(async () => {
+    const {collectPorchLeftovers, findPorchLeftovers} = await import('./porch-leftovers.js')
+    if (options.collectPorchPods) {
+      await collectPorchLeftovers({core: clients.core, namespace: options.namespace, logger})
+      return
+    }
+    const {pods} = await findPorchLeftovers(clients.core, options.namespace)
+    if (pods.length > 0) logger.info("function pods left by Porch's runner; --collect-porch-pods (or `fnr pods gc --porch-leftovers`) deletes them", {namespace: options.namespace, pods: pods.length})
+  })
+  porchLeftovers.catch((err: unknown) => logger.warn("cannot look for the function pods left by Porch's runner", {error: (err as Error).message}))
   const gc = new PodGarbageCollector(cache, options.scanIntervalMs, logger)
   void started.then(() => gc.start())
   // Warm-up waits for adoption, but not forever: a runner whose API server stays away still
