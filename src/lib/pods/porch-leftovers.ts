@@ -49,10 +49,11 @@ export function isPorchFunctionService(service: V1Service): boolean {
   return keys.length === 1 && keys[0] === LABEL_FN_IMAGE && service.metadata?.labels?.[LABEL_MANAGED_BY] !== MANAGED_BY_FNR
 }
 
-/** Porch's function pods and Services in a namespace. */
-export async function findPorchLeftovers(core: CoreV1Api, namespace: string): Promise<{pods: V1Pod[]; services: V1Service[]}> {
+/** Porch's function pods and (unless `services: false`: one list call less) Services in a namespace. */
+export async function findPorchLeftovers(core: CoreV1Api, namespace: string, options: {services?: boolean} = {}): Promise<{pods: V1Pod[]; services: V1Service[]}> {
   const what = `cannot list the function pods Porch's runner left in ${namespace}`
   const pods = (await withApiRetries(() => core.listNamespacedPod({namespace, labelSelector: PORCH_POD_SELECTOR}), {what})).items.filter(isPorchFunctionPod)
+  if (options.services === false) return {pods, services: []}
   const services = (await withApiRetries(() => core.listNamespacedService({namespace}), {what})).items.filter(isPorchFunctionService)
   return {pods, services}
 }

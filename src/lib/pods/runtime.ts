@@ -228,7 +228,7 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
       await collectPorchLeftovers({core: clients.core, namespace: options.namespace, logger})
       return
     }
-    const {pods} = await findPorchLeftovers(clients.core, options.namespace)
+    const {pods} = await findPorchLeftovers(clients.core, options.namespace, {services: false})
     if (pods.length > 0) logger.info("function pods left by Porch's runner; --collect-porch-pods (or `fnr pods gc --porch-leftovers`) deletes them", {namespace: options.namespace, pods: pods.length})
   })
   porchLeftovers.catch((err: unknown) => logger.warn("cannot look for the function pods left by Porch's runner", {error: (err as Error).message}))
