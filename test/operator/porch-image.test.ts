@@ -149,7 +149,8 @@ describe("Porch's Deployment and templates with only the images swapped (assembl
         const q = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`
         const script = [
           'set -e',
-          'ip link set lo up',
+          // (busybox-static's ip: iproute2 is not among the test packages)
+          `${q(findStaticBusybox()!)} ip link set lo up`,
           `for d in usr etc dev; do mount --rbind /$d ${q(root)}/$d; done`,
           `mount --bind ${q(path.join(REPO_ROOT, 'node_modules'))} ${q(path.join(root, 'app/node_modules'))}`,
           `mount -t proc proc ${q(root)}/proc`,

@@ -30,7 +30,7 @@
  *   - The binary must be an executable file inside --functions (an absolute path too), like config.yaml entries;
  *     upstream runs any path.
  *   - templateOverrides.container applies to the container named "function" (upstream: containers[0]).
- *   - templateOverrides.securityContext is merged over the template's hardened securityContext (upstream replaces
+ *   - templateOverrides.securityContext is merged over the template's securityContext (inline: hardened; a user's: as written) (upstream replaces
  *     it, so {runAsUser: 1000} silently dropped runAsNonRoot and seccomp); weaker values are kept and warned.
  *   - An invalid object never stops anything: it is logged (and written to its status.error) and skipped; an
  *     object edited into an invalid one keeps its last good version. A binaryExecutor whose binary is not in
@@ -586,7 +586,7 @@ export class FunctionConfigStore {
       spec.serviceAccountName = overrides.serviceAccountName
     }
     if (overrides.securityContext) {
-      // Merged over the template's hardened securityContext, not replacing it (pods/pod-security.ts).
+      // Merged over the template's securityContext, not replacing it (pods/pod-security.ts).
       const {securityContext, weaker} = overridePodSecurityContext(spec.securityContext, overrides.securityContext)
       spec.securityContext = securityContext
       const said = `${image}\0${weaker.join('\0')}`
