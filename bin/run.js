@@ -15,6 +15,16 @@ if (args[0] === 'eval' && !process.env.FNR_NO_FAST_PATH && !beforeDash.some((a) 
     }))
   process.exitCode = await runEvalFast(args.slice(1))
 } else {
+  // oclif asks the user database for the login shell when $SHELL is unset (os.userInfo), which
+  // throws for a uid without a passwd entry: Porch's Deployment runs the image as 10001, and
+  // Kubernetes sets no $SHELL. Only oclif's config sees the value; nothing else reads it.
+  if (!process.env.SHELL) {
+    try {
+      process.getBuiltinModule('node:os').userInfo()
+    } catch {
+      process.env.SHELL = 'sh'
+    }
+  }
   const {execute} = await import('@oclif/core')
   await execute({dir: import.meta.url})
 }

@@ -8,6 +8,11 @@
 # only, tini as PID 1 (signals reach node, zombies are reaped), user 65532 (non-root), and the
 # functions fnr ships as the exec runtime's defaults (/home/nonroot/config.yaml and
 # /home/nonroot/functions, the paths Porch's Deployment passes).
+#
+# Porch's function-runner Deployment works with only its image swapped for this one
+# (docs/porch-swap.md): it runs /home/nonroot/server with the runner's flags (`fnr serve`) and
+# probes readiness with /home/nonroot/grpc-health-probe -addr localhost:9445, as user 10001. Every
+# file the runner reads is readable by any user (no write access is needed outside /tmp).
 # Not built in the development environment (no Docker engine there).
 
 ARG NODE_IMAGE=node:20-bookworm-slim
@@ -22,6 +27,7 @@ COPY proto proto
 COPY scripts scripts
 COPY src src
 COPY functions functions
+COPY docker/porch docker/porch
 RUN npm run build \
  && npm ci --omit=dev --no-audit --no-fund \
  && npm cache clean --force
@@ -43,6 +49,9 @@ COPY --from=build /src/functions functions
 # The exec runtime's defaults, where Porch's Deployment points --config and --functions.
 COPY --from=build --chown=65532:65532 /src/functions /home/nonroot/functions
 COPY --from=build --chown=65532:65532 /src/functions/config.yaml /home/nonroot/config.yaml
+# Porch's Deployment: its command and its readiness probe (any uid; Porch runs them as 10001).
+COPY --from=build /src/docker/porch/server /home/nonroot/server
+COPY --from=build /src/docker/porch/grpc-health-probe /home/nonroot/grpc-health-probe
 # The shipped functions import `yaml`; Node looks for it in node_modules above the script.
 RUN ln -s /app/node_modules /home/nonroot/node_modules
 USER 65532:65532

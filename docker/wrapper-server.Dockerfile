@@ -21,13 +21,18 @@ RUN npm ci --no-audit --no-fund
 COPY proto proto
 COPY src src
 COPY scripts scripts
-RUN node scripts/package-wrapper.mjs --out /out/rootfs/wrapper-server
-# The final image has no shell or libc: a static busybox gives the init container `cp`, and
-# /home/nonroot/wrapper-server is where Porch's inline pod template copies from (src/lib/pods/template.ts).
-RUN mkdir -p /out/rootfs/bin /out/rootfs/home/nonroot \
+# /home/nonroot/wrapper-server is where Porch's templates copy from (Porch's own
+# wrapper-server image keeps wrapper-server and grpc-health-probe there): the folder itself is
+# there, /wrapper-server is a link to it. Everything is readable and runnable by any uid (the init
+# container runs as the image's user, Porch's templates set none; the function container as the
+# function image's).
+RUN node scripts/package-wrapper.mjs --out /out/rootfs/home/nonroot/wrapper-server \
+ && chmod -R a+rX /out/rootfs/home
+# The final image has no shell or libc: a static busybox gives the init container `cp`.
+RUN mkdir -p /out/rootfs/bin \
  && cp /bin/busybox /out/rootfs/bin/busybox \
  && for applet in sh cp ls cat; do ln -s busybox "/out/rootfs/bin/$applet"; done \
- && ln -s /wrapper-server /out/rootfs/home/nonroot/wrapper-server \
+ && ln -s /home/nonroot/wrapper-server /out/rootfs/wrapper-server \
  && mkdir -p /out/rootfs/licenses \
  && cp /usr/share/doc/busybox-static/copyright /out/rootfs/licenses/busybox-static.copyright
 
@@ -35,4 +40,4 @@ FROM scratch
 COPY --from=build /out/rootfs/ /
 USER 65532:65532
 # What the init container does (fnr's and Porch's templates pass this command explicitly).
-CMD ["cp", "-a", "/wrapper-server/.", "/wrapper-server-tools"]
+CMD ["cp", "-a", "/home/nonroot/wrapper-server/.", "/wrapper-server-tools"]

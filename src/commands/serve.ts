@@ -3,7 +3,7 @@ import {Flags} from '@oclif/core'
 import {FnrCommand} from '../lib/cli/command.js'
 import {execFlags, functionConfigFlags, goDuration, listenerTlsFlags, logLevelFlag, maxRequestBodySizeFlag, metricsFlags, podFlags, registryFlags, responseCacheFlags} from '../lib/cli/flags.js'
 import {resolveExecPaths} from '../lib/config/embedded.js'
-import {parseResourceList} from '../lib/config/pod-cache-config.js'
+import {parseResourceFlags} from '../lib/config/pod-cache-config.js'
 import {normaliseGoStyleArgs} from '../lib/config/go-flags.js'
 import {createLogger} from '../lib/log.js'
 import {startServe, validateServeOptions, type ServeOptions} from '../lib/serve.js'
@@ -49,7 +49,7 @@ unless --replica-id is given), KUBECONFIG.`
     ...listenerTlsFlags,
   }
 
-  static booleanFlagNames = new Set(['warm-up-pod-cache', 'enable-private-registries', 'enable-private-registries-tls'])
+  static booleanFlagNames = new Set(['warm-up-pod-cache', 'enable-private-registries', 'enable-private-registries-tls', 'strict-config', 'harden-pod-templates', 'collect-porch-pods'])
 
   async run(): Promise<void> {
     this.argv = normaliseGoStyleArgs(this.argv, Serve.booleanFlagNames, new Set(Object.keys(Serve.flags)))
@@ -81,7 +81,10 @@ unless --replica-id is given), KUBECONFIG.`
         podAddress: flags['pod-address'] as 'service' | 'pod-ip',
         clusterDomain: flags['cluster-domain'],
         kubeconfig: flags.kubeconfig || undefined,
-        resources: {requests: parseResourceList('pod-requests', flags['pod-requests']), limits: parseResourceList('pod-limits', flags['pod-limits'])},
+        resources: parseResourceFlags(flags['pod-requests'], flags['pod-limits']),
+        strictConfig: flags['strict-config'],
+        hardenTemplates: flags['harden-pod-templates'],
+        collectPorchPods: flags['collect-porch-pods'],
         owner: flags['replica-id'] || undefined,
         leaseDurationMs: flags['replica-lease-duration'],
         pinImageDigests: flags['pin-image-digests'] === 'auto' ? 'auto' : flags['pin-image-digests'] === 'true',

@@ -52,6 +52,12 @@ export interface ServeOptions {
     kubeconfig?: string
     /** Requests and limits of the inline template's function container. */
     resources?: {requests?: Record<string, string>; limits?: Record<string, string>}
+    /** --strict-config: a bad --pod-cache-config stops the start (default: a warning, as Porch). */
+    strictConfig?: boolean
+    /** --harden-pod-templates: fnr's security defaults on a user's template (default: used as written). */
+    hardenTemplates?: boolean
+    /** --collect-porch-pods: delete the function pods Porch's runner left (default: only counted). */
+    collectPorchPods?: boolean
     /** --replica-id: identity on owned pods and the Lease; default $POD_NAME, else the host name plus a random suffix. */
     owner?: string
     /** --replica-lease-duration (default 30 s; 0 holds no Lease). */
@@ -252,7 +258,7 @@ async function buildPodEvaluator(options: ServeOptions, logger: Logger, source: 
   const pod = options.pod
   // --function-config-source=crd: the FunctionConfigs replace --pod-cache-config.
   const onlyCrd = functionConfigs !== undefined && source === 'crd'
-  const {config: cacheConfig, missing} = onlyCrd ? {config: PodCacheConfig.empty(), missing: false} : await PodCacheConfig.load(pod.cacheConfigPath)
+  const {config: cacheConfig, missing} = onlyCrd ? {config: PodCacheConfig.empty(), missing: false} : await PodCacheConfig.load(pod.cacheConfigPath, {lenient: pod.strictConfig !== true})
   if (missing) logger.info('no pod cache config; using the flag defaults for every image', {path: pod.cacheConfigPath})
   for (const warning of cacheConfig.warnings) logger.warn(warning)
   // auto: pinned when the response cache may serve this runtime's responses (its correctness rests on
@@ -291,6 +297,8 @@ async function buildPodEvaluator(options: ServeOptions, logger: Logger, source: 
     runnerNamespace: pod.runnerNamespace,
     inlineResources: pod.resources,
     pinImageDigests: pinDigests,
+    hardenTemplates: pod.hardenTemplates === true,
+    collectPorchPods: pod.collectPorchPods === true,
     // The runner's --log-level 3 and up (request lines with trace ids) is passed on to the wrappers.
     wrapperVerbosity: logger.enabled(5) ? 5 : logger.enabled(4) ? 4 : logger.enabled(3) ? 3 : undefined,
     logger,
@@ -397,7 +405,7 @@ async function withResponseCacheIfSet(inner: Evaluator, options: ServeOptions, e
     // With FunctionConfigs as the only source, --pod-cache-config is not read at all: its per-image
     // responseCache switches do not apply (FunctionConfig has no such field); --cache-ttl does.
     const cacheConfigPath = source === 'crd' ? '' : options.pod.cacheConfigPath
-    return await withResponseCache(inner, {settings: options.responseCache, cacheConfigPath, podRuntime: runtimes.includes('pod'), exec, podMetadata: pod?.imageMetadata}, logger)
+    return await withResponseCache(inner, {settings: options.responseCache, cacheConfigPath, podRuntime: runtimes.includes('pod'), exec, podMetadata: pod?.imageMetadata, lenient: options.pod.strictConfig !== true}, logger)
   } catch (err) {
     await inner.close()
     throw err

@@ -27,8 +27,8 @@ describe('fnr serve --function-config-source=auto (the default): FunctionConfigs
 
   before(async () => {
     restore.push(customResourceScope())
-    registerCrd(parse(await readFile(path.join(REPO_ROOT, 'manifests', 'function-config', 'functionconfigs.yaml'), 'utf8')) as KubeObject)
-    registerCrd(parse(await readFile(path.join(REPO_ROOT, 'manifests', 'function-config', 'servicetemplates.yaml'), 'utf8')) as KubeObject)
+    registerCrd(parse(await readFile(path.join(REPO_ROOT, 'manifests', 'function-config', 'crds', 'functionconfigs.yaml'), 'utf8')) as KubeObject)
+    registerCrd(parse(await readFile(path.join(REPO_ROOT, 'manifests', 'function-config', 'crds', 'servicetemplates.yaml'), 'utf8')) as KubeObject)
     registerCustomResource({group: '', version: 'v1', plural: 'podtemplates', kind: 'PodTemplate', statusSubresource: false})
     pb = await startPodBed()
     fns = await makeFunctionsDir(await temp.make())

@@ -15,6 +15,19 @@ import {SCRIPTS, TempDirs, writeExecutable} from '../support/tmp.js'
 
 const MANIFESTS = path.join(REPO_ROOT, 'manifests')
 const COMPONENT = path.join(MANIFESTS, 'function-config')
+const CRDS = path.join(COMPONENT, 'crds')
+/** Porch's own CRDs (HEAD), read from the compat folder. */
+const PORCH_HEAD = path.join(REPO_ROOT, '..', 'shared', 'compat', 'porch', 'head')
+
+/** Every property path of an OpenAPI schema ("spec.podExecutor.tags[]"), with its type. */
+function schemaPaths(schema: KubeObject, prefix = '', out = new Map<string, string>()): Map<string, string> {
+  if (!schema || typeof schema !== 'object') return out
+  if (prefix) out.set(prefix, String(schema.type ?? (schema['x-kubernetes-int-or-string'] ? 'int-or-string' : 'any')))
+  for (const [k, v] of Object.entries((schema.properties ?? {}) as Record<string, KubeObject>)) schemaPaths(v, prefix ? `${prefix}.${k}` : k, out)
+  if (schema.items) schemaPaths(schema.items as KubeObject, `${prefix}[]`, out)
+  if (schema.additionalProperties && typeof schema.additionalProperties === 'object') schemaPaths(schema.additionalProperties as KubeObject, `${prefix}{}`, out)
+  return out
+}
 
 async function kustomize(dir: string): Promise<KubeObject[]> {
   const {stdout} = await promisify(execFile)(KUBECTL_PATH, ['kustomize', dir], {maxBuffer: 10 * 1024 * 1024})
@@ -25,6 +38,7 @@ describe('manifests/function-config: the FunctionConfig CRD component', function
   this.timeout(120_000)
   const temp = new TempDirs()
   let withComponent: KubeObject[]
+  let withCrds: KubeObject[]
   let crd: KubeObject
 
   let unregister: () => void = () => {}
@@ -36,7 +50,9 @@ describe('manifests/function-config: the FunctionConfig CRD component', function
     const rel = (p: string): string => path.relative(overlay, p)
     await writeFile(path.join(overlay, 'kustomization.yaml'), `resources: [${rel(MANIFESTS)}]\ncomponents: [${rel(COMPONENT)}]\n`)
     withComponent = await kustomize(overlay)
-    crd = parse(await readFile(path.join(COMPONENT, 'functionconfigs.yaml'), 'utf8')) as KubeObject
+    await writeFile(path.join(overlay, 'kustomization.yaml'), `resources: [${rel(MANIFESTS)}]\ncomponents: [${rel(COMPONENT)}, ${rel(CRDS)}]\n`)
+    withCrds = await kustomize(overlay)
+    crd = parse(await readFile(path.join(CRDS, 'functionconfigs.yaml'), 'utf8')) as KubeObject
   })
   after(async () => {
     unregister()
@@ -50,8 +66,26 @@ describe('manifests/function-config: the FunctionConfig CRD component', function
     expect((d.spec.template.spec.containers[0].args as string[]).some((a) => a.startsWith('--function-config-source'))).to.equal(false)
   })
 
-  it('adds the FunctionConfig and ServiceTemplate CRDs (Porch\'s group, version and names), namespaced read RBAC, and --function-config-source=both', async () => {
-    const c = withComponent.find((o) => o.kind === 'CustomResourceDefinition' && o.metadata.name === `${FUNCTION_CONFIG_PLURAL}.${FUNCTION_CONFIG_GROUP}`)!
+  it('never replaces Porch\'s CRDs: the component adds none (they are in crds/, for clusters without Porch), and fnr\'s CRDs only have fields Porch\'s have', async () => {
+    expect(withComponent.filter((o) => o.kind === 'CustomResourceDefinition')).to.deep.equal([])
+    for (const [file, porchFile] of [['functionconfigs.yaml', 'config.porch.kpt.dev_functionconfigs.yaml'], ['servicetemplates.yaml', 'config.porch.kpt.dev_servicetemplates.yaml']]) {
+      const ours = parse(await readFile(path.join(CRDS, file!), 'utf8')) as KubeObject
+      const porch = parse(await readFile(path.join(PORCH_HEAD, porchFile!), 'utf8')) as KubeObject
+      expect(ours.metadata.name, file).to.equal(porch.metadata.name)
+      expect(ours.spec.names, file).to.deep.include({kind: porch.spec.names.kind, plural: porch.spec.names.plural})
+      const ourPaths = schemaPaths(ours.spec.versions[0].schema.openAPIV3Schema)
+      const porchPaths = schemaPaths(porch.spec.versions.find((v: KubeObject) => v.name === ours.spec.versions[0].name).schema.openAPIV3Schema)
+      for (const [p, type] of ourPaths) {
+        expect(porchPaths.has(p), `${file}: ${p} is not in Porch's CRD`).to.equal(true)
+        if (type !== 'any' && porchPaths.get(p) !== 'any') expect(porchPaths.get(p), `${file}: ${p}'s type`).to.equal(type)
+      }
+      // Porch's is the fuller one: applying ours over it would have dropped fields
+      expect(porchPaths.size, file).to.be.greaterThan(ourPaths.size)
+    }
+  })
+
+  it('adds namespaced read RBAC and --function-config-source=both; with crds/, the FunctionConfig and ServiceTemplate CRDs (Porch\'s group, version and names)', async () => {
+    const c = withCrds.find((o) => o.kind === 'CustomResourceDefinition' && o.metadata.name === `${FUNCTION_CONFIG_PLURAL}.${FUNCTION_CONFIG_GROUP}`)!
     expect(c.metadata.name).to.equal(`${FUNCTION_CONFIG_PLURAL}.${FUNCTION_CONFIG_GROUP}`)
     expect(c.spec.group).to.equal(FUNCTION_CONFIG_GROUP)
     expect(c.spec.scope).to.equal('Namespaced')
@@ -65,7 +99,7 @@ describe('manifests/function-config: the FunctionConfig CRD component', function
       {apiGroups: [FUNCTION_CONFIG_GROUP], resources: ['servicetemplates'], verbs: ['get', 'list', 'watch']},
       {apiGroups: [''], resources: ['podtemplates'], verbs: ['get', 'list', 'watch']},
     ])
-    const st = withComponent.find((o) => o.kind === 'CustomResourceDefinition' && o.metadata.name === `servicetemplates.${FUNCTION_CONFIG_GROUP}`)!
+    const st = withCrds.find((o) => o.kind === 'CustomResourceDefinition' && o.metadata.name === `servicetemplates.${FUNCTION_CONFIG_GROUP}`)!
     expect(st.spec.names.kind).to.equal('ServiceTemplate')
     expect(Object.keys(st.spec.versions[0].schema.openAPIV3Schema.properties.template.properties).sort()).to.deep.equal(['metadata', 'spec'])
     const binding = withComponent.find((o) => o.kind === 'RoleBinding' && o.metadata.name === 'porch-fn-runner-functionconfigs')!

@@ -29,7 +29,7 @@ describe('fnr serve --function-config-source: FunctionConfig objects on the test
 
   before(async () => {
     unregister = customResourceScope()
-    for (const file of ['functionconfigs.yaml', 'servicetemplates.yaml']) registerCrd(parse(await readFile(path.join(REPO_ROOT, 'manifests', 'function-config', file), 'utf8')) as KubeObject)
+    for (const file of ['functionconfigs.yaml', 'servicetemplates.yaml']) registerCrd(parse(await readFile(path.join(REPO_ROOT, 'manifests', 'function-config', 'crds', file), 'utf8')) as KubeObject)
     // core/v1 PodTemplates, which the test API server does not serve by itself
     registerCustomResource({group: '', version: 'v1', plural: 'podtemplates', kind: 'PodTemplate', statusSubresource: false})
     pb = await startPodBed()

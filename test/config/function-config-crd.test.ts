@@ -79,8 +79,13 @@ describe('FunctionConfig source: parsing, matching and the store', function () {
     expect(await reason({image: 'a', binaryExecutor: {tags: ['v1'], path: '../outside'}})).to.include('".." is not allowed')
     expect(await reason({image: 'a', binaryExecutor: {tags: ['v1'], path: outside}})).to.include('is outside the functions directory')
     expect(await reason({image: 'a', binaryExecutor: {tags: ['v1'], path: 'escape'}})).to.include('outside the functions directory')
-    expect(await reason({image: 'a', binaryExecutor: {tags: ['v1'], path: 'missing'}})).to.include('does not exist')
-    expect(await reason({image: 'a', binaryExecutor: {tags: ['v1'], path: 'not-executable'}})).to.include('is not executable')
+    // a binary that is not there (or not runnable) does not reject the object: the rest applies, the problem is said
+    for (const [p, why] of [['missing', 'does not exist'], ['not-executable', 'is not executable']]) {
+      const partial = await parse({image: 'a', binaryExecutor: {tags: ['v1'], path: p}, podExecutor: {tags: ['v1'], timeToLive: '5m'}})
+      expect(partial.binary).to.equal(undefined)
+      expect(partial.pod).to.deep.equal({tags: ['v1'], ttlMs: 300_000})
+      expect(partial.problems!.join()).to.include(why).and.include('go to the pod runtime')
+    }
     expect(await reason({image: 'a', podExecutor: {timeToLive: 'soon'}})).to.include('spec.podExecutor.timeToLive must be a duration')
     expect(await reason({image: 'a', podExecutor: {maxParallelExecutions: -1}})).to.include('spec.podExecutor.maxParallelExecutions must be a whole number')
     expect(await reason({image: 'a', podExecutor: {templateOverrides: {container: {resources: {limits: {memory: 'lots'}}}}}})).to.include('spec.podExecutor.templateOverrides.container.resources.limits.memory must be a quantity')
@@ -156,7 +161,7 @@ describe('FunctionConfig source: parsing, matching and the store', function () {
     expect(String(error.fields!.error)).to.include('".." is not allowed')
     const good = fc('good', {image: 'set-namespace', binaryExecutor: {tags: ['v1'], path: 'set-namespace'}})
     await store.apply(good)
-    await store.apply({...good, metadata: {...good.metadata, generation: 2}, spec: {image: 'set-namespace', binaryExecutor: {tags: ['v2'], path: 'missing'}}})
+    await store.apply({...good, metadata: {...good.metadata, generation: 2}, spec: {image: 'set-namespace', binaryExecutor: {tags: ['v2'], path: '../missing'}}})
     expect(logger.lines.at(-1)!.msg).to.equal('invalid FunctionConfig skipped; its last good version stays in use')
     expect(store.lookupBinary('set-namespace:v1')).to.not.equal(undefined)
     store.remove(good)
@@ -238,8 +243,13 @@ describe('FunctionConfig source: parsing, matching and the store', function () {
     expect(t.origin).to.equal('PodTemplate porch-fn-system/base-pod-template and ServiceTemplate porch-fn-system/base-service-template')
     expect(() => templatesFromPorchObjects(undefined, {template: {spec: {ports: [{port: 80}]}}}, options)).to.throw(/ServiceTemplate porch-fn-system\/base-service-template\): contract point 4 is broken/)
     expect(() => templatesFromPorchObjects({template: {}}, undefined, options)).to.throw(/contract point 1 is broken: template.spec is missing/)
-    // a PodTemplate that says nothing about security gets fnr's defaults (test/reliability/pod-security.test.ts has the rest)
-    const bare = templatesFromPorchObjects({template: {spec: {containers: [{name: 'function', image: 'x', command: ['/wrapper-server-tools/wrapper-server']}]}}}, undefined, options)
+    // a PodTemplate that says nothing about security is used as written (its weak settings said), unless
+    // --harden-pod-templates: then it gets fnr's defaults (test/reliability/pod-security.test.ts has the rest)
+    const bareSpec = {containers: [{name: 'function', image: 'x', command: ['/wrapper-server-tools/wrapper-server']}]}
+    const asWritten = templatesFromPorchObjects({template: {spec: bareSpec}}, undefined, options)
+    expect(asWritten.pod.spec).to.deep.equal(bareSpec)
+    expect(asWritten.warnings).to.include('not set: spec.securityContext.runAsNonRoot (fnr would set true)')
+    const bare = templatesFromPorchObjects({template: {spec: bareSpec}}, undefined, {...options, harden: true})
     expect(bare.pod.spec!.automountServiceAccountToken).to.equal(false)
     expect(bare.pod.spec!.securityContext).to.deep.include({runAsNonRoot: true, seccompProfile: {type: 'RuntimeDefault'}})
     expect(bare.pod.spec!.containers[0]!.securityContext).to.deep.equal({allowPrivilegeEscalation: false, capabilities: {drop: ['ALL']}})

@@ -28,7 +28,7 @@ function fc(name: string, spec: Record<string, unknown> = { image: name, podExec
   return { apiVersion: `${GROUP}/${VERSION}`, kind: 'FunctionConfig', metadata: { name, ...(labels ? { labels } : {}) }, spec };
 }
 
-describe('k8s test bed: custom resources (registered from manifests/function-config/functionconfigs.yaml)', function () {
+describe('k8s test bed: custom resources (registered from manifests/function-config/crds/functionconfigs.yaml)', function () {
   this.timeout(60_000);
   let bed: TestBed;
   let api: k8s.CustomObjectsApi;
@@ -38,7 +38,7 @@ describe('k8s test bed: custom resources (registered from manifests/function-con
 
   before(async function () {
     unregister = customResourceScope();
-    const crd = parse(await readFile(path.join(REPO_ROOT, 'manifests', 'function-config', 'functionconfigs.yaml'), 'utf8')) as KubeObject;
+    const crd = parse(await readFile(path.join(REPO_ROOT, 'manifests', 'function-config', 'crds', 'functionconfigs.yaml'), 'utf8')) as KubeObject;
     registerCrd(crd);
     bed = await startTestBed({ namespaces: [NS], kubelet: false });
     api = bed.kubeConfig.makeApiClient(k8s.CustomObjectsApi);

@@ -51,8 +51,8 @@ describe('--pod-cache-config', () => {
     expect(PodCacheConfig.parse('', 'x').images()).to.deep.equal([])
   })
 
-  it('invalid YAML, a map (the old format) or an entry without a name is a Config error naming the file', () => {
-    for (const text of ['- name: [unclosed', 'img: 30m\n', '- timeToLive: 1m\n', '- name: a\n  maxWaitlistLength: two\n']) {
+  it('invalid YAML, a scalar or an entry without a name is a Config error naming the file', () => {
+    for (const text of ['- name: [unclosed', 'img\n', '- timeToLive: 1m\n', '- name: a\n  maxWaitlistLength: two\n']) {
       expect(() => PodCacheConfig.parse(text, '/cfg.yaml'), text).to.throw(/pod cache config \/cfg\.yaml/).with.property('kind', 'Config')
     }
   })

@@ -2,8 +2,9 @@
  * Security defaults of function pods (issue 9): non-root, allowPrivilegeEscalation false,
  * capabilities drop ALL, seccomp RuntimeDefault, no service account token, in the inline template
  * and in pods made from a template ConfigMap or from Porch's PodTemplate base-pod-template that
- * omits them (src/lib/pods/pod-security.ts). Explicit weaker settings in a template are kept as
- * written and reported. A FunctionConfig's templateOverrides.securityContext is merged over the
+ * omits them, with --harden-pod-templates (src/lib/pods/pod-security.ts; without it a user's
+ * template is used as written: test/pods/porch-templates.test.ts). Explicit weaker settings in a
+ * template are kept as written and reported. A FunctionConfig's templateOverrides.securityContext is merged over the
  * hardened securityContext (it used to replace it, dropping runAsNonRoot and seccomp).
  */
 import {readFile} from 'node:fs/promises'
@@ -41,6 +42,8 @@ spec:
 `
 const SERVICE_TEMPLATE = 'apiVersion: v1\nkind: Service\nspec:\n  ports: [{port: 9446, targetPort: 9446}]\n'
 
+/** --harden-pod-templates */
+const HARDEN = {harden: true}
 const cm = (template: string, name = 'tmpl'): V1ConfigMap => ({metadata: {name, namespace: RUNNER_NS}, data: {template, serviceTemplate: SERVICE_TEMPLATE}})
 
 function build(templates: Templates): V1Pod {
@@ -80,7 +83,7 @@ describe('reliability: function pod security defaults', function () {
   })
 
   it('a ConfigMap template that omits them gets them all, on the function, init and sidecar containers', () => {
-    const templates = templatesFromConfigMap(cm(BARE_TEMPLATE))
+    const templates = templatesFromConfigMap(cm(BARE_TEMPLATE), {}, HARDEN)
     const pod = build(templates)
     expectSecureDefaults(pod)
     expect(pod.spec!.securityContext).to.deep.include({runAsUser: 65532, runAsGroup: 65532})
@@ -100,7 +103,7 @@ spec:
     command: [/wrapper-server-tools/wrapper-server]
     securityContext: {readOnlyRootFilesystem: true, capabilities: {add: [NET_BIND_SERVICE]}}
 `
-    const templates = templatesFromConfigMap(cm(template))
+    const templates = templatesFromConfigMap(cm(template), {}, HARDEN)
     const pod = build(templates)
     expect(pod.spec!.securityContext).to.deep.equal({runAsUser: 1000, fsGroup: 2000, runAsNonRoot: true, seccompProfile: {type: 'RuntimeDefault'}})
     expect(pod.spec!.containers[0]!.securityContext).to.deep.equal({readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: {add: ['NET_BIND_SERVICE'], drop: ['ALL']}})
@@ -118,7 +121,7 @@ spec:
     command: [/wrapper-server-tools/wrapper-server]
     securityContext: {allowPrivilegeEscalation: true, capabilities: {drop: [NET_RAW]}}
 `
-    const templates = templatesFromConfigMap(cm(template))
+    const templates = templatesFromConfigMap(cm(template), {}, HARDEN)
     const spec = build(templates).spec!
     expect(spec.automountServiceAccountToken).to.equal(true)
     expect(spec.securityContext).to.deep.equal({runAsUser: 0, seccompProfile: {type: 'Unconfined'}})
@@ -134,7 +137,7 @@ spec:
 
   it('a privileged container keeps privileged (reported) and gets no allowPrivilegeEscalation: false, which Kubernetes would reject', () => {
     const template = 'apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: function\n    command: [/wrapper-server-tools/wrapper-server]\n    securityContext: {privileged: true}\n'
-    const templates = templatesFromConfigMap(cm(template))
+    const templates = templatesFromConfigMap(cm(template), {}, HARDEN)
     const sc = build(templates).spec!.containers[0]!.securityContext!
     expect(sc).to.deep.equal({privileged: true, capabilities: {drop: ['ALL']}})
     expect(templates.warnings).to.deep.equal(['spec.containers[0] (function).securityContext.privileged: true'])
@@ -142,7 +145,7 @@ spec:
 
   describe("Porch's PodTemplate base-pod-template (--function-config-source=crd|both)", () => {
     const porch = (template: string): Templates =>
-      templatesFromPorchObjects({metadata: {name: 'base-pod-template'}, template: {spec: (parse(template) as V1Pod).spec}} as V1PodTemplate, undefined, {namespace: 'porch-fn-system', inline: {wrapperServerImage: 'w:1'}})
+      templatesFromPorchObjects({metadata: {name: 'base-pod-template'}, template: {spec: (parse(template) as V1Pod).spec}} as V1PodTemplate, undefined, {namespace: 'porch-fn-system', inline: {wrapperServerImage: 'w:1'}, harden: true})
 
     it('a PodTemplate that omits the defaults gets them all, on the function, init and sidecar containers', () => {
       const templates = porch(BARE_TEMPLATE)
@@ -231,7 +234,7 @@ spec:
     let pb: PodBed
     const temp = new TempDirs()
     before(async () => {
-      registerCrd(parse(await readFile(path.join(REPO_ROOT, 'manifests', 'function-config', 'functionconfigs.yaml'), 'utf8')) as KubeObject)
+      registerCrd(parse(await readFile(path.join(REPO_ROOT, 'manifests', 'function-config', 'crds', 'functionconfigs.yaml'), 'utf8')) as KubeObject)
       // core/v1 PodTemplates, which the test API server does not serve by itself
       registerCustomResource({group: '', version: 'v1', plural: 'podtemplates', kind: 'PodTemplate', statusSubresource: false})
       pb = await startPodBed()
@@ -255,7 +258,7 @@ spec:
       const options: ServeOptions = {
         ...base,
         functionConfig: {source: 'crd', namespace: ns},
-        pod: {...base.pod, namespace: ns, wrapperServerImage: WRAPPER_IMAGE, podAddress: 'pod-ip', metadata: pb.metadata, kubeConfig: pb.bed.kubeConfig, owner: 'security-test'},
+        pod: {...base.pod, namespace: ns, wrapperServerImage: WRAPPER_IMAGE, podAddress: 'pod-ip', metadata: pb.metadata, kubeConfig: pb.bed.kubeConfig, owner: 'security-test', hardenTemplates: true},
       }
       const logger = memoryLogger()
       const running = await startInProcess(options, logger)
@@ -268,7 +271,7 @@ spec:
         expect(pod!.metadata!.annotations!['fn.kpt.dev/template-version']).to.match(/^porch-[0-9a-f]{12}-fc[0-9a-f]{12}$/)
         expectSecureDefaults(pod!)
         expect(pod!.spec!.securityContext!.runAsUser).to.equal(1000)
-        expect(logger.lines.filter((l) => l.level === 'warn' && /weakens/.test(l.msg))).to.deep.equal([])
+        expect(logger.lines.filter((l) => l.level === 'warn' && /weaker than/.test(l.msg))).to.deep.equal([])
       } finally {
         client.close()
         await running.stop()
@@ -280,7 +283,7 @@ spec:
       const template = BARE_TEMPLATE.replace('image: busybox', 'image: fnr.test/wrapper-server:v1')
       pb.bed.api.registry.create('configmaps', RUNNER_NS, cm(template, 'bare-template'))
       const ns = pb.namespace()
-      const h = await startRuntime(pb, {namespace: ns, templateConfigMap: 'bare-template'})
+      const h = await startRuntime(pb, {namespace: ns, templateConfigMap: 'bare-template', hardenTemplates: true})
       try {
         const res = await h.evaluator.evaluate({image: image('cat'), resourceList: RL, deadline: Date.now() + 60_000})
         expect(res.resourceList.toString()).to.equal(RL.toString())

@@ -34,6 +34,7 @@ Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdo
     'include-live-replicas': Flags.boolean({summary: 'With --all: also the pods of live replicas (calls in flight on them fail; the replicas make new pods on demand).', default: false}),
     'older-than': goDuration({summary: 'Treat pods idle for longer than this as expired, whatever their TTL (e.g. 1h; not live replicas\' pods).'}),
     json: Flags.boolean({summary: 'Print a JSON summary.', default: false}),
+    'porch-leftovers': Flags.boolean({summary: 'Also delete the function pods and Services Porch\'s runner left (label fn.kpt.dev/image without fnr\'s labels), after a swap; with --dry-run, list them.', default: false}),
     'stale-grace': goDuration({summary: 'Pods of another template version are deleted once idle for this long.', default: 600_000, defaultHelp: async () => '10m'}),
     ...runnerTemplateFlags,
     ...clusterFlags,
@@ -43,6 +44,16 @@ Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdo
     const {flags} = await this.parse(PodsGc)
     this.verbosity = flags['log-level']
     const [{collectPods, gcLine}, {runWithProgress}] = await Promise.all([import('../../lib/pods/gc-operator.js'), import('../../lib/pods/operator.js')])
+    if (flags['porch-leftovers']) {
+      const [{connectKube}, {collectPorchLeftovers}] = await Promise.all([import('../../lib/k8s/client.js'), import('../../lib/pods/porch-leftovers.js')])
+      const clients = await connectKube({kubeconfig: flags.kubeconfig, context: flags.context})
+      const leftovers = await collectPorchLeftovers({core: clients.core, namespace: flags.namespace, dryRun: flags['dry-run']})
+      for (const o of leftovers) {
+        const state = o.error ? `failed: ${o.error}` : o.skipped ? `left alone: ${o.skipped}` : flags['dry-run'] ? 'would be deleted' : 'deleted'
+        process.stderr.write(`${o.kind} ${flags.namespace}/${o.name} (left by Porch's runner${o.image ? `, ${o.image}` : ''}): ${state}\n`)
+      }
+      if (leftovers.some((o) => o.error)) throw new FnrError('Internal', "some of the function pods left by Porch's runner could not be deleted")
+    }
     const summary = await collectPods({
       namespace: flags.namespace,
       kube: {kubeconfig: flags.kubeconfig, context: flags.context},
@@ -51,6 +62,7 @@ Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdo
         wrapperServerImage: flags['wrapper-server-image'] || undefined,
         runnerNamespace: flags['runner-namespace'],
         podRequests: flags['pod-requests'],
+        hardenTemplates: flags['harden-pod-templates'],
         podLimits: flags['pod-limits'],
         maxRequestBodySize: flags['max-request-body-size'],
       },

@@ -56,6 +56,7 @@ Progress goes to stderr (listr2 on a terminal, one line per image otherwise); st
         wrapperServerImage: flags['wrapper-server-image'] || undefined,
         runnerNamespace: flags['runner-namespace'],
         podRequests: flags['pod-requests'],
+        hardenTemplates: flags['harden-pod-templates'],
         podLimits: flags['pod-limits'],
         maxRequestBodySize: flags['max-request-body-size'],
       },

@@ -19,6 +19,8 @@ export interface ResponseCacheSetup {
   exec?: {binaryFor(image: string): string | undefined}
   /** The pod runtime's image metadata, to identify its images by digest. */
   podMetadata?: {describe(image: string, options?: {signal?: AbortSignal}): Promise<{digest?: string}>}
+  /** The pod cache config is read as `fnr serve` reads it unless --strict-config (warnings, no error). */
+  lenient?: boolean
 }
 
 export function validateResponseCacheSettings(s: ResponseCacheSettings): void {
@@ -34,7 +36,7 @@ export async function withResponseCache(inner: Evaluator, setup: ResponseCacheSe
   validateResponseCacheSettings(settings)
   let config = PodCacheConfig.empty()
   try {
-    config = (await PodCacheConfig.load(setup.cacheConfigPath)).config
+    config = (await PodCacheConfig.load(setup.cacheConfigPath, {lenient: setup.lenient === true})).config
   } catch (err) {
     if (setup.podRuntime) throw err
     logger.warn('response cache: ignoring the per-image switches of an unreadable pod cache config', {error: (err as Error).message})

@@ -87,7 +87,10 @@ export const podFlags = {
   'scan-interval': goDuration({summary: 'How often the pod garbage collector runs (<= 0 disables it).', default: 60_000, defaultHelp: async () => '1m', helpGroup: 'POD RUNTIME'}),
   'pod-cache-config': Flags.string({summary: 'Per-image pod settings and the warm-up list.', default: '/pod-cache-config/pod-cache-config.yaml', helpGroup: 'POD RUNTIME'}),
   'warm-up-pod-cache': goBool({summary: 'Create pods for the pod-cache-config images at startup.', default: true, helpGroup: 'POD RUNTIME'}),
+  'strict-config': goBool({summary: 'Fail the start on a --pod-cache-config that cannot be read or has bad entries (Porch only warns and serves with the defaults, and so does fnr by default).', default: false, helpGroup: 'POD RUNTIME'}),
   'function-pod-template': Flags.string({summary: 'ConfigMap (in the runner\'s namespace) with "template" and "serviceTemplate" keys.', default: '', helpGroup: 'POD RUNTIME'}),
+  'collect-porch-pods': goBool({summary: 'At start, delete the function pods (and Services) Porch\'s runner left in --pod-namespace (label fn.kpt.dev/image without fnr\'s labels). Turn it on once Porch\'s runner is gone: a call of it may still be using them.', default: false, helpGroup: 'POD RUNTIME'}),
+  'harden-pod-templates': goBool({summary: 'Fill in fnr\'s security defaults (non-root uid 65532 when no uid is set, no service-account token, seccomp RuntimeDefault, no privilege escalation, capabilities dropped) wherever a user\'s template (--function-pod-template, Porch\'s PodTemplate) says nothing; by default it is used as written, with a warning for its weak settings.', default: false, helpGroup: 'POD RUNTIME'}),
   'max-waitlist-length': Flags.integer({summary: 'Calls in flight on a pod before another pod is started (<= 0 means 2).', default: 2, helpGroup: 'POD RUNTIME'}),
   'max-parallel-pods-per-function': Flags.integer({summary: 'Maximum pods per function image (<= 0 means 1).', default: 1, helpGroup: 'POD RUNTIME'}),
   'pod-ready-timeout': goDuration({summary: 'How long a new function pod may take to become ready (the caller\'s deadline always caps the wait).', default: 60_000, defaultHelp: async () => '60s', helpGroup: 'POD RUNTIME'}),
@@ -125,6 +128,7 @@ export const clusterFlags = {
  */
 export const runnerTemplateFlags = {
   'function-pod-template': podFlags['function-pod-template'],
+  'harden-pod-templates': podFlags['harden-pod-templates'],
   'wrapper-server-image': Flags.string({summary: 'Wrapper-server image of the inline template (what `fnr serve` reads from $WRAPPER_SERVER_IMAGE).', env: 'WRAPPER_SERVER_IMAGE', helpGroup: 'POD RUNTIME'}),
   'runner-namespace': Flags.string({summary: 'Namespace of the runner, where --function-pod-template is read (default: this pod\'s service account namespace, else $POD_NAMESPACE, else porch-system).', helpGroup: 'POD RUNTIME'}),
   'pod-requests': podFlags['pod-requests'],

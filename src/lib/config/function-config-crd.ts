@@ -30,10 +30,15 @@
  *   - The binary must be an executable file inside --functions (an absolute path too), like config.yaml entries;
  *     upstream runs any path.
  *   - templateOverrides.container applies to the container named "function" (upstream: containers[0]).
- *   - templateOverrides.securityContext is merged over the template's hardened securityContext (upstream replaces
+ *   - templateOverrides.securityContext is merged over the template's securityContext (inline: hardened; a user's: as written) (upstream replaces
  *     it, so {runAsUser: 1000} silently dropped runAsNonRoot and seccomp); weaker values are kept and warned.
  *   - An invalid object never stops anything: it is logged (and written to its status.error) and skipped; an
- *     object edited into an invalid one keeps its last good version.
+ *     object edited into an invalid one keeps its last good version. A binaryExecutor whose binary is not in
+ *     --functions does not make the object invalid: the rest applies (pod settings, warm-up), the problem is
+ *     logged and written to status.error, and those tags go to the pod runtime.
+ *   - goExecutor (porch-server's built-in Go functions, which Porch's runner ignores) is served by the exec
+ *     runtime when --functions has a binary named goExecutor.id (else spec.image): the catalog binary of the
+ *     same function.
  */
 import {createHash} from 'node:crypto'
 import path from 'node:path'
@@ -42,6 +47,7 @@ import type {V1Pod} from '@kubernetes/client-node'
 
 import {FnrError} from '../errors.js'
 import {silentLogger, type Logger} from '../log.js'
+import {isQuantity, resourceRequirementsProblems} from '../k8s/quantity.js'
 import {overridePodSecurityContext} from '../pods/pod-security.js'
 import {ExecConfig, resolveBinary, type ExecFunction} from './exec-config.js'
 import {parseGoDuration} from './go-flags.js'
@@ -113,6 +119,16 @@ export interface FunctionConfigEntry {
   /** The first prefix as written ("" = the default prefix), for the warm-up image. */
   firstPrefix: string | undefined
   binary?: {tags: string[]; path: string; resolved: string}
+  /**
+   * goExecutor (porch-server's built-in Go runtime): served by the exec runtime too, with the binary named by
+   * goExecutor.id (else spec.image) in --functions, when there is one.
+   */
+  go?: {tags: string[]; id: string; resolved: string}
+  /**
+   * What could not be used, the rest of the object staying in effect (a binary that is not in --functions, say):
+   * an object is never rejected as a whole for it, so its pod settings and warm-up still apply.
+   */
+  problems?: string[]
   pod?: {tags: string[]; ttlMs?: number; maxParallelPods?: number; maxWaitlistLength?: number; overrides?: TemplateOverrides}
 }
 
@@ -148,7 +164,7 @@ function quantities(v: unknown, where: string): Record<string, string> | undefin
   if (!isMap(v)) throw new FnrError('Config', `${where} must be a map of resource names to quantities`)
   const out: Record<string, string> = {}
   for (const [k, q] of Object.entries(v)) {
-    if ((typeof q !== 'string' && typeof q !== 'number') || !/^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[KMGTPE]i|[numkMGTPE])?$/.test(String(q))) {
+    if ((typeof q !== 'string' && typeof q !== 'number') || !isQuantity(q)) {
       throw new FnrError('Config', `${where}.${k} must be a quantity like 100m or 128Mi, got ${JSON.stringify(q)}`)
     }
     out[k] = String(q)
@@ -176,6 +192,9 @@ function containerOverrides(v: unknown, where: string): ContainerOverrides | und
     const requests = quantities(v.resources.requests, `${where}.resources.requests`)
     const limits = quantities(v.resources.limits, `${where}.resources.limits`)
     out.resources = {...(requests ? {requests} : {}), ...(limits ? {limits} : {})}
+    // What the API server would reject in these alone (a request above its limit); the pod's own check runs at creation.
+    const problems = resourceRequirementsProblems(out.resources, `${where}.resources`)
+    if (problems.length > 0) throw new FnrError('Config', `${problems.join('; ')} (the API server would reject the pod)`)
   }
   const env = objectList(v.env, `${where}.env`, true)
   if (env) out.env = env
@@ -257,17 +276,25 @@ export async function parseFunctionConfig(obj: FunctionConfigObject, options: Pa
         const {realpath} = await import('node:fs/promises')
         dirReal = await realpath(options.functionsDir)
       } catch {
-        return fail(`spec.binaryExecutor: the functions directory ${JSON.stringify(options.functionsDir)} does not exist`)
+        ;(entry.problems ??= []).push(`spec.binaryExecutor: the functions directory ${JSON.stringify(options.functionsDir)} does not exist; its tags ${JSON.stringify(tags)} go to the pod runtime`)
+        dirReal = ''
       }
       let relative = given
       if (path.isAbsolute(given)) {
         const fromDir = path.relative(path.resolve(options.functionsDir), given)
         const fromReal = path.relative(dirReal, given)
         relative = [fromDir, fromReal].find((r) => r !== '' && !r.startsWith('..') && !path.isAbsolute(r)) ?? ''
-        if (relative === '') fail(`spec.binaryExecutor.path ${JSON.stringify(given)} is outside the functions directory ${options.functionsDir}`)
+        if (relative === '' && dirReal !== '') fail(`spec.binaryExecutor.path ${JSON.stringify(given)} is outside the functions directory ${options.functionsDir}`)
       }
-      const resolved = await resolveBinary(dirReal, relative, 'spec.binaryExecutor.path')
-      entry.binary = {tags, path: given, resolved}
+      // A binary that is missing or not runnable loses only the binaryExecutor (the request goes to the pod
+      // runtime, as for an unknown image); the object's other settings stay.
+      // (A path leaving the directory stays an error that rejects the object.)
+      try {
+        if (dirReal !== '') entry.binary = {tags, path: given, resolved: await resolveBinary(dirReal, relative, 'spec.binaryExecutor.path')}
+      } catch (err) {
+        if (!(err instanceof FnrError) || !MISSING_BINARY.test(err.message)) throw err
+        ;(entry.problems ??= []).push(`${err.message}; its tags ${JSON.stringify(tags)} go to the pod runtime`)
+      }
     }
     if (spec.podExecutor !== undefined && spec.podExecutor !== null) {
       const p = spec.podExecutor
@@ -288,7 +315,19 @@ export async function parseFunctionConfig(obj: FunctionConfigObject, options: Pa
     }
     if (spec.goExecutor !== undefined && spec.goExecutor !== null) {
       if (!isMap(spec.goExecutor)) fail('spec.goExecutor must be an object with tags')
-      stringList((spec.goExecutor as Record<string, unknown>).tags, 'spec.goExecutor.tags', {min: 1})
+      const g = spec.goExecutor as Record<string, unknown>
+      const tags = stringList(g.tags, 'spec.goExecutor.tags', {min: 1})
+      if (g.id !== undefined && g.id !== null && (typeof g.id !== 'string' || g.id.trim() === '')) fail(`spec.goExecutor.id must be a function name, got ${JSON.stringify(g.id)}`)
+      const id = typeof g.id === 'string' ? g.id.trim() : image
+      // porch-server runs these in-process (its built-in Go functions); fnr runs the catalog binary of that id.
+      try {
+        const {realpath} = await import('node:fs/promises')
+        const resolved = await resolveBinary(await realpath(options.functionsDir), id, 'spec.goExecutor.id')
+        entry.go = {tags, id, resolved}
+      } catch (err) {
+        if (err instanceof FnrError ? !MISSING_BINARY.test(err.message) : (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+        ;(entry.problems ??= []).push(`spec.goExecutor: no binary ${JSON.stringify(id)} in the functions directory ${options.functionsDir} (porch-server runs goExecutor functions itself); its tags ${JSON.stringify(tags)} go to the pod runtime`)
+      }
     }
     return entry
   } catch (err) {
@@ -296,6 +335,9 @@ export async function parseFunctionConfig(obj: FunctionConfigObject, options: Pa
     throw new FnrError('Config', `${at}: ${(err as Error).message}`, {cause: err})
   }
 }
+
+/** resolveBinary's messages for a binary that is simply not there (or not runnable), as opposed to a path that leaves the directory. */
+const MISSING_BINARY = /does not exist$|is not executable$|is not a regular file$/
 
 // ------------------------------------------------------------------------------------------ matching
 
@@ -401,8 +443,9 @@ export class FunctionConfigStore {
         this.objects.set(key, obj)
         this.rebuild(key)
         if (this.losing.has(key)) return
-        this.logger.info('FunctionConfig applied', {functionConfig: key, image: entry.image, binary: entry.binary?.path, binaryTags: entry.binary?.tags, podTags: entry.pod?.tags})
-        this.options.onOutcome?.(obj, {key, generation: obj.metadata?.generation})
+        this.logger.info('FunctionConfig applied', {functionConfig: key, image: entry.image, binary: entry.binary?.path, binaryTags: entry.binary?.tags, goTags: entry.go?.tags, podTags: entry.pod?.tags})
+        if (entry.problems?.length) this.logger.warn('FunctionConfig applied without some of its settings', {functionConfig: key, problems: entry.problems})
+        this.options.onOutcome?.(obj, {key, generation: obj.metadata?.generation, ...(entry.problems?.length ? {error: entry.problems.join('; ')} : {})})
       },
       (err: unknown) => {
         if (this.sequence.get(key) !== seq) return
@@ -486,7 +529,7 @@ export class FunctionConfigStore {
     const parts = splitRequestImage(image, this.defaultImagePrefix)
     const entry = this.byImage.get(parts.name)
     if (!entry || !repositoryMatches(entry, parts.repository)) return undefined
-    if (executor === 'binary') return entry.binary && tagMatches(entry.binary.tags, parts) ? entry : undefined
+    if (executor === 'binary') return (entry.binary && tagMatches(entry.binary.tags, parts)) || (entry.go && tagMatches(entry.go.tags, parts)) ? entry : undefined
     if (!entry.pod) return undefined
     return entry.pod.tags.length === 0 || tagMatches(entry.pod.tags, parts) ? entry : undefined
   }
@@ -494,11 +537,15 @@ export class FunctionConfigStore {
   /** The exec mapping for an image, in config.yaml's shape. */
   lookupBinary(image: string): ExecFunction | undefined {
     const entry = this.match(image, 'binary')
-    return entry ? {name: `${entry.binary!.path} (FunctionConfig ${entry.key})`, binary: entry.binary!.resolved, images: []} : undefined
+    if (!entry) return undefined
+    const parts = splitRequestImage(image, this.defaultImagePrefix)
+    // binaryExecutor first; goExecutor's tags by the binary of its id
+    if (entry.binary && tagMatches(entry.binary.tags, parts)) return {name: `${entry.binary.path} (FunctionConfig ${entry.key})`, binary: entry.binary.resolved, images: []}
+    return {name: `${entry.go!.id} (FunctionConfig ${entry.key} goExecutor)`, binary: entry.go!.resolved, images: []}
   }
 
   get binaryImageCount(): number {
-    return [...this.byImage.values()].reduce((n, e) => n + (e.binary?.tags.length ?? 0), 0)
+    return [...this.byImage.values()].reduce((n, e) => n + (e.binary?.tags.length ?? 0) + (e.go?.tags.length ?? 0), 0)
   }
 
   /** Per-image pod settings: the object's values where set, `defaults` (the files' or the flags') otherwise. */
@@ -539,7 +586,7 @@ export class FunctionConfigStore {
       spec.serviceAccountName = overrides.serviceAccountName
     }
     if (overrides.securityContext) {
-      // Merged over the template's hardened securityContext, not replacing it (pods/pod-security.ts).
+      // Merged over the template's securityContext, not replacing it (pods/pod-security.ts).
       const {securityContext, weaker} = overridePodSecurityContext(spec.securityContext, overrides.securityContext)
       spec.securityContext = securityContext
       const said = `${image}\0${weaker.join('\0')}`
@@ -596,9 +643,9 @@ export function podRuntimeExtension(store: FunctionConfigStore, templates?: {nam
   return {
     ...(templates
       ? {
-          baseTemplates: async (clients, inline, extra) => {
+          baseTemplates: async (clients, inline, extra, user) => {
             const {porchTemplateSource} = await import('../pods/template-porch.js')
-            return porchTemplateSource(clients, {namespace: templates.namespace, inline, extra, logger: templates.logger})
+            return porchTemplateSource(clients, {namespace: templates.namespace, inline, extra, logger: templates.logger, harden: user?.harden === true})
           },
         }
       : {}),

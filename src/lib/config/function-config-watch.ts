@@ -105,7 +105,7 @@ export class FunctionConfigWatch {
     } catch (err) {
       watcher.stop()
       if (apiStatusCode(err) === 404) {
-        throw new FnrError('Config', `cannot list FunctionConfigs in ${where}: the FunctionConfig CRD (${FUNCTION_CONFIG_PLURAL}.${FUNCTION_CONFIG_GROUP}) is not installed; apply manifests/function-config/ or use --function-config-source=files`, {cause: err})
+        throw new FnrError('Config', `cannot list FunctionConfigs in ${where}: the FunctionConfig CRD (${FUNCTION_CONFIG_PLURAL}.${FUNCTION_CONFIG_GROUP}) is not installed; install Porch's CRDs (or fnr's: manifests/function-config/crds/) or use --function-config-source=files`, {cause: err})
       }
       const e = err instanceof FnrError ? err : kubeError(err, `cannot list FunctionConfigs in ${where}`)
       throw new FnrError('Config', `${e.message} (--function-config-source needs the FunctionConfig API)`, {cause: err})

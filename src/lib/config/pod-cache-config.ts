@@ -10,14 +10,24 @@
  *     responseCache: true                # fnr only, optional: the response cache for this image:
  *                                        # false never, true with --cache-ttl, or a Go duration (its TTL)
  *
+ * Porch v1.5.7's older format, a map `image: ttl` (`ghcr.io/.../set-labels:v0.1.5: 30m`), is read as
+ * the same list (each image with its timeToLive); numbers may be quoted ("2").
+ *
  * Duplicates: the last entry wins (as upstream). A file that is missing is "no settings" (the
- * caller logs it); a file that is not such a list is a Config error naming the file and entry.
- * Field problems upstream silently ignores (a bad timeToLive) fall back to the default and are
- * reported as warnings.
+ * caller logs it). Field problems upstream silently ignores (a bad timeToLive) fall back to the
+ * default and are reported as warnings.
+ *
+ * Tolerance (`lenient`, what `fnr serve` does unless --strict-config): Porch only logs a warning
+ * when it cannot read or parse the file and then serves with the defaults, so fnr does the same:
+ * a file it cannot read or that is not a list or map gives no settings and a warning; a bad entry
+ * (no name) is skipped and a bad field (a count that is not a number, malformed resources) is
+ * left out, each with a warning naming the file and the entry. Strict (the default of parse/load,
+ * and --strict-config): each of these is a Config error naming the file and the entry.
  */
 import {parse as parseYaml} from 'yaml'
 
 import {FnrError} from '../errors.js'
+import {parseQuantity, resourceRequirementsProblems} from '../k8s/quantity.js'
 import {parseGoDuration} from './go-flags.js'
 import {readConfigFile, type ConfigFileError} from './read-file.js'
 
@@ -53,6 +63,11 @@ function quantityMap(value: unknown, where: string): Record<string, string> | un
   const out: Record<string, string> = {}
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
     if (typeof v !== 'string' && typeof v !== 'number') throw new FnrError('Config', `${where}.${k} must be a quantity like 100m or 128Mi`)
+    try {
+      parseQuantity(v)
+    } catch (err) {
+      throw new FnrError('Config', `${where}.${k}: ${(err as Error).message}`)
+    }
     out[k] = String(v)
   }
   return out
@@ -60,9 +75,25 @@ function quantityMap(value: unknown, where: string): Record<string, string> | un
 
 function integerField(value: unknown, where: string): number | undefined {
   if (value === undefined || value === null) return undefined
+  // A quoted number ("2") is a number.
+  if (typeof value === 'string' && /^\s*[+-]?\d+\s*$/.test(value)) return Number(value)
   if (typeof value !== 'number' || !Number.isInteger(value)) throw new FnrError('Config', `${where} must be an integer, got ${JSON.stringify(value)}`)
   return value
 }
+
+export interface PodCacheConfigParseOptions {
+  /** Warn and go on (Porch's behaviour) instead of failing; see the header. Default false (strict). */
+  lenient?: boolean
+}
+
+/** Porch v1.5.7's map format, `image: ttl`, as list entries (a value that is not a scalar is kept, to be reported). */
+function mapFormatEntries(doc: Record<string, unknown>): unknown[] {
+  return Object.entries(doc).map(([name, ttl]) => {
+    if (ttl !== null && typeof ttl === 'object') return {[MAP_FORMAT_BAD]: `the old map format is image: timeToLive, but the value of ${JSON.stringify(name)} is ${Array.isArray(ttl) ? 'a list' : 'a map'}`}
+    return {name, ...(ttl === null || ttl === undefined ? {} : {timeToLive: ttl})}
+  })
+}
+const MAP_FORMAT_BAD = Symbol('map format value')
 
 export class PodCacheConfig {
   private readonly byImage = new Map<string, PodCacheConfigEntry>()
@@ -79,25 +110,49 @@ export class PodCacheConfig {
     return new PodCacheConfig([], source, [])
   }
 
-  /** Parses the file's text; FnrError('Config') naming the source and entry on a bad shape. */
-  static parse(text: string, source: string): PodCacheConfig {
+  /**
+   * Parses the file's text (Porch's list, or v1.5.7's map `image: ttl`). Strict (the default): FnrError('Config')
+   * naming the source and entry on a bad shape. Lenient: the same problems are warnings (see the header).
+   */
+  static parse(text: string, source: string, options: PodCacheConfigParseOptions = {}): PodCacheConfig {
+    const lenient = options.lenient === true
+    const warnings: string[] = []
+    const ignoredFile = (err: FnrError): PodCacheConfig => {
+      if (!lenient) throw err
+      return new PodCacheConfig([], source, [`${err.message}; serving with the flag defaults for every image`])
+    }
     let doc: unknown
     try {
       doc = parseYaml(text)
     } catch (err) {
-      throw new FnrError('Config', `pod cache config ${source} is not valid YAML: ${(err as Error).message.split('\n', 1)[0]}`, {cause: err})
+      return ignoredFile(new FnrError('Config', `pod cache config ${source} is not valid YAML: ${(err as Error).message.split('\n', 1)[0]}`, {cause: err}))
     }
     if (doc === null || doc === undefined) return new PodCacheConfig([], source, [])
+    if (doc && typeof doc === 'object' && !Array.isArray(doc)) doc = mapFormatEntries(doc as Record<string, unknown>)
     if (!Array.isArray(doc)) {
-      throw new FnrError('Config', `pod cache config ${source} must be a YAML list of {name, timeToLive, maxWaitlistLength, maxParallelPodsPerFunction} entries`)
+      return ignoredFile(new FnrError('Config', `pod cache config ${source} must be a YAML list of {name, timeToLive, maxWaitlistLength, maxParallelPodsPerFunction} entries (or a map of image: timeToLive)`))
+    }
+    // A problem with a field: strict fails, lenient leaves the field out and warns.
+    const field = <T>(read: () => T): T | undefined => {
+      try {
+        return read()
+      } catch (err) {
+        if (!lenient || !(err instanceof FnrError)) throw err
+        warnings.push(`${err.message}; ignoring it`)
+        return undefined
+      }
     }
     const entries: PodCacheConfigEntry[] = []
-    const warnings: string[] = []
     doc.forEach((raw: unknown, i) => {
       const where = `pod cache config ${source} entry ${i + 1}`
-      if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new FnrError('Config', `${where} must be a map with a name`)
-      const r = raw as Record<string, unknown>
-      if (typeof r.name !== 'string' || r.name.trim() === '') throw new FnrError('Config', `${where} has no name (the function image)`)
+      const skip = (message: string): void => {
+        if (!lenient) throw new FnrError('Config', message)
+        warnings.push(`${message}; skipping the entry`)
+      }
+      if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return skip(`${where} must be a map with a name`)
+      const r = raw as Record<string | symbol, unknown>
+      if (typeof r[MAP_FORMAT_BAD] === 'string') return skip(`${where}: ${r[MAP_FORMAT_BAD] as string}`)
+      if (typeof r.name !== 'string' || r.name.trim() === '') return skip(`${where} has no name (the function image)`)
       const entry: PodCacheConfigEntry = {name: r.name}
       const w = `${where} (${r.name})`
       if (r.timeToLive !== undefined && r.timeToLive !== null) {
@@ -106,18 +161,15 @@ export class PodCacheConfig {
         if (ms === undefined || ms < 0) warnings.push(`${w}: timeToLive ${JSON.stringify(ttl)} is not a duration; using --pod-ttl`)
         entry.timeToLive = ttl
       }
-      const waitlist = integerField(r.maxWaitlistLength, `${w}: maxWaitlistLength`)
+      const waitlist = field(() => integerField(r.maxWaitlistLength, `${w}: maxWaitlistLength`))
       if (waitlist !== undefined) entry.maxWaitlistLength = waitlist
-      const pods = integerField(r.maxParallelPodsPerFunction, `${w}: maxParallelPodsPerFunction`)
+      const pods = field(() => integerField(r.maxParallelPodsPerFunction, `${w}: maxParallelPodsPerFunction`))
       if (pods !== undefined) entry.maxParallelPodsPerFunction = pods
       if (r.resources !== undefined && r.resources !== null) {
-        if (typeof r.resources !== 'object' || Array.isArray(r.resources)) throw new FnrError('Config', `${w}: resources must be a map with requests and/or limits`)
-        const res = r.resources as Record<string, unknown>
-        const requests = quantityMap(res.requests, `${w}: resources.requests`)
-        const limits = quantityMap(res.limits, `${w}: resources.limits`)
-        entry.resources = {...(requests ? {requests} : {}), ...(limits ? {limits} : {})}
+        const resources = field(() => resourcesField(r.resources, w))
+        if (resources) entry.resources = resources
       }
-      const cache = responseCacheField(r.responseCache, `${w}: responseCache`)
+      const cache = field(() => responseCacheField(r.responseCache, `${w}: responseCache`))
       if (cache !== undefined) entry.responseCache = cache
       entries.push(entry)
     })
@@ -126,9 +178,10 @@ export class PodCacheConfig {
 
   /**
    * Loads a file. Missing (ENOENT) gives an empty config with `missing: true`, so the caller can
-   * say so; other read errors and bad content are Config errors.
+   * say so. Other read errors and bad content: Config errors (strict), or an empty config with a
+   * warning (lenient: Porch v1.5.8 only warns about a file it cannot read, and serves).
    */
-  static async load(path: string): Promise<{config: PodCacheConfig; missing: boolean}> {
+  static async load(path: string, options: PodCacheConfigParseOptions = {}): Promise<{config: PodCacheConfig; missing: boolean}> {
     if (path === '') return {config: PodCacheConfig.empty(), missing: false}
     let text: string
     try {
@@ -137,9 +190,12 @@ export class PodCacheConfig {
     } catch (err) {
       // (FnrError's instanceof holds across module copies; the code is ConfigFileError's)
       if (err instanceof FnrError && (err as ConfigFileError).code === 'ENOENT') return {config: PodCacheConfig.empty(path), missing: true}
+      if (options.lenient && err instanceof FnrError) {
+        return {config: new PodCacheConfig([], path, [`${err.message}; serving with the flag defaults for every image (--strict-config makes this an error)`]), missing: false}
+      }
       throw err
     }
-    return {config: PodCacheConfig.parse(text, path), missing: false}
+    return {config: PodCacheConfig.parse(text, path, options), missing: false}
   }
 
   /** The images listed, in order, without duplicates (the warm-up list). */
@@ -175,6 +231,18 @@ export class PodCacheConfig {
   }
 }
 
+/** A resources field: requests and limits of valid quantities, each request at most its limit (as the API server checks). */
+function resourcesField(value: unknown, w: string): ResourceRequirements {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new FnrError('Config', `${w}: resources must be a map with requests and/or limits`)
+  const res = value as Record<string, unknown>
+  const requests = quantityMap(res.requests, `${w}: resources.requests`)
+  const limits = quantityMap(res.limits, `${w}: resources.limits`)
+  const resources = {...(requests ? {requests} : {}), ...(limits ? {limits} : {})}
+  const problems = resourceRequirementsProblems(resources, `${w}: resources`)
+  if (problems.length > 0) throw new FnrError('Config', `${problems.join('; ')} (the API server would reject the pod)`)
+  return resources
+}
+
 function responseCacheField(value: unknown, where: string): boolean | number | undefined {
   if (value === undefined || value === null) return undefined
   if (typeof value === 'boolean') return value
@@ -183,13 +251,30 @@ function responseCacheField(value: unknown, where: string): boolean | number | u
   return ms
 }
 
-/** Parses "cpu=100m,memory=128Mi" (the --pod-requests / --pod-limits format); '' is none. */
+/** Parses "cpu=100m,memory=128Mi" (the --pod-requests / --pod-limits format); '' is none. Quantities as Kubernetes parses them. */
 export function parseResourceList(flag: string, text: string): Record<string, string> | undefined {
   const out: Record<string, string> = {}
   for (const part of text.split(',').map((p) => p.trim()).filter((p) => p !== '')) {
-    const m = /^([A-Za-z0-9./_-]+)=([0-9.]+[A-Za-z]*)$/.exec(part)
+    const m = /^([^=\s]+)=(\S+)$/.exec(part)
     if (!m) throw new FnrError('Usage', `--${flag}: expected name=quantity pairs like cpu=100m,memory=128Mi, got ${JSON.stringify(part)}`)
+    try {
+      parseQuantity(m[2]!)
+    } catch (err) {
+      throw new FnrError('Usage', `--${flag}: ${m[1]}: ${(err as Error).message}`)
+    }
     out[m[1]!] = m[2]!
   }
   return Object.keys(out).length > 0 ? out : undefined
+}
+
+/**
+ * --pod-requests and --pod-limits together, checked as the API server checks a container's resources (names,
+ * quantities, each request at most its limit): FnrError('Usage') before any pod is made.
+ */
+export function parseResourceFlags(requestsText: string, limitsText: string): ResourceRequirements {
+  const requests = parseResourceList('pod-requests', requestsText)
+  const limits = parseResourceList('pod-limits', limitsText)
+  const problems = resourceRequirementsProblems({requests, limits}, 'resources').map((p) => p.replace(/^resources\.(requests|limits)/, (_, k: string) => `--pod-${k}`))
+  if (problems.length > 0) throw new FnrError('Usage', `${problems.join('; ')} (the API server would reject every pod)`)
+  return {requests, limits}
 }

@@ -13,6 +13,7 @@ import {FnrError} from '../errors.js'
 import {silentLogger, type Logger} from '../log.js'
 import type {ClientNode} from '../k8s/client.js'
 import {apiStatusCode, apiStatusReason, kubeError} from '../k8s/errors.js'
+import {podResourceProblems} from '../k8s/quantity.js'
 import {sleep, withApiRetries} from '../k8s/retry.js'
 import {ResourceWatcher, type WatchEventType} from '../k8s/watch.js'
 import {ANNOTATION_CREATION_ID, LABEL_FN_IMAGE, POD_SELECTOR, SERVICE_SELECTOR} from './naming.js'
@@ -191,6 +192,12 @@ export class PodManager {
     const name = pod.metadata!.name!
     const creationId = pod.metadata?.annotations?.[ANNOTATION_CREATION_ID]
     const what = `cannot create pod ${this.namespace}/${name}`
+    // What the API server would reject (a request above its limit, a malformed quantity), said before asking it.
+    const problems = podResourceProblems(pod.spec)
+    if (problems.length > 0) {
+      const image = pod.spec?.containers?.find((c) => c?.name === FUNCTION_CONTAINER)?.image
+      throw new FnrError('FailedPrecondition', `${what}${image ? ` for image ${image}` : ''}: the API server would reject its resources: ${problems.join('; ')}`, {details: {invalidResources: problems}})
+    }
     try {
       return await withApiRetries(() => this.core.createNamespacedPod({namespace: this.namespace, body: pod}), {what, deadline: options.deadline, signal: options.signal})
     } catch (err) {

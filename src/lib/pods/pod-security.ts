@@ -2,8 +2,10 @@
  * Security defaults of function pods made from a template: a ConfigMap (--function-pod-template)
  * or Porch's PodTemplate base-pod-template (--function-config-source=crd|both).
  *
- * fnr's inline template already meets the restricted Pod Security Standard. A ConfigMap or
- * PodTemplate gets the same defaults wherever it says nothing:
+ * fnr's inline template already meets the restricted Pod Security Standard. A user's template (a
+ * ConfigMap or PodTemplate) is used as its author wrote it: weakPodTemplateSettings lists what it
+ * leaves weaker than these defaults, for a warning. With --harden-pod-templates it gets the same
+ * defaults wherever it says nothing (hardenPodTemplate):
  *   - spec.automountServiceAccountToken: false;
  *   - pod securityContext: runAsNonRoot: true, with runAsUser/runAsGroup 65532 (the distroless
  *     "nonroot" user the wrapper server image runs as) when no uid is set anywhere, and
@@ -15,7 +17,7 @@
  * operator's deliberate choice, and fnr reports each such weaker setting as a warning when the
  * template is loaded instead of silently overriding it.
  *
- * A FunctionConfig's templateOverrides.securityContext is merged over the pod's (hardened)
+ * A FunctionConfig's templateOverrides.securityContext is merged over the pod's
  * securityContext field by field (overridePodSecurityContext), so {runAsUser: 1000} keeps
  * runAsNonRoot and the seccomp profile; explicitly weaker values in it are kept and reported the
  * same way.
@@ -97,6 +99,16 @@ export function hardenPodTemplate(template: V1Pod): HardenedPod {
     if (caps.add?.length) weaker.push(`${where}.securityContext.capabilities.add: ${JSON.stringify(caps.add)}`)
   }
   return {pod, added, weaker}
+}
+
+/**
+ * The weak settings of a template used as written (fnr's policy for a user's template, unless
+ * --harden-pod-templates): what hardenPodTemplate would fill in (said as "not set: …") and the
+ * explicit settings weaker than fnr's defaults. The template itself is not changed.
+ */
+export function weakPodTemplateSettings(template: V1Pod): string[] {
+  const {added, weaker} = hardenPodTemplate(template)
+  return [...weaker, ...added.map((a) => `not set: ${a.replace(/^(.*): (.*)$/, '$1 (fnr would set $2)')}`)]
 }
 
 export interface OverriddenSecurityContext {

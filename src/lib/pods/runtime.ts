@@ -64,6 +64,10 @@ export interface PodRuntimeOptions {
   extension?: PodRuntimeExtension
   /** Run function containers as `repo@digest` when the registry gives a digest (--pin-image-digests). */
   pinImageDigests?: boolean
+  /** --harden-pod-templates: fnr's security defaults on a user's template (ConfigMap or Porch's PodTemplate). */
+  hardenTemplates?: boolean
+  /** --collect-porch-pods: delete the function pods Porch's runner left in the namespace (porch-leftovers.ts). */
+  collectPorchPods?: boolean
   /** The wrapper server's --verbosity in new pods (undefined: none passed, the wrapper's default 2). */
   wrapperVerbosity?: number
 }
@@ -77,7 +81,7 @@ export interface PodRuntimeExtension {
   /** Changes a new pod before it is created (after the template and per-image resources). */
   preparePod(pod: V1Pod, image: string): void
   /** The base templates when there is no --function-pod-template (Porch's PodTemplate and ServiceTemplate). */
-  baseTemplates?(clients: KubeClients, inline: Partial<InlineTemplateOptions>, extra: Record<string, unknown>): Promise<TemplateSource>
+  baseTemplates?(clients: KubeClients, inline: Partial<InlineTemplateOptions>, extra: Record<string, unknown>, user?: {harden?: boolean}): Promise<TemplateSource>
   /** The version of those changes ('' for none), and a way to hear when it changes. */
   overlayVersion(): string
   onChange(listener: () => void): () => void
@@ -132,9 +136,9 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
   let templates: TemplateSource
   if (options.templateConfigMap) {
     const ns = options.runnerNamespace ?? runnerNamespace(clients)
-    templates = await TemplateSource.fromConfigMap({...clients, namespace: ns, name: options.templateConfigMap, extra: templateExtra, logger, watchRetryMs: options.watchRetryMs})
+    templates = await TemplateSource.fromConfigMap({...clients, namespace: ns, name: options.templateConfigMap, extra: templateExtra, logger, watchRetryMs: options.watchRetryMs, harden: options.hardenTemplates === true})
   } else if (options.extension?.baseTemplates) {
-    templates = await options.extension.baseTemplates(clients, {wrapperServerImage: options.wrapperServerImage, resources: options.inlineResources}, templateExtra)
+    templates = await options.extension.baseTemplates(clients, {wrapperServerImage: options.wrapperServerImage, resources: options.inlineResources}, templateExtra, {harden: options.hardenTemplates === true})
   } else {
     if (!options.wrapperServerImage) {
       throw new FnrError('Config', 'environment variable WRAPPER_SERVER_IMAGE must be set to use the pod runtime with the inline template (or pass --function-pod-template, or --disable-runtimes=pod)')
@@ -217,6 +221,17 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
     logger.info('pod runtime started', {namespace: options.namespace, owner, lease: lease?.name, leaseDurationSeconds: lease?.durationSeconds, template: templates.current().origin, templateVersion: templates.current().version, adopted: adopted.length, deleted: deleted.length})
   })
   cache.setStartup(started)
+  // After a swap from Porch's runner: its leftover pods are collected (--collect-porch-pods) or only counted.
+  const porchLeftovers = started.then(async () => {
+    const {collectPorchLeftovers, findPorchLeftovers} = await import('./porch-leftovers.js')
+    if (options.collectPorchPods) {
+      await collectPorchLeftovers({core: clients.core, namespace: options.namespace, logger})
+      return
+    }
+    const {pods} = await findPorchLeftovers(clients.core, options.namespace, {services: false})
+    if (pods.length > 0) logger.info("function pods left by Porch's runner; --collect-porch-pods (or `fnr pods gc --porch-leftovers`) deletes them", {namespace: options.namespace, pods: pods.length})
+  })
+  porchLeftovers.catch((err: unknown) => logger.warn("cannot look for the function pods left by Porch's runner", {error: (err as Error).message}))
   const gc = new PodGarbageCollector(cache, options.scanIntervalMs, logger)
   void started.then(() => gc.start())
   // Warm-up waits for adoption, but not forever: a runner whose API server stays away still

@@ -7,7 +7,7 @@
  * the version. Given the same flags as the runner, the version is the runner's, so pods made from
  * these templates are adopted by it and pods of other versions are the ones it would replace.
  */
-import {parseResourceList, type ResourceRequirements} from '../config/pod-cache-config.js'
+import {parseResourceFlags, type ResourceRequirements} from '../config/pod-cache-config.js'
 import {FnrError} from '../errors.js'
 import {runnerNamespace, type KubeClients} from '../k8s/client.js'
 import {inlineTemplates, type Templates} from './template.js'
@@ -25,11 +25,13 @@ export interface RunnerTemplateOptions {
   podLimits: string
   /** --max-request-body-size */
   maxRequestBodySize: number
+  /** --harden-pod-templates (as the runner's) */
+  hardenTemplates?: boolean
 }
 
 /** The inline template's function container resources, parsed as `fnr serve` parses them. */
 export function inlineResources(options: Pick<RunnerTemplateOptions, 'podRequests' | 'podLimits'>): ResourceRequirements {
-  return {requests: parseResourceList('pod-requests', options.podRequests), limits: parseResourceList('pod-limits', options.podLimits)}
+  return parseResourceFlags(options.podRequests, options.podLimits)
 }
 
 /** True when the options say where the templates come from (a ConfigMap, or the wrapper-server image). */
@@ -47,7 +49,7 @@ export async function runnerTemplates(clients: Pick<KubeClients, 'core' | 'sourc
     // The runner's own namespace (its service account's, else $POD_NAMESPACE, else porch-system);
     // the operator's kubeconfig context namespace says nothing about where the runner runs.
     const namespace = options.runnerNamespace || runnerNamespace({source: clients.source, contextNamespace: undefined})
-    return (await readTemplateConfigMap(clients.core, namespace, options.templateConfigMap, extra)).templates
+    return (await readTemplateConfigMap(clients.core, namespace, options.templateConfigMap, extra, {harden: options.hardenTemplates === true})).templates
   }
   if (!options.wrapperServerImage) {
     throw new FnrError('Config', 'the runner\'s pod template is unknown: pass --wrapper-server-image (or set WRAPPER_SERVER_IMAGE) as for `fnr serve`, or --function-pod-template')

@@ -9,9 +9,10 @@
  *   - the first init container's image is set to $WRAPPER_SERVER_IMAGE when that is set (as Porch does);
  *   - they must meet the template contract (template.ts); a broken one stops the start, a later edit into a broken
  *     one is reported and ignored (the last good templates stay);
- *   - the PodTemplate gets fnr's security defaults wherever it says nothing (pod-security.ts: no service-account
- *     token, non-root, seccomp RuntimeDefault, no privilege escalation, capabilities dropped), as a ConfigMap
- *     template does; explicit weaker settings are kept and logged as a warning;
+ *   - the PodTemplate is used as its author wrote it (as a ConfigMap template is), its settings weaker than fnr's
+ *     security defaults logged as a warning; with --harden-pod-templates it gets those defaults wherever it says
+ *     nothing (pod-security.ts: no service-account token, non-root, seccomp RuntimeDefault, no privilege
+ *     escalation, capabilities dropped);
  *   - the template version is a hash of both and fnr's settings (Porch uses the PodTemplate's resourceVersion), so
  *     a restarted runner adopts only pods it would have made, and a change replaces pods as they go idle.
  */
@@ -23,8 +24,7 @@ import {apiStatusCode} from '../k8s/errors.js'
 import {withApiRetries} from '../k8s/retry.js'
 import {ResourceWatcher, type ObjectList} from '../k8s/watch.js'
 import {silentLogger, type Logger} from '../log.js'
-import {hardenPodTemplate} from './pod-security.js'
-import {inlinePodTemplate, inlineServiceTemplate, inlineTemplates, templateVersion, validatePodTemplate, validateServiceTemplate, type InlineTemplateOptions, type Templates} from './template.js'
+import {inlinePodTemplate, inlineServiceTemplate, inlineTemplates, templateVersion, userPodTemplate, validatePodTemplate, validateServiceTemplate, type InlineTemplateOptions, type Templates} from './template.js'
 import {TemplateSource} from './template-source.js'
 
 export const BASE_POD_TEMPLATE = 'base-pod-template'
@@ -44,6 +44,8 @@ export interface PorchTemplateOptions {
   inline: Partial<InlineTemplateOptions>
   /** The settings fnr adds (part of the version). */
   extra?: Record<string, unknown>
+  /** --harden-pod-templates (template.ts UserTemplateOptions). */
+  harden?: boolean
 }
 
 /** The templates made of the two objects (either may be missing); FnrError('Config') naming a broken one. */
@@ -68,10 +70,10 @@ export function templatesFromPorchObjects(podTemplate: V1PodTemplate | undefined
     const init = pod.spec!.initContainers?.[0]
     if (init && options.inline.wrapperServerImage) init.image = options.inline.wrapperServerImage
     validatePodTemplate(pod, origin)
-    // The same security defaults as a ConfigMap template, wherever the PodTemplate says nothing (pod-security.ts).
-    const hardened = hardenPodTemplate(pod)
-    pod = hardened.pod
-    warnings.push(...hardened.weaker)
+    // As written, or hardened, as a ConfigMap template (template.ts userPodTemplate).
+    const used = userPodTemplate(pod, {harden: options.harden === true})
+    pod = used.pod
+    warnings.push(...used.warnings)
   } else {
     if (!options.inline.wrapperServerImage) throw new FnrError('Config', `environment variable WRAPPER_SERVER_IMAGE must be set: there is no PodTemplate ${ns}/${BASE_POD_TEMPLATE}, so fnr uses its inline pod template`)
     pod = inlinePodTemplate(options.inline as InlineTemplateOptions)
@@ -138,7 +140,7 @@ export async function porchTemplateSource(clients: KubeClients, options: PorchTe
   const read = (): Templates => templatesFromPorchObjects(pods.get(BASE_POD_TEMPLATE), watchServices ? services.get(BASE_SERVICE_TEMPLATE) : undefined, options)
   // Explicit settings weaker than the security defaults are kept, and said whenever the templates are (re)read.
   const warnWeaker = (t: Templates): void => {
-    if (t.warnings?.length) logger.warn("the function pod template weakens fnr's security defaults; keeping its explicit settings", {template: t.origin, settings: t.warnings})
+    if (t.warnings?.length) logger.warn(`the function pod template is weaker than fnr's security defaults; using it as written${options.harden ? '' : ' (--harden-pod-templates fills in the defaults it leaves unset)'}`, {template: t.origin, settings: t.warnings})
   }
   let initial: Templates
   try {

@@ -12,7 +12,7 @@ import type {ClientNode} from '../k8s/client.js'
 import {apiStatusCode, kubeError} from '../k8s/errors.js'
 import {withApiRetries} from '../k8s/retry.js'
 import {ResourceWatcher} from '../k8s/watch.js'
-import {inlineTemplates, templatesFromConfigMap, type InlineTemplateOptions, type Templates} from './template.js'
+import {inlineTemplates, templatesFromConfigMap, type InlineTemplateOptions, type Templates, type UserTemplateOptions} from './template.js'
 
 export class TemplateSource {
   private listeners = new Set<(templates: Templates) => void>()
@@ -39,12 +39,15 @@ export class TemplateSource {
     extra?: Record<string, unknown>
     logger?: Logger
     watchRetryMs?: number
+    /** --harden-pod-templates */
+    harden?: boolean
   }): Promise<TemplateSource> {
     const {core, namespace, name} = options
     const logger = options.logger ?? silentLogger
-    const {cm, templates} = await readTemplateConfigMap(core, namespace, name, options.extra)
+    const userOptions = {harden: options.harden === true}
+    const {cm, templates} = await readTemplateConfigMap(core, namespace, name, options.extra, userOptions)
     const source = new TemplateSource(templates)
-    warnWeaker(logger, source.templates)
+    warnWeaker(logger, source.templates, userOptions.harden)
     let lastResourceVersion = cm.metadata?.resourceVersion
     source.watcher = new ResourceWatcher<V1ConfigMap>({
       k8s: options.k8s,
@@ -66,12 +69,12 @@ export class TemplateSource {
       lastResourceVersion = object.metadata?.resourceVersion
       let next: Templates
       try {
-        next = templatesFromConfigMap(object, options.extra)
+        next = templatesFromConfigMap(object, options.extra, userOptions)
       } catch (err) {
         logger.error('the changed function pod template is not usable; keeping the last good one', {error: (err as Error).message})
         return
       }
-      if (next.version !== source.templates.version) warnWeaker(logger, next)
+      if (next.version !== source.templates.version) warnWeaker(logger, next, userOptions.harden)
       source.update(next)
     })
     source.watcher.start().catch((err: unknown) => logger.warn('cannot watch the function pod template ConfigMap', {error: (err as Error).message}))
@@ -128,7 +131,7 @@ export class TemplateSource {
  * one is a Config error): what TemplateSource.fromConfigMap starts from, and what `fnr pods warm|gc`
  * use to learn the runner's current templates.
  */
-export async function readTemplateConfigMap(core: CoreV1Api, namespace: string, name: string, extra: Record<string, unknown> = {}): Promise<{cm: V1ConfigMap; templates: Templates}> {
+export async function readTemplateConfigMap(core: CoreV1Api, namespace: string, name: string, extra: Record<string, unknown> = {}, options: UserTemplateOptions = {}): Promise<{cm: V1ConfigMap; templates: Templates}> {
   const where = `function pod template ConfigMap ${namespace}/${name} (--function-pod-template)`
   let cm: V1ConfigMap
   try {
@@ -137,10 +140,10 @@ export async function readTemplateConfigMap(core: CoreV1Api, namespace: string, 
     if (apiStatusCode(err) === 404) throw new FnrError('Config', `${where} does not exist`, {cause: err})
     throw err instanceof FnrError ? new FnrError('Config', err.message, {cause: err, details: err.details}) : kubeError(err, `cannot read ${where}`)
   }
-  return {cm, templates: templatesFromConfigMap(cm, extra)}
+  return {cm, templates: templatesFromConfigMap(cm, extra, options)}
 }
 
 /** Explicit template settings weaker than fnr's security defaults are kept, and said once. */
-function warnWeaker(logger: Logger, templates: Templates): void {
-  if (templates.warnings?.length) logger.warn('the function pod template weakens fnr\'s security defaults; keeping its explicit settings', {template: templates.origin, settings: templates.warnings})
+function warnWeaker(logger: Logger, templates: Templates, harden: boolean): void {
+  if (templates.warnings?.length) logger.warn(`the function pod template is weaker than fnr's security defaults; using it as written${harden ? '' : ' (--harden-pod-templates fills in the defaults it leaves unset)'}`, {template: templates.origin, settings: templates.warnings})
 }

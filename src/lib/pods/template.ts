@@ -21,7 +21,7 @@ import type {ResourceRequirements} from '../config/pod-cache-config.js'
 import {FnrError} from '../errors.js'
 import {WRAPPER_SERVER_PATH, WRAPPER_SERVER_PORT, wrapperServerArgs} from '../registry/image-config.js'
 import {sha256Hex} from './naming.js'
-import {hardenPodTemplate} from './pod-security.js'
+import {hardenPodTemplate, weakPodTemplateSettings} from './pod-security.js'
 
 export const FUNCTION_CONTAINER = 'function'
 /**
@@ -58,7 +58,7 @@ export interface Templates {
   version: string
   /** "inline" or "ConfigMap <ns>/<name>", for messages. */
   origin: string
-  /** Explicit settings of a ConfigMap template weaker than fnr's security defaults (pod-security.ts), kept as written. */
+  /** Settings of a user's template weaker than fnr's security defaults (pod-security.ts), kept as written. */
   warnings?: string[]
 }
 
@@ -221,8 +221,27 @@ export function validateServiceTemplate(service: V1Service, origin: string): voi
   if (!ok) throw contractError(origin, 4, `the Service must have a port whose targetPort is ${WRAPPER_SERVER_PORT} (the wrapper server's port), got ${JSON.stringify(ports)}`)
 }
 
+/** How a user's template (a ConfigMap, or Porch's PodTemplate) is taken. */
+export interface UserTemplateOptions {
+  /**
+   * --harden-pod-templates: fill in fnr's security defaults wherever the template says nothing (pod-security.ts).
+   * Default false: the template is used as its author wrote it (only the contract points are fnr's), and its
+   * weak settings are reported as warnings, so a function that runs under Porch's templates runs under fnr's.
+   */
+  harden?: boolean
+}
+
+/** A user's pod template as used: as written (with its weak settings as warnings), or hardened. */
+export function userPodTemplate(pod: V1Pod, options: UserTemplateOptions = {}): {pod: V1Pod; warnings: string[]} {
+  if (options.harden) {
+    const {pod: hardened, weaker} = hardenPodTemplate(pod)
+    return {pod: hardened, warnings: weaker}
+  }
+  return {pod, warnings: weakPodTemplateSettings(pod)}
+}
+
 /** Reads and checks the templates of a ConfigMap (its data keys `template` and `serviceTemplate`). */
-export function templatesFromConfigMap(cm: V1ConfigMap, extra: Record<string, unknown> = {}): Templates {
+export function templatesFromConfigMap(cm: V1ConfigMap, extra: Record<string, unknown> = {}, options: UserTemplateOptions = {}): Templates {
   const origin = `ConfigMap ${cm.metadata?.namespace ?? ''}/${cm.metadata?.name ?? ''}`
   const data = cm.data ?? {}
   if (typeof data.template !== 'string' || data.template.trim() === '') {
@@ -234,9 +253,9 @@ export function templatesFromConfigMap(cm: V1ConfigMap, extra: Record<string, un
   const service = decode(data.serviceTemplate, 'serviceTemplate', origin) as V1Service
   validatePodTemplate(decode(data.template, 'template', origin) as V1Pod, origin)
   validateServiceTemplate(service, origin)
-  // Security defaults wherever the template says nothing (pod-security.ts).
-  const {pod, weaker} = hardenPodTemplate(decode(data.template, 'template', origin) as V1Pod)
-  return {pod, service, version: templateVersion('cm', pod, service, extra), origin, ...(weaker.length ? {warnings: weaker} : {})}
+  // As written (weak settings reported), or with fnr's security defaults where it says nothing (--harden-pod-templates).
+  const {pod, warnings} = userPodTemplate(decode(data.template, 'template', origin) as V1Pod, options)
+  return {pod, service, version: templateVersion('cm', pod, service, extra), origin, ...(warnings.length ? {warnings} : {})}
 }
 
 export interface PodSpecInput {

@@ -1,0 +1,417 @@
+/**
+ * Porch's own files work with fnr as they do with Porch (issue 15 items 1, 5, 6, 7; issue 14 item 7),
+ * read at test time from ../shared/compat/porch (never copied into the repository):
+ *
+ *   - the pod-cache-config ConfigMaps of v1.5.8 (a list) and v1.5.7 (the older map `image: ttl`), quoted numbers,
+ *     and Porch's tolerance: a file fnr cannot read is a warning and fnr serves (--strict-config: an error);
+ *   - the runner Deployments of HEAD, v1.5.8 and v1.5.7: `fnr serve` started with exactly the container's args and
+ *     env (the pod runtime against the Kubernetes test bed through KUBECONFIG). Three things differ, each because
+ *     of the test machine, not of fnr: --port=0 (no fixed ports in tests), --pod-address=pod-ip (the test bed has
+ *     no Service network) and the image's /home/nonroot, which is a temp dir holding the same layout (the image
+ *     itself runs Porch's exact command in test/operator/porch-image.test.ts);
+ *   - the 19 FunctionConfigs of HEAD with Porch's CRDs, its base PodTemplate and ServiceTemplate: none is rejected,
+ *     binaryExecutor and goExecutor ids resolve to the catalog binaries (stand-ins here), podExecutor settings apply
+ *     to the pods fnr makes from Porch's PodTemplate, used as its author wrote it;
+ *   - a pod the API server would reject (a request above its limit) is refused before it is created.
+ */
+import {spawn} from 'node:child_process'
+import {once} from 'node:events'
+import {mkdir, readFile, writeFile} from 'node:fs/promises'
+import path from 'node:path'
+
+import * as grpc from '@grpc/grpc-js'
+import type {V1ConfigMap, V1Container, V1Pod} from '@kubernetes/client-node'
+import {expect} from 'chai'
+import {parse as parseYaml, parseAllDocuments} from 'yaml'
+
+import {FunctionConfigStore, type FunctionConfigObject} from '../../src/lib/config/function-config-crd.js'
+import {PodCacheConfig, parseResourceFlags} from '../../src/lib/config/pod-cache-config.js'
+import {EvaluatorClient} from '../../src/lib/grpc/client.js'
+import {StaticMetadataSource} from '../../src/lib/pods/metadata.js'
+import {buildPod, templatesFromConfigMap} from '../../src/lib/pods/template.js'
+import type {ServeOptions} from '../../src/lib/serve.js'
+import {checkHealth, healthClient} from '../support/health.js'
+import {customResourceScope, registerCrd, registerCustomResource, type KubeObject} from '../support/k8s/index.js'
+import {RL, WRAPPER_IMAGE, startPodBed, storedPods, until, type PodBed} from '../support/pods/index.js'
+import {BIN_RUN, REPO_ROOT, makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
+import {SCRIPTS, TempDirs, writeExecutable} from '../support/tmp.js'
+import {memoryLogger} from './function-config-crd.helpers.js'
+
+const PORCH = path.join(REPO_ROOT, '..', 'shared', 'compat', 'porch')
+const CATALOG = 'ghcr.io/kptdev/krm-functions-catalog'
+const MINUTES_30 = 30 * 60_000
+
+async function porchDocs(file: string): Promise<KubeObject[]> {
+  return parseAllDocuments(await readFile(path.join(PORCH, file), 'utf8'))
+    .map((d) => d.toJS() as KubeObject)
+    .filter((d) => d && typeof d === 'object')
+}
+
+/** The pod-cache-config.yaml of a release's runner ConfigMap. */
+async function porchPodCacheConfig(version: string): Promise<string> {
+  const cm = (await porchDocs(`${version}/porch_2-function-runner.yaml`)).find((d) => d.kind === 'ConfigMap' && d.metadata.name === 'pod-cache-config') as V1ConfigMap
+  return cm.data!['pod-cache-config.yaml']!
+}
+
+async function porchRunner(version: string): Promise<V1Container> {
+  const deployment = (await porchDocs(`${version}/porch_2-function-runner.yaml`)).find((d) => d.kind === 'Deployment')!
+  return (deployment.spec.template.spec.containers as V1Container[]).find((c) => c.name === 'function-runner')!
+}
+
+interface Proc {
+  port: number
+  log(): string
+  stop(): Promise<number | null>
+  exited: Promise<number | null>
+}
+
+/** `node bin/run.js serve ARGS` with exactly `env` (plus PATH); resolves once it is ready, or with its exit. */
+async function serveProcess(args: string[], env: Record<string, string>): Promise<Proc | {exitCode: number | null; log: string}> {
+  const child = spawn(process.execPath, [BIN_RUN, 'serve', ...args], {env: {PATH: process.env.PATH ?? '/usr/bin:/bin', FNR_BIND_ADDRESS: '127.0.0.1', ...env}, stdio: ['ignore', 'pipe', 'pipe']})
+  let log = ''
+  child.stdout!.on('data', (d: Buffer) => (log += d.toString()))
+  child.stderr!.on('data', (d: Buffer) => (log += d.toString()))
+  const exited = once(child, 'exit').then(([code]) => code as number | null)
+  const ready = await new Promise<number | undefined>((resolve) => {
+    const timer = setTimeout(() => resolve(undefined), 60_000)
+    const check = (): void => {
+      const m = /"msg":"fnr serve is ready"[^\n]*"port":(\d+)|"port":(\d+)[^\n]*"msg":"fnr serve is ready"/.exec(log)
+      if (m) {
+        clearTimeout(timer)
+        resolve(Number(m[1] ?? m[2]))
+      }
+    }
+    child.stderr!.on('data', check)
+    void exited.then(() => {
+      clearTimeout(timer)
+      resolve(undefined)
+    })
+  })
+  if (ready === undefined) {
+    if (child.exitCode === null) child.kill('SIGKILL')
+    return {exitCode: await exited, log}
+  }
+  return {
+    port: ready,
+    log: () => log,
+    exited,
+    stop: async () => {
+      if (child.exitCode === null) child.kill('SIGTERM')
+      return exited
+    },
+  }
+}
+
+describe("Porch's files with fnr (../shared/compat/porch)", function () {
+  this.timeout(180_000)
+  const temp = new TempDirs()
+  after(() => temp.cleanup())
+
+  describe('pod-cache-config: v1.5.8 (list), v1.5.7 (map), quoted numbers', () => {
+    it('both formats load, strictly, to the same 19 images with a 30m TTL; v1.5.8\'s counts apply', async () => {
+      const list = PodCacheConfig.parse(await porchPodCacheConfig('v1.5.8'), 'v1.5.8')
+      const map = PodCacheConfig.parse(await porchPodCacheConfig('v1.5.7'), 'v1.5.7')
+      expect(list.images()).to.have.length(19)
+      expect(map.images()).to.deep.equal(list.images())
+      expect(list.warnings).to.deep.equal([])
+      expect(map.warnings).to.deep.equal([])
+      const defaults = {ttlMs: 60_000, maxWaitlistLength: 1, maxParallelPods: 1}
+      for (const image of list.images()) {
+        expect(image.startsWith(`${CATALOG}/`), image).to.equal(true)
+        expect(list.settingsFor(image, defaults)).to.deep.equal({ttlMs: MINUTES_30, maxWaitlistLength: 2, maxParallelPods: 2})
+        expect(map.settingsFor(image, defaults)).to.deep.equal({ttlMs: MINUTES_30, maxWaitlistLength: 1, maxParallelPods: 1})
+      }
+      // numbers written as strings are numbers
+      const quoted = PodCacheConfig.parse((await porchPodCacheConfig('v1.5.8')).replace(/: 2$/gm, ': "2"'), 'quoted')
+      expect(quoted.settingsFor(list.images()[0]!, defaults)).to.deep.equal({ttlMs: MINUTES_30, maxWaitlistLength: 2, maxParallelPods: 2})
+    })
+  })
+
+  describe("templates as their author wrote them: v1.5.8's template ConfigMap, HEAD's PodTemplate", () => {
+    it("v1.5.8's ConfigMap is used as written (weak settings said); --harden-pod-templates fills in fnr's defaults", async () => {
+      const cm = (await porchDocs('v1.5.8/function-pods_deployment.yaml')).find((d) => d.kind === 'ConfigMap') as V1ConfigMap
+      const asWritten = templatesFromConfigMap(cm, {maxRequestBodySize: 6291456})
+      const written = parseYaml(cm.data!.template!) as V1Pod
+      expect(asWritten.pod.spec).to.deep.equal(written.spec)
+      expect(asWritten.warnings).to.include.members([
+        'not set: spec.securityContext.runAsNonRoot (fnr would set true)',
+        'not set: spec.automountServiceAccountToken (fnr would set false)',
+        'not set: spec.containers[0] (function).securityContext.allowPrivilegeEscalation (fnr would set false)',
+      ])
+      const pod = buildPod({templates: asWritten, image: `${CATALOG}/set-labels:v0.1.5`, command: ['/usr/local/bin/function'], name: 'set-labels-v015-1-abcdef12', namespace: 'porch-fn-system', labels: {}, annotations: {}, maxRequestBodySize: 6291456})
+      // the contract points only: image, and fnr's args after the template's
+      const fn = pod.spec!.containers[0]!
+      expect(fn.image).to.equal(`${CATALOG}/set-labels:v0.1.5`)
+      expect(fn.command).to.deep.equal(['/wrapper-server-tools/wrapper-server'])
+      expect(fn.args).to.deep.equal(['--port', '9446', '--max-request-body-size', '6291456', '--', '/usr/local/bin/function'])
+      expect(fn.securityContext).to.equal(undefined)
+      const hardened = templatesFromConfigMap(cm, {maxRequestBodySize: 6291456}, {harden: true})
+      expect(hardened.pod.spec!.securityContext).to.deep.include({runAsNonRoot: true, runAsUser: 65532})
+      expect(hardened.version).to.not.equal(asWritten.version)
+    })
+  })
+
+  describe('resources the API server would reject, said before any pod is made', () => {
+    it('--pod-requests/--pod-limits and a pod-cache-config entry: a request above its limit or a malformed quantity', () => {
+      expect(parseResourceFlags('cpu=100m,memory=128Mi', 'memory=1Gi')).to.deep.equal({requests: {cpu: '100m', memory: '128Mi'}, limits: {memory: '1Gi'}})
+      expect(() => parseResourceFlags('memory=2Gi', 'memory=1Gi')).to.throw(/--pod-requests\.memory: "2Gi" is more than the limit "1Gi"/).with.property('kind', 'Usage')
+      expect(() => parseResourceFlags('memory=1GB', '')).to.throw(/--pod-requests: memory: "1GB" is not a quantity: unknown suffix "GB"/)
+      const text = (await_: string): string => `- name: ${CATALOG}/set-labels:v0.1.5\n  resources: {requests: {memory: ${await_}}, limits: {memory: 1Gi}}\n`
+      expect(() => PodCacheConfig.parse(text('2Gi'), 'cfg')).to.throw(/resources\.requests\.memory: "2Gi" is more than the limit "1Gi" .*the API server would reject the pod/)
+      expect(() => PodCacheConfig.parse(text('12x'), 'cfg')).to.throw(/resources\.requests\.memory: "12x" is not a quantity/)
+      const lenient = PodCacheConfig.parse(text('2Gi'), 'cfg', {lenient: true})
+      expect(lenient.images()).to.deep.equal([`${CATALOG}/set-labels:v0.1.5`])
+      expect(lenient.entryFor(`${CATALOG}/set-labels:v0.1.5`)!.resources).to.equal(undefined)
+      expect(lenient.warnings.join()).to.match(/is more than the limit .*; ignoring it/)
+    })
+  })
+
+  describe('the runner Deployments (HEAD, v1.5.8, v1.5.7): their args and env start fnr serve', () => {
+    let pb: PodBed
+    const restore: Array<() => void> = []
+
+    before(async () => {
+      restore.push(customResourceScope())
+      // Porch's own CRDs, and core/v1 PodTemplates (which the test API server does not serve by itself)
+      for (const file of ['config.porch.kpt.dev_functionconfigs.yaml', 'config.porch.kpt.dev_servicetemplates.yaml']) registerCrd((await porchDocs(`head/${file}`))[0]!)
+      registerCustomResource({group: '', version: 'v1', plural: 'podtemplates', kind: 'PodTemplate', statusSubresource: false})
+      pb = await startPodBed()
+    })
+    after(async () => {
+      for (const r of restore.splice(0).reverse()) r()
+      await pb?.stop()
+    })
+
+    /** The container's args (after /home/nonroot/server) and env, with the test machine's three differences. */
+    async function porchArgs(version: string, ns: string, home: string): Promise<{args: string[]; env: Record<string, string>}> {
+      const runner = await porchRunner(version)
+      expect(runner.command![0]).to.equal('/home/nonroot/server')
+      const args = [...runner.command!.slice(1), ...(runner.args ?? [])].map((a) => a.replaceAll('/home/nonroot/', `${home}/`).replace(/^--pod-namespace=.*$/, `--pod-namespace=${ns}`))
+      const env: Record<string, string> = {KUBECONFIG: pb.bed.kubeconfigPath, HOME: home}
+      for (const e of runner.env ?? []) env[e.name] = e.value ?? ''
+      // The kubelet of the test bed knows this wrapper-server image; Porch's names Docker Hub's.
+      expect(env.WRAPPER_SERVER_IMAGE).to.match(/^docker\.io\/nephio\/porch-wrapper-server:/)
+      env.WRAPPER_SERVER_IMAGE = WRAPPER_IMAGE
+      return {args: [...args, '--port=0', '--pod-address=pod-ip'], env}
+    }
+
+    for (const version of ['head', 'v1.5.8', 'v1.5.7']) {
+      it(`${version}: starts, reports SERVING, serves an exec function and leaves no pod it was not asked for`, async () => {
+        const ns = pb.namespace()
+        const home = await temp.make(`fnr-porch-home-${version}-`)
+        await makeFunctionsDir(home)
+        if (version === 'head') {
+          // Porch's base templates, as HEAD deploys them, in the pod namespace
+          for (const d of await porchDocs('head/porch_22-function-templates.yaml')) pb.bed.api.registry.create(d.kind === 'PodTemplate' ? 'podtemplates' : 'servicetemplates', ns, {...d, metadata: {...d.metadata, namespace: ns}})
+          // HEAD maps exec functions with FunctionConfigs (no config.yaml); one mapping to a local script
+          pb.bed.api.registry.create('functionconfigs', ns, {apiVersion: 'config.porch.kpt.dev/v1alpha1', kind: 'FunctionConfig', metadata: {name: 'cat', namespace: ns}, spec: {image: 'cat', prefixes: ['example.com'], binaryExecutor: {tags: ['v1'], path: 'cat'}}})
+        }
+        const {args, env} = await porchArgs(version, ns, home)
+        const proc = await serveProcess(args, env)
+        if (!('port' in proc)) expect.fail(`fnr serve exited (${proc.exitCode}) with Porch's ${version} args ${JSON.stringify(args)}:\n${proc.log}`)
+        const client = new EvaluatorClient(`127.0.0.1:${proc.port}`)
+        const health = healthClient(`127.0.0.1:${proc.port}`)
+        try {
+          await until(async () => (await checkHealth(health)) === 'SERVING', 'SERVING')
+          const res = await client.evaluateRaw('example.com/cat:v1', RL, {deadline: Date.now() + 60_000})
+          expect(res.resourceList.toString()).to.equal(RL.toString())
+          expect(res.trailers.get('fnr-evaluator')).to.deep.equal(['exec'])
+          expect(proc.log()).to.match(/"msg":"pod runtime ready"/)
+          if (version === 'head') {
+            expect(proc.log()).to.match(/"msg":"--function-config-source=auto: crd"/)
+            // Porch's PodTemplate is used as written; its weak settings are said, once
+            expect(proc.log()).to.match(/"msg":"the function pod template is weaker than fnr's security defaults; using it as written/)
+          } else {
+            // v1.5.x mount the pod-cache-config at /pod-cache-config; not mounted here: the defaults, said so
+            expect(proc.log()).to.match(/"msg":"no pod cache config; using the flag defaults for every image"/)
+          }
+          expect(storedPods(pb, ns)).to.deep.equal([])
+        } finally {
+          client.close()
+          health.close()
+          expect(await proc.stop(), proc.log()).to.equal(0)
+        }
+      })
+    }
+
+    it('v1.5.8: a pod-cache-config fnr cannot read is a warning and fnr serves (as Porch); --strict-config makes it an error', async () => {
+      const ns = pb.namespace()
+      const home = await temp.make('fnr-porch-home-strict-')
+      await makeFunctionsDir(home)
+      const unreadable = path.join(home, 'pod-cache-config')
+      await mkdir(path.join(unreadable, 'pod-cache-config.yaml'), {recursive: true}) // a directory, not a file
+      const {args, env} = await porchArgs('v1.5.8', ns, home)
+      const withFile = [...args, `--pod-cache-config=${path.join(unreadable, 'pod-cache-config.yaml')}`]
+      const proc = await serveProcess(withFile, env)
+      if (!('port' in proc)) expect.fail(`fnr serve exited (${proc.exitCode}):\n${proc.log}`)
+      try {
+        expect(proc.log()).to.match(/"level":"warn".*pod cache config .*pod-cache-config\.yaml \(--pod-cache-config\) cannot be read: it is a directory \(EISDIR\); serving with the flag defaults/)
+        const client = new EvaluatorClient(`127.0.0.1:${proc.port}`)
+        const res = await client.evaluateRaw('example.com/cat:v1', RL, {deadline: Date.now() + 60_000})
+        client.close()
+        expect(res.resourceList.toString()).to.equal(RL.toString())
+      } finally {
+        expect(await proc.stop()).to.equal(0)
+      }
+      const strict = await serveProcess([...withFile, '--strict-config'], env)
+      expect('port' in strict, 'must not start').to.equal(false)
+      const failed = strict as {exitCode: number | null; log: string}
+      expect(failed.exitCode).to.equal(3)
+      expect(failed.log).to.match(/fnr: pod cache config .* cannot be read: it is a directory \(EISDIR\)/)
+    })
+  })
+
+  describe("HEAD's 19 FunctionConfigs, CRDs and base templates", () => {
+    let functionsDir: string
+    let objects: FunctionConfigObject[]
+    /** The catalog binaries Porch's image ships (stand-ins: each prints its name on stderr and passes its input through). */
+    const CATALOG_BINARIES = ['apply-setters', 'ensure-name-substring', 'search-replace', 'set-annotations', 'set-image', 'set-labels', 'set-namespace', 'set-project-id', 'starlark', 'upsert-resource', 'apply-replacements']
+
+    before(async () => {
+      objects = (await porchDocs('head/porch_23-function-configurations.yaml')).filter((d) => d.kind === 'FunctionConfig') as FunctionConfigObject[]
+      expect(objects).to.have.length(19)
+      functionsDir = path.join(await temp.make('fnr-porch-fc-'), 'functions')
+      await mkdir(functionsDir)
+      for (const name of CATALOG_BINARIES) await writeExecutable(path.join(functionsDir, name), `#!/bin/sh\necho "${name}" >&2\nexec cat\n`)
+    })
+
+    it('none is rejected; binaryExecutor and goExecutor tags resolve to the catalog binary of that function; podExecutor settings as Porch applies them', async () => {
+      const logger = memoryLogger()
+      const outcomes: Array<{key: string; error?: string}> = []
+      const store = new FunctionConfigStore({functionsDir, logger, onOutcome: (_o, r) => outcomes.push(r)})
+      for (const o of objects) await store.apply(o)
+      await store.settled()
+      expect(store.list().map((e) => e.image).sort()).to.deep.equal(objects.map((o) => (o.spec as {image: string}).image).sort())
+      expect(logger.lines.filter((l) => l.level === 'error' || l.level === 'warn')).to.deep.equal([])
+      expect(outcomes.filter((o) => o.error)).to.deep.equal([])
+      const binaryOf = (image: string): string | undefined => store.lookupBinary(image)?.binary
+      for (const o of objects) {
+        const spec = o.spec as {image: string; binaryExecutor?: {tags: string[]; path: string}; goExecutor?: {tags: string[]; id?: string}; podExecutor?: {tags: string[]}}
+        for (const tag of spec.binaryExecutor?.tags ?? []) {
+          expect(binaryOf(`${CATALOG}/${spec.image}:${tag}`), `${spec.image}:${tag}`).to.equal(path.join(functionsDir, spec.binaryExecutor!.path))
+          expect(binaryOf(`${spec.image}:${tag}`), `short ${spec.image}:${tag} (prefix "")`).to.equal(path.join(functionsDir, spec.binaryExecutor!.path))
+        }
+        for (const tag of spec.goExecutor?.tags ?? []) expect(binaryOf(`${CATALOG}/${spec.image}:${tag}`), `goExecutor ${spec.image}:${tag}`).to.equal(path.join(functionsDir, spec.goExecutor!.id ?? spec.image))
+        // podExecutor tags: the pod runtime, 30m TTL
+        for (const tag of spec.podExecutor?.tags ?? []) {
+          if (!(spec.binaryExecutor?.tags ?? []).includes(tag)) expect(binaryOf(`${CATALOG}/${spec.image}:${tag}`), `${spec.image}:${tag} runs in a pod`).to.equal(undefined)
+          expect(store.settingsFor(`${CATALOG}/${spec.image}:${tag}`, {ttlMs: 1, maxWaitlistLength: 2, maxParallelPods: 1}).ttlMs).to.equal(MINUTES_30)
+        }
+      }
+      // Porch's warm-up list: prefixes[0] ("" = the default prefix) + image + podExecutor.tags[0]
+      expect(store.warmUpImages()).to.have.length(19)
+      expect(store.warmUpImages()).to.include(`${CATALOG}/set-namespace:v0.4.1`)
+    })
+
+    it('without the catalog binaries none is rejected either: pod settings and warm-up stay, the missing binaries are reported', async () => {
+      const empty = path.join(await temp.make('fnr-porch-fc-empty-'), 'functions')
+      await mkdir(empty)
+      const logger = memoryLogger()
+      const store = new FunctionConfigStore({functionsDir: empty, logger})
+      for (const o of objects) await store.apply(o)
+      await store.settled()
+      expect(store.list()).to.have.length(19)
+      expect(logger.lines.filter((l) => l.level === 'error')).to.deep.equal([])
+      expect(logger.lines.filter((l) => l.msg === 'FunctionConfig applied without some of its settings')).to.have.length(objects.filter((o) => (o.spec as KubeObject).binaryExecutor || (o.spec as KubeObject).goExecutor).length)
+      expect(store.warmUpImages()).to.have.length(19)
+      expect(store.lookupBinary(`${CATALOG}/set-namespace:v0.4.2`)).to.equal(undefined)
+    })
+
+    describe('on the test bed, with Porch\'s CRDs and base templates', () => {
+      let pb: PodBed
+      const restore: Array<() => void> = []
+      before(async () => {
+        restore.push(customResourceScope())
+        for (const file of ['config.porch.kpt.dev_functionconfigs.yaml', 'config.porch.kpt.dev_servicetemplates.yaml']) registerCrd((await porchDocs(`head/${file}`))[0]!)
+        registerCustomResource({group: '', version: 'v1', plural: 'podtemplates', kind: 'PodTemplate', statusSubresource: false})
+        pb = await startPodBed()
+      })
+      after(async () => {
+        for (const r of restore.splice(0).reverse()) r()
+        await pb?.stop()
+      })
+
+      it('serves the exec mappings, runs a podExecutor function in a pod made from Porch\'s PodTemplate as written, with its TTL', async () => {
+        const ns = pb.namespace()
+        for (const d of await porchDocs('head/porch_22-function-templates.yaml')) pb.bed.api.registry.create(d.kind === 'PodTemplate' ? 'podtemplates' : 'servicetemplates', ns, {...d, metadata: {...d.metadata, namespace: ns}})
+        for (const o of objects) pb.bed.api.registry.create('functionconfigs', ns, {...o, metadata: {...o.metadata, namespace: ns}})
+        // create-setters:v0.1.0 has only a podExecutor: it runs in a pod (a cat script in the test kubelet)
+        const podImage = `${CATALOG}/create-setters:v0.1.0`
+        const script = await writeExecutable(path.join(pb.dir, 'functions', 'porch-create-setters'), SCRIPTS.cat)
+        pb.bed.kubelet.setImage(podImage, {commandMap: {'/usr/local/bin/function': script}})
+        const metadata = new StaticMetadataSource((img) => (img === podImage ? ['/usr/local/bin/function'] : undefined))
+        const fns = await makeFunctionsDir(await temp.make())
+        const base = serveOptions({...fns, functionsDir, disableRuntimes: ''})
+        const options: ServeOptions = {
+          ...base,
+          functionConfig: {source: 'crd', namespace: ns},
+          // warm-up off: it would start 19 pods on this shared machine (the warm-up list is checked above)
+          pod: {...base.pod, namespace: ns, wrapperServerImage: WRAPPER_IMAGE, podAddress: 'pod-ip', metadata, kubeConfig: pb.bed.kubeConfig, owner: 'porch-files', warmUp: false, ttlMs: 60_000},
+        }
+        const logger = memoryLogger()
+        const running = await startInProcess(options, logger)
+        const client = new EvaluatorClient(`127.0.0.1:${running.port}`)
+        try {
+          await until(() => logger.lines.filter((l) => l.msg === 'FunctionConfig applied').length === 19, '19 FunctionConfigs applied')
+          for (const [image, binary] of [[`${CATALOG}/set-namespace:v0.4.2`, 'set-namespace'], [`${CATALOG}/set-namespace:v0.4.5`, 'set-namespace'], [`${CATALOG}/apply-replacements:v0.1.5`, 'apply-replacements'], ['starlark:v0.5.2', 'starlark']]) {
+            const res = await client.evaluateRaw(image!, RL, {deadline: Date.now() + 60_000})
+            expect(res.trailers.get('fnr-evaluator'), image).to.deep.equal(['exec'])
+            expect(res.log.toString(), image).to.equal(`${binary}\n`)
+          }
+          const res = await client.evaluateRaw(podImage, RL, {deadline: Date.now() + 60_000})
+          expect(res.resourceList.toString()).to.equal(RL.toString())
+          expect(res.trailers.get('fnr-evaluator')).to.deep.equal(['pod'])
+          const [pod] = storedPods(pb, ns) as V1Pod[]
+          const fn = pod!.spec!.containers.find((c) => c.name === 'function')!
+          // Porch's PodTemplate as written: its probes, env and pull policy; no securityContext added
+          expect(fn.livenessProbe?.exec?.command).to.deep.equal(['/wrapper-server-tools/grpc-health-probe', '-addr', 'localhost:9446'])
+          expect(fn.env).to.deep.include({name: 'OTEL_METRICS_EXPORTER', value: 'prometheus'})
+          expect(fn.securityContext).to.equal(undefined)
+          expect(pod!.spec!.securityContext ?? {}).to.deep.equal({}) // (an API server defaults it to {})
+          expect(pod!.spec!.initContainers![0]!.image).to.equal(WRAPPER_IMAGE)
+          expect(pod!.metadata!.annotations!['cluster-autoscaler.kubernetes.io/safe-to-evict']).to.equal('true')
+          // podExecutor.timeToLive 30m, over --pod-ttl (1m here)
+          expect(pod!.metadata!.annotations!['fnr.dev/ttl-seconds']).to.equal('1800')
+        } finally {
+          client.close()
+          await running.stop()
+        }
+      })
+
+      it('a FunctionConfig asking for a request above its limit is refused before any pod is created (the API server would reject the pod)', async () => {
+        const ns = pb.namespace()
+        const podImage = `${CATALOG}/gatekeeper:v0.2.1`
+        pb.bed.api.registry.create('functionconfigs', ns, {
+          apiVersion: 'config.porch.kpt.dev/v1alpha1',
+          kind: 'FunctionConfig',
+          metadata: {name: 'gatekeeper', namespace: ns},
+          // requests alone are fine; the template's limit makes it one the API server rejects
+          spec: {image: 'gatekeeper', prefixes: [CATALOG], podExecutor: {tags: ['v0.2.1'], templateOverrides: {container: {resources: {requests: {memory: '2Gi'}}}}}},
+        })
+        pb.bed.api.registry.create('podtemplates', ns, {
+          metadata: {name: 'base-pod-template', namespace: ns},
+          template: {spec: {containers: [{name: 'function', image: 'x', command: ['/wrapper-server-tools/wrapper-server'], resources: {limits: {memory: '1Gi'}}}]}},
+        })
+        const metadata = new StaticMetadataSource((img) => (img === podImage ? ['/usr/local/bin/function'] : undefined))
+        const fns = await makeFunctionsDir(await temp.make())
+        const base = serveOptions({...fns, disableRuntimes: ''})
+        const running = await startInProcess({
+          ...base,
+          functionConfig: {source: 'crd', namespace: ns},
+          pod: {...base.pod, namespace: ns, wrapperServerImage: WRAPPER_IMAGE, podAddress: 'pod-ip', metadata, kubeConfig: pb.bed.kubeConfig, owner: 'porch-files-limits', warmUp: false},
+        })
+        const client = new EvaluatorClient(`127.0.0.1:${running.port}`)
+        try {
+          const err = (await client.evaluateRaw(podImage, RL, {deadline: Date.now() + 30_000}).then(() => undefined, (e: grpc.ServiceError) => e))!
+          expect(err, 'must fail').to.not.equal(undefined)
+          expect(err.code).to.equal(grpc.status.FAILED_PRECONDITION)
+          expect(err.details).to.match(/the API server would reject its resources: spec\.containers\[0\] \(function\)\.resources\.requests\.memory: "2Gi" is more than the limit "1Gi"/)
+          expect(storedPods(pb, ns)).to.deep.equal([])
+        } finally {
+          client.close()
+          await running.stop()
+        }
+      })
+    })
+  })
+})

@@ -1,0 +1,95 @@
+/**
+ * After a swap (issue 15 item 8): the function pods and Services Porch's runner left in the pod namespace,
+ * labelled as Porch labels them (fn.kpt.dev/image=<podId>, fn.kpt.dev/template-version; the Service named <podId>,
+ * selecting that label), are counted at start, and collected with `fnr serve --collect-porch-pods` or
+ * `fnr pods gc --porch-leftovers`. fnr's own pods and anything else in the namespace are never touched.
+ */
+import {expect} from 'chai'
+
+import {runCli} from '../support/cli.js'
+import {RL, image, startPodBed, startRuntime, storedPods, storedServices, until, type PodBed} from '../support/pods/index.js'
+import {memoryLogger} from '../config/function-config-crd.helpers.js'
+
+const PORCH_ID = 'set-labels-v022-1-584115f2'
+const GONE_ID = 'set-namespace-v041-1-abcdef12'
+
+/** What Porch's runner leaves (spec §4.6): a pod from its inline template, its Service, and a Service whose pod is gone. */
+function leavePorchObjects(pb: PodBed, ns: string): void {
+  pb.bed.api.registry.create('pods', ns, {
+    metadata: {name: `${PORCH_ID}-x7k2p`, labels: {'fn.kpt.dev/image': PORCH_ID}, annotations: {'fn.kpt.dev/template-version': 'inline-v1', 'cluster-autoscaler.kubernetes.io/safe-to-evict': 'true'}},
+    spec: {
+      initContainers: [{name: 'copy-wrapper-server', image: 'docker.io/nephio/porch-wrapper-server:latest', command: ['cp', '-a', '/home/nonroot/wrapper-server/.', '/wrapper-server-tools']}],
+      containers: [{name: 'function', image: 'ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.2', command: ['/wrapper-server-tools/wrapper-server'], args: ['--port', '9446', '--max-request-body-size', '6291456', '--', '/usr/local/bin/function']}],
+      nodeName: 'elsewhere',
+    },
+  })
+  for (const id of [PORCH_ID, GONE_ID]) pb.bed.api.registry.create('services', ns, {metadata: {name: id}, spec: {selector: {'fn.kpt.dev/image': id}, ports: [{port: 9446, targetPort: 9446}], type: 'ClusterIP'}})
+  // not Porch's: a pod and a Service of something else
+  pb.bed.api.registry.create('pods', ns, {metadata: {name: 'app', labels: {app: 'x'}}, spec: {containers: [{name: 'app', image: 'busybox'}], nodeName: 'elsewhere'}})
+  pb.bed.api.registry.create('services', ns, {metadata: {name: 'app'}, spec: {selector: {app: 'x'}, ports: [{port: 80}]}})
+}
+
+describe("the function pods Porch's runner left (after a swap)", function () {
+  this.timeout(120_000)
+  let pb: PodBed
+  before(async () => {
+    pb = await startPodBed()
+  })
+  after(async () => {
+    await pb?.stop()
+  })
+
+  const names = (ns: string): {pods: string[]; services: string[]} => ({
+    pods: storedPods(pb, ns).map((p) => p.metadata!.name!).sort(),
+    services: storedServices(pb, ns).map((s) => s.metadata!.name!).sort(),
+  })
+
+  it('are counted at start and left alone by default; --collect-porch-pods deletes them and their Services, and nothing else', async () => {
+    const ns = pb.namespace()
+    leavePorchObjects(pb, ns)
+    const logger = memoryLogger()
+    const first = await startRuntime(pb, {namespace: ns, logger})
+    try {
+      // fnr's own pod, which must stay
+      const res = await first.evaluator.evaluate({image: image('cat'), resourceList: RL, deadline: Date.now() + 60_000})
+      expect(res.resourceList.toString()).to.equal(RL.toString())
+      await until(() => logger.lines.find((l) => l.msg.startsWith("function pods left by Porch's runner; --collect-porch-pods")), 'the count logged')
+      expect(logger.lines.find((l) => l.msg.startsWith("function pods left by Porch's runner"))!.fields).to.deep.equal({namespace: ns, pods: 1})
+    } finally {
+      await first.close()
+    }
+    const fnrPod = storedPods(pb, ns).find((p) => p.metadata?.labels?.['app.kubernetes.io/managed-by'] === 'fnr')!.metadata!.name!
+    expect(names(ns).pods).to.include.members([`${PORCH_ID}-x7k2p`, 'app', fnrPod])
+
+    const collecting = memoryLogger()
+    const second = await startRuntime(pb, {namespace: ns, logger: collecting, collectPorchPods: true})
+    try {
+      await until(() => collecting.lines.find((l) => l.msg === "collected the function pods left by Porch's runner"), 'collected')
+      expect(collecting.lines.find((l) => l.msg === "collected the function pods left by Porch's runner")!.fields).to.deep.include({pods: [`${PORCH_ID}-x7k2p`], services: [PORCH_ID, GONE_ID], deleted: 3, failed: 0})
+      await until(() => !names(ns).pods.includes(`${PORCH_ID}-x7k2p`), 'the pod gone')
+      expect(names(ns).pods).to.include.members(['app', fnrPod])
+      expect(names(ns).services).to.include('app').and.not.include(PORCH_ID).and.not.include(GONE_ID)
+      // fnr's pod still serves
+      const res = await second.evaluator.evaluate({image: image('cat'), resourceList: RL, deadline: Date.now() + 60_000})
+      expect(res.resourceList.toString()).to.equal(RL.toString())
+    } finally {
+      await second.close()
+    }
+  })
+
+  it('`fnr pods gc --porch-leftovers` lists them with --dry-run and deletes them without', async () => {
+    const ns = pb.namespace()
+    leavePorchObjects(pb, ns)
+    const args = ['pods', 'gc', '--porch-leftovers', '-n', ns, `--kubeconfig=${pb.bed.kubeconfigPath}`]
+    const dry = await runCli([...args, '--dry-run'])
+    expect(dry.exitCode, dry.stderr).to.equal(0)
+    expect(dry.stderr).to.contain(`Pod ${ns}/${PORCH_ID}-x7k2p (left by Porch's runner, ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.2): would be deleted`)
+    expect(dry.stderr).to.contain(`Service ${ns}/${GONE_ID} (left by Porch's runner): would be deleted`)
+    expect(names(ns).pods).to.include(`${PORCH_ID}-x7k2p`)
+    const real = await runCli(args)
+    expect(real.exitCode, real.stderr).to.equal(0)
+    expect(real.stderr).to.contain(`Pod ${ns}/${PORCH_ID}-x7k2p (left by Porch's runner, ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.2): deleted`)
+    await until(() => !names(ns).pods.includes(`${PORCH_ID}-x7k2p`), 'the pod gone')
+    expect(names(ns)).to.deep.equal({pods: ['app'], services: ['app']})
+  })
+})
