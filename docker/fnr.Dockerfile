@@ -39,6 +39,9 @@ RUN apt-get update \
  && groupadd --gid 65532 nonroot \
  && useradd --uid 65532 --gid 65532 --home-dir /home/nonroot --create-home --shell /usr/sbin/nologin nonroot
 ENV NODE_ENV=production
+# glibc returns freed memory to the system (docs/limits.md): without these, what a burst of large
+# calls or a slowloris client made the runner allocate stays charged to its 1 GiB limit.
+ENV MALLOC_TRIM_THRESHOLD_=65536 MALLOC_MMAP_THRESHOLD_=65536
 WORKDIR /app
 COPY --from=build /src/package.json /src/oclif.manifest.json ./
 COPY --from=build /src/node_modules node_modules

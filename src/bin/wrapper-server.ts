@@ -37,10 +37,15 @@ Usage:
   grpc-health-probe -addr HOST:PORT [-service NAME] [-connect-timeout 1s] [-rpc-timeout 1s]
 
 Flags (Porch's spellings; -flag and --flag, "--flag value" and "--flag=value" all work):
-  --port                   gRPC listen port (default 9446); the address is FNR_BIND_ADDRESS or 0.0.0.0
+  --port                   gRPC listen port (default 9446)
+  --bind-address           listen address; default FNR_BIND_ADDRESS, else every address family (IPv4 and IPv6)
   --max-request-body-size  maximum gRPC message size in bytes, received and sent (default 6291456)
   --verbosity, --log-level log verbosity 0-5 (default 2)
   --grace-period           how long calls in flight may run after SIGTERM (default 25s)
+
+Limits (docs/limits.md; defaults derived from the cgroup's memory limit):
+  --memory-limit, --max-concurrent-calls, --max-queued-calls, --max-inflight-bytes,
+  --max-concurrent-streams, --connection-idle-timeout, --message-receive-timeout, --handshake-timeout
 `
 
 let verbosity = 0

@@ -1,10 +1,11 @@
 import {Flags} from '@oclif/core'
 
 import {FnrCommand} from '../lib/cli/command.js'
-import {execFlags, functionConfigFlags, goDuration, listenerTlsFlags, logLevelFlag, maxRequestBodySizeFlag, metricsFlags, podFlags, registryFlags, responseCacheFlags} from '../lib/cli/flags.js'
+import {execFlags, functionConfigFlags, goDuration, listenerLimitFlags, listenerTlsFlags, logLevelFlag, maxRequestBodySizeFlag, metricsFlags, podFlags, registryFlags, responseCacheFlags} from '../lib/cli/flags.js'
 import {resolveExecPaths} from '../lib/config/embedded.js'
 import {parseResourceFlags} from '../lib/config/pod-cache-config.js'
 import {normaliseGoStyleArgs} from '../lib/config/go-flags.js'
+import {parseLimitFlags} from '../lib/grpc/limits.js'
 import {createLogger} from '../lib/log.js'
 import {startServe, validateServeOptions, type ServeOptions} from '../lib/serve.js'
 import {parsePassEnv} from '../lib/process/run.js'
@@ -22,7 +23,8 @@ server stops accepting calls, lets calls in flight finish within --grace-period,
 second signal exits at once.
 
 Environment: WRAPPER_SERVER_IMAGE (required by the pod runtime's inline template), FNR_BIND_ADDRESS
-(listen address, default all interfaces), POD_NAME (the replica's identity on the pods it owns,
+(listen address unless --bind-address is given; default every address family), OTEL_METRICS_EXPORTER=prometheus
+with OTEL_EXPORTER_PROMETHEUS_HOST/PORT (Prometheus metrics there, as Porch; --metrics-port wins), POD_NAME (the replica's identity on the pods it owns,
 unless --replica-id is given), KUBECONFIG.`
 
   static examples = [
@@ -47,6 +49,7 @@ unless --replica-id is given), KUBECONFIG.`
     ...metricsFlags,
     ...responseCacheFlags,
     ...listenerTlsFlags,
+    ...listenerLimitFlags,
   }
 
   static booleanFlagNames = new Set(['warm-up-pod-cache', 'enable-private-registries', 'enable-private-registries-tls', 'strict-config', 'harden-pod-templates', 'collect-porch-pods'])
@@ -57,6 +60,8 @@ unless --replica-id is given), KUBECONFIG.`
     this.verbosity = flags['log-level']
     const options: ServeOptions = {
       port: flags.port,
+      ...(flags['bind-address'] ? {host: flags['bind-address']} : {}),
+      limits: parseLimitFlags((name) => flags[name] as string | undefined),
       disableRuntimes: flags['disable-runtimes'],
       maxRequestBodySize: flags['max-request-body-size'],
       gracePeriodMs: flags['grace-period'],

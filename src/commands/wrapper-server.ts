@@ -1,8 +1,9 @@
 import {Flags} from '@oclif/core'
 
 import {FnrCommand} from '../lib/cli/command.js'
-import {goDuration, logLevelFlag, maxRequestBodySizeFlag} from '../lib/cli/flags.js'
+import {goDuration, listenerLimitFlags, logLevelFlag, maxRequestBodySizeFlag} from '../lib/cli/flags.js'
 import {normaliseGoStyleArgs} from '../lib/config/go-flags.js'
+import {parseLimitFlags} from '../lib/grpc/limits.js'
 import {createLogger} from '../lib/log.js'
 import {WRAPPER_DEFAULTS, WRAPPER_FLAGS, splitEntrypoint, startWrapperServer} from '../lib/wrapper.js'
 
@@ -28,6 +29,7 @@ same flags.`
     verbosity: Flags.integer({summary: 'Log verbosity (Porch\'s spelling of --log-level).', min: 0, max: 5}),
     'log-level': logLevelFlag,
     'grace-period': goDuration({summary: 'How long calls in flight may run after SIGTERM.', default: WRAPPER_DEFAULTS.gracePeriodMs, defaultHelp: async () => '25s'}),
+    ...listenerLimitFlags,
   } satisfies Record<(typeof WRAPPER_FLAGS)[number], unknown>
 
   async run(): Promise<void> {
@@ -37,7 +39,14 @@ same flags.`
     this.verbosity = flags.verbosity ?? flags['log-level']
     const logger = createLogger({verbosity: this.verbosity, name: 'fnr-wrapper'})
     const running = await startWrapperServer(
-      {port: flags.port, maxRequestBodySize: flags['max-request-body-size'], entrypoint, gracePeriodMs: flags['grace-period']},
+      {
+        port: flags.port,
+        maxRequestBodySize: flags['max-request-body-size'],
+        entrypoint,
+        gracePeriodMs: flags['grace-period'],
+        ...(flags['bind-address'] ? {host: flags['bind-address']} : {}),
+        limits: parseLimitFlags((name) => flags[name] as string | undefined),
+      },
       logger,
     )
     await running.done

@@ -27,6 +27,12 @@ export interface PodSlotState {
   load: number
 }
 
+export interface BudgetStats {
+  running: number
+  queued: number
+  heldBytes: number
+}
+
 export interface ResponseCacheStats {
   entries: number
   bytes: number
@@ -54,6 +60,11 @@ export interface Metrics {
   /** Entries the response cache dropped: evict (size or count bound) or expire (TTL). */
   responseCacheEviction(reason: string): void
   setInFlightSource(source: () => number): void
+  /** The call budget (budget.ts): a call queued, or refused (rejected-queue-full, rejected-memory). */
+  admission(outcome: string): void
+  /** The HTTP/2 guard (grpc/hygiene.ts) reset a stream or closed a connection: receive-budget, receive-timeout, idle, accept-error. */
+  connectionGuard(action: string): void
+  setBudgetSource(source: () => BudgetStats): void
   setPodSource(source: () => readonly PodSlotState[]): void
   setResponseCacheSource(source: () => ResponseCacheStats): void
 }
@@ -71,6 +82,9 @@ class NoMetrics implements Metrics {
   responseCacheSkip(): void {}
   responseCacheEviction(): void {}
   setInFlightSource(): void {}
+  admission(): void {}
+  connectionGuard(): void {}
+  setBudgetSource(): void {}
   setPodSource(): void {}
   setResponseCacheSource(): void {}
 }
@@ -127,6 +141,9 @@ export class PrometheusMetrics implements Metrics {
   readonly registry: import('prom-client').Registry
   private readonly images = new Set<string>()
   private inFlight: () => number = () => 0
+  private budget: () => BudgetStats = () => ({running: 0, queued: 0, heldBytes: 0})
+  private readonly admissions: import('prom-client').Counter<'outcome'>
+  private readonly guards: import('prom-client').Counter<'action'>
   private pods: () => readonly PodSlotState[] = () => []
   private responseCache: () => ResponseCacheStats = () => ({entries: 0, bytes: 0})
   private readonly evaluations: import('prom-client').Counter<'runtime' | 'image' | 'code'>
@@ -154,6 +171,24 @@ export class PrometheusMetrics implements Metrics {
       registers,
       collect() {
         this.set(self.inFlight())
+      },
+    })
+    this.admissions = new prom.Counter({name: 'fnr_admission_total', help: 'Calls the budget queued (queued) or refused with RESOURCE_EXHAUSTED (rejected-queue-full, rejected-memory); see docs/limits.md.', labelNames: ['outcome'], registers})
+    this.guards = new prom.Counter({name: 'fnr_connection_guard_total', help: 'Streams reset and connections closed by the HTTP/2 guard: receive-budget (a message over the held-bytes budget), receive-timeout (a message not completed in time), idle (a connection without calls), accept-error (EMFILE/ENFILE on accept).', labelNames: ['action'], registers})
+    new prom.Gauge({
+      name: 'fnr_calls_queued',
+      help: 'EvaluateFunction calls waiting for a turn in the budget queue.',
+      registers,
+      collect() {
+        this.set(self.budget().queued)
+      },
+    })
+    new prom.Gauge({
+      name: 'fnr_budget_held_bytes',
+      help: 'Request bytes held by calls being received, queued or running (the budget\'s --max-inflight-bytes counts these).',
+      registers,
+      collect() {
+        this.set(self.budget().heldBytes)
       },
     })
     this.podLookups = new prom.Counter({name: 'fnr_pod_cache_lookups_total', help: 'Calls placed by the pod cache: on a ready pod (hit), on a pod still starting (starting), or on a newly started pod (miss).', labelNames: ['image', 'result'], registers})
@@ -263,6 +298,18 @@ export class PrometheusMetrics implements Metrics {
     this.inFlight = source
   }
 
+  admission(outcome: string): void {
+    this.admissions.inc({outcome})
+  }
+
+  connectionGuard(action: string): void {
+    this.guards.inc({action})
+  }
+
+  setBudgetSource(source: () => BudgetStats): void {
+    this.budget = source
+  }
+
   setPodSource(source: () => readonly PodSlotState[]): void {
     this.pods = source
   }
@@ -313,13 +360,25 @@ export async function startMetricsServer(m: PrometheusMetrics, host: string, por
     )
   })
   server.keepAliveTimeout = 5000
-  const address = host.includes(':') && !host.startsWith('[') ? `[${host}]:${port}` : `${host}:${port}`
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (err: NodeJS.ErrnoException) =>
-      reject(new FnrError('Unavailable', `cannot listen on ${address} for metrics: ${err.code === 'EADDRINUSE' ? 'the address is already in use' : err.message}`, {cause: err})),
-    )
-    server.listen(port, host, () => resolve())
-  })
+  const listen = (h: string): Promise<void> => {
+    const address = h.includes(':') && !h.startsWith('[') ? `[${h}]:${port}` : `${h}:${port}`
+    return new Promise<void>((resolve, reject) => {
+      const onError = (err: NodeJS.ErrnoException): void =>
+        reject(new FnrError('Unavailable', `cannot listen on ${address} for metrics: ${err.code === 'EADDRINUSE' ? 'the address is already in use' : err.message}`, {cause: err}))
+      server.once('error', onError)
+      server.listen(port, h, () => {
+        server.removeListener('error', onError)
+        resolve()
+      })
+    })
+  }
+  try {
+    await listen(host)
+  } catch (err) {
+    // "::" (every address family) on a machine without IPv6.
+    if (host !== '::' || !/EAFNOSUPPORT|EADDRNOTAVAIL/.test(String((err as FnrError).cause))) throw err
+    await listen('0.0.0.0')
+  }
   return {
     port: (server.address() as AddressInfo).port,
     close: () =>
@@ -328,6 +387,32 @@ export async function startMetricsServer(m: PrometheusMetrics, host: string, por
         server.closeAllConnections()
       }),
   }
+}
+
+/**
+ * Porch's Deployment turns its runner's metrics on with OpenTelemetry's variables:
+ * OTEL_METRICS_EXPORTER=prometheus, OTEL_EXPORTER_PROMETHEUS_HOST (0.0.0.0 there) and
+ * OTEL_EXPORTER_PROMETHEUS_PORT (9464). Where they ask for a Prometheus exporter, fnr serves its
+ * own metrics there (the OpenTelemetry defaults are localhost and 9464). A wildcard host (0.0.0.0,
+ * "::" or empty) means every address family, as Go's listener does for 0.0.0.0.
+ * OTEL_SDK_DISABLED=true turns it off. Undefined: not asked for.
+ */
+export function prometheusFromOtelEnv(env: NodeJS.ProcessEnv, logger?: import('./log.js').Logger): {host: string; port: number} | undefined {
+  if ((env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true') return undefined
+  const exporters = (env.OTEL_METRICS_EXPORTER ?? '').split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== '')
+  if (!exporters.includes('prometheus')) {
+    const others = exporters.filter((e) => e !== 'none')
+    if (others.length) logger?.warn(`OTEL_METRICS_EXPORTER ${others.join(',')} is not supported (only prometheus); metrics stay off unless --metrics-port is given`)
+    return undefined
+  }
+  const rawPort = (env.OTEL_EXPORTER_PROMETHEUS_PORT ?? '').trim()
+  const port = rawPort === '' ? 9464 : Number(rawPort)
+  if (!/^\d+$/.test(rawPort || '9464') || port < 1 || port > 65535) {
+    throw new FnrError('Config', `OTEL_EXPORTER_PROMETHEUS_PORT must be a port number (1-65535), got ${JSON.stringify(rawPort)}`)
+  }
+  const rawHost = (env.OTEL_EXPORTER_PROMETHEUS_HOST ?? 'localhost').trim()
+  const host = rawHost === '' || rawHost === '0.0.0.0' || rawHost === '::' || rawHost === '[::]' ? '::' : rawHost.replace(/^\[(.*)\]$/, '$1')
+  return {host, port}
 }
 
 /**

@@ -13,9 +13,10 @@ import type {Evaluator} from './evaluators/evaluator.js'
 import {MultiEvaluator} from './evaluators/multi.js'
 import {gracefulStopper} from './grpc/lifecycle.js'
 import {defaultBindHost, EvaluatorServer} from './grpc/server.js'
+import {serverLimits, type ListenerLimits} from './grpc/limits.js'
 import {loadListenerTls, validateListenerTlsFlags, type ListenerTlsFiles} from './grpc/tls.js'
 import type {Logger} from './log.js'
-import {metrics, startServeMetrics} from './metrics.js'
+import {metrics, prometheusFromOtelEnv, startServeMetrics} from './metrics.js'
 import {startProcessTracing} from './otel.js'
 
 export type Runtime = 'exec' | 'pod'
@@ -86,6 +87,8 @@ export interface ServeOptions {
   }
   /** --metrics-port: Prometheus endpoint on the gRPC listen address; 0 or absent: off. */
   metricsPort?: number
+  /** The budget and HTTP/2 limits (--max-concurrent-calls, ...; grpc/limits.ts). */
+  limits?: ListenerLimits
   /** --cache-ttl, --cache-max-ttl, --cache-max-bytes, --cache-max-entries; absent: off. */
   responseCache?: import('./cache/response-cache.js').ResponseCacheSettings
 }
@@ -325,7 +328,13 @@ export interface RunningServer {
 export async function startServe(options: ServeOptions, logger: Logger, handleSignals = true): Promise<RunningServer> {
   const runtimes = validateServeOptions(options)
   const tls = await loadListenerTls(options.tls)
-  const observed = options.metricsPort ? await startServeMetrics(options.metricsPort, options.host ?? defaultBindHost(), logger) : undefined
+  // --metrics-port, else Porch's OTEL_METRICS_EXPORTER=prometheus with OTEL_EXPORTER_PROMETHEUS_HOST/PORT.
+  const otelMetrics = options.metricsPort ? undefined : prometheusFromOtelEnv(process.env, logger)
+  const observed = options.metricsPort
+    ? await startServeMetrics(options.metricsPort, options.host || defaultBindHost(), logger)
+    : otelMetrics
+      ? await startServeMetrics(otelMetrics.port, otelMetrics.host, logger)
+      : undefined
   // OpenTelemetry export, only when the OTEL_* environment asks for it (nothing is loaded otherwise).
   const traced = await startProcessTracing('fnr-serve', logger)
   let built: BuiltEvaluators
@@ -348,6 +357,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
     host: options.host,
     port: options.port,
     credentials: tls?.credentials,
+    ...serverLimits(options.limits, logger),
   })
   let port: number
   try {
@@ -360,6 +370,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
     throw err
   }
   metrics().setInFlightSource(() => server.activeCalls)
+  metrics().setBudgetSource(() => server.budget.snapshot())
   // NOT_SERVING until every evaluator is ready (the pod runtime's warm-up).
   if (built.ready.length === 0) server.setServing(true)
   else {

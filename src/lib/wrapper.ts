@@ -15,6 +15,7 @@ import {FnrError} from './errors.js'
 import {EntrypointEvaluator} from './evaluators/entrypoint.js'
 import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluators/evaluator.js'
 import {gracefulStopper, type StopHandle} from './grpc/lifecycle.js'
+import {LIMIT_FLAG_NAMES, parseLimitFlags, serverLimits, type ListenerLimits} from './grpc/limits.js'
 import {EvaluatorServer} from './grpc/server.js'
 import type {Logger} from './log.js'
 import {startProcessTracing, tracing} from './otel.js'
@@ -25,6 +26,8 @@ export interface WrapperOptions {
   maxRequestBodySize: number
   entrypoint: string[]
   gracePeriodMs: number
+  /** The budget and HTTP/2 limits (--max-concurrent-calls, ...; grpc/limits.ts); absent: derived. */
+  limits?: ListenerLimits
 }
 
 export interface RunningWrapper extends StopHandle {
@@ -33,7 +36,7 @@ export interface RunningWrapper extends StopHandle {
 }
 
 /** Porch's wrapper flags (--port, --max-request-body-size, --verbosity) and fnr's additions. */
-export const WRAPPER_FLAGS = ['port', 'max-request-body-size', 'verbosity', 'log-level', 'grace-period'] as const
+export const WRAPPER_FLAGS = ['port', 'max-request-body-size', 'verbosity', 'log-level', 'grace-period', 'bind-address', ...LIMIT_FLAG_NAMES] as const
 
 export const WRAPPER_DEFAULTS = {
   port: 9446,
@@ -90,6 +93,8 @@ export function parseWrapperArgs(argv: readonly string[]): WrapperCommandLine {
   if (gracePeriodMs === undefined) throw new FnrError('Usage', `--grace-period: expected a duration like 30m, 1h30m or 500ms, got ${JSON.stringify(grace)}`)
   const logLevel = integerFlag('log-level', str('log-level'), WRAPPER_DEFAULTS.logLevel, 0, 5)
   const verbosity = str('verbosity') === undefined ? logLevel : integerFlag('verbosity', str('verbosity'), logLevel, 0, 5)
+  const limits = parseLimitFlags((name) => str(name))
+  const host = str('bind-address')
   return {
     verbosity,
     options: {
@@ -97,6 +102,8 @@ export function parseWrapperArgs(argv: readonly string[]): WrapperCommandLine {
       maxRequestBodySize: integerFlag('max-request-body-size', str('max-request-body-size'), WRAPPER_DEFAULTS.maxRequestBodySize, WRAPPER_DEFAULTS.minMaxRequestBodySize, Number.MAX_SAFE_INTEGER),
       entrypoint,
       gracePeriodMs,
+      ...(host ? {host} : {}),
+      ...(Object.keys(limits).length ? {limits} : {}),
     },
   }
 }
@@ -134,7 +141,7 @@ export async function startWrapperServer(options: WrapperOptions, logger: Logger
   // OpenTelemetry export when the pod's env asks for it (OTEL_* through the pod template).
   const traced = await startProcessTracing('fnr-wrapper-server', logger)
   const evaluator = tracing() ? tracedFunction(entrypoint, options.entrypoint) : entrypoint
-  const server = new EvaluatorServer({evaluator, maxMessageSize: options.maxRequestBodySize, logger, host: options.host, port: options.port})
+  const server = new EvaluatorServer({evaluator, maxMessageSize: options.maxRequestBodySize, logger, host: options.host, port: options.port, ...serverLimits(options.limits, logger)})
   let port: number
   try {
     port = await server.start()

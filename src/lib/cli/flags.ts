@@ -6,6 +6,7 @@ import {Flags} from '@oclif/core'
 
 import {FnrError} from '../errors.js'
 import {parseGoBool, parseGoDuration} from '../config/go-flags.js'
+import {LIMIT_FLAG_NAMES, LIMIT_FLAGS, type LimitFlagName} from '../grpc/limits.js'
 import {EXEC_FLAG_SPECS, type FlagSpec, type FlagSpecs} from './spec.js'
 
 export const goBool = Flags.custom<boolean>({
@@ -152,6 +153,12 @@ export const functionConfigFlags = {
 }
 
 /** `fnr serve --metrics-port` (fnr only; Porch has no metrics endpoint). */
+/** The budget and HTTP/2 limits of serve and wrapper-server (lib/grpc/limits.ts parses them). */
+export const listenerLimitFlags = {
+  'bind-address': Flags.string({summary: 'Listen address (gRPC and metrics), e.g. 127.0.0.1 or ::1; default $FNR_BIND_ADDRESS, else every address family (IPv4 and IPv6), as Go\'s ":port".', helpGroup: 'LIMITS'}),
+  ...(Object.fromEntries(LIMIT_FLAG_NAMES.map((name) => [name, Flags.string({summary: LIMIT_FLAGS[name].summary, helpGroup: 'LIMITS'})])) as Record<LimitFlagName, ReturnType<typeof Flags.string>>),
+}
+
 export const metricsFlags = {
   'metrics-port': Flags.integer({summary: 'Port of the Prometheus endpoint (/metrics, /healthz) on the gRPC listen address; 0 turns metrics off.', default: 0, min: 0, max: 65535, helpGroup: 'OBSERVABILITY'}),
 }

@@ -12,6 +12,7 @@ import {format} from 'node:util'
 import * as grpc from '@grpc/grpc-js'
 import {HealthImplementation, type ServingStatus} from 'grpc-health-check'
 
+import {CallBudget, deriveBudget} from '../budget.js'
 import {FnrError, GrpcCode, toFnrError} from '../errors.js'
 import type {Evaluator} from '../evaluators/evaluator.js'
 import {silentLogger, type Logger} from '../log.js'
@@ -21,6 +22,7 @@ import {continueTrace, TRACEPARENT, TRACESTATE} from '../trace.js'
 import type {FunctionFailure} from '../process/failure.js'
 import {claimFramingRoom, FRAMING_ROOM_BEFORE} from '../process/run.js'
 import {raiseReceiveWindows, receiveWindowFor} from './flow-control.js'
+import {DEFAULT_CONNECTION_IDLE_MS, DEFAULT_GUARD, installGuard, type GuardSettings} from './hygiene.js'
 import {EVALUATOR_TRAILER, failureMetadata, resultsMetadata} from './metadata.js'
 import {EVALUATOR_SERVICE, evaluatorServiceDefinition, type EvaluateFunctionRequest, type EvaluateFunctionResponse} from './proto.js'
 
@@ -34,6 +36,10 @@ export interface EvaluatorServerOptions {
   port: number
   /** Credentials; default insecure (plaintext h2c, as Porch). */
   credentials?: grpc.ServerCredentials
+  /** The memory and concurrency budget (budget.ts); default derived from the memory limit. */
+  budget?: CallBudget
+  /** HTTP/2 limits (hygiene.ts); defaults DEFAULT_GUARD, DEFAULT_MAX_CONCURRENT_STREAMS, DEFAULT_CONNECTION_IDLE_MS. */
+  http2?: Partial<GuardSettings> & {maxConcurrentStreams?: number; connectionIdleMs?: number}
 }
 
 /** The --log-level at which each call is logged (log.ts: LOG_LEVELS[3] is 'request'). */
@@ -56,9 +62,17 @@ export const MAX_IMAGE_LENGTH = 4096
  */
 export const MAX_STATUS_MESSAGE_BYTES = 8 * 1024
 
+/**
+ * The listen address when no flag chooses one: FNR_BIND_ADDRESS, else every address family, as
+ * Go's ":port" (Porch listens on ":9445"): "::" is a dual-stack socket on Linux (IPv4 clients
+ * arrive as ::ffff:a.b.c.d); on a machine without IPv6, startListening falls back to 0.0.0.0.
+ */
 export function defaultBindHost(): string {
-  return process.env.FNR_BIND_ADDRESS || '0.0.0.0'
+  return process.env.FNR_BIND_ADDRESS || ANY_ADDRESS
 }
+
+/** "Every address family" (see defaultBindHost). */
+export const ANY_ADDRESS = '::'
 
 /**
  * Sends grpc-js's own log lines (by default "E …" lines on stderr, such as "No address added out
@@ -83,11 +97,15 @@ export class EvaluatorServer {
   private draining = false
   private boundPort = 0
   private idleWaiters: Array<() => void> = []
+  readonly budget: CallBudget
 
   constructor(private readonly options: EvaluatorServerOptions) {
     this.logger = options.logger ?? silentLogger
+    this.budget = options.budget ?? new CallBudget(deriveBudget(), this.logger)
     routeGrpcLogging(this.logger)
     this.server = new grpc.Server({
+      'grpc.max_concurrent_streams': options.http2?.maxConcurrentStreams ?? this.budget.settings.maxConcurrentStreams,
+      'grpc.max_connection_idle_ms': options.http2?.connectionIdleMs ?? DEFAULT_CONNECTION_IDLE_MS,
       'grpc.max_receive_message_length': options.maxMessageSize,
       'grpc.max_send_message_length': options.maxMessageSize,
       'grpc.keepalive_time_ms': 60_000,
@@ -116,17 +134,29 @@ export class EvaluatorServer {
 
   /** Binds and starts serving. Health stays NOT_SERVING until setServing(true). */
   async start(): Promise<number> {
-    const host = this.options.host ?? defaultBindHost()
-    const address = formatHostPort(host, this.options.port)
-    this.boundPort = await new Promise<number>((resolve, reject) => {
-      this.server.bindAsync(address, this.options.credentials ?? grpc.ServerCredentials.createInsecure(), (err, port) => {
-        if (err) reject(new FnrError('Unavailable', `cannot listen on ${address}: ${bindFailure(err.message)}`, {cause: err}))
-        else resolve(port)
+    const host = this.options.host || defaultBindHost()
+    const bind = (h: string): Promise<number> => {
+      const address = formatHostPort(h, this.options.port)
+      return new Promise<number>((resolve, reject) => {
+        this.server.bindAsync(address, this.options.credentials ?? grpc.ServerCredentials.createInsecure(), (err, port) => {
+          if (err) reject(new FnrError('Unavailable', `cannot listen on ${address}: ${bindFailure(err.message)}`, {cause: err}))
+          else resolve(port)
+        })
       })
-    })
+    }
+    try {
+      this.boundPort = await bind(host)
+    } catch (err) {
+      // "::" on a machine without IPv6: every IPv4 address instead.
+      if (host !== ANY_ADDRESS || !/EAFNOSUPPORT|EADDRNOTAVAIL/.test((err as Error).message)) throw err
+      this.logger.info('IPv6 is not available: listening on IPv4 only', {error: (err as Error).message})
+      this.boundPort = await bind('0.0.0.0')
+    }
     // HTTP/2 windows as large as a message (flow-control.ts: the 64 KiB defaults stall large
     // requests on a busy connection).
     raiseReceiveWindows(this.server, receiveWindowFor(this.options.maxMessageSize), this.logger)
+    // Partial messages, slow senders, silent sockets, accept errors (hygiene.ts).
+    installGuard(this.server, this.budget, {...DEFAULT_GUARD, ...stripUndefined(this.options.http2)}, this.logger)
     return this.boundPort
   }
 
@@ -227,9 +257,16 @@ export class EvaluatorServer {
     if (this.logger.enabled(5)) this.logger.trace('request ResourceList', {image, resourceList: resourceList.toString('utf8')})
 
     const deadline = toEpochMs(call.getDeadline())
-    this.options.evaluator
-      .evaluate({image, resourceList, deadline, signal: abort.signal, trace})
+    // The budget (budget.ts): run now, wait in the queue, or RESOURCE_EXHAUSTED.
+    let release: (() => void) | undefined
+    this.budget
+      .admit(resourceList.length, image, abort.signal)
+      .then((r) => {
+        release = r
+        return this.options.evaluator.evaluate({image, resourceList, deadline, signal: abort.signal, trace})
+      })
       .then((res) => {
+        release?.()
         const budget = this.options.maxMessageSize - RESPONSE_FRAMING - res.resourceList.length
         if (budget < 0) {
           throw new FnrError('ResourceExhausted', `function ${JSON.stringify(image)} returned ${res.resourceList.length} bytes, more than the maximum message size ${this.options.maxMessageSize}`)
@@ -239,6 +276,7 @@ export class EvaluatorServer {
         finish(null, {resourceList: res.resourceList, log}, res.cached ? 'cache' : res.evaluator, trailers)
       })
       .catch((err: unknown) => {
+        release?.()
         const e = toFnrError(err)
         if (e.kind === 'Internal' && !(err instanceof FnrError)) this.logger.error('unexpected error while evaluating', {image, error: String(err)})
         finish(statusError(e), undefined, typeof e.details.runtime === 'string' ? e.details.runtime : undefined)
@@ -326,6 +364,10 @@ function bindFailure(message: string): string {
   const inner = /errors: \[(.*)\]\s*$/s.exec(message)?.[1]
   if (!inner) return message
   return /EADDRINUSE/.test(inner) ? `the address is already in use (${inner.replace(/^listen /, '')})` : inner.replace(/^listen /, '')
+}
+
+function stripUndefined<T extends object>(o: T | undefined): Partial<T> {
+  return Object.fromEntries(Object.entries(o ?? {}).filter(([, v]) => v !== undefined)) as Partial<T>
 }
 
 function toEpochMs(deadline: grpc.Deadline): number | undefined {

@@ -1,0 +1,359 @@
+/**
+ * The memory and concurrency budget of `fnr serve` and `fnr wrapper-server` (docs/limits.md).
+ *
+ * Everything a call holds is counted against limits derived from the container's memory limit
+ * (cgroup v2 memory.max, cgroup v1 memory.limit_in_bytes; "unlimited" falls back to the machine's
+ * memory), so that no sequence of valid-size calls can push the process past its limit:
+ *
+ *   - held bytes: request bytes being received (partial messages, counted by grpc/hygiene.ts),
+ *     waiting in the queue, or being evaluated. A message that would push them past
+ *     `maxHeldBytes` is refused (its stream is reset: the client sees RESOURCE_EXHAUSTED);
+ *   - running calls: at most `maxConcurrentCalls` are evaluated at once (each runs a function
+ *     process or holds a pod call), and their working set (request + expected output + parsed
+ *     results, estimated as RUNNING_COST_FACTOR x the request) at most `maxRunningBytes` (one
+ *     call is always let through, whatever its size);
+ *   - the rest wait in one FIFO queue (fair: Porch sends every call over one connection, often
+ *     without a deadline; no call overtakes an older one), at most `maxQueuedCalls` of them. A call
+ *     beyond that fails RESOURCE_EXHAUSTED with a message that says which limit was hit. A call
+ *     cancelled (or past its deadline) while queued leaves the queue.
+ *
+ * Every queueing and every rejection is logged and counted (metrics.ts: fnr_admission_total).
+ */
+import {readFileSync} from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import v8 from 'node:v8'
+import vm from 'node:vm'
+
+import {FnrError} from './errors.js'
+import {silentLogger, type Logger} from './log.js'
+import {metrics} from './metrics.js'
+
+/** A running call's working set, as a multiple of its request: request, output, parsed results. */
+export const RUNNING_COST_FACTOR = 3
+/** Fixed cost of any running call (its process, pipes, buffers), counted on top. */
+export const RUNNING_COST_BASE = 256 * 1024
+
+/** v1's "no limit" is a page-rounded 2^63 - 1; anything this large is no limit. */
+const UNLIMITED_THRESHOLD = 2 ** 60
+
+export interface MemoryLimit {
+  /** The limit in bytes. */
+  bytes: number
+  /** Where it came from: cgroup v2, cgroup v1, the machine's memory, or a flag. */
+  source: 'cgroup-v2' | 'cgroup-v1' | 'machine' | 'flag'
+  /** The file that set it (cgroups). */
+  file?: string
+}
+
+/** Reads a cgroup file, or undefined. */
+function readNumber(file: string): number | 'max' | undefined {
+  try {
+    const text = readFileSync(file, 'utf8').trim()
+    if (text === 'max') return 'max'
+    const n = Number(text)
+    return Number.isFinite(n) && n > 0 ? n : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The memory limit of the cgroup this process runs in: the smallest limit on the way from its
+ * cgroup up to the root (a parent's limit binds its children too). cgroup v2 where the unified
+ * hierarchy has the memory controller, else v1's memory hierarchy. Undefined: no limit found.
+ */
+export function cgroupMemoryLimit(root = '/sys/fs/cgroup', procSelfCgroup = '/proc/self/cgroup'): MemoryLimit | undefined {
+  let lines: string[]
+  try {
+    lines = readFileSync(procSelfCgroup, 'utf8').split('\n')
+  } catch {
+    return undefined
+  }
+  const candidates: Array<{top: string; dir: string; file: string; source: 'cgroup-v2' | 'cgroup-v1'}> = []
+  for (const line of lines) {
+    const [, controllers, cgPath] = /^\d+:([^:]*):(.*)$/.exec(line) ?? []
+    if (controllers === undefined || cgPath === undefined) continue
+    if (controllers === '') {
+      // v2: /sys/fs/cgroup itself (unified) or /sys/fs/cgroup/unified (hybrid, rarely with memory).
+      for (const top of [root, path.join(root, 'unified')]) candidates.push({top, dir: path.join(top, cgPath), file: 'memory.max', source: 'cgroup-v2'})
+    } else if (controllers.split(',').includes('memory')) {
+      // Inside a container the cgroup's own directory is often mounted as the hierarchy's root.
+      const top = path.join(root, 'memory')
+      candidates.push({top, dir: path.join(top, cgPath), file: 'memory.limit_in_bytes', source: 'cgroup-v1'}, {top, dir: top, file: 'memory.limit_in_bytes', source: 'cgroup-v1'})
+    }
+  }
+  let best: MemoryLimit | undefined
+  for (const c of candidates) {
+    // Walk up to the hierarchy's root: the smallest limit binds.
+    for (let dir = c.dir; dir.startsWith(c.top); dir = path.dirname(dir)) {
+      const v = readNumber(path.join(dir, c.file))
+      if (typeof v === 'number' && v < UNLIMITED_THRESHOLD && (!best || v < best.bytes)) best = {bytes: v, source: c.source, file: path.join(dir, c.file)}
+      if (dir === c.top) break
+    }
+  }
+  return best
+}
+
+/** The memory this process may use: the cgroup's limit, else the machine's memory. */
+export function detectMemoryLimit(): MemoryLimit {
+  const cgroup = cgroupMemoryLimit()
+  const machine = os.totalmem()
+  if (cgroup && cgroup.bytes < machine) return cgroup
+  return {bytes: machine, source: 'machine'}
+}
+
+export interface BudgetSettings {
+  /** The memory limit the budget is derived from. */
+  memoryLimit: MemoryLimit
+  /** Calls evaluated at once. */
+  maxConcurrentCalls: number
+  /** Calls waiting for a turn, beyond which a call is refused. */
+  maxQueuedCalls: number
+  /** Request bytes held by calls being received, queued or running. */
+  maxHeldBytes: number
+  /** Working set of running calls (RUNNING_COST_FACTOR x request + RUNNING_COST_BASE each). */
+  maxRunningBytes: number
+  /** HTTP/2 streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS). */
+  maxConcurrentStreams: number
+}
+
+export interface BudgetOverrides {
+  /** --memory-limit: bytes, instead of the detected limit. */
+  memoryLimitBytes?: number
+  /** --max-concurrent-calls */
+  maxConcurrentCalls?: number
+  /** --max-queued-calls */
+  maxQueuedCalls?: number
+  /** --max-inflight-bytes (held bytes) */
+  maxHeldBytes?: number
+  /** --max-concurrent-streams */
+  maxConcurrentStreams?: number
+}
+
+const MiB = 1024 * 1024
+
+/**
+ * Share of the memory limit for request bytes held. Receiving costs more than the bytes: the
+ * HTTP/2 chunks and grpc-js's joined copy both live until the next GC (measured: ~2.5x the
+ * request bytes at peak with 4 MB requests), hence well under half.
+ */
+const HELD_SHARE = 0.35
+
+function clamp(n: number, lo: number, hi: number): number {
+  return Math.max(lo, Math.min(hi, Math.floor(n)))
+}
+
+/**
+ * The budget for a memory limit (docs/limits.md has the table): 35% of the limit for request
+ * bytes held, a quarter for running calls' working sets, one running call per 64 MiB (2 to 256),
+ * as many HTTP/2 streams per connection, 64 queued calls per running one (at most 10,000). Node's own heap limit caps the derivation too:
+ * parsed results live on the heap.
+ */
+export function deriveBudget(overrides: BudgetOverrides = {}, detected: () => MemoryLimit = detectMemoryLimit): BudgetSettings {
+  const memoryLimit: MemoryLimit = overrides.memoryLimitBytes ? {bytes: overrides.memoryLimitBytes, source: 'flag'} : detected()
+  const limit = memoryLimit.bytes
+  const heap = v8.getHeapStatistics().heap_size_limit
+  const maxConcurrentCalls = overrides.maxConcurrentCalls ?? clamp(limit / (64 * MiB), 2, 256)
+  return {
+    memoryLimit,
+    maxConcurrentCalls,
+    maxQueuedCalls: overrides.maxQueuedCalls ?? clamp(maxConcurrentCalls * 64, 64, 10_000),
+    maxHeldBytes: overrides.maxHeldBytes ?? Math.floor(limit * HELD_SHARE),
+    maxRunningBytes: Math.floor(Math.min(limit / 4, heap / 2)),
+    // As many streams per connection as calls may run: a client with more calls keeps them
+    // itself (grpc-go waits for stream quota, in order), so a single connection can never make
+    // the server hold more requests than it can work on; several connections queue here, fairly.
+    maxConcurrentStreams: overrides.maxConcurrentStreams ?? Math.max(4, maxConcurrentCalls),
+  }
+}
+
+/** Checks flag values; throws a Usage error. */
+export function validateBudgetOverrides(o: BudgetOverrides): void {
+  if (o.maxConcurrentCalls !== undefined && o.maxConcurrentCalls < 1) throw new FnrError('Usage', '--max-concurrent-calls must be 1 or more')
+  if (o.maxQueuedCalls !== undefined && o.maxQueuedCalls < 0) throw new FnrError('Usage', '--max-queued-calls must be 0 or more')
+  if (o.memoryLimitBytes !== undefined && o.memoryLimitBytes < 64 * MiB) throw new FnrError('Usage', '--memory-limit must be at least 64Mi')
+  if (o.maxHeldBytes !== undefined && o.maxHeldBytes < MiB) throw new FnrError('Usage', '--max-inflight-bytes must be at least 1Mi')
+}
+
+/** Parses a Kubernetes-style quantity of bytes (1Gi, 512Mi, 1G, 1048576). */
+export function parseByteQuantity(flag: string, value: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(Ki|Mi|Gi|Ti|k|K|M|G|T)?\s*$/.exec(value)
+  if (!m) throw new FnrError('Usage', `--${flag}: expected bytes like 1Gi, 512Mi or 1048576, got ${JSON.stringify(value)}`)
+  const units: Record<string, number> = {Ki: 1024, Mi: MiB, Gi: 1024 * MiB, Ti: 1024 * 1024 * MiB, k: 1e3, K: 1e3, M: 1e6, G: 1e9, T: 1e12}
+  return Math.floor(Number(m[1]) * (m[2] ? units[m[2]]! : 1))
+}
+
+let gcFunction: (() => void) | null | undefined
+
+/**
+ * V8's full garbage collection, or null where it cannot be had. Request and response bytes live
+ * in buffers outside V8's heap, freed only when the objects holding them are collected: a server
+ * that goes quiet after a burst (or after a slowloris client leaves) would keep hundreds of MiB
+ * that nothing uses, because nothing allocates enough to start a collection.
+ */
+function fullGc(): (() => void) | null {
+  if (gcFunction !== undefined) return gcFunction
+  try {
+    v8.setFlagsFromString('--expose-gc')
+    gcFunction = vm.runInNewContext('gc') as () => void
+  } catch {
+    gcFunction = null
+  }
+  return gcFunction
+}
+
+/** What a running call gives back when it ends. */
+export type Release = () => void
+
+interface Waiter {
+  bytes: number
+  cost: number
+  resolve: (release: Release) => void
+  reject: (err: FnrError) => void
+  signal?: AbortSignal
+  onAbort?: () => void
+  queuedAt: number
+}
+
+/** The admission control of one server (see the top of the file). */
+export class CallBudget {
+  private running = 0
+  private runningBytes = 0
+  /** Request bytes held: being received (hygiene.ts), queued, running. */
+  private held = 0
+  private readonly queue: Waiter[] = []
+  private readonly logger: Logger
+  /** Bytes released since the last collection (see fullGc). */
+  private freed = 0
+  private gcTimer: NodeJS.Timeout | undefined
+  /** Released bytes after which a collection is asked for: an eighth of the limit, at most 128 MiB. */
+  private readonly reclaimAfter: number
+
+  constructor(readonly settings: BudgetSettings, logger?: Logger) {
+    this.logger = logger ?? silentLogger
+    this.reclaimAfter = Math.min(128 * MiB, Math.floor(settings.memoryLimit.bytes / 8))
+  }
+
+  /**
+   * Notes `bytes` of requests (and what came with them) released; past reclaimAfter, a full
+   * collection runs shortly after (once for a burst of releases), so the memory actually returns.
+   */
+  private noteFreed(bytes: number): void {
+    this.freed += bytes
+    if (this.freed < this.reclaimAfter || this.gcTimer) return
+    const gc = fullGc()
+    if (!gc) return
+    this.gcTimer = setTimeout(() => {
+      this.gcTimer = undefined
+      this.freed = 0
+      gc()
+    }, 100)
+    this.gcTimer.unref()
+  }
+
+  /** Calls being evaluated, calls waiting, and request bytes held. */
+  snapshot(): {running: number; queued: number; heldBytes: number; runningBytes: number} {
+    return {running: this.running, queued: this.queue.length, heldBytes: this.held, runningBytes: this.runningBytes}
+  }
+
+  /**
+   * Reserves `bytes` of request data being received. False when that would pass maxHeldBytes
+   * (the caller refuses the message).
+   */
+  reserveReceive(bytes: number): boolean {
+    if (this.held + bytes > this.settings.maxHeldBytes) return false
+    this.held += bytes
+    return true
+  }
+
+  releaseReceive(bytes: number, discarded = false): void {
+    this.held = Math.max(0, this.held - bytes)
+    // Bytes of a message that completed move on to the call (admit counts them again); bytes of
+    // a stream reset or abandoned are garbage now.
+    if (discarded) this.noteFreed(bytes)
+  }
+
+  /**
+   * Admits a call whose request has `bytes` bytes: resolves with its release once it may run,
+   * at once when there is room, else after the calls queued before it. Rejects with
+   * ResourceExhausted when the queue is full, with Cancelled when `signal` aborts while queued.
+   */
+  admit(bytes: number, image: string, signal?: AbortSignal): Promise<Release> {
+    const cost = bytes * RUNNING_COST_FACTOR + RUNNING_COST_BASE
+    if (this.queue.length === 0 && this.fits(cost)) {
+      this.held += bytes
+      return Promise.resolve(this.start(bytes, cost))
+    }
+    const s = this.settings
+    if (this.queue.length >= s.maxQueuedCalls) {
+      return Promise.reject(this.reject('queue-full', image, bytes, `${this.queue.length} calls are already waiting (--max-queued-calls=${s.maxQueuedCalls})`))
+    }
+    if (this.held + bytes > s.maxHeldBytes) {
+      return Promise.reject(this.reject('memory', image, bytes, `calls in flight already hold ${fmtBytes(this.held)} of requests, and ${fmtBytes(bytes)} more would pass --max-inflight-bytes=${fmtBytes(s.maxHeldBytes)} (from a memory limit of ${fmtBytes(s.memoryLimit.bytes)}, ${s.memoryLimit.source})`))
+    }
+    if (signal?.aborted) return Promise.reject(new FnrError('Cancelled', 'the call was cancelled before it could run'))
+    this.held += bytes
+    return new Promise<Release>((resolve, reject) => {
+      const waiter: Waiter = {bytes, cost, resolve, reject, signal, queuedAt: performance.now()}
+      if (signal) {
+        waiter.onAbort = () => {
+          const i = this.queue.indexOf(waiter)
+          if (i < 0) return
+          this.queue.splice(i, 1)
+          this.held -= bytes
+          this.noteFreed(bytes)
+          reject(new FnrError('Cancelled', `the call was cancelled after waiting ${Math.round(performance.now() - waiter.queuedAt)} ms for a turn (${this.running} calls running, --max-concurrent-calls=${s.maxConcurrentCalls})`))
+          this.drain()
+        }
+        signal.addEventListener('abort', waiter.onAbort, {once: true})
+      }
+      this.queue.push(waiter)
+      metrics().admission('queued')
+      this.logger.info('call queued: the runner is at its concurrency or memory budget', {image, bytes, running: this.running, queued: this.queue.length, runningBytes: this.runningBytes, maxConcurrentCalls: s.maxConcurrentCalls})
+    })
+  }
+
+  private fits(cost: number): boolean {
+    if (this.running === 0) return true
+    return this.running < this.settings.maxConcurrentCalls && this.runningBytes + cost <= this.settings.maxRunningBytes
+  }
+
+  private start(bytes: number, cost: number): Release {
+    this.running++
+    this.runningBytes += cost
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      this.running--
+      this.runningBytes -= cost
+      this.held = Math.max(0, this.held - bytes)
+      // The request, the output and whatever the call parsed are garbage now.
+      this.noteFreed(cost)
+      this.drain()
+    }
+  }
+
+  /** Starts queued calls, oldest first, while they fit. */
+  private drain(): void {
+    while (this.queue.length > 0 && this.fits(this.queue[0]!.cost)) {
+      const w = this.queue.shift()!
+      if (w.signal && w.onAbort) w.signal.removeEventListener('abort', w.onAbort)
+      w.resolve(this.start(w.bytes, w.cost))
+    }
+  }
+
+  private reject(reason: 'queue-full' | 'memory', image: string, bytes: number, why: string): FnrError {
+    metrics().admission(`rejected-${reason}`)
+    this.logger.warn('call refused: the runner is over its budget', {image, bytes, reason, running: this.running, queued: this.queue.length, heldBytes: this.held})
+    return new FnrError('ResourceExhausted', `fnr is overloaded, retry later: ${why}; ${this.running} calls are running (--max-concurrent-calls=${this.settings.maxConcurrentCalls})`, {details: {reason}})
+  }
+}
+
+export function fmtBytes(n: number): string {
+  if (n >= 1024 * MiB) return `${(n / (1024 * MiB)).toFixed(2)} GiB`
+  if (n >= MiB) return `${(n / MiB).toFixed(1)} MiB`
+  if (n >= 1024) return `${(n / 1024).toFixed(1)} KiB`
+  return `${n} B`
+}

@@ -1,0 +1,137 @@
+/**
+ * HTTP/2 hygiene of fnr's gRPC listeners (fnr serve, the wrapper server): what grpc-js 1.14 does
+ * not bound by itself, added at the HTTP/2 session level (docs/limits.md).
+ *
+ * grpc-js 1.14 has server options for two of the limits, which server.ts sets:
+ *   - grpc.max_concurrent_streams: SETTINGS_MAX_CONCURRENT_STREAMS per connection (clients queue
+ *     streams beyond it themselves: grpc-go waits for stream quota, nghttp2 clients hold them;
+ *     budget.ts sets it to the number of calls that may run at once);
+ *   - grpc.max_connection_idle_ms: a connection with no stream for that long gets GOAWAY and is
+ *     closed (a client with calls to make reconnects; Porch's connection, which sends calls, stays).
+ * Everything else is here, on the HTTP/2 servers grpc-js keeps (reached as flow-control.ts does):
+ *   - request bytes being received count against the budget's held bytes (budget.ts); a data
+ *     frame that would pass it resets its stream with ENHANCE_YOUR_CALM (the client sees
+ *     RESOURCE_EXHAUSTED), so partial messages across streams and connections cannot exhaust
+ *     memory (200 streams each sending 6,000,000 of a declared 6,200,000 bytes);
+ *   - a request message not complete within the receive timeout (counted from the stream's
+ *     opening) resets its stream (CANCEL) and frees what it held;
+ *   - a connection that has not sent the HTTP/2 preface and SETTINGS within the handshake
+ *     timeout is destroyed (sockets that never speak HTTP/2 no longer hold file descriptors);
+ *   - an accept error (EMFILE, ENFILE: out of file descriptors) is logged and counted instead of
+ *     being an unhandled 'error' event; libuv closes the pending connection, the client sees
+ *     UNAVAILABLE, and the server goes on accepting once descriptors are free.
+ */
+import http2, {type Http2Session, type ServerHttp2Stream} from 'node:http2'
+
+import type * as grpc from '@grpc/grpc-js'
+
+import type {CallBudget} from '../budget.js'
+import type {Logger} from '../log.js'
+import {metrics} from '../metrics.js'
+
+export interface GuardSettings {
+  /** A request message must be complete this long after its stream opened; 0: no limit. */
+  receiveTimeoutMs: number
+  /** A connection must send the preface and SETTINGS within this; 0: no limit. */
+  handshakeTimeoutMs: number
+}
+
+export const DEFAULT_GUARD: GuardSettings = {receiveTimeoutMs: 60_000, handshakeTimeoutMs: 10_000}
+/** Default idle time after which a connection without streams is closed (GOAWAY). */
+export const DEFAULT_CONNECTION_IDLE_MS = 5 * 60_000
+
+interface Listening {
+  on(event: 'session', listener: (session: Http2Session) => void): unknown
+  on(event: 'stream', listener: (stream: ServerHttp2Stream) => void): unknown
+  on(event: 'error', listener: (err: NodeJS.ErrnoException) => void): unknown
+}
+
+/** At most one log line a second for repeated events of one kind. */
+function rateLimited(logger: Logger): (key: string, msg: string, fields: Record<string, unknown>) => void {
+  const last = new Map<string, {at: number; suppressed: number}>()
+  return (key, msg, fields) => {
+    const now = Date.now()
+    const seen = last.get(key)
+    if (seen && now - seen.at < 1000) {
+      seen.suppressed++
+      return
+    }
+    logger.warn(msg, {...fields, ...(seen?.suppressed ? {suppressedSinceLastLine: seen.suppressed} : {})})
+    last.set(key, {at: now, suppressed: 0})
+  }
+}
+
+/**
+ * Installs the guard on every HTTP/2 server of a started grpc-js server. Returns false when
+ * grpc-js keeps its servers elsewhere (nothing installed; logged at warn: limits are off).
+ */
+export function installGuard(server: grpc.Server, budget: CallBudget, settings: GuardSettings, logger: Logger): boolean {
+  const http2Servers = (server as unknown as {http2Servers?: Map<unknown, unknown>}).http2Servers
+  if (!(http2Servers instanceof Map) || http2Servers.size === 0) {
+    logger.warn('cannot install the HTTP/2 guard: grpc-js keeps its servers elsewhere; partial messages and idle sockets are not bounded')
+    return false
+  }
+  const warn = rateLimited(logger)
+  for (const candidate of http2Servers.keys()) {
+    if (!candidate || typeof (candidate as Listening).on !== 'function') continue
+    const h2 = candidate as Listening
+    h2.on('error', (err) => {
+      metrics().connectionGuard('accept-error')
+      warn('accept', 'cannot accept a connection', {error: err.message, code: err.code, hint: err.code === 'EMFILE' || err.code === 'ENFILE' ? 'out of file descriptors: idle connections are closed after --handshake-timeout and --connection-idle-timeout' : undefined})
+    })
+    h2.on('session', (session) => guardSession(session, settings, warn))
+    h2.on('stream', (stream) => guardStream(stream, budget, settings, warn))
+  }
+  return true
+}
+
+function guardSession(session: Http2Session, settings: GuardSettings, warn: ReturnType<typeof rateLimited>): void {
+  if (settings.handshakeTimeoutMs <= 0) return
+  const timer = setTimeout(() => {
+    if (session.destroyed) return
+    metrics().connectionGuard('handshake-timeout')
+    warn('handshake', 'closing a connection that sent no HTTP/2 preface in time', {remote: session.socket?.remoteAddress, handshakeTimeoutMs: settings.handshakeTimeoutMs})
+    session.destroy()
+  }, settings.handshakeTimeoutMs)
+  timer.unref()
+  session.once('remoteSettings', () => clearTimeout(timer))
+  session.once('close', () => clearTimeout(timer))
+}
+
+function guardStream(stream: ServerHttp2Stream, budget: CallBudget, settings: GuardSettings, warn: ReturnType<typeof rateLimited>): void {
+  let reserved = 0
+  let done = false
+  const release = (complete: boolean): void => {
+    if (done) return
+    done = true
+    if (timer) clearTimeout(timer)
+    budget.releaseReceive(reserved, !complete)
+    reserved = 0
+    stream.removeListener('data', onData)
+  }
+  const reset = (code: number, action: string, msg: string, fields: Record<string, unknown>): void => {
+    metrics().connectionGuard(action)
+    warn(action, msg, {...fields, remote: stream.session?.socket?.remoteAddress})
+    release(false)
+    if (!stream.destroyed) stream.close(code)
+  }
+  const onData = (chunk: Buffer): void => {
+    if (budget.reserveReceive(chunk.length)) {
+      reserved += chunk.length
+      return
+    }
+    const s = budget.snapshot()
+    reset(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM, 'receive-budget', 'refusing a request: receiving it would pass the budget of request bytes held', {received: reserved + chunk.length, heldBytes: s.heldBytes, maxInflightBytes: budget.settings.maxHeldBytes})
+  }
+  const timer =
+    settings.receiveTimeoutMs > 0
+      ? setTimeout(() => {
+          if (done) return
+          reset(http2.constants.NGHTTP2_CANCEL, 'receive-timeout', 'resetting a stream whose request did not complete in time', {received: reserved, receiveTimeoutMs: settings.receiveTimeoutMs})
+        }, settings.receiveTimeoutMs)
+      : undefined
+  timer?.unref()
+  stream.on('data', onData)
+  stream.once('end', () => release(true))
+  stream.once('close', () => release(false))
+}

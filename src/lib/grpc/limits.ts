@@ -1,0 +1,79 @@
+/**
+ * The listener and budget flags that `fnr serve` and `fnr wrapper-server` (oclif command and
+ * packaged executable) share, parsed from strings in one place (docs/limits.md).
+ */
+import {parseGoDuration} from '../config/go-flags.js'
+import {CallBudget, deriveBudget, fmtBytes, parseByteQuantity, validateBudgetOverrides, type BudgetOverrides} from '../budget.js'
+import {FnrError} from '../errors.js'
+import type {Logger} from '../log.js'
+import type {EvaluatorServerOptions} from './server.js'
+
+export interface ListenerLimits extends BudgetOverrides {
+  /** --connection-idle-timeout: GOAWAY to a connection without streams for this long. */
+  connectionIdleMs?: number
+  /** --message-receive-timeout: a request must be complete this long after its stream opened. */
+  receiveTimeoutMs?: number
+  /** --handshake-timeout: a connection must send the HTTP/2 preface within this. */
+  handshakeTimeoutMs?: number
+}
+
+/** Flag name → what it sets and how it is parsed. */
+export const LIMIT_FLAGS = {
+  'memory-limit': {summary: 'Memory the budget is derived from (1Gi, 512Mi); default the cgroup\'s memory limit, else the machine\'s memory.', kind: 'bytes', key: 'memoryLimitBytes'},
+  'max-concurrent-calls': {summary: 'Calls evaluated at once; default one per 64 MiB of the memory limit (2-256).', kind: 'int', key: 'maxConcurrentCalls'},
+  'max-queued-calls': {summary: 'Calls waiting for a turn before calls are refused RESOURCE_EXHAUSTED; default 64 per concurrent call (64-10000).', kind: 'int', key: 'maxQueuedCalls'},
+  'max-inflight-bytes': {summary: 'Request bytes held by calls being received, queued or running (1Gi, 512Mi); default half of the memory limit.', kind: 'bytes', key: 'maxHeldBytes'},
+  'max-concurrent-streams': {summary: 'HTTP/2 streams per connection (clients queue the rest); default --max-concurrent-calls (at least 4).', kind: 'int', key: 'maxConcurrentStreams'},
+  'connection-idle-timeout': {summary: 'Close (GOAWAY) a connection that has had no call for this long; default 5m, 0 never.', kind: 'duration', key: 'connectionIdleMs'},
+  'message-receive-timeout': {summary: 'Reset a stream whose request message is not complete this long after it opened; default 60s, 0 never.', kind: 'duration', key: 'receiveTimeoutMs'},
+  'handshake-timeout': {summary: 'Close a connection that has not sent the HTTP/2 preface within this; default 10s, 0 never.', kind: 'duration', key: 'handshakeTimeoutMs'},
+} as const satisfies Record<string, {summary: string; kind: 'bytes' | 'int' | 'duration'; key: keyof ListenerLimits}>
+
+export type LimitFlagName = keyof typeof LIMIT_FLAGS
+export const LIMIT_FLAG_NAMES = Object.keys(LIMIT_FLAGS) as LimitFlagName[]
+
+/** Parses the limit flags given as strings (absent ones stay undefined); throws Usage errors. */
+export function parseLimitFlags(get: (name: LimitFlagName) => string | undefined): ListenerLimits {
+  const limits: Record<string, number> = {}
+  for (const name of LIMIT_FLAG_NAMES) {
+    const raw = get(name)
+    if (raw === undefined) continue
+    const spec = LIMIT_FLAGS[name]
+    let value: number | undefined
+    if (spec.kind === 'bytes') value = parseByteQuantity(name, raw)
+    else if (spec.kind === 'duration') {
+      value = /^\s*0\s*$/.test(raw) ? 0 : parseGoDuration(raw)
+      if (value === undefined || value < 0) throw new FnrError('Usage', `--${name}: expected a duration like 30s, 5m or 0, got ${JSON.stringify(raw)}`)
+    } else {
+      if (!/^\s*\d+\s*$/.test(raw)) throw new FnrError('Usage', `--${name}: expected a whole number, got ${JSON.stringify(raw)}`)
+      value = Number(raw)
+    }
+    limits[spec.key] = value
+  }
+  const parsed = limits as ListenerLimits
+  validateBudgetOverrides(parsed)
+  if (parsed.maxConcurrentStreams !== undefined && parsed.maxConcurrentStreams < 1) throw new FnrError('Usage', '--max-concurrent-streams must be 1 or more')
+  return parsed
+}
+
+/** The budget and HTTP/2 settings of a server for these limits; logs the budget once. */
+export function serverLimits(limits: ListenerLimits | undefined, logger: Logger): Pick<EvaluatorServerOptions, 'budget' | 'http2'> {
+  const l = limits ?? {}
+  const settings = deriveBudget(l)
+  logger.info('call budget', {
+    memoryLimit: fmtBytes(settings.memoryLimit.bytes),
+    from: settings.memoryLimit.file ?? settings.memoryLimit.source,
+    maxConcurrentCalls: settings.maxConcurrentCalls,
+    maxQueuedCalls: settings.maxQueuedCalls,
+    maxInflightBytes: fmtBytes(settings.maxHeldBytes),
+    maxRunningBytes: fmtBytes(settings.maxRunningBytes),
+    maxConcurrentStreams: settings.maxConcurrentStreams,
+  })
+  return {
+    budget: new CallBudget(settings, logger),
+    http2: {maxConcurrentStreams: settings.maxConcurrentStreams, connectionIdleMs: l.connectionIdleMs === 0 ? NEVER_MS : l.connectionIdleMs, receiveTimeoutMs: l.receiveTimeoutMs, handshakeTimeoutMs: l.handshakeTimeoutMs},
+  }
+}
+
+/** grpc-js reads an idle time at or above ~2^31 ms as "never". */
+const NEVER_MS = 2 ** 31 - 1

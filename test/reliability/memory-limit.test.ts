@@ -1,0 +1,283 @@
+/**
+ * fnr serve and the wrapper server inside a memory cgroup with the Deployment's own limit (1 GiB,
+ * manifests/deployment.yaml), under the hostile and heavy loads of issue 16: a burst of 6 MiB
+ * calls, 120 concurrent 4 MB calls over 4 connections, a slowloris of 200 streams each sending
+ * 6,000,000 of a declared 6,200,000 bytes, 5,000 sockets that never speak, 3,000 streams on one
+ * connection. Each case counts OOM kills in the cgroup (must be 0), checks the server is still up,
+ * and measures how long a health check waits while it runs (an event-loop stall of over 1 s fails).
+ */
+import {expect} from 'chai'
+import {mkdtemp, readFile, rm} from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+
+import {EvaluatorClient} from '../../src/lib/grpc/client.js'
+import {createMemoryCgroup, memoryCgroupProblem, startInCgroup, type CgroupServer, type MemoryCgroup} from '../support/reliability/cgroup.js'
+import {makeReliabilityFunctions, type FunctionsDir} from '../support/reliability/functions.js'
+import {bigResourceList, idleSockets, probeHealth, slowloris} from '../support/reliability/hostile.js'
+import {resourceUsage} from '../support/reliability/processes.js'
+import {freePort} from '../support/reliability/serve-process.js'
+
+/** The Deployment's limit, read from the manifest itself. */
+async function deploymentLimit(): Promise<number> {
+  const text = await readFile(path.join(import.meta.dirname, '../../manifests/deployment.yaml'), 'utf8')
+  const m = /limits:\s*\n\s*memory:\s*(\d+)Gi/.exec(text)
+  expect(m, 'manifests/deployment.yaml sets a memory limit in Gi').to.not.equal(null)
+  return Number(m![1]) * 1024 ** 3
+}
+
+const STALL_MS = 1000
+const MiB = 1024 * 1024
+
+function portOf(stderr: string, msg: RegExp): number {
+  const line = stderr.split('\n').find((l) => msg.test(l))
+  return Number(/"port":(\d+)/.exec(line ?? '')?.[1])
+}
+
+describe('reliability: under the Deployment\'s memory limit (cgroup)', function () {
+  this.timeout(240_000)
+  let dir: string
+  let fns: FunctionsDir
+  let limit: number
+
+  before(async function () {
+    const problem = memoryCgroupProblem()
+    // CI and developer machines run as root with the memory controller (README: reliability); fail loudly elsewhere.
+    expect(problem, 'a memory cgroup can be made').to.equal(undefined)
+    limit = await deploymentLimit()
+    dir = await mkdtemp(path.join(os.tmpdir(), 'fnr-memlimit-'))
+    fns = await makeReliabilityFunctions(dir)
+  })
+
+  after(async () => {
+    if (dir) await rm(dir, {recursive: true, force: true})
+  })
+
+  interface Bed {
+    cg: MemoryCgroup
+    server: CgroupServer
+    port: number
+    address: string
+    /** Port of the server's Prometheus endpoint (Porch's OTEL_* variables turn it on). */
+    metricsPort?: number
+  }
+
+  /** The server's longest event-loop delay since the last scrape (prom-client's monitorEventLoopDelay), ms. */
+  async function eventLoopMaxMs(bed: Bed): Promise<number> {
+    const text = await (await fetch(`http://127.0.0.1:${bed.metricsPort}/metrics`)).text()
+    const m = /^fnr_nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text)
+    expect(m, 'the event-loop lag metric').to.not.equal(null)
+    return Math.round(Number(m![1]) * 1000)
+  }
+
+  async function serveBed(extra: string[] = []): Promise<Bed> {
+    const cg = createMemoryCgroup(limit)
+    const metricsPort = await freePort()
+    const env = {OTEL_METRICS_EXPORTER: 'prometheus', OTEL_EXPORTER_PROMETHEUS_HOST: '127.0.0.1', OTEL_EXPORTER_PROMETHEUS_PORT: String(metricsPort), OTEL_TRACES_EXPORTER: 'none'}
+    try {
+      const server = await startInCgroup(cg, ['serve', '--port=0', '--disable-runtimes=pod', `--config=${fns.configPath}`, `--functions=${fns.functionsDir}`, '--max-request-body-size=6291456', '--log-level=1', ...extra], /"msg":"fnr serve is ready"/, env)
+      const port = portOf(server.stderr(), /fnr serve is ready/)
+      const bed: Bed = {cg, server, port, address: `127.0.0.1:${port}`, metricsPort}
+      await eventLoopMaxMs(bed)
+      return bed
+    } catch (err) {
+      cg.remove()
+      throw err
+    }
+  }
+
+  async function wrapperBed(extra: string[] = []): Promise<Bed> {
+    const cg = createMemoryCgroup(limit)
+    try {
+      const server = await startInCgroup(cg, ['wrapper-server', '--port=0', '--max-request-body-size=6291456', '--log-level=1', ...extra, '--', path.join(fns.functionsDir, 'catBinary')], /"msg":"wrapper server is ready"/)
+      const port = portOf(server.stderr(), /wrapper server is ready/)
+      return {cg, server, port, address: `127.0.0.1:${port}`}
+    } catch (err) {
+      cg.remove()
+      throw err
+    }
+  }
+
+  async function teardown(bed: Bed | undefined): Promise<void> {
+    if (!bed) return
+    await bed.server.kill()
+    bed.cg.remove()
+  }
+
+  /**
+   * The longest event-loop stall of the server while the case ran: its own metric where it has
+   * metrics (serve), else the longest health check seen by a prober on its own connection.
+   */
+  async function stallMs(bed: Bed, p: {maxMs: number}): Promise<number> {
+    return bed.metricsPort ? eventLoopMaxMs(bed) : p.maxMs
+  }
+
+  /** Nothing was OOM-killed, the server still runs, and it answers a small call. */
+  async function stillHealthy(bed: Bed, image: string): Promise<void> {
+    expect(bed.cg.oomKills(), 'OOM kills in the cgroup').to.equal(0)
+    expect(bed.server.child.exitCode, `the server exited:\n${bed.server.stderr().slice(-3000)}`).to.equal(null)
+    const client = new EvaluatorClient(bed.address)
+    try {
+      const small = Buffer.from('apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n')
+      const res = await client.evaluateRaw(image, small, {deadline: Date.now() + 20_000})
+      expect(res.resourceList.equals(small)).to.equal(true)
+    } finally {
+      client.close()
+    }
+  }
+
+  it('serve: 120 concurrent 4 MB calls over 4 connections all succeed (they queue), no OOM, no stall', async function () {
+    let bed: Bed | undefined
+    try {
+      bed = await serveBed()
+      const probe = probeHealth(bed.address)
+      const clients = Array.from({length: 4}, () => new EvaluatorClient(bed!.address, {channelOptions: {'grpc.use_local_subchannel_pool': 1}}))
+      const input = bigResourceList(4_000_000)
+      const results = await Promise.allSettled(
+        // No deadline, as Porch often sends: the calls wait in the queue as long as it takes.
+        Array.from({length: 120}, (_, i) => clients[i % 4]!.evaluateRaw(fns.image.catBinary!, input)),
+      )
+      clients.forEach((c) => c.close())
+      const p = await probe.stop()
+      const stall = await stallMs(bed, p)
+      const failed = results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason))
+      const usage = bed.cg.usage()
+      console.log(`      120x4MB: ${120 - failed.length}/120 ok, cgroup peak ${Math.round(usage.maxBytes / MiB)} MiB, health check max ${p.maxMs} ms, event-loop stall max ${stall} ms (p99 ${p.p99} ms, ${p.probes} probes)`)
+      expect(failed, failed.slice(0, 3).join('\n')).to.deep.equal([])
+      for (const r of results) expect((r as PromiseFulfilledResult<{resourceList: Buffer}>).value.resourceList.length).to.equal(input.length)
+      await stillHealthy(bed, fns.image.catBinary!)
+      expect(stall, 'longest event-loop stall while loaded (ms)').to.be.below(STALL_MS)
+    } finally {
+      await teardown(bed)
+    }
+  })
+
+  it('serve: a burst of 40 valid 6 MiB calls on one connection: no OOM, no stall; refusals are RESOURCE_EXHAUSTED', async function () {
+    let bed: Bed | undefined
+    try {
+      bed = await serveBed()
+      const probe = probeHealth(bed.address)
+      const client = new EvaluatorClient(bed.address, {channelOptions: {'grpc.use_local_subchannel_pool': 1}})
+      const input = bigResourceList(6 * MiB - 1024)
+      const results = await Promise.allSettled(Array.from({length: 40}, () => client.evaluateRaw(fns.image.catBinary!, input)))
+      client.close()
+      const p = await probe.stop()
+      const stall = await stallMs(bed, p)
+      const failed = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason as {code: number; details: string})
+      console.log(`      40x6MiB: ${40 - failed.length}/40 ok, cgroup peak ${Math.round(bed.cg.usage().maxBytes / MiB)} MiB, health check max ${p.maxMs} ms, event-loop stall max ${stall} ms`)
+      for (const f of failed) expect(f.code, f.details).to.equal(8)
+      await stillHealthy(bed, fns.image.catBinary!)
+      expect(stall, 'longest event-loop stall (ms)').to.be.below(STALL_MS)
+    } finally {
+      await teardown(bed)
+    }
+  })
+
+  it('serve: a slowloris of 200 streams x 6,000,000 of 6,200,000 bytes: no OOM, no stall, memory and fds return after the client leaves', async function () {
+    let bed: Bed | undefined
+    try {
+      bed = await serveBed(['--message-receive-timeout=20s'])
+      const pid = bed.cg.pids()[0]!
+      const before = resourceUsage(pid)
+      const probe = probeHealth(bed.address)
+      // 200 streams on one connection (the server lets --max-concurrent-streams of them open), and
+      // 200 more over 20 connections, past the budget of bytes held.
+      const attacks = [await slowloris('127.0.0.1', bed.port, 200, 6_200_000, 6_000_000)]
+      for (let i = 0; i < 20; i++) attacks.push(await slowloris('127.0.0.1', bed.port, 10, 6_200_000, 6_000_000))
+      await new Promise((r) => setTimeout(r, 6000))
+      const sum = (f: (a: (typeof attacks)[number]) => number): number => attacks.reduce((n, a) => n + f(a), 0)
+      const during = {usage: bed.cg.usage(), reset: sum((a) => a.reset()), open: sum((a) => a.open())}
+      await stillHealthy(bed, fns.image.catBinary!)
+      await Promise.all(attacks.map((a) => a.close()))
+      await new Promise((r) => setTimeout(r, 1500))
+      const p = await probe.stop()
+      const stall = await stallMs(bed, p)
+      const after = resourceUsage(pid)
+      console.log(`      slowloris: ${during.reset} streams reset while ${during.open} open; cgroup ${Math.round(during.usage.bytes / MiB)} MiB during (peak ${Math.round(during.usage.maxBytes / MiB)}), RSS ${Math.round(before.rssKiB / 1024)} -> ${Math.round(after.rssKiB / 1024)} MiB, fds ${before.fds} -> ${after.fds}, processes ${bed.cg.pids().length}; health check max ${p.maxMs} ms, event-loop stall max ${stall} ms`)
+      expect(during.reset, 'streams refused over the budget').to.be.greaterThan(0)
+      await stillHealthy(bed, fns.image.catBinary!)
+      expect(after.fds).to.be.at.most(before.fds + 5)
+      expect(after.rssKiB / 1024, 'RSS (MiB) after the client left').to.be.below(before.rssKiB / 1024 + 200)
+      expect(bed.cg.pids().length, 'processes in the cgroup').to.equal(1)
+      expect(stall, 'longest event-loop stall (ms)').to.be.below(STALL_MS)
+    } finally {
+      await teardown(bed)
+    }
+  })
+
+  it('serve: 5,000 sockets that never send the preface are closed after --handshake-timeout; calls work meanwhile', async function () {
+    let bed: Bed | undefined
+    let idle: Awaited<ReturnType<typeof idleSockets>> | undefined
+    try {
+      bed = await serveBed(['--handshake-timeout=3s'])
+      const pid = bed.cg.pids()[0]!
+      const before = resourceUsage(pid)
+      const probe = probeHealth(bed.address)
+      idle = await idleSockets('127.0.0.1', bed.port, 5000)
+      const peak = resourceUsage(pid)
+      await stillHealthy(bed, fns.image.catBinary!)
+      const deadline = Date.now() + 20_000
+      while (idle.closedByServer() < idle.opened && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250))
+      const after = resourceUsage(pid)
+      const p = await probe.stop()
+      const stall = await stallMs(bed, p)
+      console.log(`      5,000 idle sockets: ${idle.opened} opened, ${idle.closedByServer()} closed by the server; fds ${before.fds} -> ${peak.fds} -> ${after.fds}, processes ${bed.cg.pids().length}; health check max ${p.maxMs} ms, event-loop stall max ${stall} ms`)
+      expect(idle.closedByServer()).to.equal(idle.opened)
+      expect(after.fds).to.be.at.most(before.fds + 5)
+      await stillHealthy(bed, fns.image.catBinary!)
+      expect(stall, 'longest event-loop stall (ms)').to.be.below(STALL_MS)
+    } finally {
+      idle?.close()
+      await teardown(bed)
+    }
+  })
+
+  it('serve: 3,000 calls on one connection run at most --max-concurrent-calls functions at once, all succeed', async function () {
+    let bed: Bed | undefined
+    try {
+      bed = await serveBed()
+      const probe = probeHealth(bed.address)
+      const client = new EvaluatorClient(bed.address, {channelOptions: {'grpc.use_local_subchannel_pool': 1}})
+      let maxProcs = 0
+      const sampler = setInterval(() => (maxProcs = Math.max(maxProcs, bed!.cg.pids().length)), 20)
+      const input = Buffer.from('apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n')
+      const results = await Promise.allSettled(Array.from({length: 3000}, () => client.evaluateRaw(fns.image.catBinary!, input, {deadline: Date.now() + 90_000})))
+      clearInterval(sampler)
+      client.close()
+      const p = await probe.stop()
+      const stall = await stallMs(bed, p)
+      const failed = results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason))
+      console.log(`      3,000 streams: ${3000 - failed.length} ok, at most ${maxProcs} processes in the cgroup (server included); health check max ${p.maxMs} ms, event-loop stall max ${stall} ms`)
+      expect(failed.slice(0, 3)).to.deep.equal([])
+      // 1 GiB: 16 calls at once (docs/limits.md), plus the server itself.
+      expect(maxProcs).to.be.at.most(17)
+      await stillHealthy(bed, fns.image.catBinary!)
+      expect(stall, 'longest event-loop stall (ms)').to.be.below(STALL_MS)
+    } finally {
+      await teardown(bed)
+    }
+  })
+
+  it('wrapper-server: 120 concurrent 4 MB calls and a slowloris at once: no OOM, no stall', async function () {
+    let bed: Bed | undefined
+    try {
+      bed = await wrapperBed(['--message-receive-timeout=20s'])
+      const probe = probeHealth(bed.address)
+      const attack = await slowloris('127.0.0.1', bed.port, 200, 6_200_000, 6_000_000)
+      const clients = Array.from({length: 4}, () => new EvaluatorClient(bed!.address, {channelOptions: {'grpc.use_local_subchannel_pool': 1}}))
+      const input = bigResourceList(4_000_000)
+      const results = await Promise.allSettled(Array.from({length: 120}, (_, i) => clients[i % 4]!.evaluateRaw('any', input, {deadline: Date.now() + 90_000})))
+      clients.forEach((c) => c.close())
+      await attack.close()
+      const p = await probe.stop()
+      const stall = await stallMs(bed, p)
+      const failed = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason as {code: number; details: string})
+      console.log(`      wrapper 120x4MB + slowloris: ${120 - failed.length}/120 ok, cgroup peak ${Math.round(bed.cg.usage().maxBytes / MiB)} MiB, health check max ${p.maxMs} ms, event-loop stall max ${stall} ms`)
+      for (const f of failed) expect(f.code, f.details).to.equal(8)
+      await stillHealthy(bed, 'any')
+      expect(stall, 'longest event-loop stall (ms)').to.be.below(STALL_MS)
+    } finally {
+      await teardown(bed)
+    }
+  })
+})

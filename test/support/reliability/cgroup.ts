@@ -1,0 +1,168 @@
+/**
+ * A memory cgroup with a limit, for running fnr's servers as the Deployment runs them (1 GiB,
+ * manifests/deployment.yaml). cgroup v1 (memory hierarchy) where it is mounted, else cgroup v2.
+ * The cgroup is made as a child of this process's own memory cgroup, so whatever limit applies
+ * to the tests still applies; processes are started inside it from their first instruction (a
+ * shell writes its pid into cgroup.procs, then execs the server), so Node sizes its heap for the
+ * limit as it would in the container. remove() kills what is left inside and removes it.
+ */
+import {spawn, type ChildProcess} from 'node:child_process'
+import {once} from 'node:events'
+import {existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync} from 'node:fs'
+import path from 'node:path'
+
+import {BIN_RUN} from '../serve.js'
+
+export interface MemoryCgroup {
+  dir: string
+  version: 1 | 2
+  /** OOM kills inside the cgroup since it was made. */
+  oomKills(): number
+  /** Bytes charged now, and the most ever charged (v1; v2: peak where the kernel has memory.peak). */
+  usage(): {bytes: number; maxBytes: number}
+  /** Pids inside. */
+  pids(): number[]
+  /** argv that runs `argv` inside the cgroup. */
+  wrap(argv: readonly string[]): string[]
+  remove(): void
+}
+
+function ownPath(controller: string): string | undefined {
+  for (const line of readFileSync('/proc/self/cgroup', 'utf8').split('\n')) {
+    const [, controllers, p] = /^\d+:([^:]*):(.*)$/.exec(line) ?? []
+    if (controllers === undefined) continue
+    if (controller === '' ? controllers === '' : controllers.split(',').includes(controller)) return p
+  }
+  return undefined
+}
+
+let counter = 0
+
+/** Why no memory cgroup can be made here, or undefined when one can. */
+export function memoryCgroupProblem(): string | undefined {
+  if (process.getuid?.() !== 0) return 'not root'
+  if (existsSync('/sys/fs/cgroup/memory/memory.limit_in_bytes') || existsSync('/sys/fs/cgroup/cgroup.controllers')) return undefined
+  return 'no cgroup memory controller mounted at /sys/fs/cgroup'
+}
+
+export function createMemoryCgroup(limitBytes: number): MemoryCgroup {
+  const name = `fnr-test-${process.pid}-${counter++}`
+  const v1Root = '/sys/fs/cgroup/memory'
+  if (existsSync(path.join(v1Root, 'memory.limit_in_bytes'))) {
+    const dir = path.join(v1Root, ownPath('memory') ?? '/', name)
+    mkdirSync(dir)
+    writeFileSync(path.join(dir, 'memory.limit_in_bytes'), String(limitBytes))
+    // Without swap this is the same limit; with swap, it keeps the test from swapping instead of OOM.
+    try {
+      writeFileSync(path.join(dir, 'memory.memsw.limit_in_bytes'), String(limitBytes))
+    } catch {
+      // no swap accounting
+    }
+    const read = (f: string): string => readFileSync(path.join(dir, f), 'utf8')
+    return {
+      dir,
+      version: 1,
+      oomKills: () => Number(/oom_kill (\d+)/.exec(read('memory.oom_control'))?.[1] ?? 0),
+      usage: () => ({bytes: Number(read('memory.usage_in_bytes')), maxBytes: Number(read('memory.max_usage_in_bytes'))}),
+      pids: () => pidsOf(path.join(dir, 'cgroup.procs')),
+      wrap: (argv) => ['/bin/sh', '-c', `echo $$ > ${path.join(dir, 'cgroup.procs')} && exec "$@"`, 'sh', ...argv],
+      remove: () => removeCgroup(dir, path.join(dir, 'cgroup.procs')),
+    }
+  }
+  const dir = path.join('/sys/fs/cgroup', ownPath('') ?? '/', name)
+  mkdirSync(dir)
+  writeFileSync(path.join(dir, 'memory.max'), String(limitBytes))
+  try {
+    writeFileSync(path.join(dir, 'memory.swap.max'), '0')
+  } catch {
+    // no swap controller
+  }
+  const read = (f: string): string => readFileSync(path.join(dir, f), 'utf8')
+  return {
+    dir,
+    version: 2,
+    oomKills: () => Number(/oom_kill (\d+)/.exec(read('memory.events'))?.[1] ?? 0),
+    usage: () => ({bytes: Number(read('memory.current')), maxBytes: existsSync(path.join(dir, 'memory.peak')) ? Number(read('memory.peak')) : Number(read('memory.current'))}),
+    pids: () => pidsOf(path.join(dir, 'cgroup.procs')),
+    wrap: (argv) => ['/bin/sh', '-c', `echo $$ > ${path.join(dir, 'cgroup.procs')} && exec "$@"`, 'sh', ...argv],
+    remove: () => removeCgroup(dir, path.join(dir, 'cgroup.procs')),
+  }
+}
+
+function pidsOf(procs: string): number[] {
+  return readFileSync(procs, 'utf8').split('\n').filter((l) => l.trim() !== '').map(Number)
+}
+
+function removeCgroup(dir: string, procs: string): void {
+  if (!existsSync(dir)) return
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const left = pidsOf(procs)
+    for (const pid of left) {
+      try {
+        process.kill(pid, 'SIGKILL')
+      } catch {
+        // gone
+      }
+    }
+    try {
+      rmdirSync(dir)
+      return
+    } catch {
+      // busy until the killed processes are gone
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100)
+    }
+  }
+  throw new Error(`cannot remove the test cgroup ${dir}`)
+}
+
+export interface CgroupServer {
+  child: ChildProcess
+  stderr(): string
+  exited: Promise<{code: number | null; signal: NodeJS.Signals | null}>
+  /** Stops it (SIGKILL) and waits. */
+  kill(): Promise<void>
+}
+
+/**
+ * glibc's malloc settings of fnr's image (docker/fnr.Dockerfile, docs/limits.md): without them,
+ * memory the server freed after a burst stays with the process (fragmented malloc arenas).
+ */
+export const IMAGE_MALLOC_ENV = {MALLOC_TRIM_THRESHOLD_: '65536', MALLOC_MMAP_THRESHOLD_: '65536'}
+
+/**
+ * Starts the built CLI (`fnr ARGS`) inside the cgroup, with FNR_BIND_ADDRESS=127.0.0.1 and the
+ * image's malloc settings, and waits for the line matching `ready`.
+ */
+export async function startInCgroup(cg: MemoryCgroup, args: string[], ready: RegExp, env: NodeJS.ProcessEnv = {}, readyMs = 30_000): Promise<CgroupServer> {
+  const [cmd, ...rest] = cg.wrap([process.execPath, BIN_RUN, ...args])
+  const child = spawn(cmd!, rest, {env: {...process.env, FNR_BIND_ADDRESS: '127.0.0.1', ...IMAGE_MALLOC_ENV, ...env}, stdio: ['ignore', 'ignore', 'pipe']})
+  let err = ''
+  child.stderr!.on('data', (c: Buffer) => {
+    err += c.toString()
+    if (err.length > 4_000_000) err = err.slice(-2_000_000)
+  })
+  const exited = once(child, 'exit').then(([code, signal]) => ({code: code as number | null, signal: signal as NodeJS.Signals | null}))
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`not ready in ${readyMs} ms:\n${err}`)), readyMs)
+    const check = (): void => {
+      if (ready.test(err)) {
+        clearTimeout(timer)
+        resolve()
+      }
+    }
+    child.stderr!.on('data', check)
+    void exited.then(({code, signal}) => {
+      clearTimeout(timer)
+      reject(new Error(`exited (${code ?? signal}) before it was ready:\n${err}`))
+    })
+  })
+  return {
+    child,
+    stderr: () => err,
+    exited,
+    kill: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+      await exited
+    },
+  }
+}

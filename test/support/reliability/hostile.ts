@@ -1,0 +1,134 @@
+/**
+ * Hostile and heavy clients for the memory-limit suite (test/reliability/memory-limit.test.ts)
+ * and bench/limits.ts: a slowloris over raw HTTP/2, sockets that never speak, a health-check
+ * prober that measures how long the server takes to answer while under attack. Every client
+ * talks to loopback only and is closed by the caller.
+ */
+import {once} from 'node:events'
+import http2 from 'node:http2'
+import net from 'node:net'
+
+import * as grpc from '@grpc/grpc-js'
+
+const EVALUATE_PATH = '/evaluator.FunctionEvaluator/EvaluateFunction'
+
+export interface Slowloris {
+  /** Streams the server reset (RST_STREAM) or closed. */
+  reset(): number
+  /** Streams still open. */
+  open(): number
+  close(): Promise<void>
+}
+
+/**
+ * Opens `streams` streams on one HTTP/2 connection, each declaring a gRPC message of `declared`
+ * bytes and sending only `sent` of them, never ending. One buffer is shared by every stream.
+ */
+export async function slowloris(host: string, port: number, streams: number, declared: number, sent: number): Promise<Slowloris> {
+  const session = http2.connect(`http://${host.includes(':') ? `[${host}]` : host}:${port}`, {settings: {initialWindowSize: 65_535}, peerMaxConcurrentStreams: streams})
+  session.on('error', () => {})
+  await once(session, 'connect')
+  const header = Buffer.alloc(5)
+  header.writeUInt32BE(declared, 1)
+  const body = Buffer.alloc(sent, 0x61)
+  let reset = 0
+  let open = 0
+  for (let i = 0; i < streams; i++) {
+    const s = session.request({':method': 'POST', ':path': EVALUATE_PATH, 'content-type': 'application/grpc', te: 'trailers'}, {endStream: false})
+    open++
+    s.on('error', () => {})
+    s.on('close', () => {
+      open--
+      reset++
+    })
+    s.on('data', () => {})
+    s.write(header)
+    s.write(body)
+  }
+  return {
+    reset: () => reset,
+    open: () => open,
+    close: async () => {
+      session.destroy()
+      if (!session.closed) await once(session, 'close').catch(() => {})
+    },
+  }
+}
+
+export interface IdleSockets {
+  /** Sockets the server closed. */
+  closedByServer(): number
+  opened: number
+  close(): void
+}
+
+/** Opens `count` TCP connections that never send anything (no HTTP/2 preface). */
+export async function idleSockets(host: string, port: number, count: number): Promise<IdleSockets> {
+  const sockets: net.Socket[] = []
+  let closed = 0
+  let opened = 0
+  const batch = 250
+  for (let i = 0; i < count; i += batch) {
+    await Promise.all(
+      Array.from({length: Math.min(batch, count - i)}, async () => {
+        const s = net.connect({host, port})
+        s.on('error', () => {})
+        s.on('data', () => {})
+        s.on('close', () => closed++)
+        sockets.push(s)
+        try {
+          await once(s, 'connect')
+          opened++
+        } catch {
+          // refused: counted by opened
+        }
+      }),
+    )
+  }
+  return {closedByServer: () => closed, opened, close: () => sockets.forEach((s) => s.destroy())}
+}
+
+export interface Prober {
+  /** Longest health-check round trip seen (ms), and how many probes ran / failed. */
+  stop(): Promise<{maxMs: number; probes: number; failures: number; p99: number}>
+}
+
+/**
+ * Sends grpc.health.v1.Health/Check on its own connection every `everyMs` and records the
+ * round trips: the event loop of a server that stalls shows here.
+ */
+export function probeHealth(address: string, everyMs = 50): Prober {
+  const client = new grpc.Client(address, grpc.credentials.createInsecure(), {'grpc.use_local_subchannel_pool': 1})
+  const times: number[] = []
+  let failures = 0
+  let stopped = false
+  const loop = (async () => {
+    while (!stopped) {
+      const t = performance.now()
+      await new Promise<void>((resolve) => {
+        client.makeUnaryRequest('/grpc.health.v1.Health/Check', (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(0), {deadline: Date.now() + 30_000}, (err) => {
+          if (err) failures++
+          resolve()
+        })
+      })
+      times.push(performance.now() - t)
+      await new Promise((r) => setTimeout(r, everyMs))
+    }
+  })()
+  return {
+    stop: async () => {
+      stopped = true
+      await loop
+      client.close()
+      const sorted = [...times].sort((a, b) => a - b)
+      return {maxMs: Math.round(sorted.at(-1) ?? 0), probes: times.length, failures, p99: Math.round(sorted[Math.floor(sorted.length * 0.99)] ?? 0)}
+    },
+  }
+}
+
+/** Makes a valid ResourceList of about `bytes` bytes (one ConfigMap with a large data value). */
+export function bigResourceList(bytes: number, tag = ''): Buffer {
+  const head = `apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: big${tag}\n  data:\n    v: "`
+  const tail = '"\n'
+  return Buffer.concat([Buffer.from(head), Buffer.alloc(Math.max(0, bytes - head.length - tail.length), 0x78), Buffer.from(tail)])
+}
