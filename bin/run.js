@@ -17,7 +17,8 @@ if (args[0] === 'eval' && !process.env.FNR_NO_FAST_PATH && !beforeDash.some((a) 
 } else {
   // oclif asks the user database for the login shell when $SHELL is unset (os.userInfo), which
   // throws for a uid without a passwd entry: Porch's Deployment runs the image as 10001, and
-  // Kubernetes sets no $SHELL. Only oclif's config sees the value; nothing else reads it.
+  // Kubernetes sets no $SHELL. oclif only uses it for completion hints (processes fnr starts see
+  // SHELL=sh, a value every POSIX system has).
   if (!process.env.SHELL) {
     try {
       process.getBuiltinModule('node:os').userInfo()
