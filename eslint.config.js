@@ -51,6 +51,11 @@ export default tseslint.config(
     },
   },
   {
+    // chai's property assertions (`expect(x).to.be.true`, `.and.not.NaN`) are expressions by design
+    files: ['test/**/*.ts'],
+    rules: {'@typescript-eslint/no-unused-expressions': 'off'},
+  },
+  {
     files: ['src/**/*.ts'],
     rules: {
       complexity: ['error', 15],

@@ -177,7 +177,7 @@ async function withLock(out, quiet, fn) {
         rmSync(lock, {recursive: true, force: true})
         continue
       }
-      if (Date.now() - started > 15 * 60_000) throw new Error(`timed out waiting for the build lock ${lock} (held by pid ${owner})`)
+      if (Date.now() - started > 15 * 60_000) throw new Error(`timed out waiting for the build lock ${lock} (held by pid ${owner})`, {cause: e})
       if (Date.now() - started < 200) log(quiet, `waiting for another build (pid ${owner})`)
       await new Promise((r) => setTimeout(r, 250))
     }

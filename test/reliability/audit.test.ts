@@ -13,6 +13,7 @@
 import {expect} from 'chai'
 
 import {formatFindings, interpretAudit, runNpmAudit, severeFindings} from '../support/reliability/audit.js'
+import {skipWithReason} from '../support/skip.js'
 
 describe('reliability: npm audit of production dependencies', function () {
   this.timeout(180_000)
@@ -25,8 +26,7 @@ describe('reliability: npm audit of production dependencies', function () {
       expect(outcome.reason, 'the reason npm gave').to.not.equal('')
       if (required) expect.fail(`${line} (FNR_AUDIT=required, set by npm run reliability -- --audit)`)
       // Nothing was checked: the test is skipped (counted as skipped), its title carrying the reason.
-      this.test!.title += ` (skipped: ${line}; \`npm run reliability -- --audit\` fails here instead)`
-      this.skip()
+      skipWithReason(this, `${line}; \`npm run reliability -- --audit\` fails here instead`)
     }
     process.stdout.write(`      (npm audit: ${outcome.dependencies} production dependencies checked; advisories by severity ${JSON.stringify(outcome.counts)})\n`)
     expect(outcome.findings, `high or critical advisories in production dependencies:\n${formatFindings(outcome.findings)}`).to.deep.equal([])

@@ -56,5 +56,10 @@ describe('reliability: the bad-input tally', () => {
     // --grep: loaded, but some tests never ran
     const grep = {suites: files.map((f, i) => suite(f, i === 0 ? ['passed', undefined] : ['passed'])), tests: []}
     expect(wholeSetRan(grep)).to.deep.equal({whole: false, why: '1 reliability test(s) did not run'})
+    // a test that ran and skipped itself with its reason (the npm audit where npm cannot audit) ran
+    const selfSkipped = {suites: [...all.suites.slice(1), {file: files[0]!, suites: [], tests: [{file: files[0]!, state: 'pending', skipReason: 'audit could not run: 405'}]}], tests: []}
+    expect(wholeSetRan(selfSkipped)).to.deep.equal({whole: true, why: `all ${files.length} reliability files ran`})
+    const skipped = {suites: [...all.suites.slice(1), suite(files[0]!, ['pending'])], tests: []}
+    expect(wholeSetRan(skipped)).to.deep.equal({whole: false, why: '1 reliability test(s) did not run'})
   })
 })
