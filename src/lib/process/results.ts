@@ -105,7 +105,7 @@ export const RESULT_LIMITS = {
    * YAML bytes handed to the parser at most, over all results of one output. The yaml package
    * reads about 0.5-1 MB/s on a loaded 2-core machine, so this bounds the blocked time.
    */
-  maxParseBytes: 256 * 1024,
+  maxParseBytes: 512 * 1024,
   /** A results section (or a whole output) this small is parsed in one go, as written. */
   wholeParseBytes: 64 * 1024,
   /** Results are parsed in batches of about this many bytes. */
