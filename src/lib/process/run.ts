@@ -211,6 +211,7 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
     let graceTimer: NodeJS.Timeout | undefined
 
     const marker = newCallMarker()
+    const startedAt = Date.now()
     let child: ReturnType<typeof spawn>
     try {
       child = spawn(options.command, options.args ?? [], {
@@ -228,7 +229,7 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
     if (child.pid !== undefined) liveCalls.set(child.pid, marker)
     const swept = (): void => {
       if (child.pid !== undefined && liveCalls.get(child.pid) === marker) liveCalls.delete(child.pid)
-      sweeper.request({marker, pid: child.pid})
+      sweeper.request({marker, pid: child.pid, startedAt})
     }
 
     const cleanup = (): void => {
