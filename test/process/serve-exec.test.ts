@@ -4,29 +4,14 @@
  */
 import * as grpc from '@grpc/grpc-js'
 import {expect} from 'chai'
-import {mkdir, writeFile} from 'node:fs/promises'
-import path from 'node:path'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {parsePassEnv} from '../../src/lib/process/run.js'
 import type {RunningServer, ServeOptions} from '../../src/lib/serve.js'
 import {serveOptions, startInProcess} from '../support/serve.js'
-import {SAMPLE_RL, TempDirs, writeExecutable} from '../support/tmp.js'
+import {functionsDirWith} from './support/functions.js'
+import {SAMPLE_RL, TempDirs} from '../support/tmp.js'
 import {expectStatus} from '../support/grpc.js'
-
-/** A functions dir with the given shell functions, each mapped to example.com/<name>:v1. */
-export async function functionsDirWith(dir: string, scripts: Record<string, string>): Promise<{configPath: string; functionsDir: string}> {
-  const functionsDir = path.join(dir, 'functions')
-  await mkdir(functionsDir, {recursive: true})
-  const entries: string[] = []
-  for (const [name, script] of Object.entries(scripts)) {
-    await writeExecutable(path.join(functionsDir, name), script)
-    entries.push(`- function: ${name}\n  images: [example.com/${name.toLowerCase()}:v1]`)
-  }
-  const configPath = path.join(dir, 'config.yaml')
-  await writeFile(configPath, `functions:\n${entries.join('\n')}\n`)
-  return {configPath, functionsDir}
-}
 
 export class ServeHarness {
   readonly temp = new TempDirs()
