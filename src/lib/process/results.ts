@@ -62,15 +62,9 @@ export function normaliseResult(raw: unknown): FunctionResult | undefined {
   return out
 }
 
-/** The results of a parsed ResourceList object (list form or the legacy {items: [...]} form). */
+/** The results of a parsed ResourceList object (list form or the legacy {items: [...]} form), within RESULT_LIMITS. */
 export function resultsOf(resourceList: unknown): FunctionResult[] {
-  const rl = asRecord(resourceList)
-  if (!rl) return []
-  let raw = rl.results
-  const wrapped = asRecord(raw)
-  if (wrapped && Array.isArray(wrapped.items)) raw = wrapped.items
-  if (!Array.isArray(raw)) return []
-  return raw.map((r) => normaliseResult(r)).filter((r): r is FunctionResult => r !== undefined)
+  return fromParsed(resourceList, [])
 }
 
 /**
