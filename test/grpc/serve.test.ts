@@ -63,7 +63,8 @@ describe('fnr serve over gRPC (exec runtime)', () => {
     const e = await expectStatus(client.evaluateRaw('example.com/failwithresults:v1', SAMPLE_RL), grpc.status.INTERNAL)
     expect(e.details).to.contain('exited with code 3')
     expect(e.details).to.contain('[error] apps/v1/Deployment/prod/web spec.replicas: replicas must be at most 3')
-    expect(e.details).not.to.contain('just saying') // info results are not errors
+    // all results, errors first (Porch's wrapper puts every result in its message)
+    expect(e.details).to.match(/replicas must be at most 3[\s\S]*\[info\]: just saying/)
     expect(e.details).to.contain('fatal: boom')
     expect(e.metadata.get(FAILURE_TRAILER)).to.have.length(1)
     const failure = readFailure(e.metadata)!

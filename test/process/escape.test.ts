@@ -16,6 +16,8 @@ import {runFunctionProcess} from '../../src/lib/process/run.js'
 import {CALL_MARKER_ENV, liveCalls, sweeper} from '../../src/lib/process/sweep.js'
 import {SAMPLE_RL, TempDirs, writeExecutable} from '../support/tmp.js'
 import {startWrapperProcess} from '../wrapper/support/process.js'
+import {startServeProcess} from '../support/serve.js'
+import {functionsDirWith} from './support/functions.js'
 
 function isAlive(pid: number): boolean {
   try {
@@ -126,6 +128,38 @@ describe('function processes never outlive their call', function () {
     } finally {
       client.close()
       await wrapper.kill()
+    }
+  })
+})
+
+describe('fnr serve (the built CLI): the second SIGTERM', function () {
+  this.timeout(60_000)
+  const temp = new TempDirs()
+  after(() => temp.cleanup())
+
+  it('kills in-flight exec functions and what they started, and --exec-env reaches them', async () => {
+    const dir = await temp.make('fnr-escape-serve-')
+    const fns = await functionsDirWith(dir, {hang: ESCAPES.setsidThenHang})
+    const pidFile = path.join(fns.functionsDir, 'hang.pids')
+    const serve = await startServeProcess(['--disable-runtimes=pod', `--config=${fns.configPath}`, `--functions=${fns.functionsDir}`, '--grace-period=30s', '--exec-env=FNR_TEST_PASSED'], {FNR_TEST_PASSED: 'yes'})
+    const client = new EvaluatorClient(`127.0.0.1:${serve.port}`)
+    try {
+      const call = client.evaluateRaw('example.com/hang:v1', SAMPLE_RL).catch((e: unknown) => e)
+      const daemon = Number(await waitForFile(pidFile))
+      const fn = (await readFile(`/proc/${serve.child.pid}/task/${serve.child.pid}/children`, 'utf8')).trim().split(/\s+/).map(Number)
+      expect(fn).to.have.length(1)
+      expect(readFileSync(`/proc/${fn[0]}/environ`, 'latin1').split('\0')).to.include('FNR_TEST_PASSED=yes')
+      serve.child.kill('SIGTERM')
+      await new Promise((r) => setTimeout(r, 300))
+      expect(isAlive(fn[0]!), 'the first signal drains: the call keeps running').to.equal(true)
+      serve.child.kill('SIGTERM')
+      const {code} = await serve.exited
+      expect(code).to.equal(1)
+      await waitDead([fn[0]!, daemon], 2000)
+      await call
+    } finally {
+      client.close()
+      serve.child.kill('SIGKILL')
     }
   })
 })

@@ -51,7 +51,7 @@ describe('process/results: bounded reading of hostile function output', function
   })
 
   it('leaves out a result larger than what is left of maxParseBytes, reads the next ones, and says so', async () => {
-    const big = `- message: big\n  severity: error\n  tags:\n${Array.from({length: 30_000}, (_, i) => `    k${i}: v\n`).join('')}`
+    const big = `- message: big\n  severity: error\n  tags:\n${Array.from({length: 45_000}, (_, i) => `    k${i}: v\n`).join('')}`
     const report = await readResultsReport(Buffer.from(`${HEADER}- message: first\n${big}- message: last\n`))
     expect(report.results.map((r) => r.message)).to.deep.equal(['first', 'last'])
     expect(report.cuts).to.deep.equal([`1 result(s) left out: results are read up to ${RESULT_LIMITS.maxParseBytes} bytes in all`])

@@ -4,29 +4,14 @@
  */
 import * as grpc from '@grpc/grpc-js'
 import {expect} from 'chai'
-import {mkdir, writeFile} from 'node:fs/promises'
-import path from 'node:path'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {parsePassEnv} from '../../src/lib/process/run.js'
 import type {RunningServer, ServeOptions} from '../../src/lib/serve.js'
 import {serveOptions, startInProcess} from '../support/serve.js'
-import {SAMPLE_RL, TempDirs, writeExecutable} from '../support/tmp.js'
+import {functionsDirWith} from './support/functions.js'
+import {SAMPLE_RL, TempDirs} from '../support/tmp.js'
 import {expectStatus} from '../support/grpc.js'
-
-/** A functions dir with the given shell functions, each mapped to example.com/<name>:v1. */
-export async function functionsDirWith(dir: string, scripts: Record<string, string>): Promise<{configPath: string; functionsDir: string}> {
-  const functionsDir = path.join(dir, 'functions')
-  await mkdir(functionsDir, {recursive: true})
-  const entries: string[] = []
-  for (const [name, script] of Object.entries(scripts)) {
-    await writeExecutable(path.join(functionsDir, name), script)
-    entries.push(`- function: ${name}\n  images: [example.com/${name.toLowerCase()}:v1]`)
-  }
-  const configPath = path.join(dir, 'config.yaml')
-  await writeFile(configPath, `functions:\n${entries.join('\n')}\n`)
-  return {configPath, functionsDir}
-}
 
 export class ServeHarness {
   readonly temp = new TempDirs()
@@ -124,5 +109,123 @@ describe('fnr serve exec runtime: the environment functions get', () => {
     expect(parsePassEnv(['A,B', ' C ', ''])).to.deep.equal(['A', 'B', 'C'])
     expect(() => parsePassEnv(['1BAD'])).to.throw(/--exec-env: "1BAD" is not an environment variable name/)
     expect(() => parsePassEnv(['A=b'])).to.throw(/is not an environment variable name/)
+  })
+})
+
+describe('fnr serve exec runtime: output size limit and log', () => {
+  const h = new ServeHarness()
+  const MAX = 1024 * 1024
+  let client: EvaluatorClient
+  before(async () => {
+    client = await h.start(
+      {
+        // N bytes of output, N from the first line of the input
+        sized: '#!/bin/sh\nread n\ncat >/dev/null\nhead -c "$n" /dev/zero | tr "\\0" "a"\n',
+        // N bytes of stderr and a small output
+        noisy: '#!/bin/sh\nread n\ncat >/dev/null\nhead -c "$n" /dev/zero | tr "\\0" "e" >&2\necho "kind: ResourceList"\n',
+      },
+      {maxRequestBodySize: MAX},
+    )
+  })
+  after(() => h.stop())
+
+  const input = (n: number) => Buffer.from(`${n}\n`)
+
+  // at 1 MiB the framing is 1 + 3 (varint) + 1 + 1 = 6 bytes; at 6 MiB the varint takes 4 and it is 7
+  for (const under of [63, 10, 7, 6]) {
+    it(`sends an output of max - ${under} bytes (only the 6 bytes of real framing count)`, async () => {
+      const res = await client.evaluateRaw('example.com/sized:v1', input(MAX - under))
+      expect(res.resourceList.length).to.equal(MAX - under)
+      expect(res.log.length).to.equal(0)
+    })
+  }
+
+  it('refuses an output of max - 5 bytes with RESOURCE_EXHAUSTED, naming the framing', async () => {
+    const e = await expectStatus(client.evaluateRaw('example.com/sized:v1', input(MAX - 5)), grpc.status.RESOURCE_EXHAUSTED)
+    expect(e.details).to.equal(`function "example.com/sized:v1" returned ${MAX - 5} bytes, more than fit in the maximum message size ${MAX} (the response adds 6 bytes of framing)`)
+  })
+
+  it('keeps all of a stderr larger than 256 KiB in the log when it fits', async () => {
+    const res = await client.evaluateRaw('example.com/noisy:v1', input(600 * 1024))
+    expect(res.log.length).to.equal(600 * 1024)
+    expect(res.log.toString()).to.match(/^e+$/)
+  })
+
+  it('cuts a stderr larger than the message at its start, saying how much was left out, and fills the message exactly', async () => {
+    const n = 3 * MAX
+    const res = await client.evaluateRaw('example.com/noisy:v1', input(n))
+    const log = res.log.toString()
+    const m = /^\[fnr: the first (\d+) bytes of this function's stderr were left out to fit the maximum message size; the rest follows\]\n(e+)$/.exec(log)
+    expect(m, log.slice(0, 200)).to.not.equal(null)
+    expect(Number(m![1]) + m![2]!.length).to.equal(n)
+    const {responseSize} = await import('../../src/lib/process/output.js')
+    expect(responseSize(res.resourceList.length, res.log.length)).to.be.within(MAX - 8, MAX)
+  })
+})
+
+describe('process/output: response framing', () => {
+  it('logRoom is the largest log that fits (property over sizes around varint boundaries)', async () => {
+    const {logRoom, responseSize} = await import('../../src/lib/process/output.js')
+    const fc = (await import('fast-check')).default
+    const around = fc.constantFrom(127, 128, 16_383, 16_384, 2_097_151, 2_097_152, 6 * 1024 * 1024).chain((b) => fc.integer({min: Math.max(0, b - 300), max: b + 300}))
+    fc.assert(
+      fc.property(around, around, (max, out) => {
+        const room = logRoom(max, out)
+        if (room < 0) {
+          expect(responseSize(out, 0)).to.be.above(max)
+        } else {
+          expect(responseSize(out, room)).to.be.at.most(max)
+          expect(responseSize(out, room + 1)).to.be.above(max)
+        }
+      }),
+      {numRuns: 2000},
+    )
+  })
+})
+
+describe('fnr serve exec runtime: what a failing function\'s status message carries', () => {
+  const h = new ServeHarness()
+  let client: EvaluatorClient
+  before(async () => {
+    client = await h.start({
+      // 5 results (one of each severity and two errors) and 20 KiB of numbered stderr lines, exit 2
+      failing: `#!/bin/sh
+cat >/dev/null
+i=0; while [ $i -lt 1000 ]; do echo "stderr line $i ................" >&2; i=$((i+1)); done
+cat <<'YAML'
+apiVersion: config.kubernetes.io/v1
+kind: ResourceList
+items: []
+results:
+- {message: first info, severity: info}
+- {message: first error, severity: error, resourceRef: {apiVersion: v1, kind: ConfigMap, name: a}}
+- {message: a warning, severity: warning}
+- {message: second error, severity: error, field: {path: data.x}}
+- {message: no severity}
+YAML
+exit 2
+`,
+    })
+  })
+  after(() => h.stop())
+
+  it('every result (errors first) and a stderr tail that fills the message, since Porch\'s client reads only the message', async () => {
+    const e = await expectStatus(client.evaluateRaw('example.com/failing:v1', SAMPLE_RL), grpc.status.INTERNAL)
+    const lines = e.details.split('\n')
+    expect(lines.slice(0, 7)).to.deep.equal([
+      'function "example.com/failing:v1" exited with code 2',
+      'results:',
+      '[error] v1/ConfigMap/a: first error',
+      '[error] data.x: second error',
+      '[info]: first info',
+      '[warning]: a warning',
+      '[info]: no severity',
+    ])
+    expect(lines[7]).to.equal('stderr:')
+    expect(e.details).to.contain('stderr line 999 ................')
+    // far more than the former 1 KiB tail, within the 8 KiB status message limit
+    const stderrShown = e.details.slice(e.details.indexOf('stderr:\n') + 8)
+    expect(stderrShown.length).to.be.above(5 * 1024)
+    expect(Buffer.byteLength(e.details)).to.be.at.most(8 * 1024)
   })
 })

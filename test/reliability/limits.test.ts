@@ -65,7 +65,7 @@ describe('reliability: limits', () => {
       const stdout = Buffer.from(`apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nresults:\n- {severity: error, message: ${'x'.repeat(300_000)}}\n- {severity: error, message: second}\n`)
       tally.tried('limits', {functionOutput: stdout}, {valid: true})
       const e = await functionFailedError('example.com/fn:v1', {stdout, stderr: Buffer.from('the stderr tail\n'), exitCode: 1, signal: null, stderrTruncated: false, durationMs: 1})
-      expect(e.message.length).to.be.below(4096)
+      expect(e.message.length).to.be.below(MAX_STATUS_MESSAGE_BYTES)
       expect(e.message).to.contain('[error]: second')
       expect(e.message).to.contain('the stderr tail')
     })

@@ -99,7 +99,7 @@ describe('wrapper-server: EvaluateFunction over loopback', function () {
       const e = await expectStatus(call('failWithResults'), grpc.status.INTERNAL)
       expect(e.details).to.contain('exited with code 3')
       expect(e.details).to.contain('[error] apps/v1/Deployment/prod/web spec.replicas: replicas must be at most 3')
-      expect(e.details).not.to.contain('just saying')
+      expect(e.details).to.match(/replicas must be at most 3[\s\S]*\[info\]: just saying/)
       expect(e.details).to.contain('fatal: boom')
       const failure = readFailure(e.metadata)!
       expect(failure.exitCode).to.equal(3)

@@ -86,6 +86,8 @@ export class EntrypointEvaluator implements Evaluator {
       deadline: request.deadline,
       signal: request.signal,
       maxStdoutBytes: this.options.maxOutputBytes,
+      // the log keeps as much stderr as a response can carry (the server cuts it to what fits)
+      maxStderrBytes: this.options.maxOutputBytes,
       label: request.image,
     })
     if (result.exitCode !== 0) throw await functionFailedError(request.image, result)
@@ -101,7 +103,7 @@ export class EntrypointEvaluator implements Evaluator {
     const errors = errorResults(await readResults(result.stdout))
     if (errors.length > 0) this.logger.warn('function succeeded with error results', {image: request.image, errorResults: errors.length})
     this.logger.debug('function finished', {image: request.image, stdoutBytes: result.stdout.length, ms: Math.round(result.durationMs)})
-    return {resourceList: result.stdout, log: result.stderr, evaluator: this.name, errorResults: errors}
+    return {resourceList: result.stdout, log: result.stderr, logDropped: result.stderrDropped, evaluator: this.name, errorResults: errors}
   }
 
   async close(): Promise<void> {}

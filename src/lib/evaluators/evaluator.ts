@@ -22,6 +22,8 @@ export interface EvaluationResponse {
   resourceList: Buffer
   /** The function's stderr (possibly only its tail). */
   log: Buffer
+  /** Bytes of stderr dropped in front of `log` (the server says so in the log it sends). */
+  logDropped?: number
   /** Which evaluator produced it (exec, pod). */
   evaluator: string
   /** Error-severity results found in a successful output, when the evaluator looked. */

@@ -17,7 +17,7 @@ import type {ExecConfig, ExecFunction} from '../config/exec-config.js'
 // Type only: `fnr eval` bundles this module, and log.ts would bring pino into it.
 import type {Logger} from '../log.js'
 import {emptyOutputError, functionFailedError} from '../process/failure.js'
-import {execEnvironment, runFunctionProcess} from '../process/run.js'
+import {execEnvironment, notStartable, runFunctionProcess} from '../process/run.js'
 import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluator.js'
 import type {KnowsImages} from './multi.js'
 
@@ -102,6 +102,9 @@ export class ExecEvaluator implements Evaluator, KnowsImages {
   async evaluate(request: EvaluationRequest): Promise<EvaluationResponse> {
     const fn = this.config.lookup(request.image)
     if (!fn) throw new FnrError('NotFound', `function ${JSON.stringify(request.image)} not found`)
+    // before the checks (which wait for the file system): a call already past its deadline says so
+    const early = notStartable(request.image, request.deadline, request.signal)
+    if (early) throw early
     await this.recheck(request.image, fn)
     const result = await runFunctionProcess({
       command: fn.binary,
@@ -111,6 +114,8 @@ export class ExecEvaluator implements Evaluator, KnowsImages {
       deadline: request.deadline,
       signal: request.signal,
       maxStdoutBytes: this.maxOutputBytes,
+      // the log keeps as much stderr as a response can carry (the server cuts it to what fits)
+      maxStderrBytes: this.maxOutputBytes,
       label: request.image,
     })
     if (result.exitCode !== 0) throw await functionFailedError(request.image, result)
@@ -125,7 +130,7 @@ export class ExecEvaluator implements Evaluator, KnowsImages {
         ms: Math.round(result.durationMs * 10) / 10,
       })
     }
-    return {resourceList: result.stdout, log: result.stderr, evaluator: this.name}
+    return {resourceList: result.stdout, log: result.stderr, logDropped: result.stderrDropped, evaluator: this.name}
   }
 
   async close(): Promise<void> {}

@@ -20,6 +20,7 @@ import {metrics} from '../metrics.js'
 import {tracing} from '../otel.js'
 import {continueTrace, TRACEPARENT, TRACESTATE} from '../trace.js'
 import type {FunctionFailure} from '../process/failure.js'
+import {fitLog} from '../process/output.js'
 import {claimFramingRoom, FRAMING_ROOM_BEFORE} from '../process/run.js'
 import {raiseReceiveWindows, receiveWindowFor} from './flow-control.js'
 import {DEFAULT_CONNECTION_IDLE_MS, DEFAULT_GUARD, installGuard, type GuardSettings} from './hygiene.js'
@@ -44,9 +45,6 @@ export interface EvaluatorServerOptions {
 
 /** The --log-level at which each call is logged (log.ts: LOG_LEVELS[3] is 'request'). */
 const REQUEST_LOG_VERBOSITY = 3
-
-/** Bytes reserved in a response for protobuf framing. */
-const RESPONSE_FRAMING = 64
 
 /**
  * Longest image name accepted. Real references are a few hundred characters at most (Docker
@@ -267,11 +265,8 @@ export class EvaluatorServer {
       })
       .then((res) => {
         release?.()
-        const budget = this.options.maxMessageSize - RESPONSE_FRAMING - res.resourceList.length
-        if (budget < 0) {
-          throw new FnrError('ResourceExhausted', `function ${JSON.stringify(image)} returned ${res.resourceList.length} bytes, more than the maximum message size ${this.options.maxMessageSize}`)
-        }
-        const log = res.log.length > budget ? res.log.subarray(res.log.length - budget) : res.log
+        // only the real framing counts; a log that does not fit is cut at its start, saying so (process/output.ts)
+        const log = fitLog(this.options.maxMessageSize, image, res.resourceList, res.log, res.logDropped ?? 0)
         const trailers = res.errorResults?.length ? resultsMetadata(res.errorResults, res.evaluator) : evaluatorMetadata(res.evaluator)
         finish(null, {resourceList: res.resourceList, log}, res.cached ? 'cache' : res.evaluator, trailers)
       })

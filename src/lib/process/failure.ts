@@ -19,10 +19,20 @@ export interface FunctionFailure {
   resultsCut?: string[]
 }
 
-const MESSAGE_STDERR_TAIL = 1024
-const MAX_MESSAGE_RESULTS = 10
+/**
+ * Size of a failure's status message. Porch's client reads only the message, and Porch's
+ * wrapper puts every result and all of stderr there (`failed to evaluate function … with
+ * structured results: … and stderr: …`, porch-function-runner.md §6.2). fnr fills the message
+ * up to this size: the results (errors first), then as much of the stderr tail as is left, at
+ * least MESSAGE_STDERR_MIN of it. The gRPC server caps status messages at 8 KiB
+ * (grpc/server.ts MAX_STATUS_MESSAGE_BYTES: a larger trailer hangs grpc-js clients, whose header
+ * list limit is 64 KiB after encoding), so this stays just under that.
+ */
+export const FAILURE_MESSAGE_BUDGET = 7 * 1024
+const MESSAGE_STDERR_MIN = 2 * 1024
 /** One result in the message is cut to this many characters (the structured form keeps it whole). */
-const MAX_MESSAGE_RESULT_LINE = 512
+const MAX_MESSAGE_RESULT_LINE = 1024
+const MESSAGE_STDERR_TAIL = 1024
 
 function tail(text: string, max: number): string {
   const trimmed = text.trimEnd()
@@ -36,17 +46,32 @@ function head(text: string, max: number): string {
 /** Builds the FunctionFailed error for a process that exited non-zero or was killed by a signal. */
 export async function functionFailedError(label: string, result: FunctionProcessResult): Promise<FnrError> {
   const {results, cuts} = await readResultsReport(result.stdout)
-  const stderrText = result.stderr.toString('utf8')
-  const errors = errorResults(results)
+  const stderrText = result.stderr.toString('utf8').trimEnd()
   const how = result.exitCode === null ? `was killed by ${result.signal ?? 'a signal'}` : `exited with code ${result.exitCode}`
-  const parts = [`function ${JSON.stringify(label)} ${how}`]
-  if (errors.length > 0) {
-    const shown = errors.slice(0, MAX_MESSAGE_RESULTS).map((r) => head(formatResult(r), MAX_MESSAGE_RESULT_LINE))
-    if (errors.length > shown.length) shown.push(`… and ${errors.length - shown.length} more error result(s)`)
-    parts.push(`error results:\n${shown.join('\n')}`)
+  const first = `function ${JSON.stringify(label)} ${how}`
+  const cutLine = cuts.length > 0 ? `results left out: ${cuts.join('; ')}` : ''
+  // what the stderr may take at least, so that many results cannot crowd it out
+  const stderrReserve = stderrText.trim() === '' ? 0 : Math.min(stderrText.length, MESSAGE_STDERR_MIN) + 10
+  let room = FAILURE_MESSAGE_BUDGET - first.length - cutLine.length - stderrReserve - 64
+  const parts = [first]
+  if (results.length > 0) {
+    // errors first, then the other severities in their order (Porch shows them all)
+    const ordered = [...errorResults(results), ...results.filter((r) => r.severity !== 'error')]
+    const shown: string[] = []
+    for (const r of ordered) {
+      const line = head(formatResult(r), MAX_MESSAGE_RESULT_LINE)
+      if (line.length + 1 > room) break
+      shown.push(line)
+      room -= line.length + 1
+    }
+    if (ordered.length > shown.length) shown.push(`… and ${ordered.length - shown.length} more result(s)`)
+    parts.push(`results:\n${shown.join('\n')}`)
   }
-  if (cuts.length > 0) parts.push(`results left out: ${cuts.join('; ')}`)
-  if (stderrText.trim() !== '') parts.push(`stderr:\n${tail(stderrText, MESSAGE_STDERR_TAIL)}`)
+  if (cutLine) parts.push(cutLine)
+  if (stderrText.trim() !== '') {
+    const used = parts.reduce((n, p) => n + p.length + 1, 0)
+    parts.push(`stderr:\n${tail(stderrText, Math.max(MESSAGE_STDERR_TAIL, FAILURE_MESSAGE_BUDGET - used - 16))}`)
+  }
   const failure: FunctionFailure = {
     exitCode: result.exitCode,
     signal: result.signal,

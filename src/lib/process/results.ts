@@ -62,15 +62,9 @@ export function normaliseResult(raw: unknown): FunctionResult | undefined {
   return out
 }
 
-/** The results of a parsed ResourceList object (list form or the legacy {items: [...]} form). */
+/** The results of a parsed ResourceList object (list form or the legacy {items: [...]} form), within RESULT_LIMITS. */
 export function resultsOf(resourceList: unknown): FunctionResult[] {
-  const rl = asRecord(resourceList)
-  if (!rl) return []
-  let raw = rl.results
-  const wrapped = asRecord(raw)
-  if (wrapped && Array.isArray(wrapped.items)) raw = wrapped.items
-  if (!Array.isArray(raw)) return []
-  return raw.map((r) => normaliseResult(r)).filter((r): r is FunctionResult => r !== undefined)
+  return fromParsed(resourceList, [])
 }
 
 /**
@@ -105,7 +99,7 @@ export const RESULT_LIMITS = {
    * YAML bytes handed to the parser at most, over all results of one output. The yaml package
    * reads about 0.5-1 MB/s on a loaded 2-core machine, so this bounds the blocked time.
    */
-  maxParseBytes: 256 * 1024,
+  maxParseBytes: 512 * 1024,
   /** A results section (or a whole output) this small is parsed in one go, as written. */
   wholeParseBytes: 64 * 1024,
   /** Results are parsed in batches of about this many bytes. */

@@ -33,7 +33,7 @@ export interface FunctionProcessOptions {
   signal?: AbortSignal
   /** stdout larger than this kills the process and the call ends ResourceExhausted. */
   maxStdoutBytes: number
-  /** Only the last this-many bytes of stderr are kept (default 256 KiB). */
+  /** Only the last this-many bytes of stderr are kept (default 256 KiB; the evaluators keep as much as a message holds). */
   maxStderrBytes?: number
   /** A name for messages (the image, or the exec path). */
   label: string
@@ -47,6 +47,8 @@ export interface FunctionProcessResult {
   signal: NodeJS.Signals | null
   /** True when stderr was longer than maxStderrBytes and its head was dropped. */
   stderrTruncated: boolean
+  /** How many bytes of stderr's head were dropped. */
+  stderrDropped?: number
   durationMs: number
 }
 
@@ -174,6 +176,13 @@ export function killGroup(pid: number | undefined): void {
   }
 }
 
+/** The error for a call that must not start: cancelled, or its deadline already passed. */
+export function notStartable(label: string, deadline: number | undefined, signal: AbortSignal | undefined): FnrError | undefined {
+  if (signal?.aborted) return new FnrError('Cancelled', `function ${JSON.stringify(label)} was cancelled before it started`)
+  if (deadline !== undefined && deadline <= Date.now()) return new FnrError('DeadlineExceeded', `deadline exceeded before function ${JSON.stringify(label)} started`)
+  return undefined
+}
+
 /** The error for a function process that could not be started. */
 function startError(options: FunctionProcessOptions, err: NodeJS.ErrnoException): FnrError {
   const where = `${JSON.stringify(options.label)} (${options.command})`
@@ -189,12 +198,8 @@ function startError(options: FunctionProcessOptions, err: NodeJS.ErrnoException)
 export function runFunctionProcess(options: FunctionProcessOptions): Promise<FunctionProcessResult> {
   const started = performance.now()
   const deadline = options.deadline ?? Number.POSITIVE_INFINITY
-  if (options.signal?.aborted) {
-    return Promise.reject(new FnrError('Cancelled', `function ${JSON.stringify(options.label)} was cancelled before it started`))
-  }
-  if (deadline <= Date.now()) {
-    return Promise.reject(new FnrError('DeadlineExceeded', `deadline exceeded before function ${JSON.stringify(options.label)} started`))
-  }
+  const early = notStartable(options.label, options.deadline, options.signal)
+  if (early) return Promise.reject(early)
 
   return new Promise((resolve, reject) => {
     let settled = false
@@ -206,6 +211,7 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
     let graceTimer: NodeJS.Timeout | undefined
 
     const marker = newCallMarker()
+    const startedAt = Date.now()
     let child: ReturnType<typeof spawn>
     try {
       child = spawn(options.command, options.args ?? [], {
@@ -223,7 +229,7 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
     if (child.pid !== undefined) liveCalls.set(child.pid, marker)
     const swept = (): void => {
       if (child.pid !== undefined && liveCalls.get(child.pid) === marker) liveCalls.delete(child.pid)
-      sweeper.request({marker, pid: child.pid})
+      sweeper.request({marker, pid: child.pid, startedAt})
     }
 
     const cleanup = (): void => {
@@ -326,6 +332,7 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
         exitCode: code,
         signal,
         stderrTruncated: stderr.dropped > 0,
+        stderrDropped: stderr.dropped,
         durationMs: performance.now() - started,
       })
     })

@@ -42,6 +42,8 @@ export interface SweepTarget {
   marker: string
   /** The function process (leader of its group and session-less descendants). */
   pid?: number
+  /** When the call started (ms since the epoch): only processes started since can carry its marker. */
+  startedAt?: number
 }
 
 interface ProcInfo {
@@ -49,6 +51,31 @@ interface ProcInfo {
   ppid: number
   pgrp: number
   session: number
+  /** Start time in seconds since the epoch (from the boot time and the start ticks). */
+  started: number
+}
+
+/** Clock ticks per second of /proc/PID/stat's start time (USER_HZ: 100 on every Linux fnr runs on). */
+const USER_HZ = 100
+let bootTime: number | undefined
+
+/** The boot time in seconds since the epoch (/proc/stat btime), read once. */
+function bootEpoch(): number {
+  if (bootTime === undefined) {
+    try {
+      bootTime = Number(/^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'latin1'))?.[1] ?? 0)
+    } catch {
+      bootTime = 0
+    }
+  }
+  return bootTime
+}
+
+/** The earliest start (epoch seconds, with slack for the 1 s resolution of btime) a process must have to be read for markers. */
+function readSince(targets: readonly SweepTarget[]): number {
+  const starts = targets.map((t) => t.startedAt ?? 0)
+  const earliest = Math.min(...starts)
+  return earliest > 0 && bootEpoch() > 0 ? earliest / 1000 - 2 : 0
 }
 
 /** Parses /proc/PID/stat (the command may contain spaces and parentheses: fields follow the last ')'). */
@@ -56,9 +83,9 @@ function parseStat(pid: number, stat: string): ProcInfo | undefined {
   const close = stat.lastIndexOf(')')
   if (close < 0) return undefined
   const fields = stat.slice(close + 2).split(' ')
-  // fields[0] = state, [1] = ppid, [2] = pgrp, [3] = session
+  // fields[0] = state, [1] = ppid, [2] = pgrp, [3] = session, [19] = start time in ticks since boot
   if (fields[0] === 'Z' || fields[0] === 'X') return undefined
-  return {pid, ppid: Number(fields[1]), pgrp: Number(fields[2]), session: Number(fields[3])}
+  return {pid, ppid: Number(fields[1]), pgrp: Number(fields[2]), session: Number(fields[3]), started: bootEpoch() + Number(fields[19]) / USER_HZ}
 }
 
 /** The marker in an environ block (NUL-separated), if any. */
@@ -118,11 +145,34 @@ function killAll(pids: number[]): number {
 
 const MAX_ROUNDS = 4
 
+/** One process's stat, and whether it carries one of the markers (environ read only for processes started since `since`). */
+async function inspect(pid: number, markers: Set<string>, since: number): Promise<{info: ProcInfo; marked: boolean} | undefined> {
+  let info: ProcInfo | undefined
+  try {
+    info = parseStat(pid, await readFile(`/proc/${pid}/stat`, 'latin1'))
+  } catch {
+    return undefined
+  }
+  if (!info) return undefined
+  if (info.started < since) return {info, marked: false}
+  try {
+    const m = markerOf(await readFile(`/proc/${pid}/environ`))
+    return {info, marked: m !== undefined && markers.has(m)}
+  } catch {
+    // another user's process (EACCES) or gone: not ours
+    return {info, marked: false}
+  }
+}
+
+/** Reads per chunk: enough to keep the thread pool busy without queueing hundreds of reads. */
+const READ_CONCURRENCY = 8
+
 /** One sweep over /proc for the targets (async: the reads go through the thread pool). Returns the number of processes killed. */
 export async function sweep(targets: readonly SweepTarget[]): Promise<number> {
   if (targets.length === 0 || process.platform !== 'linux') return 0
   const markers = new Set(targets.map((t) => t.marker))
   const roots = new Set(targets.flatMap((t) => (t.pid === undefined ? [] : [t.pid])))
+  const since = readSince(targets)
   let total = 0
   for (let round = 0; round < MAX_ROUNDS; round++) {
     let names: string[]
@@ -131,26 +181,14 @@ export async function sweep(targets: readonly SweepTarget[]): Promise<number> {
     } catch {
       return total
     }
+    const pids = names.filter((n) => n.charCodeAt(0) >= 0x30 && n.charCodeAt(0) <= 0x39).map(Number).filter((pid) => pid !== process.pid && pid > 2)
     const procs: ProcInfo[] = []
     const marked = new Set<number>()
-    for (const name of names) {
-      const c = name.charCodeAt(0)
-      if (c < 0x30 || c > 0x39) continue
-      const pid = Number(name)
-      if (pid === process.pid || pid <= 2) continue
-      let info: ProcInfo | undefined
-      try {
-        info = parseStat(pid, await readFile(`/proc/${pid}/stat`, 'latin1'))
-      } catch {
-        continue
-      }
-      if (!info) continue
-      procs.push(info)
-      try {
-        const m = markerOf(await readFile(`/proc/${pid}/environ`))
-        if (m !== undefined && markers.has(m)) marked.add(pid)
-      } catch {
-        // another user's process (EACCES) or gone: not ours
+    for (let i = 0; i < pids.length; i += READ_CONCURRENCY) {
+      for (const r of await Promise.all(pids.slice(i, i + READ_CONCURRENCY).map((pid) => inspect(pid, markers, since)))) {
+        if (!r) continue
+        procs.push(r.info)
+        if (r.marked) marked.add(r.info.pid)
       }
     }
     const killed = killAll(victims(procs, marked, roots))
@@ -163,6 +201,7 @@ export async function sweep(targets: readonly SweepTarget[]): Promise<number> {
 /** sweep, synchronously: for the last moments of a process that is about to exit. */
 export function sweepSync(targets: readonly SweepTarget[]): number {
   if (targets.length === 0 || process.platform !== 'linux') return 0
+  const since = readSince(targets)
   const markers = new Set(targets.map((t) => t.marker))
   const roots = new Set(targets.flatMap((t) => (t.pid === undefined ? [] : [t.pid])))
   let total = 0
@@ -188,6 +227,7 @@ export function sweepSync(targets: readonly SweepTarget[]): number {
       }
       if (!info) continue
       procs.push(info)
+      if (info.started < since) continue
       try {
         const m = markerOf(readFileSync(`/proc/${pid}/environ`))
         if (m !== undefined && markers.has(m)) marked.add(pid)

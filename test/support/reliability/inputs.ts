@@ -141,8 +141,10 @@ export interface PayloadCase {
    * output cheaply, without parsing it (src/lib/evaluators/entrypoint.ts): blank output, or output
    * with a `kind: ResourceList` key (at a line start or after `{` or `,`), is accepted (OK); anything
    * else is INTERNAL "is not a ResourceList". Output with results is parsed for them only.
+   * `blank`: whitespace-only output, which the wrapper and the exec runtime of serve both refuse
+   * (INTERNAL, "wrote only whitespace"): an empty ResourceList would delete the package (issue 15).
    */
-  wrapper: 'accepts' | 'rejects'
+  wrapper: 'accepts' | 'rejects' | 'blank'
   /** A well-formed ResourceList, only big or unusual (a control): not counted as a bad input. */
   valid?: boolean
 }
@@ -184,8 +186,8 @@ export function payloadCases(): PayloadCase[] {
   const rejects = 'rejects' as const
   // A well-formed ResourceList (a stress case, not a bad input): accepted everywhere.
   const stress = (label: string, payload: string): void => add(label, payload, 'accepts', true)
-  // A blank output is accepted by the wrapper (a function may print nothing).
-  for (const b of [0x00, 0xff, 0x0a, 0x20, 0x7f]) add(`single byte 0x${b.toString(16).padStart(2, '0')}`, Buffer.from([b]), b === 0x0a || b === 0x20 ? 'accepts' : rejects)
+  // A blank output is refused by the wrapper and by serve's exec runtime (never an empty package).
+  for (const b of [0x00, 0xff, 0x0a, 0x20, 0x7f]) add(`single byte 0x${b.toString(16).padStart(2, '0')}`, Buffer.from([b]), b === 0x0a || b === 0x20 ? 'blank' : rejects)
   for (const s of ['-', '---', '...', '{', '[', '"', "'", '&a', '*a', '!', '%YAML 1.2', '? ', '|', '>', '#', ':', '~', 'null']) add(`YAML token ${JSON.stringify(s)}`, s, rejects)
   for (const [seed, n] of [
     [1, 1024],

@@ -106,7 +106,8 @@ function soakCall(client: EvaluatorClient, fns: FunctionsDir, n: number): Promis
   } else if (pick === 5) {
     const p = payloads[n % payloads.length]!
     call = client.evaluateRaw(fns.image.cat!, p.payload, {deadline: Date.now() + 60_000})
-    allowed = [S.OK]
+    // a blank echo is refused: never an empty package
+    allowed = p.wrapper === 'blank' ? [S.INTERNAL] : [S.OK]
     what = `payload ${p.label}`
   } else if (pick === 6) {
     const faults = ['exitMidWrite', 'killedSelf', 'floodStdoutForever', 'floodStderr', 'closeStdin', 'failWithResults', 'hugeErrorResult']
