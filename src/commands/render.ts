@@ -69,7 +69,7 @@ functions run only with --allow-exec.`
           maxOutputBytes: flags['max-output-size'] as number,
           truncateOutput: flags['truncate-output'] as boolean,
           execPaths: {
-            ...resolveExecPaths(str('config')!, str('functions')!, given.has('config'), given.has('functions')),
+            ...resolveExecPaths(str('config')!, str('functions')!, given.has('config'), given.has('functions'), {cli: true}),
             defaultImagePrefix: str('default-image-prefix')!,
           },
           imageRunner,

@@ -234,6 +234,7 @@ async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logge
       embedded: options.exec.embedded,
       images: config.imageCount,
     })
+    if (config.imageCount === 0) logger.warn('the exec runtime serves no images: its config maps none; every exec call will be NOT_FOUND', {config: options.exec.configPath})
     evaluators.push(new ExecEvaluator({config, maxOutputBytes: options.maxRequestBodySize, logger, passEnv: options.exec.passEnv}))
   }
   if (runtimes.includes('pod')) {

@@ -36,7 +36,7 @@ export function evalOptionsFromFlags(values: Record<string, FlagValue>, given: R
     failOnErrorResults: values['fail-on-error-results'] as boolean,
     truncateOutput: values['truncate-output'] as boolean,
     execPaths: {
-      ...resolveExecPaths(str('config')!, str('functions')!, given.has('config'), given.has('functions')),
+      ...resolveExecPaths(str('config')!, str('functions')!, given.has('config'), given.has('functions'), {cli: true}),
       defaultImagePrefix: str('default-image-prefix')!,
     },
   }

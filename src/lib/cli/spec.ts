@@ -31,7 +31,7 @@ export const EXEC_FLAG_SPECS = {
   functions: {
     kind: 'string',
     summary: "Directory of the exec runtime's function binaries.",
-    description: 'When neither --functions nor --config is given and ./config.yaml does not exist, fnr uses the functions it ships.',
+    description: 'When neither --functions nor --config is given, eval, test and render use the functions fnr ships; serve uses ./config.yaml only when it exists and is an exec config (anything else there is ignored with a warning).',
     default: './functions',
     helpGroup: 'EXEC RUNTIME',
   },

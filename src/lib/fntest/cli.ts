@@ -51,7 +51,7 @@ export function testOptionsFromFlags(values: Record<string, FlagValue>, given: R
     maxOutputBytes: values['max-output-size'] as number,
     ...(str('runner') ? {runner: {address: str('runner')!, ...(str('runner-ca-file') ? {caFile: str('runner-ca-file')} : {})}} : {}),
     execPaths: {
-      ...resolveExecPaths(str('config')!, str('functions')!, given.has('config'), given.has('functions')),
+      ...resolveExecPaths(str('config')!, str('functions')!, given.has('config'), given.has('functions'), {cli: true}),
       defaultImagePrefix: str('default-image-prefix')!,
     },
   }

@@ -50,6 +50,12 @@ export interface CaseConfig {
   disableOutputTruncate: boolean
   /** fnr's addition: this case's timeout (a Go duration), instead of --timeout. */
   timeoutMs?: number
+  /** kpt's testType: render runs the package's Kptfile pipeline; unset: see TestCase.testType. */
+  testType?: 'eval' | 'render'
+  /** kpt's allowExec: render cases may run `exec:` functions. */
+  allowExec?: boolean
+  /** kpt harness keys fnr does not use (reported as warnings). */
+  warnings: string[]
 }
 
 export interface TestCase {
@@ -65,12 +71,26 @@ export interface TestCase {
   fnConfigPath?: string
 }
 
-const CONFIG_KEYS = new Set(['testType', 'exitCode', 'stdErr', 'stdErrRegEx', 'image', 'execPath', 'args', 'fnConfig', 'disableOutputTruncate', 'timeout'])
+const CONFIG_KEYS = new Set(['testType', 'exitCode', 'stdErr', 'stdErrRegEx', 'image', 'execPath', 'args', 'fnConfig', 'disableOutputTruncate', 'timeout', 'allowExec'])
+/** kpt harness keys that would change a case's outcome: an error, with what to do instead. */
 const KPT_ONLY_KEYS: Record<string, string> = {
   skip: 'fnr test runs every case it finds; move the case out of the folder or narrow the run with --filter',
   stdOut: 'compare the output with .expected/resourcelist.yaml (a ResourceList case) instead',
+}
+/** kpt harness keys that do not change what fnr checks: a warning, and the case runs. */
+const KPT_IGNORED_KEYS: Record<string, string> = {
+  runCount: 'fnr runs each case once',
+  network: 'fnr does not run containers',
+  allowNetwork: 'fnr does not run containers',
+  allowWasm: 'fnr does not run wasm functions',
+  imagePullPolicy: 'fnr pulls no images for exec functions',
+  runtimes: 'fnr chooses its own runtime',
   sequential: 'cases never share state; --concurrency 1 runs them one at a time',
   includeMetaResources: 'fnr eval passes the package as it reads it',
+  debug: 'not used',
+  env: 'not used by fnr test',
+  actualStripLines: 'not used',
+  stdErrStripLines: 'not used',
 }
 const SCRIPT_FILES = ['exec.sh', 'setup.sh', 'teardown.sh']
 const SKIPPED_DIRS = new Set(['node_modules'])
@@ -168,7 +188,7 @@ export async function readCase(dir: string, name = caseName(dir)): Promise<TestC
   }
 
   const configPath = expectedFiles.has('config.yaml') ? path.join(expectedDir, 'config.yaml') : undefined
-  const config = configPath ? await readCaseConfig(configPath, name) : {exitCode: 0, disableOutputTruncate: false}
+  const config: CaseConfig = configPath ? await readCaseConfig(configPath, name) : {exitCode: 0, disableOutputTruncate: false, warnings: []}
   let fnConfigPath: string | undefined
   if (config.fnConfig !== undefined) {
     fnConfigPath = path.resolve(expectedDir, config.fnConfig)
@@ -187,7 +207,7 @@ export async function readCaseConfig(file: string, name: string): Promise<CaseCo
   const where = `${EXPECTED_DIR}/config.yaml`
   const doc = parseDocument((await readCaseFile(file)).toString('utf8'))
   if (doc.errors.length > 0) throw layoutError(name, `${where}: ${doc.errors[0]!.message.split('\n')[0]}`)
-  const config: CaseConfig = {exitCode: 0, disableOutputTruncate: false}
+  const config: CaseConfig = {exitCode: 0, disableOutputTruncate: false, warnings: []}
   if (doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null)) return config
   if (!isMap(doc.contents)) throw layoutError(name, `${where} must be a mapping`)
   const str = (key: string, v: unknown): string => {
@@ -198,13 +218,22 @@ export async function readCaseConfig(file: string, name: string): Promise<CaseCo
     const key = isScalar(pair.key) ? String(pair.key.value) : ''
     const node = pair.value
     const value: unknown = isScalar(node) ? node.value : node === null ? null : (node as {toJSON(): unknown}).toJSON()
+    if (!CONFIG_KEYS.has(key) && KPT_IGNORED_KEYS[key] !== undefined) {
+      config.warnings.push(`${where}: ${JSON.stringify(key)} is ignored (${KPT_IGNORED_KEYS[key]})`)
+      continue
+    }
     if (!CONFIG_KEYS.has(key)) {
       const hint = KPT_ONLY_KEYS[key]
       throw layoutError(name, `${where}: ${JSON.stringify(key)} is not supported${hint ? ` (${hint})` : ''}`)
     }
     switch (key) {
       case 'testType':
-        if (value !== 'eval') throw layoutError(name, `${where}: testType ${JSON.stringify(value)} is not supported (fnr test evaluates one function: testType: eval)`)
+        if (value !== 'eval' && value !== 'render') throw layoutError(name, `${where}: testType must be eval or render, got ${JSON.stringify(value)}`)
+        config.testType = value
+        break
+      case 'allowExec':
+        if (typeof value !== 'boolean') throw layoutError(name, `${where}: allowExec must be true or false`)
+        config.allowExec = value
         break
       case 'exitCode':
         if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 255) throw layoutError(name, `${where}: exitCode must be an integer from 0 to 255`)

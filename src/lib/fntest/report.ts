@@ -26,6 +26,7 @@ export function formatCaseResult(r: CaseResult): string {
   const tag = r.status === 'passed' ? 'PASS' : r.status === 'updated' ? 'UPDATED' : 'FAIL'
   let out = `${tag.padEnd(7)} ${r.name} (${seconds(r.durationMs)})\n`
   if (r.status === 'updated') out += `        wrote ${r.updated.join(', ')}\n`
+  for (const w of r.warnings ?? []) out += `  ! ${w}\n`
   for (const p of r.problems) {
     out += `  ✗ ${p.message}\n`
     if (p.detail) out += `${p.detail.replace(/\n?$/, '\n')}`

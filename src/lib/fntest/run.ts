@@ -14,7 +14,7 @@
  * rewrites the expectations that can be derived from the run (diff.patch, resourcelist.yaml,
  * results.yaml, config.yaml's exitCode); stdErr/stdErrRegEx and timeouts cannot be updated.
  */
-import {constants} from 'node:fs'
+import {constants, existsSync} from 'node:fs'
 import {access, cp, mkdtemp, rm, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
@@ -28,6 +28,7 @@ import {ConfigFileError} from '../config/read-file.js'
 import type {ExecPaths} from '../config/embedded.js'
 import {FnrError, toFnrError} from '../errors.js'
 import {runEval, splitExec, type EvalOptions} from '../eval.js'
+import {runRender} from '../render.js'
 import {renderError} from '../cli/render-error.js'
 import type {EvaluatorClient} from '../grpc/client.js'
 import {applyTreePatch, diffText, diffTrees, makeTreePatch, PatchError, readTree, type Tree} from './compare.js'
@@ -72,6 +73,8 @@ export interface CaseResult {
   problems: CaseProblem[]
   /** Expectation files --update wrote or deleted (relative to the case). */
   updated: string[]
+  /** Things in the case fnr ignored (kpt harness keys it does not use). */
+  warnings?: string[]
 }
 
 export interface FnTestRun {
@@ -99,6 +102,17 @@ interface CaseFunction {
   image?: string
 }
 
+/**
+ * Whether a case renders its package (kpt's `testType: render`, kpt's default) rather than
+ * evaluating one function: when config.yaml says so, or says nothing and no function is named
+ * (neither on the command line nor in config.yaml) and the package has a Kptfile.
+ */
+export function isRenderCase(c: TestCase, options: Pick<FnTestOptions, 'exec' | 'image'>): boolean {
+  if (c.config.testType !== undefined) return c.config.testType === 'render'
+  if (options.exec !== undefined || options.image !== undefined || c.config.image !== undefined || c.config.execPath !== undefined) return false
+  return c.mode === 'package' && existsSync(path.join(c.dir, 'Kptfile'))
+}
+
 function functionFor(c: TestCase, options: FnTestOptions): CaseFunction {
   if (options.exec !== undefined) return {exec: options.exec}
   if (options.image !== undefined) return {image: options.image}
@@ -111,6 +125,7 @@ function functionFor(c: TestCase, options: FnTestOptions): CaseFunction {
 async function preflight(cases: TestCase[], options: FnTestOptions): Promise<void> {
   const images = new Map<string, string>()
   for (const c of cases) {
+    if (isRenderCase(c, options)) continue
     const fn = functionFor(c, options)
     if (fn.exec !== undefined && options.runner) {
       throw new FnrError('Usage', `test case ${c.name} runs an executable (--exec or execPath), but --runner evaluates images: give --image, or an image in its ${EXPECTED_DIR}/config.yaml`)
@@ -203,8 +218,9 @@ function tail(text: string, lines = 30): string {
 /** Runs one case on a scratch copy and compares (and with --update, rewrites) its expectations. */
 export async function runCase(c: TestCase, options: FnTestOptions, client?: EvaluatorClient): Promise<CaseResult> {
   const started = performance.now()
-  const fn = functionFor(c, options)
-  const label = fn.image ?? fn.exec!
+  const render = isRenderCase(c, options)
+  const fn = render ? {} : functionFor(c, options)
+  const label = render ? 'render' : (fn.image ?? fn.exec!)
   const problems: CaseProblem[] = []
   const updated: string[] = []
   const timeoutMs = c.config.timeoutMs ?? options.timeoutMs
@@ -240,7 +256,24 @@ export async function runCase(c: TestCase, options: FnTestOptions, client?: Eval
     const stdout = new Collector()
     const stderr = new Collector()
     try {
-      if (client) await (await import('./remote.js')).runEvalRemote(evalOptions, {stdin, stdout, stderr}, client)
+      if (render) {
+        const remote = client ? await import('./remote.js') : undefined
+        await runRender(
+          {
+            dir: pkg,
+            allowExec: c.config.allowExec ?? false,
+            output: '',
+            resultsDir,
+            timeoutMs,
+            maxOutputBytes: options.maxOutputBytes,
+            truncateOutput: !c.config.disableOutputTruncate,
+            execPaths: options.execPaths,
+            ...(client && remote ? {imageRunner: (image: string, input: Buffer) => remote.callRunner(client, image, input, timeoutMs, options.signal)} : {}),
+            signal: options.signal,
+          },
+          {stdin, stdout, stderr},
+        )
+      } else if (client) await (await import('./remote.js')).runEvalRemote(evalOptions, {stdin, stdout, stderr}, client)
       else await runEval(evalOptions, {stdin, stdout, stderr})
     } catch (err) {
       const e = toFnrError(err)
@@ -336,7 +369,7 @@ export async function runCase(c: TestCase, options: FnTestOptions, client?: Eval
 
   function finish(): CaseResult {
     const status: CaseStatus = problems.length > 0 ? 'failed' : updated.length > 0 ? 'updated' : 'passed'
-    return {name: c.name, dir: c.dir, function: label, status, durationMs: performance.now() - started, exitCode, timedOut, problems, updated}
+    return {name: c.name, dir: c.dir, function: label, status, durationMs: performance.now() - started, exitCode, timedOut, problems, updated, warnings: c.config.warnings}
   }
 }
 
