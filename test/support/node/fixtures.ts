@@ -56,3 +56,18 @@ export async function pushScriptFunctionImage(registry: TestRegistry, repoTag: s
     authFile,
   );
 }
+
+/** Pushes a plain busybox image: Entrypoint ["/bin/sh", "-c"], a passwd with nonroot (65532). */
+export async function pushBusyboxImage(registry: TestRegistry, repoTag: string, authFile?: string): Promise<void> {
+  const busybox = readFileSync(findStaticBusybox()!);
+  await pushImage(
+    registry,
+    repoTag,
+    {
+      entrypoint: ['/bin/sh', '-c'],
+      env: ['PATH=/bin'],
+      files: { 'bin/busybox': busybox, 'bin/sh': busybox, 'etc/passwd': 'root:x:0:0:root:/root:/bin/sh\nnonroot:x:65532:65532:nonroot:/home/nonroot:/bin/sh\n' },
+    },
+    authFile,
+  );
+}
