@@ -104,6 +104,7 @@ describe('function pods under runc: fnr serve + test API server + the runc node'
     try {
       const { pod, ms } = await evaluate(running, 'fn-ip');
       console.log(`      first call (pod create, wrapper + function image pull and unpack, init copy, runc start, gRPC Ready): ${ms} ms`);
+      for (const t of node.images.timings) console.log(`        ${t.image}: skopeo pull ${t.pullMs} ms, unpack ${t.unpackMs} ms`);
       const fnStatus = (pod.status.containerStatuses as KubeObject[]).find((c) => c.name === 'function')!;
       expect(fnStatus.ready).to.equal(true);
       expect(fnStatus.containerID).to.match(/^runc:\/\//);

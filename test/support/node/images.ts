@@ -72,6 +72,8 @@ export function alwaysPull(image: string, policy: string | undefined): boolean {
 }
 
 export class ImageStore {
+  /** How long each pull took (skopeo copy, then unpacking; unpackMs is 0 when the rootfs was cached). */
+  readonly timings: Array<{ image: string; pullMs: number; unpackMs: number }> = [];
   private readonly cached = new Map<string, PulledImage>();
   private readonly inflight = new Map<string, Promise<PulledImage>>();
   private readonly unpacking = new Map<string, Promise<void>>();
@@ -106,6 +108,7 @@ export class ImageStore {
       const attempts: Array<RegistryCredential | undefined> = credentials.length > 0 ? credentials : [undefined];
       let lastError = '';
       let ok = false;
+      const t0 = Date.now();
       for (const cred of attempts) {
         const args = ['copy', '--insecure-policy', '--quiet', '--retry-times', '0', '--override-os', 'linux', '--override-arch', 'amd64'];
         const certDir = this.options.certDirs?.[host];
@@ -135,9 +138,11 @@ export class ImageStore {
       const manifest = JSON.parse(await readFile(blob(digest), 'utf8')) as { config: { digest: string }; layers: Array<{ digest: string; mediaType: string }> };
       const configDoc = JSON.parse(await readFile(blob(manifest.config.digest), 'utf8')) as { config?: ImageConfig };
       const rootfs = path.join(this.dir, 'rootfs', digest.replace(':', '-'));
+      const t1 = Date.now();
       await this.unpackOnce(rootfs, manifest.layers.map((l) => ({ file: blob(l.digest), mediaType: l.mediaType })));
       const pulled: PulledImage = { image, digest, imageID: `${repository(image)}@${digest}`, config: configDoc.config ?? {}, rootfs };
       this.cached.set(image, pulled);
+      this.timings.push({ image, pullMs: t1 - t0, unpackMs: Date.now() - t1 });
       return pulled;
     } finally {
       await rm(layout, { recursive: true, force: true });
@@ -188,7 +193,9 @@ async function safeJoin(root: string, name: string): Promise<string | undefined>
 /** Extracts one layer into rootfs: whiteouts of this layer first (they refer to lower layers), then its files. */
 export async function unpackLayer(rootfs: string, file: string, mediaType: string): Promise<void> {
   if (/zstd/.test(mediaType)) throw new ImagePullError(`layer media type ${mediaType} is not supported by the test node (gzip or uncompressed only)`);
-  const listing = await must('tar', ['-t', '--quoting-style=literal', '-f', file], { timeoutMs: 120_000 });
+  // Whiteouts only delete from lower layers: with nothing below (the first non-empty layer), skip the listing pass.
+  const lower = (await readdir(rootfs)).length > 0;
+  const listing = lower ? await must('tar', ['-t', '--quoting-style=literal', '-f', file], { timeoutMs: 120_000 }) : '';
   const entries = listing.split('\n').filter((l) => l !== '');
   for (const entry of entries) {
     const clean = entry.replace(/\/+$/, '');
