@@ -259,6 +259,24 @@ describe('runc node: pods from a real registry under runc, without an API server
     expect(pods[pods.length - 1]!.logs.get('c')).to.equal('from-configmap\n');
   });
 
+  it('applies resources.limits as cgroup limits; a container over its memory limit is OOMKilled (exit 137)', async () => {
+    const h = hostWithSecret();
+    const np = start(
+      pod({
+        imagePullSecrets: [{ name: 'regcred' }],
+        containers: [
+          { name: 'limits', image: img, args: ['cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/cpu/cpu.cfs_quota_us'], resources: { limits: { memory: '48Mi', cpu: '500m' }, requests: { cpu: '250m' } } },
+          { name: 'hog', image: img, args: ['x=$(head -c 200000000 /dev/zero | tr "\\0" a); echo survived'], resources: { limits: { memory: '32Mi' } } },
+        ],
+      }),
+      h,
+    );
+    const s = await h.until('both terminated', (x) => x.phase === 'Failed' || x.phase === 'Succeeded');
+    expect(np.logs.get('limits')).to.equal(`${48 * 1024 * 1024}\n50000\n`);
+    expect(cs(s, 'hog').state.terminated).to.include({ exitCode: 137, reason: 'OOMKilled' });
+    expect(np.logs.get('hog') ?? '').to.not.contain('survived');
+  });
+
   it('graceful termination stops the containers and removes the network namespace, mounts and runc state', async () => {
     const h = hostWithSecret();
     const np = start(pod({ restartPolicy: 'Always', imagePullSecrets: [{ name: 'regcred' }], containers: [{ name: 'c', image: img, args: ['trap "exit 0" TERM; while true; do sleep 0.1; done'] }] }), h);

@@ -23,6 +23,7 @@ import {
   expandVars,
   type Mount,
   resolveCapabilities,
+  resolveResources,
   resolveUser,
   runtimeSpec,
 } from './spec.js';
@@ -56,6 +57,8 @@ interface ContainerModel {
   killedFor?: string;
   mountDir?: string;
   pullFailures?: number;
+  /** `runc events` reported an OOM kill in the container's memory cgroup. */
+  oomKilled?: boolean;
 }
 
 interface Exit {
@@ -509,6 +512,8 @@ export class NodePod {
         hostname: String(this.pod.spec?.hostname ?? this.name).slice(0, 63),
         netnsPath: this.net!.nsPath,
         mounts,
+        resources: resolveResources(c),
+        cgroupsPath: id,
       });
     } catch (e) {
       const reason = e instanceof ContainerConfigError ? 'CreateContainerConfigError' : 'CreateContainerError';
@@ -536,6 +541,7 @@ export class NodePod {
     m.child = child;
     m.runcId = id;
     m.killedFor = undefined;
+    m.oomKilled = false;
     const onData = (chunk: Buffer): void => {
       const text = chunk.toString('utf8');
       const next = (this.logs.get(c.name) ?? '') + text;
@@ -568,12 +574,22 @@ export class NodePod {
           const exit: Exit = { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error', startedAt, finishedAt };
           if (exitCode > 128 && exitCode < 160) exit.signal = exitCode - 128;
           if (m.killedFor) exit.message = m.killedFor;
+          if (m.oomKilled && exitCode === 137) exit.reason = 'OOMKilled';
           resolve(exit);
         })();
       });
     });
     // Running once runc reports the container process started (or it already ended).
     const running = await this.waitRunning(id, m.exited);
+    let events: ChildProcess | undefined;
+    if (running && config.linux?.resources?.memory) {
+      // OOM kills are only visible while the cgroup exists: watch them as they happen.
+      events = spawn(this.node.runc, ['--root', this.node.stateRoot, 'events', id], { stdio: ['ignore', 'pipe', 'ignore'] });
+      events.stdout!.on('data', (d: Buffer) => {
+        if (d.toString('utf8').includes('"type":"oom"')) m.oomKilled = true;
+      });
+      events.on('error', () => undefined);
+    }
     if (running) {
       m.state = { running: { startedAt } };
       m.started = true;
@@ -586,6 +602,7 @@ export class NodePod {
       if (!m.init) void this.probeLoops(m);
     }
     const exit = await m.exited;
+    events?.kill('SIGKILL');
     m.started = false;
     m.ready = false;
     await run(this.node.runc, ['--root', this.node.stateRoot, 'delete', '--force', id]);

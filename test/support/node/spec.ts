@@ -132,6 +132,36 @@ export interface Mount {
   readOnly?: boolean;
 }
 
+/** A Kubernetes quantity as a number (bytes for memory, cores for cpu); throws ContainerConfigError when malformed. */
+export function parseQuantity(q: unknown): number {
+  const m = /^([+-]?\d+(?:\.\d+)?)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/.exec(String(q).trim());
+  if (!m) throw new ContainerConfigError(`invalid quantity ${JSON.stringify(q)}`);
+  const factor: Record<string, number> = { m: 1e-3, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60 };
+  return Number(m[1]) * (m[2] ? factor[m[2]]! : 1);
+}
+
+export interface ContainerResources {
+  memoryLimitBytes?: number;
+  /** CFS quota for a period of 100 ms (limits.cpu). */
+  cpuQuota?: number;
+  /** cpu.shares (not set from requests: see resolveResources). */
+  cpuShares?: number;
+}
+
+/** cgroup settings from the container's limits (requests are checked, not applied: see below and docs/node.md). */
+export function resolveResources(container: KubeObject): ContainerResources {
+  const limits: KubeObject = container.resources?.limits ?? {};
+  const requests: KubeObject = container.resources?.requests ?? {};
+  const out: ContainerResources = {};
+  if (limits.memory !== undefined) out.memoryLimitBytes = Math.round(parseQuantity(limits.memory));
+  if (limits.cpu !== undefined) out.cpuQuota = Math.max(1000, Math.round(parseQuantity(limits.cpu) * 100_000));
+  // requests.cpu would be cpu.shares, but without a kubepods parent cgroup the shares would weigh a pod against
+  // every process of the machine (100m = 102 vs 1024): a busy shared test machine would starve it. Checked, not applied.
+  if (requests.cpu !== undefined) parseQuantity(requests.cpu);
+  if (requests.memory !== undefined) parseQuantity(requests.memory);
+  return out;
+}
+
 export interface RuntimeSpecInput {
   argv: string[];
   env: string[];
@@ -143,6 +173,9 @@ export interface RuntimeSpecInput {
   hostname: string;
   netnsPath: string;
   mounts: Mount[];
+  resources?: ContainerResources;
+  /** Relative to the node process's own cgroups (so containers count against it). */
+  cgroupsPath?: string;
 }
 
 /** The OCI runtime config (config.json) for a bundle whose root filesystem is `rootfs/` next to it. */
@@ -168,9 +201,17 @@ export function runtimeSpec(input: RuntimeSpecInput): KubeObject {
       { destination: '/dev/shm', type: 'tmpfs', source: 'shm', options: ['nosuid', 'noexec', 'nodev', 'mode=1777', 'size=65536k'] },
       { destination: '/dev/mqueue', type: 'mqueue', source: 'mqueue', options: ['nosuid', 'noexec', 'nodev'] },
       { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] },
+      { destination: '/sys/fs/cgroup', type: 'cgroup', source: 'cgroup', options: ['nosuid', 'noexec', 'nodev', 'relatime', 'ro'] },
       ...input.mounts.map((m) => ({ destination: m.destination, type: 'bind', source: m.source, options: ['rbind', 'rprivate', m.readOnly ? 'ro' : 'rw'] })),
     ],
     linux: {
+      ...(input.cgroupsPath ? { cgroupsPath: input.cgroupsPath } : {}),
+      resources: {
+        ...(input.resources?.memoryLimitBytes !== undefined ? { memory: { limit: input.resources.memoryLimitBytes } } : {}),
+        ...(input.resources?.cpuQuota !== undefined || input.resources?.cpuShares !== undefined
+          ? { cpu: { ...(input.resources.cpuQuota !== undefined ? { quota: input.resources.cpuQuota, period: 100_000 } : {}), ...(input.resources.cpuShares !== undefined ? { shares: input.resources.cpuShares } : {}) } }
+          : {}),
+      },
       namespaces: [{ type: 'pid' }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }, { type: 'network', path: input.netnsPath }],
       maskedPaths: ['/proc/acpi', '/proc/asound', '/proc/kcore', '/proc/keys', '/proc/latency_stats', '/proc/timer_list', '/proc/timer_stats', '/proc/sched_debug', '/sys/firmware', '/proc/scsi'],
       readonlyPaths: ['/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger'],
