@@ -501,12 +501,13 @@ export class NodePod {
         mounts.push({ destination: vm.mountPath, source, readOnly: vm.readOnly === true });
       }
       const sc: KubeObject = c.securityContext ?? {};
+      if (sc.privileged === true) throw new ContainerConfigError('privileged containers are not supported by the test node');
       config = runtimeSpec({
         argv,
         env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
         cwd: c.workingDir || image.config.WorkingDir || '/',
         user,
-        capabilities: sc.privileged ? [] : resolveCapabilities(c),
+        capabilities: resolveCapabilities(c),
         noNewPrivileges: sc.allowPrivilegeEscalation === false,
         readonlyRootfs: sc.readOnlyRootFilesystem === true,
         hostname: String(this.pod.spec?.hostname ?? this.name).slice(0, 63),
