@@ -3,6 +3,8 @@
  * `runtime: new RuncRuntime(...)`; it can also run pods on its own (startPod with a PodHost), without any API server.
  * State (runc's --root, unpacked images, pod dirs) lives in one temp dir removed by stop().
  */
+import { spawnSync } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -43,6 +45,21 @@ export interface KubeletPod {
   abandon(graceMs: number): Promise<void>;
 }
 
+/** Runtimes not stopped yet: on process exit (after() hooks never ran) their containers, mounts and dirs go. */
+const liveRuntimes = new Set<RuncRuntime>();
+let exitHook = false;
+function lastResort(): void {
+  for (const r of liveRuntimes) {
+    const list = spawnSync(r.runc, ['--root', r.stateRoot, 'list', '-q'], { encoding: 'utf8' });
+    for (const id of (list.stdout ?? '').split('\n').filter((x) => x !== '')) spawnSync(r.runc, ['--root', r.stateRoot, 'delete', '--force', id]);
+    for (const line of readFileSync('/proc/self/mounts', 'utf8').split('\n')) {
+      const target = line.split(' ')[1];
+      if (target?.startsWith(r.dir)) spawnSync('umount', ['-l', target]);
+    }
+    rmSync(r.dir, { recursive: true, force: true });
+  }
+}
+
 export class RuncRuntime {
   readonly runc: string;
   readonly stateRoot: string;
@@ -63,6 +80,11 @@ export class RuncRuntime {
     this.retryMs = options.retryMs ?? 500;
     this.dnsServer = options.dnsServer;
     this.clusterDomain = options.clusterDomain ?? 'cluster.local';
+    liveRuntimes.add(this);
+    if (!exitHook) {
+      exitHook = true;
+      process.on('exit', lastResort);
+    }
   }
 
   /** Makes the state dir; throws with the reason when this machine cannot run containers (not root, no runc, …). */
@@ -152,6 +174,7 @@ export class RuncRuntime {
 
   /** Kills every pod (no more status writes), deletes leftover runc containers, networks and the state dir. */
   async stop(graceMs = 2000): Promise<void> {
+    liveRuntimes.delete(this);
     await Promise.all([...this.pods].map((p) => p.abandon(graceMs)));
     this.pods.clear();
     const list = await run(this.runc, ['--root', this.stateRoot, 'list', '-q']);
