@@ -277,6 +277,22 @@ describe('runc node: pods from a real registry under runc, without an API server
     expect(np.logs.get('hog') ?? '').to.not.contain('survived');
   });
 
+  it('a pod deleted at any point of its start (sandbox, pull, create, run) stops and leaves nothing behind', async () => {
+    for (const delayMs of [0, 20, 60, 120, 250, 400]) {
+      const h = hostWithSecret();
+      const np = start(pod({ restartPolicy: 'Always', imagePullSecrets: [{ name: 'regcred' }], containers: [{ name: 'c', image: img, imagePullPolicy: 'Always', args: ['sleep 1000'] }] }), h);
+      await new Promise((r) => setTimeout(r, delayMs));
+      const t = Date.now();
+      await np.terminate(2);
+      expect(Date.now() - t, `terminate after ${delayMs} ms`).to.be.lessThan(15_000);
+      expect(np.containerIds(), `after ${delayMs} ms`).to.deep.equal([]);
+      if (np.netns) expect((await run('ip', ['netns', 'list'])).stdout, `after ${delayMs} ms`).to.not.contain(np.netns);
+      const list = await run(node.runc, ['--root', node.stateRoot, 'list', '-q']);
+      expect(list.stdout, `after ${delayMs} ms`).to.not.contain(np.runcPrefix);
+      expect(readFileSync('/proc/self/mounts', 'utf8'), `after ${delayMs} ms`).to.not.contain(np.runcPrefix);
+    }
+  });
+
   it('graceful termination stops the containers and removes the network namespace, mounts and runc state', async () => {
     const h = hostWithSecret();
     const np = start(pod({ restartPolicy: 'Always', imagePullSecrets: [{ name: 'regcred' }], containers: [{ name: 'c', image: img, args: ['trap "exit 0" TERM; while true; do sleep 0.1; done'] }] }), h);

@@ -4,6 +4,7 @@
  * The pod reports its status through PodHost.writeStatus; it never talks to an API server itself.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { chmod, chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import path from 'node:path';
@@ -59,6 +60,8 @@ interface ContainerModel {
   pullFailures?: number;
   /** `runc events` reported an OOM kill in the container's memory cgroup. */
   oomKilled?: boolean;
+  /** runc accepted a SIGTERM for the current container. */
+  killSent?: boolean;
 }
 
 interface Exit {
@@ -104,6 +107,9 @@ export class NodePod {
   private lastPushed = '';
   private runPromise: Promise<void> | undefined;
   private done: Promise<void> | undefined;
+  private stopGraceMs = 0;
+  /** Every runc container id of this pod starts with it. */
+  readonly runcPrefix: string;
   private creds: Array<{ host: string; cred: RegistryCredential }> | undefined;
 
   constructor(
@@ -116,6 +122,7 @@ export class NodePod {
     this.namespace = pod.metadata.namespace;
     this.name = pod.metadata.name;
     this.dir = path.join(node.dir, 'pods', this.uid);
+    this.runcPrefix = `fnr-${createHash('sha256').update(this.uid).digest('hex').slice(0, 10)}-`;
     const hasInit = (pod.spec?.initContainers ?? []).length > 0;
     for (const c of (pod.spec?.initContainers ?? []) as KubeObject[]) this.models.set(c.name, this.model(c, true, 'PodInitializing'));
     for (const c of (pod.spec?.containers ?? []) as KubeObject[]) this.models.set(c.name, this.model(c, false, hasInit ? 'PodInitializing' : 'ContainerCreating'));
@@ -481,7 +488,7 @@ export class NodePod {
     m.imageID = image.imageID;
     if (m.state.waiting && m.state.waiting.reason !== 'CrashLoopBackOff') m.state = { waiting: { reason: m.init || this.initialized ? 'ContainerCreating' : 'PodInitializing' } };
     const c = m.spec;
-    const id = `fnr-${this.uid.slice(0, 8)}-${c.name}-${m.restartCount}-${Math.random().toString(36).slice(2, 6)}`.slice(0, 60);
+    const id = `${this.runcPrefix}${c.name.slice(0, 30)}-${m.restartCount}-${Math.random().toString(36).slice(2, 6)}`;
     const bundle = path.join(this.dir, 'containers', id);
     let config: KubeObject;
     try {
@@ -543,6 +550,7 @@ export class NodePod {
     m.runcId = id;
     m.killedFor = undefined;
     m.oomKilled = false;
+    m.killSent = false;
     const onData = (chunk: Buffer): void => {
       const text = chunk.toString('utf8');
       const next = (this.logs.get(c.name) ?? '') + text;
@@ -582,6 +590,8 @@ export class NodePod {
     });
     // Running once runc reports the container process started (or it already ended).
     const running = await this.waitRunning(id, m.exited);
+    // Deleted while the container was being created: the kill in terminate()/abandon() may have come too early.
+    if (running && this.stopping && !m.killSent) void this.kill(m, this.stopGraceMs);
     let events: ChildProcess | undefined;
     if (running && config.linux?.resources?.memory) {
       // OOM kills are only visible while the cgroup exists: watch them as they happen.
@@ -732,7 +742,8 @@ export class NodePod {
     const id = m.runcId;
     const exited = m.exited;
     if (!id || !exited) return;
-    await run(this.node.runc, ['--root', this.node.stateRoot, 'kill', id, 'TERM']);
+    const term = await run(this.node.runc, ['--root', this.node.stateRoot, 'kill', id, 'TERM']);
+    if (term.code === 0) m.killSent = true;
     const timer = setTimeout(() => void run(this.node.runc, ['--root', this.node.stateRoot, 'kill', '--all', id, 'KILL']), Math.max(0, graceMs));
     await exited;
     clearTimeout(timer);
@@ -744,6 +755,7 @@ export class NodePod {
   terminate(graceSeconds: number): Promise<void> {
     this.done ??= (async () => {
       this.stopping = true;
+      this.stopGraceMs = graceSeconds * 1000;
       this.wakeAll();
       const running = [...this.models.values()].filter((m) => m.runcId);
       const exits = new Map<ContainerModel, Exit>();
@@ -772,6 +784,7 @@ export class NodePod {
   abandon(graceMs: number): Promise<void> {
     this.done ??= (async () => {
       this.stopping = true;
+      this.stopGraceMs = graceMs;
       this.wakeAll();
       await Promise.all([...this.models.values()].filter((m) => m.runcId).map((m) => this.kill(m, graceMs)));
       await this.runPromise;
