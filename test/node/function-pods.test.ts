@@ -113,6 +113,9 @@ describe('function pods under runc: fnr serve + test API server + the runc node'
       const fn = (pod.spec.containers as KubeObject[]).find((c) => c.name === 'function')!;
       expect(fn.securityContext).to.deep.include({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
       expect(fn.securityContext.capabilities).to.deep.equal({ drop: ['ALL'] });
+      const logs = await bed.kubectl(['logs', '-n', 'fn-ip', pod.metadata.name, '-c', 'function']);
+      expect(logs.code, logs.stderr).to.equal(0);
+      expect(logs.stdout).to.contain('wrapper server is ready');
       // A second call reuses the running pod.
       const again = await evaluate(running, 'fn-ip');
       console.log(`      second call (warm pod): ${again.ms} ms`);

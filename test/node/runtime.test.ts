@@ -211,6 +211,23 @@ describe('runc node: pods from a real registry under runc, without an API server
     expect(cs(s, 'c').lastState.terminated).to.include({ exitCode: 3, reason: 'Error' });
   });
 
+  it('a failing init container fails the pod under restartPolicy Never, and is retried with back-off under Always', async () => {
+    const spec = (restartPolicy: string): KubeObject =>
+      pod({ restartPolicy, imagePullSecrets: [{ name: 'regcred' }], initContainers: [{ name: 'init', image: img, args: ['exit 4'] }], containers: [{ name: 'main', image: img, args: ['true'] }] });
+    const never = hostWithSecret();
+    start(spec('Never'), never);
+    const failed = await never.until('Failed', (x) => x.phase === 'Failed');
+    expect(cs(failed, 'init').state.terminated).to.include({ exitCode: 4, reason: 'Error' });
+    expect(cs(failed, 'main').state.waiting.reason).to.equal('PodInitializing');
+    expect(cs(failed, 'main').started).to.equal(false);
+    const always = hostWithSecret();
+    start(spec('Always'), always);
+    const looping = await always.until('init CrashLoopBackOff', (x) => cs(x, 'init').state?.waiting?.reason === 'CrashLoopBackOff' && cs(x, 'init').restartCount >= 1);
+    expect(looping.phase).to.equal('Pending');
+    expect(cs(looping, 'init').lastState.terminated.exitCode).to.equal(4);
+    expect(looping.conditions.find((c: KubeObject) => c.type === 'Initialized').status).to.equal('False');
+  });
+
   it('a missing command in the image is StartError with exit 128', async () => {
     const h = hostWithSecret();
     start(pod({ imagePullSecrets: [{ name: 'regcred' }], containers: [{ name: 'c', image: img, command: ['/no/such/binary'] }] }), h);
