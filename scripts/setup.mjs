@@ -17,6 +17,7 @@ export const TEST_PACKAGES = [
   {pkg: 'patchelf', cmd: 'patchelf'},
   {pkg: 'busybox-static', cmd: 'busybox'},
   {pkg: 'binutils', cmd: 'strip'},
+  {pkg: 'iproute2', cmd: 'ip'},
 ]
 
 function run(cmd, args, opts = {}) {

@@ -49,6 +49,8 @@ export interface ServeOptions {
     podAddress?: 'service' | 'pod-ip'
     /** Cluster domain of Service DNS names; default cluster.local. */
     clusterDomain?: string
+    /** DNS server (`ip[:port]`) for Service names; default $FNR_DNS_SERVER, else the system resolver. */
+    dnsServer?: string
     /** A kubeconfig file; default in-cluster config, then $KUBECONFIG or ~/.kube/config. */
     kubeconfig?: string
     /** Requests and limits of the inline template's function container. */
@@ -293,6 +295,7 @@ async function buildPodEvaluator(options: ServeOptions, logger: Logger, source: 
     callRetries: pod.callRetries ?? 1,
     addressMode: pod.podAddress ?? 'service',
     clusterDomain: pod.clusterDomain ?? 'cluster.local',
+    dnsServer: pod.dnsServer ?? (process.env.FNR_DNS_SERVER || undefined),
     metadata,
     kube: {kubeconfig: pod.kubeconfig, kubeConfig: pod.kubeConfig},
     pullSecret,

@@ -25,6 +25,7 @@ import type {V1Pod} from '@kubernetes/client-node'
 import type {ImagePodSettings} from '../config/pod-cache-config.js'
 import {FnrError, toFnrError} from '../errors.js'
 import {EvaluatorClient} from '../grpc/client.js'
+import {dnsServerTarget} from '../grpc/dns-server.js'
 import {silentLogger, type Logger} from '../log.js'
 import {metrics} from '../metrics.js'
 import type {WatchEventType} from '../k8s/watch.js'
@@ -68,6 +69,8 @@ export interface PodCacheOptions {
   /** How fnr dials pods: the Service's DNS name (default) or the pod IP. */
   addressMode: PodAddressMode
   clusterDomain: string
+  /** Resolve Service names through this DNS server (`ip[:port]`) instead of the system resolver (FNR_DNS_SERVER). */
+  dnsServer?: string
   maxMessageSize: number
   /** Adds the image pull Secret to a pod spec when the image needs it; may be async (ensuring the Secret). */
   preparePod?: (pod: V1Pod, image: string, signal: AbortSignal) => Promise<void> | void
@@ -513,7 +516,8 @@ export class PodCache {
 
   private addressOf(podName: string, ip: string): string {
     if (this.options.addressMode === 'pod-ip') return ip.includes(':') ? `[${ip}]:${WRAPPER_SERVER_PORT}` : `${ip}:${WRAPPER_SERVER_PORT}`
-    return `${podName}.${this.options.manager.namespace}.svc.${this.options.clusterDomain}:${WRAPPER_SERVER_PORT}`
+    const name = `${podName}.${this.options.manager.namespace}.svc.${this.options.clusterDomain}:${WRAPPER_SERVER_PORT}`
+    return this.options.dnsServer ? dnsServerTarget(this.options.dnsServer, name) : name
   }
 
   private maybeAnnotateLastUse(slot: PodSlot, settings: ImagePodSettings): void {

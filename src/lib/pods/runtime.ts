@@ -6,6 +6,7 @@
 import type {V1Pod} from '@kubernetes/client-node'
 
 import {PodCacheConfig, type ImagePodSettings, type ResourceRequirements} from '../config/pod-cache-config.js'
+import {parseDnsServer} from '../grpc/dns-server.js'
 import {FnrError} from '../errors.js'
 import {connectKube, runnerNamespace, type KubeClients, type KubeConnectOptions} from '../k8s/client.js'
 import {silentLogger, type Logger} from '../log.js'
@@ -38,6 +39,8 @@ export interface PodRuntimeOptions {
   podReadyTimeoutMs: number
   addressMode: PodAddressMode
   clusterDomain: string
+  /** DNS server for Service names (FNR_DNS_SERVER); default the system resolver. */
+  dnsServer?: string
   metadata: ImageMetadataSource
   kube?: KubeConnectOptions
   /** With private registries on: the pull Secret to create and attach. */
@@ -127,6 +130,13 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
   if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(options.namespace) || options.namespace.length > 63) {
     throw new FnrError('Config', `--pod-namespace ${JSON.stringify(options.namespace)} is not a valid namespace name (lowercase letters, digits and "-", at most 63)`)
   }
+  if (options.dnsServer !== undefined) {
+    try {
+      parseDnsServer(options.dnsServer)
+    } catch (err) {
+      throw new FnrError('Config', `FNR_DNS_SERVER: ${(err as Error).message}`)
+    }
+  }
   const clients = await connectKube(options.kube)
   const owner = options.owner ?? defaultRunnerIdentity()
   // The wrapper's --verbosity is left out of the template version on purpose: a pod logging more
@@ -187,6 +197,7 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
     podReadyTimeoutMs: options.podReadyTimeoutMs,
     addressMode: options.addressMode,
     clusterDomain: options.clusterDomain,
+    dnsServer: options.dnsServer,
     maxMessageSize: options.maxRequestBodySize,
     preparePod: extension
       ? async (pod: V1Pod, image: string) => {

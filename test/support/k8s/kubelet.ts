@@ -19,6 +19,7 @@ import { nowTimestamp } from './registry.js';
 import { Reflector } from './reflector.js';
 import { TestApiServer } from './server.js';
 import type { KubeObject } from './status.js';
+import type { KubeletPod, RuncRuntime } from '../node/runtime.js';
 
 /** What an image "contains": the entrypoint and defaults a container of that image runs with. */
 export interface ImageEntry {
@@ -80,6 +81,11 @@ export interface LocalKubeletOptions {
   stopGraceMs?: number;
   /** Receives every chunk a pod process writes to stdout/stderr. */
   onLog?: (pod: { namespace: string; name: string }, container: string, chunk: string) => void;
+  /**
+   * Who runs the pods: `'process'` (default: host processes, as described in README.md) or a container runtime
+   * (test/support/node: real images under runc, a network namespace per pod; imageMap/commandMap are then unused).
+   */
+  runtime?: 'process' | Pick<RuncRuntime, 'kubeletPod'>;
 }
 
 interface ExitInfo {
@@ -840,7 +846,7 @@ export class LocalKubelet {
   private readonly commandMap: Map<string, string | string[]>;
   private readonly pods: Reflector;
   private readonly endpoints: EndpointsController | undefined;
-  private readonly runtimes = new Map<string, PodRuntime>();
+  private readonly runtimes = new Map<string, PodRuntime | KubeletPod>();
   private readonly finishing = new Set<string>();
   private readonly binding = new Set<string>();
   private readonly apiServer: TestApiServer | undefined;
@@ -989,7 +995,7 @@ export class LocalKubelet {
     this.pending.add(tracked);
   }
 
-  private runtimeByName(namespace: string, name: string): PodRuntime | undefined {
+  private runtimeByName(namespace: string, name: string): PodRuntime | KubeletPod | undefined {
     for (const r of this.runtimes.values()) if (r.namespace === namespace && r.name === name) return r;
     return undefined;
   }
@@ -1038,7 +1044,11 @@ export class LocalKubelet {
     }
     const phase = pod.status?.phase;
     if (runtime || phase === 'Succeeded' || phase === 'Failed') return;
-    runtime = new PodRuntime(this, pod, allocateLoopbackAddress(this.options.podIpPrefix ?? DEFAULT_POD_IP_PREFIX));
+    const containers = this.options.runtime;
+    runtime =
+      containers && containers !== 'process'
+        ? containers.kubeletPod(pod, this.client, (container, chunk) => this.options.onLog?.({ namespace: pod.metadata.namespace, name: pod.metadata.name }, container, chunk))
+        : new PodRuntime(this, pod, allocateLoopbackAddress(this.options.podIpPrefix ?? DEFAULT_POD_IP_PREFIX));
     this.runtimes.set(uid, runtime);
     runtime.start();
   }

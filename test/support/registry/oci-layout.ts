@@ -18,8 +18,16 @@ export interface ImageSpec {
   variant?: string
   entrypoint?: string[]
   cmd?: string[]
-  /** Files of the single layer: path → content. */
-  files?: Record<string, string>
+  /** Files of the first layer: path → content. */
+  files?: Record<string, string | Buffer>
+  /** More layers on top of the first (a file named `.wh.<name>` is a whiteout), or ready-made tar archives. */
+  layers?: Array<Record<string, string | Buffer> | Buffer>
+  /** Image config Env (default PATH only), WorkingDir and User. */
+  env?: string[]
+  workingDir?: string
+  user?: string
+  /** gzip level of the layers (default 9; big layers build much faster at 1). */
+  gzipLevel?: number
   labels?: Record<string, string>
 }
 
@@ -96,28 +104,32 @@ export class OciLayout {
 
   /** Builds an image (one layer) and returns its descriptors; `tag` names it in index.json when given. */
   addImage(spec: ImageSpec, tag?: string): BuiltImage {
-    const layerTar = tar(spec.files ?? {'hello.txt': `hello from ${spec.architecture ?? 'amd64'}\n`})
-    const layerGz = gzipSync(layerTar, {level: 9})
-    const layer: Descriptor = {mediaType: OCI_LAYER_GZIP, digest: this.addBlob(layerGz), size: layerGz.length}
+    const tars = [spec.files ?? {'hello.txt': `hello from ${spec.architecture ?? 'amd64'}\n`}, ...(spec.layers ?? [])].map((files) => (Buffer.isBuffer(files) ? files : tar(files)))
+    const layers: Descriptor[] = tars.map((layerTar) => {
+      const layerGz = gzipSync(layerTar, {level: spec.gzipLevel ?? 9})
+      return {mediaType: OCI_LAYER_GZIP, digest: this.addBlob(layerGz), size: layerGz.length}
+    })
     const imageConfig: Record<string, unknown> = {}
     if (spec.entrypoint !== undefined) imageConfig.Entrypoint = spec.entrypoint
     if (spec.cmd !== undefined) imageConfig.Cmd = spec.cmd
     if (spec.labels !== undefined) imageConfig.Labels = spec.labels
-    imageConfig.Env = ['PATH=/usr/local/bin:/usr/bin:/bin']
+    imageConfig.Env = spec.env ?? ['PATH=/usr/local/bin:/usr/bin:/bin']
+    if (spec.workingDir !== undefined) imageConfig.WorkingDir = spec.workingDir
+    if (spec.user !== undefined) imageConfig.User = spec.user
     const configDoc: Record<string, unknown> = {
       created: CREATED,
       architecture: spec.architecture ?? 'amd64',
       os: spec.os ?? 'linux',
       config: imageConfig,
-      rootfs: {type: 'layers', diff_ids: [sha256(layerTar)]},
+      rootfs: {type: 'layers', diff_ids: tars.map((t) => sha256(t))},
     }
     if (spec.variant !== undefined) configDoc.variant = spec.variant
     const configBytes = Buffer.from(JSON.stringify(configDoc))
     const config: Descriptor = {mediaType: OCI_CONFIG, digest: this.addBlob(configBytes), size: configBytes.length}
-    const manifestBytes = Buffer.from(JSON.stringify({schemaVersion: 2, mediaType: OCI_MANIFEST, config, layers: [layer]}))
+    const manifestBytes = Buffer.from(JSON.stringify({schemaVersion: 2, mediaType: OCI_MANIFEST, config, layers}))
     const manifest: Descriptor = {mediaType: OCI_MANIFEST, digest: this.addBlob(manifestBytes), size: manifestBytes.length}
     if (tag !== undefined) this.refs.push({...manifest, annotations: {'org.opencontainers.image.ref.name': tag}})
-    return {manifest, config, layers: [layer]}
+    return {manifest, config, layers}
   }
 
   /** Builds one image per spec and an OCI index over them, named `tag`. */

@@ -7,40 +7,15 @@
  */
 import {spawn, spawnSync, type ChildProcess} from 'node:child_process'
 import {once} from 'node:events'
-import {existsSync} from 'node:fs'
 import {mkdir, readFile, rm, symlink, writeFile, copyFile, chmod} from 'node:fs/promises'
 import path from 'node:path'
 
 import {READY} from './process.js'
 
-export const BUSYBOX_CANDIDATES = ['/bin/busybox', '/usr/bin/busybox']
+import {BUSYBOX_CANDIDATES, findRunc, findStaticBusybox, runcUnavailableReason} from '../../support/node/runc.js'
+
+export {BUSYBOX_CANDIDATES, findRunc, findStaticBusybox, runcUnavailableReason}
 export const MOUNT_POINT = '/wrapper-server-tools'
-
-export function findRunc(): string | undefined {
-  for (const p of ['/usr/sbin/runc', '/usr/bin/runc', '/sbin/runc', '/bin/runc']) if (existsSync(p)) return p
-  const r = spawnSync('sh', ['-c', 'command -v runc'], {encoding: 'utf8'})
-  return r.status === 0 ? r.stdout.trim() : undefined
-}
-
-/** A static busybox (Debian busybox-static), or undefined. */
-export function findStaticBusybox(): string | undefined {
-  for (const p of BUSYBOX_CANDIDATES) {
-    if (!existsSync(p)) continue
-    // ldd says "not a dynamic executable" (exit 1) for a static binary.
-    const r = spawnSync('ldd', [p], {encoding: 'utf8'})
-    if (/not a dynamic executable|statically linked/.test(`${r.stdout}${r.stderr}`)) return p
-  }
-  return undefined
-}
-
-/** Why runc-based tests cannot run here, or undefined when they can (the live probe is separate). */
-export function runcUnavailableReason(): string | undefined {
-  if (process.platform !== 'linux' || process.arch !== 'x64') return `runc tests need x86-64 Linux (this is ${process.platform}/${process.arch})`
-  if (process.getuid?.() !== 0) return 'runc tests run containers as root; this process is not root'
-  if (!findRunc()) return 'runc is not installed (Debian package runc; .ci/run installs it)'
-  if (!findStaticBusybox()) return 'a static busybox is not installed (Debian package busybox-static)'
-  return undefined
-}
 
 /** Populates a rootfs. `busybox: 'only'` puts just /busybox; 'applets' gives /bin/busybox plus applet symlinks. */
 export async function makeRootfs(rootfs: string, options: {busybox: 'only' | 'applets'; files?: Record<string, {content: string | Buffer; mode?: number}>}): Promise<void> {
