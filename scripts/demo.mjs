@@ -37,7 +37,7 @@ const {EvaluatorClient} = await import(path.join(ROOT, 'dist', 'lib', 'grpc', 'c
 const {sourcePackage} = await import(path.join(ROOT, 'dist', 'lib', 'resourcelist', 'index.js'))
 const client = new EvaluatorClient(`127.0.0.1:${port}`)
 const input = Buffer.from(await sourcePackage([example]))
-const image = 'ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.2'
+const image = 'fnr.local/set-labels:v0.2'
 const withConfig = Buffer.from(
   `${input.toString().trimEnd()}\nfunctionConfig:\n  apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: function-input\n  data:\n    app: hello\n    tier: demo\n`,
 )
