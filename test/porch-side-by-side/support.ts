@@ -116,6 +116,14 @@ export async function freePort(): Promise<number> {
   })
 }
 
+/**
+ * Starts Porch's wrapper-server fronting `entrypoint` (as in a function pod: `wrapper-server --port
+ * P -- ENTRYPOINT`), on a port found free just before; it listens on `:port` too.
+ */
+export async function startPorchWrapper(wrapperServer: string, entrypoint: string[]): Promise<PorchRunner> {
+  return startPorchProcess(wrapperServer, (port) => [`--port=${port}`, '--', ...entrypoint], 'wrapper-server')
+}
+
 export interface PorchRunner {
   child: ChildProcess
   port: number
@@ -128,9 +136,13 @@ export interface PorchRunner {
  * `:port` (every address; the tests connect over loopback only) on a port found free just before.
  */
 export async function startPorchRunner(server: string, bed: RunnerBed, extraArgs: string[] = []): Promise<PorchRunner> {
+  return startPorchProcess(server, (port) => [`--port=${port}`, '--disable-runtimes=pod', `--config=${bed.configPath}`, `--functions=${bed.functionsDir}`, ...extraArgs], 'func/server')
+}
+
+async function startPorchProcess(binary: string, argsFor: (port: number) => string[], what: string): Promise<PorchRunner> {
   for (let attempt = 0; ; attempt++) {
     const port = await freePort()
-    const child = spawn(server, [`--port=${port}`, '--disable-runtimes=pod', `--config=${bed.configPath}`, `--functions=${bed.functionsDir}`, ...extraArgs], {
+    const child = spawn(binary, argsFor(port), {
       env: {PATH: process.env.PATH, HOME: process.env.HOME, OTEL_METRICS_EXPORTER: 'none', OTEL_TRACES_EXPORTER: 'none', OTEL_LOGS_EXPORTER: 'none'},
       stdio: ['ignore', 'pipe', 'pipe'],
     })
@@ -165,6 +177,6 @@ export async function startPorchRunner(server: string, bed: RunnerBed, extraArgs
     }
     if (ready) return {child, port, log: () => log, stop}
     await stop()
-    if (attempt >= 2) throw new Error(`Porch's runner did not start:\n${log}`)
+    if (attempt >= 2) throw new Error(`Porch's ${what} did not start:\n${log}`)
   }
 }
