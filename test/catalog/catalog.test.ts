@@ -5,7 +5,7 @@
  * (../shared/compat/catalog-examples) and on a small generated corpus.
  */
 import {expect} from 'chai'
-import {cp, readFile, writeFile} from 'node:fs/promises'
+import {cp, mkdir, readdir, readFile, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 
 import {execa} from 'execa'
@@ -114,27 +114,6 @@ describe('catalog functions: the real binaries through fnr and kpt', function ()
     expect(examples.map((e) => e.fn)).to.include.members(bed.built)
   })
 
-  // Where `fnr eval` hands the function other YAML than kpt does: the file and why. Pinned, so that
-  // fixing fnr's ResourceList reading/writing makes this test fail until the entry is removed.
-  const KNOWN_SOURCE_DIFFERENCES: Record<string, {file: string; why: string}> = {
-    'apply-setters-simple': {
-      file: 'resources.yaml',
-      why: 'kpt (kyaml) gives the function "environments: # kpt-set: ${env}" followed by the block sequence; fnr eval, from a package or from a ResourceList on stdin, writes that comment on its own line above the first item ("environments:\\n  # kpt-set: ${env}\\n  - dev"); apply-setters reads the setter from the key\'s line comment and so leaves the list unchanged under fnr',
-    },
-  }
-  const sameExceptKnown = (name: string, got: Record<string, string>, want: Record<string, string>, what: string): void => {
-    const known = KNOWN_SOURCE_DIFFERENCES[name]
-    if (!known) {
-      expect(got, `${name}: ${what}`).to.deep.equal(want)
-      return
-    }
-    expect(got[known.file], `${name}: known difference (${known.why}) no longer there: remove it from KNOWN_SOURCE_DIFFERENCES`).to.not.equal(want[known.file])
-    const [g, w] = [{...got}, {...want}]
-    delete g[known.file]
-    delete w[known.file]
-    expect(g, `${name}: ${what}`).to.deep.equal(w)
-  }
-
   it('on the catalog examples: fnr eval --exec and --image give the same package as kpt fn eval --exec, and the change the example expects', async function () {
     this.timeout(15 * 60_000)
     for (const ex of examples) {
@@ -155,14 +134,14 @@ describe('catalog functions: the real binaries through fnr and kpt', function ()
       await execa(KPT, ['fn', 'sink', sunk], {input: piped.stdout, timeout: 60_000})
       const sunkTree = await tree(sunk)
       expect(Object.keys(sunkTree)).to.not.be.empty
-      sameExceptKnown(ex.name, sunkTree, Object.fromEntries(Object.keys(sunkTree).map((f) => [f, want[f]!])), 'kpt fn source | fnr eval | kpt fn sink vs kpt')
+      expect(sunkTree, `${ex.name}: kpt fn source | fnr eval | kpt fn sink vs kpt`).to.deep.equal(Object.fromEntries(Object.keys(sunkTree).map((f) => [f, want[f]!])))
 
       const r1 = await runCli(['eval', '-i', fnrExec, '-o', fnrExec, '--exec', bed.binary[ex.fn]!, ...configArgs(fnrExec, ex)], {timeout: 120_000})
       expect(r1.exitCode, `${ex.name}: fnr --exec\n${r1.stderr}`).to.equal(0)
       const r2 = await runCli(['eval', '-i', fnrImage, '-o', fnrImage, '--image', ex.image, '--config', bed.configPath, '--functions', bed.functionsDir, ...configArgs(fnrImage, ex)], {timeout: 120_000})
       expect(r2.exitCode, `${ex.name}: fnr --image\n${r2.stderr}`).to.equal(0)
-      sameExceptKnown(ex.name, await tree(fnrExec), want, 'fnr eval -i DIR --exec vs kpt')
-      sameExceptKnown(ex.name, await tree(fnrImage), want, 'fnr eval -i DIR --image vs kpt')
+      expect(await tree(fnrExec), `${ex.name}: fnr eval -i DIR --exec vs kpt`).to.deep.equal(want)
+      expect(await tree(fnrImage), `${ex.name}: fnr eval -i DIR --image vs kpt`).to.deep.equal(want)
 
       // The example's own expectation (a render of its one-function pipeline): its diff.patch applied.
       const patch = await readFile(path.join(ex.dir, '.expected', 'diff.patch'), 'utf8')
@@ -172,6 +151,25 @@ describe('catalog functions: the real binaries through fnr and kpt', function ()
       for (const t of [wantPatched, kptTree]) delete t['.expected/diff.patch']
       expect(kptTree, `${ex.name}: the function's change vs the example's diff.patch`).to.deep.equal(wantPatched)
     }
+  })
+
+  it('the ResourceList a function gets from fnr eval -i DIR is kpt fn source\'s, byte for byte, comments on keys included', async function () {
+    this.timeout(5 * 60_000)
+    const pkg = path.join(work, 'comments')
+    const files: Record<string, string> = {
+      // A comment on the key's line stays there (kyaml); apply-setters reads setters from it.
+      'wide.yaml': 'apiVersion: v1\nkind: MyKind\nmetadata:\n  name: wide\nl1:\n  # above the first item\n  - a\nl2: # on the key\n  - a\n  - b\nl3: # on the key\n  # and above\n  - a\nm1: # on a map key\n  k: v\nm2:\n  # above a map key\n  k: v\nl4:\n  - a\n  # between\n  - b\n',
+      'compact.yaml': 'apiVersion: v1\nkind: MyKind\nmetadata:\n  name: compact\nenv: #tight\n- dev\n- stage # trailing\nnested:\n  list: # deeper\n  - x: 1 # one\n    y: [a, b] # flow\n',
+    }
+    for (const ex of examples) files[`from-${ex.name}.yaml`] = await readFile(path.join(ex.dir, (await readdir(ex.dir)).find((f) => f.endsWith('.yaml') && f !== 'Kptfile' && !f.startsWith('fn-config') && !f.startsWith('setters'))!), 'utf8')
+    for (const [rel, text] of Object.entries(files)) {
+      await mkdir(path.dirname(path.join(pkg, rel)), {recursive: true})
+      await writeFile(path.join(pkg, rel), text)
+    }
+    const kpt = await execa(KPT, ['fn', 'source', pkg], {timeout: 60_000})
+    const fnr = await runCli(['eval', '-i', pkg, '--exec', 'cat'], {timeout: 60_000})
+    expect(fnr.exitCode, fnr.stderr).to.equal(0)
+    expect(fnr.stdout).to.equal(String(kpt.stdout))
   })
 
   it('on a generated corpus: fnr eval --exec gives the same package and success or failure as kpt fn eval --exec', async function () {
@@ -256,9 +254,8 @@ describe('catalog functions: the real binaries through fnr and kpt', function ()
   it('fnr test runs the catalog examples as eval cases of the real function (--image through catalog.yaml) and passes', async function () {
     this.timeout(10 * 60_000)
     const root = path.join(work, 'fntest')
-    const knownRoot = path.join(work, 'fntest-known')
     for (const ex of examples) {
-      const dir = path.join(KNOWN_SOURCE_DIFFERENCES[ex.name] ? knownRoot : root, ex.name)
+      const dir = path.join(root, ex.name)
       await cp(ex.dir, dir, {recursive: true})
       const config = [`image: ${ex.image}`, 'testType: eval']
       if (ex.configPath) config.push(`fnConfig: ../${ex.configPath}`)
@@ -267,18 +264,10 @@ describe('catalog functions: the real binaries through fnr and kpt', function ()
     }
     const r = await runCli(['test', root, '--config', bed.configPath, '--functions', bed.functionsDir], {timeout: 600_000})
     expect(r.exitCode, r.stdout + r.stderr).to.equal(0)
-    const clean = examples.filter((e) => !KNOWN_SOURCE_DIFFERENCES[e.name])
-    expect(clean.length).to.be.greaterThan(2)
-    expect(r.stdout).to.contain(`${clean.length} passed, 0 failed`)
-    // The pinned difference shows in fnr test too (the case fails on that file).
-    const known = await runCli(['test', knownRoot, '--config', bed.configPath, '--functions', bed.functionsDir], {timeout: 300_000})
-    expect(known.exitCode, known.stdout).to.equal(1)
-    for (const [name, {file}] of Object.entries(KNOWN_SOURCE_DIFFERENCES)) {
-      expect(known.stdout).to.contain(`FAIL    ${path.join(knownRoot, name)}`)
-      expect(known.stdout).to.contain(`+++ actual/${file}`)
-    }
+    expect(examples.length).to.be.greaterThan(2)
+    expect(r.stdout).to.contain(`${examples.length} passed, 0 failed`)
     // And a broken expectation fails: the real function's output is what is compared.
-    const broken = path.join(root, clean[0]!.name)
+    const broken = path.join(root, examples[0]!.name)
     await writeFile(path.join(broken, '.expected', 'diff.patch'), '')
     const bad = await runCli(['test', broken, '--config', bed.configPath, '--functions', bed.functionsDir], {timeout: 120_000})
     expect(bad.exitCode, bad.stdout).to.equal(1)
