@@ -12,8 +12,8 @@ const fnr = path.join(ROOT, 'bin', 'run.js')
 const example = path.join(ROOT, 'examples', 'hello')
 const say = (text) => process.stdout.write(`\n\x1b[1m${text}\x1b[0m\n`)
 
-say('$ fnr eval --input examples/hello --image set-namespace:v0.4.1 -- namespace=prod')
-let r = spawnSync(process.execPath, [fnr, 'eval', '--input', example, '--image', 'set-namespace:v0.4.1', '--', 'namespace=prod'], {stdio: 'inherit', cwd: ROOT})
+say('$ fnr eval --input examples/hello --image fnr.local/set-namespace:v0.4 -- namespace=prod')
+let r = spawnSync(process.execPath, [fnr, 'eval', '--input', example, '--image', 'fnr.local/set-namespace:v0.4', '--', 'namespace=prod'], {stdio: 'inherit', cwd: ROOT})
 if (r.status !== 0) process.exit(r.status ?? 1)
 
 say('$ fnr serve --disable-runtimes=pod   (then EvaluateFunction over gRPC, as Porch calls it)')
@@ -37,7 +37,7 @@ const {EvaluatorClient} = await import(path.join(ROOT, 'dist', 'lib', 'grpc', 'c
 const {sourcePackage} = await import(path.join(ROOT, 'dist', 'lib', 'resourcelist', 'index.js'))
 const client = new EvaluatorClient(`127.0.0.1:${port}`)
 const input = Buffer.from(await sourcePackage([example]))
-const image = 'ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.2'
+const image = 'fnr.local/set-labels:v0.2'
 const withConfig = Buffer.from(
   `${input.toString().trimEnd()}\nfunctionConfig:\n  apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: function-input\n  data:\n    app: hello\n    tier: demo\n`,
 )

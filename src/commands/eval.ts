@@ -24,9 +24,9 @@ Exit codes: 0 when the function exits 0 (even with error-severity results, as in
 when --image is not mapped, 6 when --timeout passes.`
 
   static examples = [
-    {description: 'Set a namespace on a package, in place:', command: '<%= config.bin %> <%= command.id %> --input examples/hello --output examples/hello --image set-namespace:v0.4.1 -- namespace=prod'},
+    {description: 'Set a namespace on a package, in place:', command: '<%= config.bin %> <%= command.id %> --input examples/hello --output examples/hello --image fnr.local/set-namespace:v0.4 -- namespace=prod'},
     {description: 'In a kpt pipeline:', command: 'kpt fn source examples/hello | <%= config.bin %> <%= command.id %> --exec ./my-fn | kpt fn sink out'},
-    {description: 'Print plain YAML for kubectl:', command: '<%= config.bin %> <%= command.id %> -i examples/hello --image set-labels:v0.2.2 -o unwrap -- app=web | kubectl apply -f -'},
+    {description: 'Print plain YAML for kubectl:', command: '<%= config.bin %> <%= command.id %> -i examples/hello --image fnr.local/set-labels:v0.2 -o unwrap -- app=web | kubectl apply -f -'},
   ]
 
   static strict = false

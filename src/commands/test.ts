@@ -28,7 +28,7 @@ config is invalid, 4 the function (--image, --exec) was not found.`
 
   static examples = [
     {description: 'Test a function under development in CI, with a JUnit report:', command: '<%= config.bin %> <%= command.id %> testdata --exec ./my-fn --junit reports/fn.xml'},
-    {description: 'Test the shipped set-namespace function:', command: '<%= config.bin %> <%= command.id %> functions/testdata/set-namespace --image set-namespace:v0.4.1'},
+    {description: 'Test the shipped set-namespace function:', command: '<%= config.bin %> <%= command.id %> functions/testdata/set-namespace --image fnr.local/set-namespace:v0.4'},
     {description: 'Test a container image through a running fnr serve (its pod runtime runs the image):', command: '<%= config.bin %> <%= command.id %> testdata --image ghcr.io/me/my-fn:v1 --runner 127.0.0.1:9445'},
     {description: 'Rewrite the expectations after an intended change:', command: '<%= config.bin %> <%= command.id %> testdata --exec ./my-fn --update'},
   ]

@@ -66,12 +66,12 @@ describe('fnr eval', function () {
   it('--input DIR --output DIR updates the package in place', async () => {
     const pkg = path.join(work, 'inplace')
     await cp(EXAMPLE, pkg, {recursive: true})
-    const r = await runCli(['eval', '-i', pkg, '-o', pkg, '--image', 'ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.1', '--', 'namespace=prod'])
+    const r = await runCli(['eval', '-i', pkg, '-o', pkg, '--image', 'fnr.local/set-namespace:v0.4', '--', 'namespace=prod'])
     expect(r.exitCode, r.stderr).to.equal(0)
     expect(await tree(pkg)).to.deep.equal(kptResult)
   })
 
-  it('resolves short image names through the shipped config and writes results.yaml like kpt', async () => {
+  it('resolves fnr’s own image names through the shipped config and writes results.yaml like kpt', async () => {
     const kptRes = path.join(work, 'kpt-results')
     const kptPkg = path.join(work, 'kpt-pkg2')
     await cp(EXAMPLE, kptPkg, {recursive: true})
@@ -81,7 +81,7 @@ describe('fnr eval', function () {
     expect(r.exitCode, r.stderr).to.equal(0)
     expect(await readFile(path.join(fnrRes, 'results.yaml'), 'utf8')).to.equal(await readFile(path.join(kptRes, 'results.yaml'), 'utf8'))
     expect(r.stderr).to.contain('[info]: namespace [default hello] updated to "prod"')
-    const short = await runCli(['eval', '-i', EXAMPLE, '--image', 'set-namespace:v0.4.1', '-o', 'unwrap', '--', 'namespace=prod'])
+    const short = await runCli(['eval', '-i', EXAMPLE, '--image', 'fnr.local/set-namespace:v0.4', '-o', 'unwrap', '--', 'namespace=prod'])
     expect(short.exitCode, short.stderr).to.equal(0)
     expect(short.stdout).to.contain('namespace: prod')
     expect(short.stdout).not.to.contain('internal.config.kubernetes.io')
@@ -220,7 +220,7 @@ process.stdout.write(s)
     const cases = [
       ['eval', '--exec', SET_NS, '--', 'namespace=x'],
       ['eval', '--exec', SET_NS, '-o', 'unwrap', '--no-truncate-output', '--timeout', '1m', '--', 'namespace=y'],
-      ['eval', '--image', 'set-namespace:v0.4.1', '--', 'namespace=z'],
+      ['eval', '--image', 'fnr.local/set-namespace:v0.4', '--', 'namespace=z'],
       ['eval', '--image', 'a', '--exec', 'b'],
       ['eval', '--exec', SET_NS, '--timeout', 'soon'],
       ['eval', '--exec', SET_NS, '--max-output-size', '12'],

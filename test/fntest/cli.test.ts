@@ -17,7 +17,7 @@ async function shippedFunctions(): Promise<string[]> {
   return [...new Set(config.functions.map((f) => f.function))]
 }
 const KPT = '/usr/bin/kpt'
-const SET_NS_IMAGE = 'ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.1'
+const SET_NS_IMAGE = 'fnr.local/set-namespace:v0.4'
 
 async function countCases(dir: string): Promise<number> {
   let n = 0
@@ -132,7 +132,7 @@ describe('fnr test (CLI)', function () {
 
     // A ResourceList case: the output ResourceList is recorded in .expected/resourcelist.yaml.
     const rl = `apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- ${CM.trimEnd().replaceAll('\n', '\n  ')}\n`
-    await writeCase(path.join(root, 'rl'), {'resourcelist.yaml': rl, '.expected/config.yaml': 'image: ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.2\nargs:\n  env: dev\n'})
+    await writeCase(path.join(root, 'rl'), {'resourcelist.yaml': rl, '.expected/config.yaml': 'image: fnr.local/set-labels:v0.2\nargs:\n  env: dev\n'})
     const rlFirst = await runCli(['test', path.join(root, 'rl')])
     expect(rlFirst.exitCode).to.equal(1)
     expect(rlFirst.stdout).to.contain('the output ResourceList differs from .expected/resourcelist.yaml')

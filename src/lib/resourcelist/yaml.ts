@@ -114,6 +114,7 @@ export function parseStream(input: string, origin: string, kind: ErrorKind): Str
     if (node === null || isNullScalar(node)) continue
     const duplicate = duplicateKey(node)
     if (duplicate !== undefined) throw malformed(kind, origin, `Map keys must be unique; ${JSON.stringify(duplicate)} is repeated`)
+    keepKeyLineComments(node, chunk)
     hoistHeadComment(node)
     if (doc.commentBefore) node.commentBefore = joinComments(doc.commentBefore, node.commentBefore, '\n\n')
     if (doc.comment) node.comment = joinComments(node.comment, doc.comment, '\n')
@@ -142,6 +143,37 @@ export function duplicateKey(root: Node): string | undefined {
     }
   }
   return undefined
+}
+
+/**
+ * `key: # comment` over a block sequence or map: the yaml package reads that comment as the
+ * value's commentBefore and would write it on its own line above the first item, where kyaml keeps
+ * it on the key's line (and functions such as apply-setters look for it there). The first line of
+ * such a commentBefore that stood on the key's line in `text` becomes the key's comment, which the
+ * yaml package writes back after `key:`. Iterative: no recursion limit.
+ */
+export function keepKeyLineComments(root: Node, text: string): void {
+  const stack: unknown[] = [root]
+  while (stack.length > 0) {
+    const n = stack.pop()
+    if (isMap(n)) {
+      for (const pair of n.items) {
+        const key = pair.key as Node | null
+        const value = pair.value as Node | null
+        if (value) stack.push(value)
+        if (!key || !value || !(isMap(value) || isSeq(value)) || value.flow || !value.commentBefore) continue
+        if (!isScalar(key) || key.comment || !key.range || !value.range) continue
+        const between = text.slice(key.range[1], value.range[0])
+        const hash = between.indexOf('#')
+        if (hash < 0 || between.slice(0, hash).includes('\n')) continue
+        const [first, ...rest] = value.commentBefore.split('\n')
+        key.comment = first
+        value.commentBefore = rest.length > 0 ? rest.join('\n') : undefined
+      }
+    } else if (isSeq(n)) {
+      for (const item of n.items) stack.push(item)
+    }
+  }
 }
 
 /**
