@@ -17,6 +17,7 @@ export const TEST_PACKAGES = [
   {pkg: 'patchelf', cmd: 'patchelf'},
   {pkg: 'busybox-static', cmd: 'busybox'},
   {pkg: 'binutils', cmd: 'strip'},
+  {pkg: 'etcd-server', cmd: 'etcd'},
 ]
 
 function run(cmd, args, opts = {}) {
@@ -103,4 +104,10 @@ export function ensureTestPackages() {
   run('apt-get', ['update', '-qq'], {env})
   run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...names], {env})
   return []
+}
+
+/** The real control plane's binaries (scripts/cluster-build.mjs): built once with Go, cached in .cache/peers. */
+export async function ensureClusterBinaries() {
+  const {buildClusterBinaries} = await import('./cluster-build.mjs')
+  buildClusterBinaries()
 }

@@ -3,11 +3,12 @@
 import {spawn} from 'node:child_process'
 import path from 'node:path'
 
-import {ROOT, ensureBuilt, ensureNpmDependencies, ensureTestPackages} from './setup.mjs'
+import {ROOT, ensureBuilt, ensureClusterBinaries, ensureNpmDependencies, ensureTestPackages} from './setup.mjs'
 
 ensureNpmDependencies()
 ensureTestPackages()
 ensureBuilt()
+await ensureClusterBinaries()
 
 const mocha = path.join(ROOT, 'node_modules', '.bin', 'mocha')
 const child = spawn(mocha, ['--spec', 'test/**/*.test.ts', ...process.argv.slice(2)], {cwd: ROOT, stdio: ['inherit', 'pipe', 'inherit']})
