@@ -23,6 +23,8 @@ import {eventually} from '../support/k8s/fixtures.js'
 import type {KubeObject} from '../support/k8s/status.js'
 import {FUNCTION_PATH, RL, WRAPPER_IMAGE, WRAPPER_PATH, wrapperCommand} from '../support/pods/index.js'
 import {REPO_ROOT, makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
+import {pushImage} from '../support/registry/fixtures.js'
+import {TestRegistry} from '../support/registry/registry.js'
 import {SCRIPTS, writeExecutable} from '../support/tmp.js'
 
 const PORCH = path.join(REPO_ROOT, '..', 'shared', 'compat', 'porch', 'head')
@@ -39,6 +41,7 @@ describe('manifests/ and Porch\'s runner RBAC on the real control plane (porch-f
   let fns: {configPath: string; functionsDir: string}
   let kubeconfig: string
   let auditFrom = 0
+  let fnFile: string
 
   const denied = async (): Promise<AuditEvent[]> =>
     (await cp.auditEvents()).slice(auditFrom).filter((e) => e.user.username === SA && e.stage === 'ResponseComplete' && e.responseStatus?.code === 403)
@@ -65,7 +68,7 @@ describe('manifests/ and Porch\'s runner RBAC on the real control plane (porch-f
     await kubectlOk(['apply', '--server-side', '-f', path.join(PORCH, 'config.porch.kpt.dev_functionconfigs.yaml')])
     await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', 'crd/functionconfigs.config.porch.kpt.dev'])
     // The function image: the kubelet runs the real wrapper server with a shell-script function.
-    const fnFile = await writeExecutable(path.join(dir, 'cluster-cat'), SCRIPTS.cat)
+    fnFile = await writeExecutable(path.join(dir, 'cluster-cat'), SCRIPTS.cat)
     cp.kubelet!.setImage(WRAPPER_IMAGE, 'skip')
     cp.kubelet!.setCommand(WRAPPER_PATH, wrapperCommand())
     cp.kubelet!.setImage(FN_IMAGE, {commandMap: {[FUNCTION_PATH]: fnFile}})
@@ -166,6 +169,34 @@ describe('manifests/ and Porch\'s runner RBAC on the real control plane (porch-f
     expect(gc.exitCode, gc.stdout + gc.stderr).to.equal(0)
     await eventually(async () => ((await admin.get(`/api/v1/namespaces/${POD_NS}/pods`, {labelSelector: 'app.kubernetes.io/managed-by=fnr'})).items as KubeObject[]).length === 0, 30_000, 200)
     expect(summary(await denied())).to.deep.equal([])
+  })
+
+  it('fnr pods warm with the porch-fn-runner token (a TLS registry with Basic auth, so the pull Secret too): the pod is ready, every call allowed', async () => {
+    const registry = await TestRegistry.start({mode: 'tls'})
+    try {
+      const authFile = await registry.writeAuthFile('testuser', 'testpass')
+      const ref = `${registry.host}/fn/warm-cat:v1`
+      await pushImage(registry, 'fn/warm-cat:v1', {entrypoint: [FUNCTION_PATH], files: {'usr/local/bin/function': SCRIPTS.cat}}, authFile)
+      cp.kubelet!.setImage(ref, {commandMap: {[FUNCTION_PATH]: fnFile}})
+      auditFrom = (await cp.auditEvents()).length
+      const env = {...process.env}
+      delete env.WRAPPER_SERVER_IMAGE
+      const r = await runCli(
+        ['pods', 'warm', '--kubeconfig', kubeconfig, '-n', POD_NS, '--runner-namespace', RUNNER_NS, '--wrapper-server-image', WRAPPER_IMAGE, '--image', ref, '--json',
+          '--enable-private-registries=true', '--registry-auth-secret-path', authFile, '--enable-private-registries-tls=true', '--tls-secret-path', registry.certDir!],
+        {timeout: 180_000, env, extendEnv: false},
+      )
+      expect(r.exitCode, r.stdout + r.stderr).to.equal(0)
+      const pods = (await admin.get(`/api/v1/namespaces/${POD_NS}/pods`, {labelSelector: 'app.kubernetes.io/managed-by=fnr'})).items as KubeObject[]
+      expect(pods).to.have.length(1)
+      expect(pods[0]!.spec.imagePullSecrets).to.deep.equal([{name: 'auth-secret'}])
+      expect(pods[0]!.status.conditions.find((c: KubeObject) => c.type === 'Ready')?.status).to.equal('True')
+      expect(summary(await denied())).to.deep.equal([])
+      const gc = await runCli(['pods', 'gc', '--kubeconfig', kubeconfig, '-n', POD_NS, '--all'], {timeout: 60_000})
+      expect(gc.exitCode, gc.stdout + gc.stderr).to.equal(0)
+    } finally {
+      await registry.stop()
+    }
   })
 
   it('Porch\'s runner RBAC instead (porch_5-rbac.yaml, porch_6-rbac-bind.yaml): fnr serve starts, serves and does not crash', async () => {
