@@ -141,6 +141,11 @@ describe('manifests/ and Porch\'s runner RBAC on the real control plane (porch-f
     }
     const refused = await denied()
     expect(summary(refused)).to.deep.equal(['list config.porch.kpt.dev/functionconfigs in porch-fn-system'])
+    // and kube-apiserver found nothing invalid in what fnr sent (pods, Services, the replica Lease, patches)
+    const invalid = (await cp.auditEvents()).slice(auditFrom).filter((e) => e.user.username === SA && e.stage === 'ResponseComplete' && [400, 422].includes(e.responseStatus?.code ?? 0))
+    expect(invalid.map((e) => `${e.verb} ${e.requestURI}: ${e.responseStatus?.message}`)).to.deep.equal([])
+    const leases = await saEvents()
+    expect(leases.some((e) => e.objectRef?.resource === 'leases' && ['create', 'update'].includes(e.verb) && (e.responseStatus?.code ?? 0) < 300), 'the replica Lease was written').to.equal(true)
     expect((await saEvents()).length).to.be.greaterThan(before + 3)
   })
 
