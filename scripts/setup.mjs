@@ -18,6 +18,7 @@ export const TEST_PACKAGES = [
   {pkg: 'busybox-static', cmd: 'busybox'},
   {pkg: 'binutils', cmd: 'strip'},
   {pkg: 'iproute2', cmd: 'ip'},
+  {pkg: 'etcd-server', cmd: 'etcd'},
 ]
 
 function run(cmd, args, opts = {}) {
@@ -105,4 +106,10 @@ export function ensureTestPackages() {
   run('apt-get', ['update', '-qq'], {env})
   run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...names], {env})
   return []
+}
+
+/** The real control plane's binaries (scripts/cluster-build.mjs): built once with Go, cached in .cache/peers. */
+export async function ensureClusterBinaries() {
+  const {buildClusterBinaries} = await import('./cluster-build.mjs')
+  buildClusterBinaries()
 }

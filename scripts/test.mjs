@@ -4,7 +4,7 @@
 import {spawn} from 'node:child_process'
 import path from 'node:path'
 
-import {ROOT, ensureBuilt, ensureNpmDependencies, ensureTestPackages} from './setup.mjs'
+import {ROOT, ensureBuilt, ensureClusterBinaries, ensureNpmDependencies, ensureTestPackages} from './setup.mjs'
 import {mochaSelection} from '../test/suites.mjs'
 
 const args = process.argv.slice(2)
@@ -12,6 +12,7 @@ const set = ['--unit', '--integration'].includes(args[0]) ? args.shift().slice(2
 ensureNpmDependencies()
 if (set !== 'unit') ensureTestPackages()
 ensureBuilt()
+if (set !== 'unit') await ensureClusterBinaries()
 
 const mocha = path.join(ROOT, 'node_modules', '.bin', 'mocha')
 const child = spawn(mocha, [...mochaSelection(set), ...args], {cwd: ROOT, stdio: ['inherit', 'pipe', 'inherit']})

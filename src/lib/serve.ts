@@ -208,8 +208,18 @@ async function startFunctionConfigs(options: ServeOptions, source: 'files' | 'cr
 async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logger: Logger): Promise<BuiltEvaluators> {
   const evaluators: Evaluator[] = []
   const ready: Array<Promise<unknown>> = []
-  const source = await resolveFunctionConfigSource(options, runtimes, logger)
-  const functionConfigs = await startFunctionConfigs(options, source, logger)
+  let source = await resolveFunctionConfigSource(options, runtimes, logger)
+  const functionConfigs = await startFunctionConfigs(options, source, logger).catch(async (err: unknown) => {
+    // auto chose FunctionConfigs from discovery, but RBAC does not let this runner read them: files, as
+    // without the CRD (warned here, once), instead of a start that fails on every restart. An explicit
+    // --function-config-source=crd or both keeps the error (it says what to grant).
+    if (options.functionConfig?.source !== 'auto' || (await import('./k8s/errors.js')).apiStatusCode(err) !== 403) throw err
+    logger.warn('--function-config-source=auto: the API server serves FunctionConfigs but this runner may not list them (forbidden); using files (config.yaml and --pod-cache-config). Grant get, list and watch on functionconfigs.config.porch.kpt.dev (manifests/function-config/rbac.yaml) to use them', {
+      error: (err as Error).message,
+    })
+    source = 'files'
+    return undefined
+  })
   const close = (): void => functionConfigs?.close()
   if (functionConfigs && source === 'crd') {
     logger.info('--function-config-source=crd: config.yaml and --pod-cache-config are not read', {config: options.exec.configPath, podCacheConfig: options.pod.cacheConfigPath})

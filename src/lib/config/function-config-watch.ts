@@ -108,6 +108,15 @@ export class FunctionConfigWatch {
         throw new FnrError('Config', `cannot list FunctionConfigs in ${where}: the FunctionConfig CRD (${FUNCTION_CONFIG_PLURAL}.${FUNCTION_CONFIG_GROUP}) is not installed; install Porch's CRDs (or fnr's: manifests/function-config/crds/) or use --function-config-source=files`, {cause: err})
       }
       const e = err instanceof FnrError ? err : kubeError(err, `cannot list FunctionConfigs in ${where}`)
+      if (apiStatusCode(err) === 403) {
+        // RBAC does not grant this runner FunctionConfigs (fnr's manifests/ without manifests/function-config/
+        // on a cluster with Porch's CRD). details.status stays 403: `auto` falls back to files on it (serve.ts).
+        throw new FnrError(
+          'Config',
+          `${e.message} (--function-config-source needs get, list and watch on ${FUNCTION_CONFIG_PLURAL}.${FUNCTION_CONFIG_GROUP} in ${where}: apply manifests/function-config/rbac.yaml, or use --function-config-source=files or auto)`,
+          {cause: err, details: {status: 403}},
+        )
+      }
       throw new FnrError('Config', `${e.message} (--function-config-source needs the FunctionConfig API)`, {cause: err})
     }
     await store.settled()

@@ -79,6 +79,11 @@ export interface LocalKubeletOptions {
   maxGracePeriodSeconds?: number;
   /** How long stop() waits after SIGTERM before SIGKILL. Default 2000 ms. */
   stopGraceMs?: number;
+  /**
+   * Register a Node object named nodeName (status Ready, addresses, capacity) and renew its Lease in
+   * kube-node-lease every 10 s, as a real kubelet does; for a real API server (test/support/cluster). Default false.
+   */
+  registerNode?: boolean;
   /** Receives every chunk a pod process writes to stdout/stderr. */
   onLog?: (pod: { namespace: string; name: string }, container: string, chunk: string) => void;
   /**
@@ -883,12 +888,61 @@ export class LocalKubelet {
     this.apiServer?.setPodLogProvider((ns, name, container) => this.logs(ns, name, container));
     const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('kubelet could not list pods from the API server within 15 s')), 15_000).unref());
     await Promise.race([Promise.all([this.pods.start(), this.endpoints?.start()]), timeout]);
+    if (this.options.registerNode) await this.registerNode();
+  }
+
+  private heartbeat: NodeJS.Timeout | undefined;
+
+  /** Creates (or takes over) the Node object, marks it Ready and starts the Lease heartbeat. */
+  private async registerNode(): Promise<void> {
+    const now = nowTimestamp();
+    const node = {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: this.nodeName, labels: { 'kubernetes.io/hostname': this.nodeName, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64' } },
+      spec: {},
+    };
+    await this.client.create('/api/v1/nodes', node).catch((e: unknown) => {
+      if (!(e instanceof KubeRequestError && e.code === 409)) throw e;
+    });
+    const capacity = { cpu: '2', memory: '24Gi', pods: '250', 'ephemeral-storage': '100Gi' };
+    const condition = (type: string, status: string, reason: string, message: string) => ({ type, status, reason, message, lastHeartbeatTime: now, lastTransitionTime: now });
+    await this.client.patch(resourcePath('v1', 'nodes', undefined, this.nodeName, 'status'), {
+      status: {
+        capacity,
+        allocatable: capacity,
+        addresses: [{ type: 'InternalIP', address: '127.0.0.1' }, { type: 'Hostname', address: this.nodeName }],
+        conditions: [
+          condition('Ready', 'True', 'KubeletReady', 'LocalKubelet is posting ready status'),
+          condition('MemoryPressure', 'False', 'KubeletHasSufficientMemory', ''),
+          condition('DiskPressure', 'False', 'KubeletHasNoDiskPressure', ''),
+          condition('PIDPressure', 'False', 'KubeletHasSufficientPID', ''),
+        ],
+        nodeInfo: { architecture: 'amd64', operatingSystem: 'linux', kubeletVersion: 'local', containerRuntimeVersion: 'local://1', kernelVersion: '', osImage: '', kubeProxyVersion: '', machineID: '', systemUUID: '', bootID: '' },
+      },
+    }, 'strategic');
+    const renew = async (): Promise<void> => {
+      const path = resourcePath('coordination.k8s.io/v1', 'leases', 'kube-node-lease', this.nodeName);
+      const spec = { holderIdentity: this.nodeName, leaseDurationSeconds: 40, renewTime: new Date().toISOString().replace(/Z$/, '000Z') };
+      try {
+        await this.client.patch(path, { spec }, 'merge');
+      } catch (e) {
+        if (!(e instanceof KubeRequestError && e.code === 404)) return;
+        await this.client
+          .create(resourcePath('coordination.k8s.io/v1', 'leases', 'kube-node-lease'), { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.nodeName }, spec })
+          .catch(() => undefined);
+      }
+    };
+    await renew();
+    this.heartbeat = setInterval(() => this.track(renew()), 10_000);
+    this.heartbeat.unref();
   }
 
   /** Stops watching and kills every pod process (SIGTERM, then SIGKILL after stopGraceMs). Leaves the API alone. */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    clearInterval(this.heartbeat);
     await Promise.all([this.pods.stop(), this.endpoints?.stop()]);
     const graceMs = this.options.stopGraceMs ?? 2000;
     await Promise.all([...this.runtimes.values()].map((r) => r.abandon(graceMs)));

@@ -1,0 +1,334 @@
+/**
+ * A real Kubernetes control plane on loopback: etcd, kube-apiserver and kube-controller-manager built from Go
+ * modules (scripts/cluster-build.mjs), plus the LocalKubelet (../k8s/kubelet.ts) as its node. Used by
+ * `npm run cluster` (scripts/cluster.mjs) and by the tests (./shared.ts). See docs/cluster.md.
+ *
+ * Every process binds 127.0.0.1 on free ports; its state (certificates, etcd data, logs, kubeconfig) lives in
+ * one directory that stop() removes.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, openSync, closeSync } from 'node:fs';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { KubeRestClient } from '../k8s/client.js';
+import type { LocalKubeletOptions } from '../k8s/kubelet.js';
+import { LocalKubelet } from '../k8s/kubelet.js';
+// @ts-expect-error plain ESM script without types
+import { buildClusterBinaries, clusterBinaryPaths } from '../../../scripts/cluster-build.mjs';
+
+const run = promisify(execFile);
+
+export interface ClusterBinaries {
+  apiserver: string;
+  controllerManager: string;
+  etcd: string;
+}
+
+export interface ControlPlaneOptions {
+  /** State directory (created; removed by stop()). */
+  dir: string;
+  /** Build the binaries when missing (default true). */
+  build?: boolean;
+  /** Run a node (the LocalKubelet) too (default true); its options without `api`. */
+  kubelet?: false | Omit<LocalKubeletOptions, 'api'>;
+  /** Progress lines. */
+  log?: (msg: string) => void;
+}
+
+export interface ControlPlane {
+  dir: string;
+  url: string;
+  /** PEM of the cluster CA (the apiserver's serving cert is signed by it). */
+  caPem: string;
+  /** The admin's bearer token (group system:masters). */
+  adminToken: string;
+  /** Admin kubeconfig (context `fnr-cluster`). */
+  kubeconfigPath: string;
+  kubelet: LocalKubelet | undefined;
+  /** Process ids of etcd, kube-apiserver, kube-controller-manager. */
+  pids: Record<string, number>;
+  /** A kubeconfig for any bearer token (a ServiceAccount's, from `kubectl create token`). */
+  kubeconfigFor(token: string, namespace?: string): string;
+  /** Runs the real kubectl with the admin kubeconfig. */
+  kubectl(args: string[], options?: { input?: string; timeoutMs?: number }): Promise<{ code: number; stdout: string; stderr: string }>;
+  /** The apiserver's audit events so far (level Metadata, stage ResponseComplete/Panic), optionally filtered. */
+  auditEvents(filter?: (e: AuditEvent) => boolean): Promise<AuditEvent[]>;
+  /** Resident memory (KiB) of each control-plane process now. */
+  rssKiB(): Promise<Record<string, number>>;
+  stop(): Promise<void>;
+}
+
+export interface AuditEvent {
+  stage: string;
+  verb: string;
+  requestURI: string;
+  user: { username: string; groups?: string[] };
+  objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string; apiGroup?: string };
+  responseStatus?: { code?: number; message?: string; reason?: string };
+  annotations?: Record<string, string>;
+}
+
+export const NODE_NAME = 'fnr-node';
+/** Service ClusterIPs are allocated from this range; nothing is ever sent to them (see docs/cluster.md). */
+export const SERVICE_CIDR = '10.96.0.0/16';
+
+/** A free TCP port on 127.0.0.1 (closed again before use: the usual small race). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** The binaries, built when missing (minutes on a cold machine; cached in .cache/peers). */
+export function clusterBinaries(build = true): ClusterBinaries {
+  if (build) return buildClusterBinaries() as ClusterBinaries;
+  const paths = clusterBinaryPaths() as ClusterBinaries;
+  for (const p of Object.values(paths)) if (!existsSync(p)) throw new Error(`${p} is not built: run npm run cluster -- build (or scripts/setup.mjs --test)`);
+  return paths;
+}
+
+async function openssl(dir: string, args: string[]): Promise<void> {
+  await run('openssl', args, { cwd: dir });
+}
+
+/** CA, apiserver serving cert, service-account signing key pair. */
+async function makeCerts(dir: string): Promise<void> {
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  await openssl(dir, ['req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '30', '-subj', '/CN=fnr-cluster-ca',
+    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
+  await openssl(dir, ['req', ...ec, '-keyout', 'apiserver.key', '-out', 'apiserver.csr', '-subj', '/CN=kube-apiserver']);
+  await writeFile(join(dir, 'apiserver.ext'),
+    'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\n' +
+    'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n');
+  await openssl(dir, ['x509', '-req', '-in', 'apiserver.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'apiserver.crt', '-days', '30', '-extfile', 'apiserver.ext']);
+  await openssl(dir, ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', 'sa.key']);
+  await openssl(dir, ['pkey', '-in', 'sa.key', '-pubout', '-out', 'sa.pub']);
+}
+
+function kubeconfig(url: string, caPem: string, token: string, namespace = 'default'): string {
+  return JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'fnr-cluster', cluster: { server: url, 'certificate-authority-data': Buffer.from(caPem).toString('base64') } }],
+    users: [{ name: 'fnr-cluster', user: { token } }],
+    contexts: [{ name: 'fnr-cluster', context: { cluster: 'fnr-cluster', user: 'fnr-cluster', namespace } }],
+    'current-context': 'fnr-cluster',
+  }, null, 2);
+}
+
+function startProcess(name: string, bin: string, args: string[], dir: string): ChildProcess {
+  const logFd = openSync(join(dir, `${name}.log`), 'a');
+  const child = spawn(bin, args, { cwd: dir, stdio: ['ignore', logFd, logFd], detached: true });
+  closeSync(logFd);
+  child.on('error', () => undefined);
+  child.unref();
+  return child;
+}
+
+async function lastLines(file: string, n = 15): Promise<string> {
+  try {
+    return (await readFile(file, 'utf8')).trimEnd().split('\n').slice(-n).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean>, child?: ChildProcess, logFile?: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child && child.exitCode !== null) throw new Error(`${what}: the process exited with code ${child.exitCode}\n${logFile ? await lastLines(logFile) : ''}`);
+    try {
+      if (await check()) return;
+    } catch {
+      // not yet
+    }
+    if (Date.now() > deadline) throw new Error(`${what}: not ready within ${timeoutMs / 1000} s\n${logFile ? await lastLines(logFile) : ''}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function stopProcess(child: ChildProcess | undefined, graceMs = 5000): Promise<void> {
+  if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  try {
+    process.kill(-child.pid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  const timer = setTimeout(() => {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }, graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Every control-plane process group of this Node process, killed on exit as a last resort. */
+const liveGroups = new Set<number>();
+process.on('exit', () => {
+  for (const pgid of liveGroups) {
+    try {
+      process.kill(-pgid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+});
+
+/** Starts etcd, kube-apiserver, kube-controller-manager and (by default) the node; resolves when all are ready. */
+export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
+  const log = options.log ?? (() => undefined);
+  const dir = options.dir;
+  const bins = clusterBinaries(options.build ?? true);
+  await mkdir(dir, { recursive: true });
+  const children: Record<string, ChildProcess> = {};
+  let kubelet: LocalKubelet | undefined;
+  let client: KubeRestClient | undefined;
+  const stopAll = async (): Promise<void> => {
+    await kubelet?.stop().catch(() => undefined);
+    client?.close();
+    for (const name of ['kube-controller-manager', 'kube-apiserver', 'etcd']) {
+      await stopProcess(children[name]);
+      if (children[name]?.pid) liveGroups.delete(children[name].pid!);
+    }
+  };
+  try {
+    const started = Date.now();
+    await makeCerts(dir);
+    const caPem = await readFile(join(dir, 'ca.crt'), 'utf8');
+    const adminToken = randomBytes(24).toString('hex');
+    // Audit: every request's user, verb, resource and response code (tests read it: auditEvents()), except the
+    // admin's (the controller manager, the node and the tests' own setup use the admin token).
+    await writeFile(join(dir, 'audit-policy.yaml'), 'apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n  - level: None\n    users: [fnr-admin]\n  - level: Metadata\n');
+    await writeFile(join(dir, 'tokens.csv'), `${adminToken},fnr-admin,fnr-admin,"system:masters"\n`, { mode: 0o600 });
+    const [etcdPort, etcdPeerPort, apiPort] = await Promise.all([freePort(), freePort(), freePort()]);
+    log(`certificates ready (${Date.now() - started} ms)`);
+
+    // etcd
+    const etcdUrl = `http://127.0.0.1:${etcdPort}`;
+    const peerUrl = `http://127.0.0.1:${etcdPeerPort}`;
+    children.etcd = startProcess('etcd', bins.etcd, [
+      '--name', 'fnr', '--data-dir', join(dir, 'etcd'),
+      '--listen-client-urls', etcdUrl, '--advertise-client-urls', etcdUrl,
+      '--listen-peer-urls', peerUrl, '--initial-advertise-peer-urls', peerUrl, '--initial-cluster', `fnr=${peerUrl}`,
+      '--logger', 'zap', '--log-level', 'warn', '--quota-backend-bytes', String(2 * 1024 ** 3),
+      ...(bins.etcd.endsWith('/usr/bin/etcd') ? [] : ['--unsafe-no-fsync']),
+    ], dir);
+    liveGroups.add(children.etcd.pid!);
+    await waitFor('etcd', 20_000, async () => (await fetch(`${etcdUrl}/health`)).ok, children.etcd, join(dir, 'etcd.log'));
+    log(`etcd ready on ${etcdUrl} (${Date.now() - started} ms)`);
+
+    // kube-apiserver
+    const url = `https://127.0.0.1:${apiPort}`;
+    children['kube-apiserver'] = startProcess('kube-apiserver', bins.apiserver, [
+      `--etcd-servers=${etcdUrl}`,
+      '--bind-address=127.0.0.1', '--advertise-address=127.0.0.1', `--secure-port=${apiPort}`,
+      '--tls-cert-file=apiserver.crt', '--tls-private-key-file=apiserver.key', '--client-ca-file=ca.crt',
+      '--token-auth-file=tokens.csv',
+      '--authorization-mode=Node,RBAC',
+      '--enable-admission-plugins=NamespaceLifecycle,LimitRanger,ServiceAccount,PodSecurity,ResourceQuota,NodeRestriction,DefaultTolerationSeconds,Priority,RuntimeClass,MutatingAdmissionWebhook,ValidatingAdmissionPolicy,ValidatingAdmissionWebhook',
+      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      '--service-account-key-file=sa.pub', '--service-account-signing-key-file=sa.key',
+      `--service-cluster-ip-range=${SERVICE_CIDR}`,
+      // The apiserver's own Endpoints would hold 127.0.0.1, which Endpoints validation rejects.
+      '--endpoint-reconciler-type=none',
+      '--audit-policy-file=audit-policy.yaml', '--audit-log-path=audit.log', '--audit-log-format=json', '--audit-log-mode=blocking',
+      '--profiling=false', '--v=1',
+    ], dir);
+    liveGroups.add(children['kube-apiserver'].pid!);
+    client = new KubeRestClient({ url, token: adminToken, ca: caPem });
+    await waitFor('kube-apiserver', 60_000, async () => (await client!.raw('GET', '/readyz')).code === 200, children['kube-apiserver'], join(dir, 'kube-apiserver.log'));
+    log(`kube-apiserver ready on ${url} (${Date.now() - started} ms)`);
+
+    const kubeconfigPath = join(dir, 'kubeconfig');
+    await writeFile(kubeconfigPath, kubeconfig(url, caPem, adminToken), { mode: 0o600 });
+
+    // kube-controller-manager
+    children['kube-controller-manager'] = startProcess('kube-controller-manager', bins.controllerManager, [
+      `--kubeconfig=${kubeconfigPath}`,
+      '--controllers=serviceaccount-token-controller,serviceaccount-controller,namespace-controller,garbage-collector-controller,endpointslice-controller,endpointslice-mirroring-controller,endpoints-controller,root-ca-certificate-publisher-controller,replicaset-controller,deployment-controller,resourcequota-controller,ttl-after-finished-controller,job-controller,clusterrole-aggregation-controller',
+      '--service-account-private-key-file=sa.key', '--root-ca-file=ca.crt',
+      '--leader-elect=false', '--secure-port=0', '--profiling=false', '--v=1',
+      '--concurrent-gc-syncs=5', '--concurrent-namespace-syncs=5',
+    ], dir);
+    liveGroups.add(children['kube-controller-manager'].pid!);
+    // Ready once the default ServiceAccount and the root CA ConfigMap exist in `default`.
+    await waitFor('kube-controller-manager', 60_000, async () =>
+      (await client!.raw('GET', '/api/v1/namespaces/default/serviceaccounts/default')).code === 200 &&
+      (await client!.raw('GET', '/api/v1/namespaces/default/configmaps/kube-root-ca.crt')).code === 200,
+    children['kube-controller-manager'], join(dir, 'kube-controller-manager.log'));
+    log(`kube-controller-manager ready (${Date.now() - started} ms)`);
+
+    if (options.kubelet !== false) {
+      kubelet = new LocalKubelet({
+        nodeName: NODE_NAME,
+        // The controller manager maintains Endpoints and EndpointSlices on a real control plane.
+        endpointsController: false,
+        registerNode: true,
+        ...(options.kubelet ?? {}),
+        api: { url, token: adminToken, ca: caPem },
+      });
+      await kubelet.start();
+      log(`node ${kubelet.nodeName} registered (${Date.now() - started} ms)`);
+    }
+
+    const pids = Object.fromEntries(Object.entries(children).map(([k, c]) => [k, c.pid!]));
+    let stopped: Promise<void> | undefined;
+    return {
+      dir,
+      url,
+      caPem,
+      adminToken,
+      kubeconfigPath,
+      kubelet,
+      pids,
+      kubeconfigFor: (token, namespace) => kubeconfig(url, caPem, token, namespace),
+      kubectl: (args, o = {}) => kubectl(kubeconfigPath, dir, args, o),
+      auditEvents: async (filter) => {
+        const text = await readFile(join(dir, 'audit.log'), 'utf8').catch(() => '');
+        const events = text.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as AuditEvent);
+        return filter ? events.filter(filter) : events;
+      },
+      rssKiB: async () => {
+        const out: Record<string, number> = {};
+        for (const [name, pid] of Object.entries(pids)) {
+          const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+          const m = /VmRSS:\s+(\d+)/.exec(status);
+          if (m) out[name] = Number(m[1]);
+        }
+        return out;
+      },
+      stop: () => (stopped ??= (async () => {
+        await stopAll();
+        await rm(dir, { recursive: true, force: true });
+      })()),
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
+
+/** The real kubectl, with a kubeconfig and a cache dir inside the state dir. */
+export function kubectl(kubeconfigPath: string, dir: string, args: string[], o: { input?: string; timeoutMs?: number } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = execFile('kubectl', ['--kubeconfig', kubeconfigPath, '--cache-dir', join(dir, 'kubectl-cache'), ...args], { timeout: o.timeoutMs ?? 60_000, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0, stdout, stderr });
+    });
+    if (o.input !== undefined) child.stdin?.end(o.input);
+    else child.stdin?.end();
+  });
+}

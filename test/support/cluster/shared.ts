@@ -1,0 +1,85 @@
+/**
+ * One real control plane per mocha process, started lazily by the first suite that asks for it and stopped by a
+ * root-level `after` hook (registered when this module is first imported by a spec file) or, as a last resort,
+ * on process exit. Suites work in namespaces of their own (`namespace()`), so they never see each other's objects.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ControlPlane } from './controlplane.js';
+import { startControlPlane } from './controlplane.js';
+import { KubeRequestError, KubeRestClient } from '../k8s/client.js';
+import type { ImageMapping } from '../k8s/kubelet.js';
+
+let shared: Promise<ControlPlane> | undefined;
+
+/**
+ * The process's control plane (etcd, kube-apiserver, kube-controller-manager, the LocalKubelet as node
+ * `fnr-node`). The first call takes ~5-15 s (and builds the binaries if a setup did not). The kubelet maps no
+ * images: suites add theirs with `cp.kubelet.setImage()` / `setCommand()`.
+ */
+export function sharedControlPlane(): Promise<ControlPlane> {
+  shared ??= (async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'fnr-cluster-'));
+    return startControlPlane({ dir, kubelet: { imageMap: {} as Record<string, ImageMapping>, maxGracePeriodSeconds: 2, stopGraceMs: 1000 } });
+  })().catch((err: unknown) => {
+    shared = undefined;
+    throw err;
+  });
+  return shared;
+}
+
+/** Stops the shared control plane if one was started. */
+export async function stopSharedControlPlane(): Promise<void> {
+  const p = shared;
+  shared = undefined;
+  if (p) await (await p.catch(() => undefined))?.stop();
+}
+
+declare const after: ((fn: () => Promise<void>) => void) | undefined;
+if (typeof after === 'function') {
+  after(async function (this: { timeout?: (ms: number) => void }) {
+    this.timeout?.(30_000);
+    await stopSharedControlPlane();
+  });
+}
+
+/** An admin REST client for the control plane (close() it). */
+export function adminClient(cp: ControlPlane): KubeRestClient {
+  return new KubeRestClient({ url: cp.url, token: cp.adminToken, ca: cp.caPem });
+}
+
+/**
+ * Creates a namespace `<prefix>-<random>` (labels as given) and waits until its `default` ServiceAccount exists
+ * (the ServiceAccount admission plugin rejects pods before that). Returns its name and a delete function.
+ */
+export async function namespace(cp: ControlPlane, prefix: string, labels: Record<string, string> = {}): Promise<{ name: string; remove: () => Promise<void> }> {
+  const name = `${prefix}-${randomBytes(3).toString('hex')}`;
+  const client = adminClient(cp);
+  try {
+    await client.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels } });
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const r = await client.raw('GET', `/api/v1/namespaces/${name}/serviceaccounts/default`);
+      if (r.code === 200) break;
+      if (Date.now() > deadline) throw new Error(`namespace ${name}: no default ServiceAccount within 30 s`);
+      await new Promise((res) => setTimeout(res, 100));
+    }
+  } finally {
+    client.close();
+  }
+  return {
+    name,
+    remove: async () => {
+      const c = adminClient(cp);
+      try {
+        await c.delete(`/api/v1/namespaces/${name}`).catch((e: unknown) => {
+          if (!(e instanceof KubeRequestError && e.code === 404)) throw e;
+        });
+      } finally {
+        c.close();
+      }
+    },
+  };
+}
