@@ -42,7 +42,7 @@ unless --replica-id is given), KUBECONFIG.`
     'max-request-body-size': maxRequestBodySizeFlag,
     'grace-period': goDuration({summary: 'How long calls in flight may run after SIGTERM before they are cancelled.', default: 25_000, defaultHelp: async () => '25s'}),
     ...execFlags,
-    'exec-env': Flags.string({summary: 'Runner environment variables to pass to exec functions, besides HTTP_PROXY, HTTPS_PROXY and NO_PROXY (any case), which always pass (comma-separated or repeated).', multiple: true, default: []}),
+    'exec-env': Flags.string({summary: 'Runner environment variables to pass to exec functions, besides HTTP_PROXY, HTTPS_PROXY and NO_PROXY (any case), which always pass (comma-separated or repeated).', multiple: true}),
     ...podFlags,
     ...registryFlags,
     ...functionConfigFlags,
@@ -69,7 +69,7 @@ unless --replica-id is given), KUBECONFIG.`
       exec: {
         ...resolveExecPaths(flags.config, flags.functions, !metadata.flags.config?.setFromDefault, !metadata.flags.functions?.setFromDefault),
         defaultImagePrefix: flags['default-image-prefix'],
-        passEnv: parsePassEnv(flags['exec-env']),
+        passEnv: parsePassEnv(flags['exec-env'] ?? []),
       },
       pod: {
         namespace: flags['pod-namespace'],

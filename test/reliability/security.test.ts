@@ -100,7 +100,9 @@ describe('reliability: security defaults', function () {
         .split('\n')
         .map((l) => l.split('=')[0])
         .filter((n) => n !== 'PWD' && n !== 'SHLVL' && n !== '_')
-      expect(names.sort()).to.deep.equal(['HOME', 'LANG', 'PATH', ...(process.env.TZ ? ['TZ'] : [])].sort())
+      // plus the call's marker (process/sweep.ts) and the runner's proxy variables when it has any (docs/process.md)
+      const proxies = ['HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'http_proxy', 'https_proxy', 'no_proxy'].filter((n) => process.env[n] !== undefined)
+      expect(names.sort()).to.deep.equal(['HOME', 'LANG', 'PATH', 'FNR_FUNCTION_CALL', ...proxies, ...(process.env.TZ ? ['TZ'] : [])].sort())
       for (const value of Object.values(SECRET_ENV)) expect(env, 'a secret reached the function').to.not.contain(value)
 
       // Calls that succeed, fail, are not found, time out and are too large, all with the secret.

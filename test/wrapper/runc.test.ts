@@ -149,9 +149,10 @@ describe('packaged wrapper in containers without Node or libc (runc)', function 
       expect(env).to.contain('# LD_LIBRARY_PATH=/lib/x86_64-linux-gnu\n')
       expect(env).to.contain('# PATH=/usr/local/bin:/bin\n')
       expect(env).to.contain('# NODE_OPTIONS=--require /app/tracing.js\n')
-      // Nothing added by the wrapper (HOME comes from runc, PWD and SHLVL from the shell).
+      // Nothing added by the wrapper but the call's marker (docs/process.md; HOME comes from runc,
+      // PWD and SHLVL from the shell).
       const names = env.match(/^# [A-Z_]+(?==)/gm)!.map((n) => n.slice(2)).filter((n) => !['HOME', 'PWD', 'SHLVL'].includes(n))
-      expect(names.sort()).to.deep.equal(['FNR_BIND_ADDRESS', 'FROM_IMAGE', 'LD_LIBRARY_PATH', 'NODE_OPTIONS', 'PATH'])
+      expect(names.sort()).to.deep.equal(['FNR_BIND_ADDRESS', 'FNR_FUNCTION_CALL', 'FROM_IMAGE', 'LD_LIBRARY_PATH', 'NODE_OPTIONS', 'PATH'])
     })
 
     it('reports a failure with the exit code, error results and stderr', async () => {

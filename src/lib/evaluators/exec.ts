@@ -9,7 +9,7 @@
  * FailedPrecondition, naming the check. What is left is the moment between the check and the
  * exec (docs/process.md).
  */
-import {realpath, stat} from 'node:fs/promises'
+import {realpathSync, statSync} from 'node:fs'
 import path from 'node:path'
 
 import {FnrError} from '../errors.js'
@@ -30,9 +30,26 @@ export interface ExecEvaluatorOptions {
   passEnv?: readonly string[]
 }
 
-async function fileIdentity(file: string): Promise<string> {
-  const info = await stat(file, {bigint: true})
-  return `${info.dev}:${info.ino}`
+/*
+ * The checks use the synchronous calls on purpose: realpath(3) and stat(2) on a local file take
+ * microseconds, less than a trip through libuv's thread pool, and a call must not wait behind
+ * other work queued there (the /proc sweeps of process/sweep.ts use it).
+ */
+function realReal(file: string): string | undefined {
+  try {
+    return realpathSync.native(file)
+  } catch {
+    return undefined
+  }
+}
+
+function fileIdentity(file: string): string | undefined {
+  try {
+    const info = statSync(file, {bigint: true})
+    return `${info.dev}:${info.ino}`
+  } catch {
+    return undefined
+  }
 }
 
 export class ExecEvaluator implements Evaluator, KnowsImages {
@@ -42,9 +59,9 @@ export class ExecEvaluator implements Evaluator, KnowsImages {
   private readonly logger: Logger | undefined
   private readonly env: NodeJS.ProcessEnv
   /** Device and inode of each binary, as at start-up (or when first seen, for functions added later). */
-  private readonly identities = new Map<string, Promise<string | undefined>>()
+  private readonly identities = new Map<string, string | undefined>()
   /** The functions directory's real path at start-up. */
-  private readonly dirReal: Promise<string | undefined>
+  private readonly dirReal: string | undefined
 
   constructor(options: ExecEvaluatorOptions) {
     this.config = options.config
@@ -52,40 +69,34 @@ export class ExecEvaluator implements Evaluator, KnowsImages {
     this.logger = options.logger
     this.env = execEnvironment(options.passEnv)
     const dir = this.config.functionsDir
-    this.dirReal = dir ? realpath(dir).catch(() => undefined) : Promise.resolve(undefined)
+    this.dirReal = dir ? realReal(dir) : undefined
     for (const fn of this.config.functions) this.identityAtStart(fn.binary)
   }
 
-  private identityAtStart(binary: string): Promise<string | undefined> {
-    let id = this.identities.get(binary)
-    if (!id) {
-      id = fileIdentity(binary)
-      // a rejected promise must not go unhandled before the first call awaits it
-      id.catch(() => {})
-      this.identities.set(binary, id)
-    }
-    return id
+  private identityAtStart(binary: string): string | undefined {
+    if (!this.identities.has(binary)) this.identities.set(binary, fileIdentity(binary))
+    return this.identities.get(binary)
   }
 
   /** Throws FailedPrecondition when the binary is no longer the one checked at start-up, saying which check failed. */
-  private async recheck(image: string, fn: ExecFunction): Promise<void> {
+  private recheck(image: string, fn: ExecFunction): void {
     const refuse = (why: string): never => {
       throw new FnrError('FailedPrecondition', `exec function ${JSON.stringify(image)} refused: ${why}`, {details: {runtime: this.name}})
     }
     const dir = this.config.functionsDir
-    const dirAtStart = await this.dirReal
+    const dirAtStart = this.dirReal
     let dirNow: string | undefined
     if (dir && dirAtStart) {
-      dirNow = await realpath(dir).catch(() => undefined)
+      dirNow = realReal(dir)
       if (dirNow === undefined) refuse(`the functions directory ${dir} no longer exists`)
       if (dirNow !== dirAtStart) refuse(`the functions directory ${dir} now resolves to ${dirNow}, not ${dirAtStart} as at start-up`)
     }
-    const real = await realpath(fn.binary).catch(() => undefined)
+    const real = realReal(fn.binary)
     if (real === undefined) refuse(`the binary ${fn.binary} no longer exists`)
     if (real !== fn.binary) refuse(`the binary ${fn.binary} now resolves to ${real} (a symlink was put in its place or in its path)`)
     if (dirNow && real !== dirNow && !real!.startsWith(dirNow + path.sep)) refuse(`the binary ${real} is outside the functions directory ${dirNow}`)
-    const atStart = await this.identityAtStart(fn.binary).catch(() => undefined)
-    const now = await fileIdentity(real!).catch(() => undefined)
+    const atStart = this.identityAtStart(fn.binary)
+    const now = fileIdentity(real!)
     if (atStart !== undefined && now !== atStart) refuse(`the binary ${fn.binary} is not the file it was at start-up (device:inode ${atStart}, now ${now ?? 'none'})`)
   }
 
@@ -102,10 +113,9 @@ export class ExecEvaluator implements Evaluator, KnowsImages {
   async evaluate(request: EvaluationRequest): Promise<EvaluationResponse> {
     const fn = this.config.lookup(request.image)
     if (!fn) throw new FnrError('NotFound', `function ${JSON.stringify(request.image)} not found`)
-    // before the checks (which wait for the file system): a call already past its deadline says so
     const early = notStartable(request.image, request.deadline, request.signal)
     if (early) throw early
-    await this.recheck(request.image, fn)
+    this.recheck(request.image, fn)
     const result = await runFunctionProcess({
       command: fn.binary,
       input: request.resourceList,

@@ -164,8 +164,12 @@ async function inspect(pid: number, markers: Set<string>, since: number): Promis
   }
 }
 
-/** Reads per chunk: enough to keep the thread pool busy without queueing hundreds of reads. */
-const READ_CONCURRENCY = 8
+/**
+ * Reads in flight at once: at most half of libuv's thread pool (4 threads by default). A read of
+ * /proc/PID/environ can wait on the other process's memory lock; a sweep must never hold the
+ * whole pool, which file reads and DNS of the server's calls share.
+ */
+const READ_CONCURRENCY = 2
 
 /** One sweep over /proc for the targets (async: the reads go through the thread pool). Returns the number of processes killed. */
 export async function sweep(targets: readonly SweepTarget[]): Promise<number> {
