@@ -1,6 +1,7 @@
 import {FnrCommand} from '../lib/cli/command.js'
 import {EVAL_FLAG_SPECS, evalOptionsFromFlags, splitFunctionConfigArgs} from '../lib/cli/eval-flags.js'
 import {oclifFlags} from '../lib/cli/flags.js'
+import {normalizeBooleanFlags} from '../lib/cli/spec.js'
 import {onInterrupt} from '../lib/cli/interrupt.js'
 import {runEval} from '../lib/eval.js'
 
@@ -40,7 +41,7 @@ and 143 interrupted (SIGINT, SIGTERM).`
 
   async run(): Promise<void> {
     const {flagArgs, fnConfigArgs} = splitFunctionConfigArgs(this.argv)
-    const {flags, argv, metadata} = await this.parse(Eval, flagArgs)
+    const {flags, argv, metadata} = await this.parse(Eval, normalizeBooleanFlags(flagArgs, EVAL_FLAG_SPECS))
     const given = new Set(Object.keys(flags).filter((name) => !metadata.flags[name]?.setFromDefault))
     const interrupt = onInterrupt()
     try {

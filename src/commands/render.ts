@@ -4,7 +4,7 @@ import {resolveExecPaths} from '../lib/config/embedded.js'
 import {FnrCommand} from '../lib/cli/command.js'
 import {oclifFlags} from '../lib/cli/flags.js'
 import {onInterrupt} from '../lib/cli/interrupt.js'
-import {EXEC_FLAG_SPECS, type FlagSpecs} from '../lib/cli/spec.js'
+import {EXEC_FLAG_SPECS, normalizeBooleanFlags, type FlagSpecs} from '../lib/cli/spec.js'
 import {FnrError} from '../lib/errors.js'
 import {runRender} from '../lib/render.js'
 
@@ -45,7 +45,7 @@ functions run only with --allow-exec.`
   static flags = oclifFlags(RENDER_FLAG_SPECS)
 
   async run(): Promise<void> {
-    const {args, flags, metadata} = await this.parse(Render)
+    const {args, flags, metadata} = await this.parse(Render, normalizeBooleanFlags(this.argv, RENDER_FLAG_SPECS))
     const given = new Set(Object.keys(flags).filter((name) => !metadata.flags[name]?.setFromDefault))
     const str = (name: string): string | undefined => (flags as Record<string, unknown>)[name] as string | undefined
     if (str('runner-ca-file') && !str('runner')) throw new FnrError('Usage', '--runner-ca-file needs --runner')

@@ -141,7 +141,8 @@ export async function runFunction(
   label: string,
   input: Buffer,
 ): Promise<RunOutcome> {
-  const deadline = Date.now() + options.timeoutMs
+  // --timeout 0 means no timeout.
+  const deadline = options.timeoutMs > 0 ? Date.now() + options.timeoutMs : Number.POSITIVE_INFINITY
   if (options.exec !== undefined) {
     const [command, ...args] = splitExec(options.exec)
     // Like kpt: the exec function inherits the environment and runs in the current directory.
