@@ -3,7 +3,8 @@ import {EVAL_FLAG_SPECS, evalOptionsFromFlags, splitFunctionConfigArgs} from '..
 import {oclifFlags} from '../lib/cli/flags.js'
 import {normalizeBooleanFlags} from '../lib/cli/spec.js'
 import {onInterrupt} from '../lib/cli/interrupt.js'
-import {runEval} from '../lib/eval.js'
+import {FnrError} from '../lib/errors.js'
+import {runEval, type FunctionRunner} from '../lib/eval.js'
 
 export default class Eval extends FnrCommand {
   static summary = 'Run one KRM function on a ResourceList from stdin or on files, like kpt fn eval.'
@@ -44,12 +45,25 @@ and 143 interrupted (SIGINT, SIGTERM).`
     const {flags, argv, metadata} = await this.parse(Eval, normalizeBooleanFlags(flagArgs, EVAL_FLAG_SPECS))
     const given = new Set(Object.keys(flags).filter((name) => !metadata.flags[name]?.setFromDefault))
     const interrupt = onInterrupt()
+    let close: (() => void) | undefined
     try {
-      await runEval({...evalOptionsFromFlags(flags, given, fnConfigArgs, argv as string[]), signal: interrupt.signal}, {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr})
+      const options = {...evalOptionsFromFlags(flags, given, fnConfigArgs, argv as string[]), signal: interrupt.signal}
+      let runner: FunctionRunner | undefined
+      if (options.runnerAddress !== undefined) {
+        // Only here (bin/run.js sends --runner to oclif): the fast path never loads gRPC.
+        if (options.image === undefined) throw new FnrError('Usage', '--runner runs images: give --image')
+        const remote = await import('../lib/fntest/remote.js')
+        const client = await remote.connectRunner({address: options.runnerAddress}, options.maxOutputBytes)
+        close = () => client.close()
+        const image = options.image
+        runner = (_label, input) => remote.callRunner(client, image, input, options.timeoutMs, options.signal)
+      }
+      await runEval(options, {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr}, runner)
     } catch (err) {
       await this.catch(err as Error)
       if (interrupt.exitCode !== undefined) process.exitCode = interrupt.exitCode
     } finally {
+      close?.()
       interrupt.dispose()
     }
   }

@@ -214,23 +214,15 @@ function resultsOfFailedRun(stdout: Buffer): rl.FunctionResult[] {
 }
 
 export async function runEval(options: EvalOptions, io: EvalIO, runner?: FunctionRunner): Promise<void> {
-  let close: (() => void) | undefined
   try {
-    if (!runner && options.runnerAddress !== undefined) {
-      if (options.image === undefined) throw new FnrError('Usage', '--runner runs images: give --image')
-      const remote = await import('./fntest/remote.js')
-      const client = await remote.connectRunner({address: options.runnerAddress}, options.maxOutputBytes)
-      close = () => client.close()
-      const image = options.image
-      runner = (_label, input) => remote.callRunner(client, image, input, options.timeoutMs, options.signal)
-    }
+    // --runner is served by commands/eval.ts (bin/run.js sends it there), so this module and the
+    // fast path's bundle never load gRPC.
+    if (!runner && options.runnerAddress !== undefined) throw new FnrError('Internal', '--runner needs the function runner client (run without FNR fast path)')
     await evaluate(options, io, runner)
   } catch (err) {
     // An interrupt is reported as such, whatever it broke off.
     if (options.signal?.aborted && options.signal.reason instanceof FnrError) throw options.signal.reason
     throw err
-  } finally {
-    close?.()
   }
 }
 
