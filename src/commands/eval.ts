@@ -2,6 +2,7 @@ import {FnrCommand} from '../lib/cli/command.js'
 import {EVAL_FLAG_SPECS, evalOptionsFromFlags, splitFunctionConfigArgs} from '../lib/cli/eval-flags.js'
 import {oclifFlags} from '../lib/cli/flags.js'
 import {normalizeBooleanFlags} from '../lib/cli/spec.js'
+import {colorEnabled, consoleStream} from '../lib/cli/color.js'
 import {onInterrupt} from '../lib/cli/interrupt.js'
 import {FnrError} from '../lib/errors.js'
 import {runEval, type FunctionRunner} from '../lib/eval.js'
@@ -58,7 +59,7 @@ and 143 interrupted (SIGINT, SIGTERM).`
         const image = options.image
         runner = (_label, input) => remote.callRunner(client, image, input, options.timeoutMs, options.signal)
       }
-      await runEval(options, {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr}, runner)
+      await runEval(options, {stdin: process.stdin, stdout: process.stdout, stderr: consoleStream(process.stderr, colorEnabled(process.stderr, flags.color as boolean))}, runner)
     } catch (err) {
       await this.catch(err as Error)
       if (interrupt.exitCode !== undefined) process.exitCode = interrupt.exitCode

@@ -20,6 +20,7 @@ export const EVAL_FLAG_SPECS = {
   'max-output-size': {kind: 'integer', summary: 'Largest function output accepted, in bytes.', default: 256 * 1024 * 1024, min: 1024},
   'fail-on-error-results': {kind: 'boolean', summary: 'Exit 1 (and write nothing) when the function reports error-severity results.', default: false},
   'truncate-output': {kind: 'boolean', summary: 'Show at most 4 lines of results and stderr on the console.', default: true, allowNo: true},
+  color: {kind: 'boolean', summary: 'Colour the console tags when stderr is a terminal (also off with NO_COLOR).', default: true, allowNo: true},
   runner: {kind: 'string', summary: 'Run --image through a running function runner (fnr serve, or Porch\'s) at HOST:PORT over gRPC, e.g. an image fnr does not ship.', exclusive: ['exec']},
   env: {kind: 'string', char: 'e', multiple: true, summary: 'KEY=VALUE added to an --exec function\'s environment (repeatable); KEY alone passes fnr\'s own value.'},
   ...selectorSpecs('match', 'Send only resources'),

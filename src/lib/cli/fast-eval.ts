@@ -5,6 +5,7 @@
  */
 import {runEval} from '../eval.js'
 import {EVAL_FLAG_SPECS, evalOptionsFromFlags, splitFunctionConfigArgs} from './eval-flags.js'
+import {colorEnabled, consoleStream} from './color.js'
 import {onInterrupt} from './interrupt.js'
 import {renderError} from './render-error.js'
 import {parseWithSpecs} from './spec.js'
@@ -14,7 +15,7 @@ export async function runEvalFast(argv: string[]): Promise<number> {
   try {
     const {flagArgs, fnConfigArgs} = splitFunctionConfigArgs(argv)
     const {values, given, positionals} = parseWithSpecs(flagArgs, EVAL_FLAG_SPECS)
-    await runEval({...evalOptionsFromFlags(values, given, fnConfigArgs, positionals), signal: interrupt.signal}, {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr})
+    await runEval({...evalOptionsFromFlags(values, given, fnConfigArgs, positionals), signal: interrupt.signal}, {stdin: process.stdin, stdout: process.stdout, stderr: consoleStream(process.stderr, colorEnabled(process.stderr, values.color as boolean))})
     return 0
   } catch (err) {
     const code = renderError(err)
