@@ -4,7 +4,8 @@
 // `fnr eval --help`, goes through oclif (as does everything when FNR_NO_FAST_PATH is set).
 const args = process.argv.slice(2)
 const beforeDash = args.indexOf('--') >= 0 ? args.slice(0, args.indexOf('--')) : args
-if (args[0] === 'eval' && !process.env.FNR_NO_FAST_PATH && !beforeDash.some((a) => a === '--help' || a === '-h')) {
+// --runner needs the gRPC client, which only the oclif command loads.
+if (args[0] === 'eval' && !process.env.FNR_NO_FAST_PATH && !beforeDash.some((a) => a === '--help' || a === '-h' || a === '--runner' || a.startsWith('--runner='))) {
   // Fastest first (npm run build makes all three): the CommonJS bundle compiled with its V8 code
   // cache, the ES module bundle, the plain module (e.g. after a bare tsc).
   const {runEvalFast} =

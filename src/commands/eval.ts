@@ -1,32 +1,39 @@
 import {FnrCommand} from '../lib/cli/command.js'
 import {EVAL_FLAG_SPECS, evalOptionsFromFlags, splitFunctionConfigArgs} from '../lib/cli/eval-flags.js'
 import {oclifFlags} from '../lib/cli/flags.js'
+import {normalizeBooleanFlags} from '../lib/cli/spec.js'
+import {colorEnabled, consoleStream} from '../lib/cli/color.js'
 import {onInterrupt} from '../lib/cli/interrupt.js'
 import {FnrError} from '../lib/errors.js'
-import {runEval} from '../lib/eval.js'
+import {runEval, type FunctionRunner} from '../lib/eval.js'
 
 export default class Eval extends FnrCommand {
   static summary = 'Run one KRM function on a ResourceList from stdin or on files, like kpt fn eval.'
 
-  static description = `Input is a ResourceList on stdin (or plain KRM YAML documents), or --input files and
-directories read like \`kpt fn source\`. The function is --exec "PATH ARGS" (run without a shell) or
---image, looked up in the exec runtime's config (by default the functions fnr ships). Its
-functionConfig comes from --fn-config FILE or from "-- key=value ..." (a ConfigMap named
-function-input, as kpt builds it).
+  static description = `Like kpt fn eval: \`fnr eval DIR\` reads the package in DIR and writes the result back into
+it; \`fnr eval -\` (or no DIR) reads a ResourceList on stdin (or plain KRM YAML documents) and writes one
+to stdout. --input files and directories are read like \`kpt fn source\`. The function is --exec
+"PATH ARGS" (run without a shell) or --image: an image fnr ships (or --config maps), or any image
+through --runner HOST:PORT (a running fnr serve). Its functionConfig comes from --fn-config FILE or
+from "-- key=value ..." (a ConfigMap named function-input, as kpt builds it). --match-* and
+--exclude-* send only some resources, merged back as kpt does.
 
-Output goes to stdout as a wrapped ResourceList (so \`kpt fn source DIR | fnr eval ... | kpt fn sink
-OUT\` works), as plain YAML documents with --output unwrap, or into a directory with --output DIR
-(written like \`kpt fn sink\`: DIR must not exist; when DIR is the single --input directory, files
-are updated in place). Progress, results and the function's stderr go to stderr in kpt's format.
+Output: in place for DIR; otherwise stdout as a wrapped ResourceList (so \`kpt fn source DIR | fnr
+eval ... | kpt fn sink OUT\` works), plain YAML documents with --output unwrap, or a new directory
+with --output DIR (checked before the function runs). Writes are atomic: on any failure the package
+is as it was. A function that exits 0 with an empty output fails (kpt would delete every file).
+Progress, results and the function's stderr go to stderr in kpt's format.
 
-Exit codes: 0 when the function exits 0 (even with error-severity results, as in kpt, unless
---fail-on-error-results), 1 when it exits non-zero (nothing is written), 2 for usage errors, 4
-when --image is not mapped, 6 when --timeout passes.`
+Exit codes (docs/cli.md has the table for every command): 0 the function exited 0 (even with
+error-severity results, as in kpt, unless --fail-on-error-results), 1 it failed or its output was
+unusable (nothing is written), 2 usage or bad input, 4 --image not mapped, 6 --timeout passed, 130
+and 143 interrupted (SIGINT, SIGTERM).`
 
   static examples = [
-    {description: 'Set a namespace on a package, in place:', command: '<%= config.bin %> <%= command.id %> --input examples/hello --output examples/hello --image fnr.local/set-namespace:v0.4 -- namespace=prod'},
-    {description: 'In a kpt pipeline:', command: 'kpt fn source examples/hello | <%= config.bin %> <%= command.id %> --exec ./my-fn | kpt fn sink out'},
-    {description: 'Print plain YAML for kubectl:', command: '<%= config.bin %> <%= command.id %> -i examples/hello --image fnr.local/set-labels:v0.2 -o unwrap -- app=web | kubectl apply -f -'},
+    {description: 'Set a namespace on a package, in place (as kpt fn eval DIR):', command: '<%= config.bin %> <%= command.id %> my-pkg --image fnr.local/set-namespace:v0.4 -- namespace=prod'},
+    {description: 'In a kpt pipeline:', command: 'kpt fn source my-pkg | <%= config.bin %> <%= command.id %> - --exec ./my-fn | kpt fn sink out'},
+    {description: 'Print plain YAML for kubectl:', command: '<%= config.bin %> <%= command.id %> -i my-pkg --image fnr.local/set-labels:v0.2 -o unwrap -- app=web | kubectl apply -f -'},
+    {description: 'Only the Deployments, through a running fnr serve:', command: '<%= config.bin %> <%= command.id %> my-pkg --image ghcr.io/me/my-fn:v1 --runner 127.0.0.1:9445 --match-kind Deployment'},
   ]
 
   static strict = false
@@ -36,16 +43,28 @@ when --image is not mapped, 6 when --timeout passes.`
 
   async run(): Promise<void> {
     const {flagArgs, fnConfigArgs} = splitFunctionConfigArgs(this.argv)
-    const {flags, argv, metadata} = await this.parse(Eval, flagArgs)
-    if (argv.length > 0) throw new FnrError('Usage', `unexpected argument ${JSON.stringify(argv[0])}; function config goes after "--" (e.g. -- namespace=prod)`)
+    const {flags, argv, metadata} = await this.parse(Eval, normalizeBooleanFlags(flagArgs, EVAL_FLAG_SPECS))
     const given = new Set(Object.keys(flags).filter((name) => !metadata.flags[name]?.setFromDefault))
     const interrupt = onInterrupt()
+    let close: (() => void) | undefined
     try {
-      await runEval({...evalOptionsFromFlags(flags, given, fnConfigArgs), signal: interrupt.signal}, {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr})
+      const options = {...evalOptionsFromFlags(flags, given, fnConfigArgs, argv as string[]), signal: interrupt.signal}
+      let runner: FunctionRunner | undefined
+      if (options.runnerAddress !== undefined) {
+        // Only here (bin/run.js sends --runner to oclif): the fast path never loads gRPC.
+        if (options.image === undefined) throw new FnrError('Usage', '--runner runs images: give --image')
+        const remote = await import('../lib/fntest/remote.js')
+        const client = await remote.connectRunner({address: options.runnerAddress}, options.maxOutputBytes)
+        close = () => client.close()
+        const image = options.image
+        runner = (_label, input) => remote.callRunner(client, image, input, options.timeoutMs, options.signal)
+      }
+      await runEval(options, {stdin: process.stdin, stdout: process.stdout, stderr: consoleStream(process.stderr, colorEnabled(process.stderr, flags.color as boolean))}, runner)
     } catch (err) {
       await this.catch(err as Error)
       if (interrupt.exitCode !== undefined) process.exitCode = interrupt.exitCode
     } finally {
+      close?.()
       interrupt.dispose()
     }
   }

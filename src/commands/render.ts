@@ -3,8 +3,9 @@ import {Args} from '@oclif/core'
 import {resolveExecPaths} from '../lib/config/embedded.js'
 import {FnrCommand} from '../lib/cli/command.js'
 import {oclifFlags} from '../lib/cli/flags.js'
+import {colorEnabled, consoleStream} from '../lib/cli/color.js'
 import {onInterrupt} from '../lib/cli/interrupt.js'
-import {EXEC_FLAG_SPECS, type FlagSpecs} from '../lib/cli/spec.js'
+import {EXEC_FLAG_SPECS, normalizeBooleanFlags, type FlagSpecs} from '../lib/cli/spec.js'
 import {FnrError} from '../lib/errors.js'
 import {runRender} from '../lib/render.js'
 
@@ -17,6 +18,7 @@ const RENDER_FLAG_SPECS = {
   timeout: {kind: 'duration', summary: 'Kill a function after this long.', default: 5 * 60_000, defaultHelp: '5m'},
   'max-output-size': {kind: 'integer', summary: 'Largest function output accepted, in bytes.', default: 256 * 1024 * 1024, min: 1024},
   'truncate-output': {kind: 'boolean', summary: 'Show at most 4 lines of results and stderr on the console.', default: true, allowNo: true},
+  color: {kind: 'boolean', summary: 'Colour the console tags when stderr is a terminal (also off with NO_COLOR).', default: true, allowNo: true},
   ...EXEC_FLAG_SPECS,
 } satisfies FlagSpecs
 
@@ -45,7 +47,7 @@ functions run only with --allow-exec.`
   static flags = oclifFlags(RENDER_FLAG_SPECS)
 
   async run(): Promise<void> {
-    const {args, flags, metadata} = await this.parse(Render)
+    const {args, flags, metadata} = await this.parse(Render, normalizeBooleanFlags(this.argv, RENDER_FLAG_SPECS))
     const given = new Set(Object.keys(flags).filter((name) => !metadata.flags[name]?.setFromDefault))
     const str = (name: string): string | undefined => (flags as Record<string, unknown>)[name] as string | undefined
     if (str('runner-ca-file') && !str('runner')) throw new FnrError('Usage', '--runner-ca-file needs --runner')
@@ -75,7 +77,7 @@ functions run only with --allow-exec.`
           imageRunner,
           signal: interrupt.signal,
         },
-        {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr},
+        {stdin: process.stdin, stdout: process.stdout, stderr: consoleStream(process.stderr, colorEnabled(process.stderr, flags.color as boolean))},
       )
     } catch (err) {
       await this.catch(err as Error)

@@ -11,6 +11,7 @@
 import type {Hook} from '@oclif/core'
 
 import {renderError} from '../lib/cli/render-error.js'
+import {closest} from '../lib/cli/suggest.js'
 import {FnrError} from '../lib/errors.js'
 
 const hook: Hook.CommandNotFound = async function ({id, argv, config}) {
@@ -30,7 +31,8 @@ const hook: Hook.CommandNotFound = async function ({id, argv, config}) {
     if (parts.length > prefix.length && prefix.every((w, i) => parts[i] === w)) children.add(parts[prefix.length]!)
   }
   const where = [config.bin, ...prefix].join(' ')
-  const message = `unknown command "${[config.bin, ...words].join(' ')}"; ${where} has ${[...children].sort().join(', ')}`
+  const guess = closest(words[prefix.length] ?? '', children)
+  const message = `unknown command "${[config.bin, ...words].join(' ')}"${guess ? `; did you mean "${[where, guess].join(' ')}"?` : ''}; ${where} has ${[...children].sort().join(', ')}`
   process.exitCode = renderError(new FnrError('Usage', message))
 }
 

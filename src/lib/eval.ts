@@ -29,6 +29,7 @@ import type {FunctionFailure} from './process/failure.js'
 import {functionFailedError} from './process/failure.js'
 import {runFunctionProcess} from './process/run.js'
 import * as rl from './resourcelist/index.js'
+import {selectResources, type Selector} from './resourcelist/select.js'
 
 export interface EvalOptions {
   /** Files or directories; empty (or ["-"]) means stdin. */
@@ -47,6 +48,13 @@ export interface EvalOptions {
   execPaths: ExecPaths & {defaultImagePrefix: string}
   /** Aborting (SIGINT/SIGTERM, cli/interrupt.ts) kills the function's process group; nothing is written. */
   signal?: AbortSignal
+  /** --runner HOST:PORT: run --image through a function runner over gRPC. */
+  runnerAddress?: string
+  /** --env KEY=VALUE (or KEY) for --exec functions. */
+  env?: string[]
+  /** --match-* / --exclude-*: send only the selected resources (merged back like kpt). */
+  selector?: Selector
+  exclude?: Selector
 }
 
 export interface EvalIO {
@@ -121,23 +129,24 @@ async function functionConfigFor(options: EvalOptions, list: rl.ResourceList): P
     throw new FnrError('Usage', '--fn-config and "-- key=value" arguments cannot be used together')
   }
   if (options.fnConfigPath) return rl.readFunctionConfig(options.fnConfigPath)
-  if (options.fnConfigArgs.length > 0) return rl.functionConfigFromArgs(options.fnConfigArgs)
+  if (options.fnConfigArgs.length > 0) return rl.functionConfigFromArgs(options.fnConfigArgs, {evalOrder: true})
   const own = list.functionConfig
   if (own && typeof own === 'object' && 'items' in own) return own as YAMLMap
-  return rl.functionConfigFromArgs([])
+  return rl.functionConfigFromArgs([], {evalOrder: true})
 }
 
 /** Runs the function of options (--exec, or --image through the exec config) locally. */
 export async function runFunction(
-  options: Pick<EvalOptions, 'exec' | 'image' | 'timeoutMs' | 'maxOutputBytes' | 'execPaths' | 'signal'>,
+  options: Pick<EvalOptions, 'exec' | 'image' | 'timeoutMs' | 'maxOutputBytes' | 'execPaths' | 'signal' | 'env'>,
   label: string,
   input: Buffer,
 ): Promise<RunOutcome> {
-  const deadline = Date.now() + options.timeoutMs
+  // --timeout 0 means no timeout.
+  const deadline = options.timeoutMs > 0 ? Date.now() + options.timeoutMs : Number.POSITIVE_INFINITY
   if (options.exec !== undefined) {
     const [command, ...args] = splitExec(options.exec)
     // Like kpt: the exec function inherits the environment and runs in the current directory.
-    const r = await runFunctionProcess({command: command!, args, input, env: process.env, deadline, maxStdoutBytes: options.maxOutputBytes, label, signal: options.signal})
+    const r = await runFunctionProcess({command: command!, args, input, env: execEnvironment(options.env), deadline, maxStdoutBytes: options.maxOutputBytes, label, signal: options.signal})
     if (r.exitCode === null) throw await functionFailedError(label, r)
     return {stdout: r.stdout, stderr: r.stderr, exitCode: r.exitCode, durationMs: r.durationMs}
   }
@@ -177,6 +186,19 @@ async function sameDirectory(a: string, b: string): Promise<boolean> {
   }
 }
 
+/** fnr's environment plus --env KEY=VALUE (KEY alone: fnr's own value, as docker -e KEY). */
+function execEnvironment(extra: string[] | undefined): NodeJS.ProcessEnv {
+  if (!extra || extra.length === 0) return process.env
+  const env = {...process.env}
+  for (const kv of extra) {
+    const eq = kv.indexOf('=')
+    if (eq === 0) throw new FnrError('Usage', `--env takes KEY=VALUE, got ${JSON.stringify(kv)}`)
+    if (eq < 0) continue
+    env[kv.slice(0, eq)] = kv.slice(eq + 1)
+  }
+  return env
+}
+
 export function isBlank(bytes: Buffer): boolean {
   for (const b of bytes) if (b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09) return false
   return true
@@ -193,6 +215,9 @@ function resultsOfFailedRun(stdout: Buffer): rl.FunctionResult[] {
 
 export async function runEval(options: EvalOptions, io: EvalIO, runner?: FunctionRunner): Promise<void> {
   try {
+    // --runner is served by commands/eval.ts (bin/run.js sends it there), so this module and the
+    // fast path's bundle never load gRPC.
+    if (!runner && options.runnerAddress !== undefined) throw new FnrError('Internal', '--runner needs the function runner client (run without FNR fast path)')
     await evaluate(options, io, runner)
   } catch (err) {
     // An interrupt is reported as such, whatever it broke off.
@@ -215,9 +240,10 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
   if (!['stdout', 'unwrap'].includes(options.output) && !inPlace) await rl.checkSinkTarget(options.output)
   const functionConfig = await functionConfigFor(options, list)
   const previousPaths = rl.sourcePathsOf(list.items)
-  const input = rl.buildFunctionInput(list.items, {functionConfig})
+  const selection = selectResources(list.items, options.selector ? [options.selector] : [], options.exclude ? [options.exclude] : [])
+  const input = rl.buildFunctionInput(selection.selected, {functionConfig})
 
-  io.stderr.write(`[RUNNING] ${JSON.stringify(label)}\n`)
+  io.stderr.write(`[RUNNING] ${JSON.stringify(label)}${selection.filtered ? ` on ${selection.selected.length} resource(s)` : ''}\n`)
   const run = await (runner ?? ((l: string, bytes: Buffer) => runFunction(options, l, bytes)))(label, Buffer.from(input.text))
   const stderrText = run.stderr.toString('utf8')
   const record: rl.FunctionRunRecord = {
@@ -248,6 +274,7 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
       )
     }
     output = rl.readFunctionOutput(run.stdout, input)
+    if (selection.filtered) output.list.items = selection.merge(output.list.items)
   } catch (err) {
     io.stderr.write(`[FAIL] ${JSON.stringify(label)} in ${rl.formatKptDuration(run.durationMs)}\n`)
     io.stderr.write(rl.formatStderrBlock(stderrText, blockOptions))

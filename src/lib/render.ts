@@ -27,6 +27,7 @@ import {FnrError} from './errors.js'
 import {isBlank, runFunction, splitExec, type EvalIO, type RunOutcome} from './eval.js'
 import * as rl from './resourcelist/index.js'
 import {A} from './resourcelist/constants.js'
+import {selectResources, type Selector} from './resourcelist/select.js'
 import {toTyped} from './resourcelist/yaml.js'
 
 export interface RenderOptions {
@@ -43,15 +44,6 @@ export interface RenderOptions {
   /** Runs image functions through this runner (fnr test --runner, fnr render --runner). */
   imageRunner?: (image: string, input: Buffer) => Promise<RunOutcome>
   signal?: AbortSignal
-}
-
-interface Selector {
-  apiVersion?: string
-  kind?: string
-  name?: string
-  namespace?: string
-  labels?: Record<string, string>
-  annotations?: Record<string, string>
 }
 
 interface PipelineFunction {
@@ -241,17 +233,6 @@ function kptfileError(where: string, field: string, reason: string, value?: stri
   return new FnrError('InvalidArgument', `${where} is invalid: Field: \`${field}\`${value === undefined ? '' : ` Value: ${JSON.stringify(value)}`} Reason: ${reason}`)
 }
 
-function matches(item: YAMLMap, s: Selector): boolean {
-  const t = toTyped(item) as {apiVersion?: string; kind?: string; metadata?: {name?: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>}}
-  if (s.apiVersion && t.apiVersion !== s.apiVersion) return false
-  if (s.kind && t.kind !== s.kind) return false
-  if (s.name && t.metadata?.name !== s.name) return false
-  if (s.namespace && (t.metadata?.namespace ?? '') !== s.namespace) return false
-  for (const [k, v] of Object.entries(s.labels ?? {})) if (t.metadata?.labels?.[k] !== v) return false
-  for (const [k, v] of Object.entries(s.annotations ?? {})) if (t.metadata?.annotations?.[k] !== v) return false
-  return true
-}
-
 async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], options: RenderOptions, io: EvalIO, records: rl.FunctionRunRecord[]): Promise<YAMLMap[]> {
   const label = fn.image ?? fn.exec!
   if (fn.exec !== undefined && !options.allowExec) {
@@ -259,10 +240,8 @@ async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], opt
   }
   if (fn.exec !== undefined) splitExec(fn.exec)
   // The selected resources (all when there are no selectors), tagged to merge the output back.
-  const filtered = fn.selectors.length > 0 || fn.exclude.length > 0
-  const selected = items.filter((it) => (fn.selectors.length === 0 || fn.selectors.some((s) => matches(it, s))) && !fn.exclude.some((s) => matches(it, s)))
-  // kpt numbers every resource (its index in the package's list) and sends the selected ones.
-  if (filtered) items.forEach((it, i) => rl.setAnnotation(it, A.kptResourceId, String(i)))
+  const selection = selectResources(items, fn.selectors, fn.exclude)
+  const {filtered, selected} = selection
   let functionConfig: YAMLMap | null
   if (fn.configPath !== undefined) {
     functionConfig = items.find((it) => rl.getAnnotation(it, A.packagePath) === pkg.abs && rl.getAnnotation(it, A.path) === fn.configPath) ?? null
@@ -319,27 +298,7 @@ async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], opt
   for (const item of output.list.items) {
     if (rl.getAnnotation(item, A.packagePath) === undefined) rl.setAnnotation(item, A.packagePath, pkg.abs, 'FunctionFailed')
   }
-  if (!filtered) return output.list.items
-  const byId = new Map<string, YAMLMap>()
-  const added: YAMLMap[] = []
-  for (const item of output.list.items) {
-    const id = rl.getAnnotation(item, A.kptResourceId)
-    rl.deleteAnnotation(item, A.kptResourceId)
-    if (id === undefined) added.push(item)
-    else byId.set(id, item)
-  }
-  const merged: YAMLMap[] = []
-  const sent = new Set(selected)
-  for (const item of items) {
-    const id = rl.getAnnotation(item, A.kptResourceId)
-    rl.deleteAnnotation(item, A.kptResourceId)
-    if (!sent.has(item)) merged.push(item)
-    else {
-      const out = id === undefined ? undefined : byId.get(id)
-      if (out) merged.push(out)
-    }
-  }
-  return [...merged, ...added]
+  return selection.merge(output.list.items)
 }
 
 async function writeResults(options: RenderOptions, io: EvalIO, records: rl.FunctionRunRecord[], exitCode: number): Promise<void> {

@@ -176,7 +176,8 @@ YAML
       [['eval', '--exec', 'cat | sh', '-i', EXAMPLE], 2, /shell operators are not supported/],
       [['eval', '--exec', SET_NS, '-i', EXAMPLE, '--fn-config', '/nonexistent', '--', 'a=b'], 2, /cannot be used together/],
       [['eval', '--exec', SET_NS, '-i', '/nonexistent/dir'], 2, /nonexistent/],
-      [['eval', '--exec', SET_NS, 'stray'], 2, /unexpected argument "stray"/],
+      [['eval', '--exec', SET_NS, 'stray'], 2, /stray: no such file or directory/],
+      [['eval', '--exec', SET_NS, EXAMPLE, 'stray'], 2, /unexpected argument "stray"/],
     ]
     for (const [args, code, pattern, stdin] of cases) {
       const r = await runCli(args, {input: stdin ?? input})

@@ -87,15 +87,26 @@ describe('fnr test: case config', () => {
 
   it('reads kpt\'s keys: args become key=value, exitCode, stdErr, fnConfig, timeout', async () => {
     const c = await read('testType: eval\nexitCode: 1\nstdErr: boom\nargs:\n  namespace: prod\n  replicas: 3\n  empty:\nimage: x:v1\ntimeout: 90s\ndisableOutputTruncate: true\n')
-    expect(c).to.deep.equal({exitCode: 1, stdErr: 'boom', args: ['namespace=prod', 'replicas=3', 'empty='], image: 'x:v1', timeoutMs: 90_000, disableOutputTruncate: true})
-    expect(await read('')).to.deep.equal({exitCode: 0, disableOutputTruncate: false})
+    expect(c).to.deep.equal({testType: 'eval', exitCode: 1, stdErr: 'boom', args: ['namespace=prod', 'replicas=3', 'empty='], image: 'x:v1', timeoutMs: 90_000, disableOutputTruncate: true, warnings: []})
+    expect(await read('')).to.deep.equal({exitCode: 0, disableOutputTruncate: false, warnings: []})
+    // kpt's render cases, and kpt harness keys fnr does not use (warnings, the case still runs)
+    expect(await read('testType: render\nallowExec: true\nrunCount: 2\nnetwork: true\n')).to.deep.equal({
+      testType: 'render',
+      allowExec: true,
+      exitCode: 0,
+      disableOutputTruncate: false,
+      warnings: [
+        '.expected/config.yaml: "runCount" is ignored (fnr runs each case once)',
+        '.expected/config.yaml: "network" is ignored (fnr does not run containers)',
+      ],
+    })
   })
 
   it('refuses what it does not support, naming the key', async () => {
     const bad: Array<[string, RegExp]> = [
-      ['testType: render\n', /testType "render" is not supported/],
+      ['testType: wasm\n', /testType must be eval or render, got "wasm"/],
       ['skip: true\n', /"skip" is not supported \(fnr test runs every case/],
-      ['network: true\n', /"network" is not supported$/],
+      ['bogus: true\n', /"bogus" is not supported$/],
       ['exitCode: x\n', /exitCode must be an integer from 0 to 255/],
       ['args: [a]\n', /args must be a mapping/],
       ['args: {a: 1}\nfnConfig: f.yaml\n', /give args or fnConfig, not both/],

@@ -98,8 +98,8 @@ describe('registry/auth: docker config', () => {
     })
   })
 
-  it('finds the default auth file from REGISTRY_AUTH_FILE, then DOCKER_CONFIG', () => {
-    expect(defaultAuthFile({})).to.equal(undefined)
+  it('finds the default auth file from REGISTRY_AUTH_FILE, then DOCKER_CONFIG, then ~/.docker/config.json', () => {
+    expect(defaultAuthFile({HOME: '/home/me'})).to.equal('/home/me/.docker/config.json')
     expect(defaultAuthFile({DOCKER_CONFIG: '/d'})).to.equal('/d/config.json')
     expect(defaultAuthFile({REGISTRY_AUTH_FILE: '/r.json', DOCKER_CONFIG: '/d'})).to.equal('/r.json')
   })

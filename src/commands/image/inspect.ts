@@ -9,7 +9,7 @@ export default class Inspect extends FnrCommand {
 
   static description = `Resolves IMAGE in its registry the way the pod runtime does: all four manifest types are accepted, an index is resolved to --platform, and the config blob gives Entrypoint and Cmd. The function command is Entrypoint followed by Cmd (as a container runtime runs them), or whichever of the two is set; an image with neither is an error.
 
-Credentials come from --auth-file (a docker config JSON), else $REGISTRY_AUTH_FILE, else $DOCKER_CONFIG/config.json; without any, access is anonymous. --ca-file adds a CA to the system roots. A registry listed with --insecure-registry is reached without certificate checks, or over plain HTTP when it does not speak TLS; no other registry ever is.
+Credentials come from --auth-file (a docker config JSON), else $REGISTRY_AUTH_FILE, else $DOCKER_CONFIG/config.json, else ~/.docker/config.json (where docker login writes; credsStore and credHelpers run the docker-credential-* helpers); without any, access is anonymous. --ca-file adds a CA to the system roots. A registry listed with --insecure-registry is reached without certificate checks, or over plain HTTP when it does not speak TLS; no other registry ever is.
 
 Exit codes: 2 bad reference or flags, 3 bad auth/CA file, untrusted certificate or unusable image, 4 image or platform not found, 5 authentication or permission refused, 6 timeout, 8 registry unreachable or failing.`
 
@@ -29,7 +29,7 @@ Exit codes: 2 bad reference or flags, 3 bad auth/CA file, untrusted certificate 
 
   static flags = {
     json: Flags.boolean({summary: 'Print the result as JSON.', default: false}),
-    'auth-file': Flags.string({summary: 'Docker config JSON with registry credentials (default: $REGISTRY_AUTH_FILE, else $DOCKER_CONFIG/config.json, else none).'}),
+    'auth-file': Flags.string({summary: 'Docker config JSON with registry credentials (default: $REGISTRY_AUTH_FILE, else $DOCKER_CONFIG/config.json, else ~/.docker/config.json).'}),
     'ca-file': Flags.string({summary: 'PEM file of CA certificates to trust in addition to the system roots (repeatable).', multiple: true, multipleNonGreedy: true}),
     'insecure-registry': Flags.string({summary: 'Registry host[:port] reachable without TLS verification or over plain HTTP (repeatable).', multiple: true, multipleNonGreedy: true}),
     platform: Flags.string({summary: 'Platform to pick from a multi-platform image (os/arch[/variant]).', default: 'linux/amd64'}),

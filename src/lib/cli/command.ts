@@ -7,6 +7,7 @@ import {Command, Errors, type Interfaces} from '@oclif/core'
 
 import {FnrError} from '../errors.js'
 import {renderError} from './render-error.js'
+import {flagHint} from './suggest.js'
 
 // The shapes oclif's parse() is generic over (not exported from @oclif/core's entry point).
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -27,7 +28,13 @@ export abstract class FnrCommand extends Command {
       return await super.parse(options, argv)
     } catch (err) {
       if (err instanceof Errors.ExitError) throw err
-      const message = (err as Error).message.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !/^See more help/.test(l)).join(': ')
+      const lines = (err as Error).message.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !/^See more help/.test(l))
+      // "Missing 1 required arg:" is followed by the arg's help and notes: keep its name only.
+      let message = /^Missing \d+ required args?:?$/.test(lines[0] ?? '') ? `${lines[0]!.replace(/:?$/, ':')} ${(lines[1] ?? '').split(/\s+/)[0]}` : lines.join(': ')
+      // "Missing 1 required arg:: image" and the like: one colon.
+      message = message.replace(/:: /g, ': ')
+      const unknown = /^Nonexistent flags?: (\S+)/.exec(message)
+      if (unknown) message = `Nonexistent flag: ${unknown[1]!.replace(/,$/, '')}${flagHint(unknown[1]!, Object.keys(options?.flags ?? {}))}`
       throw new FnrError('Usage', message, {cause: err})
     }
   }

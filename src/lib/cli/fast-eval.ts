@@ -3,9 +3,9 @@
  * ~80 ms oclif costs to load. Flags, their parsing and the error rendering are the same ones the
  * oclif command uses (eval-flags.ts, spec.ts, render-error.ts).
  */
-import {FnrError} from '../errors.js'
 import {runEval} from '../eval.js'
 import {EVAL_FLAG_SPECS, evalOptionsFromFlags, splitFunctionConfigArgs} from './eval-flags.js'
+import {colorEnabled, consoleStream} from './color.js'
 import {onInterrupt} from './interrupt.js'
 import {renderError} from './render-error.js'
 import {parseWithSpecs} from './spec.js'
@@ -15,10 +15,7 @@ export async function runEvalFast(argv: string[]): Promise<number> {
   try {
     const {flagArgs, fnConfigArgs} = splitFunctionConfigArgs(argv)
     const {values, given, positionals} = parseWithSpecs(flagArgs, EVAL_FLAG_SPECS)
-    if (positionals.length > 0) {
-      throw new FnrError('Usage', `unexpected argument ${JSON.stringify(positionals[0])}; function config goes after "--" (e.g. -- namespace=prod)`)
-    }
-    await runEval({...evalOptionsFromFlags(values, given, fnConfigArgs), signal: interrupt.signal}, {stdin: process.stdin, stdout: process.stdout, stderr: process.stderr})
+    await runEval({...evalOptionsFromFlags(values, given, fnConfigArgs, positionals), signal: interrupt.signal}, {stdin: process.stdin, stdout: process.stdout, stderr: consoleStream(process.stderr, colorEnabled(process.stderr, values.color as boolean))})
     return 0
   } catch (err) {
     const code = renderError(err)

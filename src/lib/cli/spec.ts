@@ -6,6 +6,7 @@
 import {parseArgs} from 'node:util'
 
 import {FnrError} from '../errors.js'
+import {flagHint} from './suggest.js'
 import {parseGoDuration} from '../config/go-flags.js'
 import {DEFAULT_IMAGE_PREFIX} from '../config/image-ref.js'
 
@@ -78,6 +79,18 @@ export function convertFlagValue(name: string, spec: FlagSpec, raw: string): str
   return raw
 }
 
+/**
+ * `--flag=false` / `--flag=true` for boolean flags with a --no- form, as kpt spells them (kpt's own
+ * hint says "use '--truncate-output=false' to disable"): rewritten to `--no-flag` / `--flag`.
+ */
+export function normalizeBooleanFlags(argv: readonly string[], specs: FlagSpecs): string[] {
+  return argv.map((arg) => {
+    const m = /^--([a-z0-9-]+)=(true|false)$/.exec(arg)
+    if (!m || specs[m[1]!]?.kind !== 'boolean' || !specs[m[1]!]?.allowNo) return arg
+    return m[2] === 'true' ? `--${m[1]}` : `--no-${m[1]}`
+  })
+}
+
 /** Parses argv against specs with node:util (the oclif-free path). */
 export function parseWithSpecs(argv: string[], specs: FlagSpecs): ParsedFlags {
   const options: Record<string, {type: 'string' | 'boolean'; short?: string; multiple?: boolean}> = {}
@@ -87,9 +100,13 @@ export function parseWithSpecs(argv: string[], specs: FlagSpecs): ParsedFlags {
   }
   let parsed: ReturnType<typeof parseArgs>
   try {
-    parsed = parseArgs({args: argv, options, strict: true, allowPositionals: true})
+    parsed = parseArgs({args: normalizeBooleanFlags(argv, specs), options, strict: true, allowPositionals: true})
   } catch (err) {
-    throw usage((err as Error).message.replace(/^Unknown option '(.*)'.*$/s, 'Nonexistent flag: $1').split('\n')[0]!)
+    // node:util's messages: "Unknown option '--exce'. To specify a positional …"; say it in fnr's words.
+    const message = (err as Error).message
+    const unknown = /^Unknown option '([^']*)'/.exec(message)
+    if (unknown) throw usage(`Nonexistent flag: ${unknown[1]}${flagHint(unknown[1]!, Object.keys(options))}`)
+    throw usage(message.split('\n')[0]!.replace(/\. To specify a positional.*$/, ''))
   }
   const values: Record<string, FlagValue> = {}
   const given = new Set<string>()

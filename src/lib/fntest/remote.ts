@@ -46,7 +46,7 @@ export async function connectRunner(target: RunnerTarget, maxMessageSize: number
 export async function callRunner(client: EvaluatorClient, image: string, input: Buffer, timeoutMs: number, signal?: AbortSignal): Promise<RunOutcome> {
   const started = performance.now()
   try {
-    const res = await client.evaluate(image, input, {deadline: Date.now() + timeoutMs, signal})
+    const res = await client.evaluate(image, input, {...(timeoutMs > 0 ? {deadline: Date.now() + timeoutMs} : {}), signal})
     return {stdout: res.resourceList, stderr: res.log, exitCode: 0, durationMs: performance.now() - started}
   } catch (err) {
     if (!(err instanceof FnrError) || err.kind !== 'FunctionFailed') {

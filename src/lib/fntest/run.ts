@@ -24,6 +24,7 @@ import {quote} from 'shell-quote'
 import {isMap, parseDocument} from 'yaml'
 
 import {loadExecConfig} from '../config/exec-config.js'
+import {normaliseImage} from '../config/image-ref.js'
 import {ConfigFileError} from '../config/read-file.js'
 import type {ExecPaths} from '../config/embedded.js'
 import {FnrError, toFnrError} from '../errors.js'
@@ -205,6 +206,31 @@ async function readOptional(file: string): Promise<string | undefined> {
   }
 }
 
+/**
+ * results.yaml with the function names made comparable: `image:` values as full references
+ * (`set-namespace:v0.4.1` is `ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.1`), `exec:`
+ * commands by their file name (`./fn`, `fn` and `/abs/path/fn` are the same function), so an
+ * expectation written on a laptop holds in CI.
+ */
+export function normaliseFunctionNames(resultsYaml: string, defaultImagePrefix: string): string {
+  const unquote = (v: string): string => (/^(['"]).*\1$/.test(v) ? v.slice(1, -1) : v)
+  return resultsYaml
+    .replace(/^(\s*(?:- )?image: )(.+)$/gm, (_m, head: string, value: string) => `${head}${normaliseImage(unquote(value.trim()), defaultImagePrefix)}`)
+    .replace(/^(\s*(?:- )?exec: )(.+)$/gm, (_m, head: string, value: string) => {
+      const words = unquote(value.trim()).split(/\s+/)
+      return `${head}${[path.basename(words[0]!), ...words.slice(1)].join(' ')}`
+    })
+}
+
+/** The function names of `[RUNNING] "…"`, `[PASS] "…"`, `[FAIL] "…"` lines, spelled as in normaliseFunctionNames. */
+export function normaliseConsoleNames(text: string, defaultImagePrefix: string): string {
+  return text.replace(/^(\[(?:RUNNING|PASS|FAIL)\] )"([^"]+)"/gm, (_m, head: string, name: string) => {
+    const first = name.split(/\s+/)[0]!
+    const isPath = first.startsWith('.') || first.startsWith('/')
+    return `${head}"${isPath ? [path.basename(first), ...name.split(/\s+/).slice(1)].join(' ') : normaliseImage(name, defaultImagePrefix)}"`
+  })
+}
+
 /** kpt's e2e harness sanitises durations: "[PASS] "fn" in 1.2s" reads "in 0s". */
 export function sanitizeConsole(stderr: string): string {
   return stderr.replace(/^(\[(?:PASS|FAIL)\] .*) in \S+$/gm, '$1 in 0s')
@@ -296,7 +322,8 @@ export async function runCase(c: TestCase, options: FnTestOptions, client?: Eval
       }
     }
     // Console output (never updated: the substrings are written by hand).
-    if (c.config.stdErr !== undefined && !consoleText.includes(c.config.stdErr)) {
+    const prefix = options.execPaths.defaultImagePrefix
+    if (c.config.stdErr !== undefined && !consoleText.includes(c.config.stdErr) && !normaliseConsoleNames(consoleText, prefix).includes(normaliseConsoleNames(c.config.stdErr, prefix))) {
       problems.push({message: `stderr does not contain stdErr ${JSON.stringify(c.config.stdErr)}`, detail: tail(consoleText)})
     }
     if (c.config.stdErrRegEx !== undefined && !new RegExp(c.config.stdErrRegEx, 'm').test(consoleText)) {
@@ -309,7 +336,10 @@ export async function runCase(c: TestCase, options: FnTestOptions, client?: Eval
     const actualResults = (await readOptional(path.join(resultsDir, 'results.yaml'))) ?? ''
     const hasResults = /^\s+results:$/m.test(actualResults)
     // Compared without leading and trailing white space, as kpt's harness does.
-    const resultsDiffer = expectedResults !== undefined && expectedResults.trim() !== actualResults.trim()
+    // ... and independent of how the function was spelled (image refs, exec paths).
+    const resultsDiffer =
+      expectedResults !== undefined &&
+      normaliseFunctionNames(expectedResults, options.execPaths.defaultImagePrefix).trim() !== normaliseFunctionNames(actualResults, options.execPaths.defaultImagePrefix).trim()
     if (resultsDiffer || (expectedResults === undefined && options.update && hasResults)) {
       if (options.update) {
         await writeFile(expectedResultsFile, actualResults)

@@ -8,11 +8,15 @@
  *   the top level) is accepted too. Keys are matched by normalised host: scheme and path are
  *   dropped, case is ignored, and every Docker Hub alias ("https://index.docker.io/v1/",
  *   "index.docker.io", "registry-1.docker.io", "docker.io") means Docker Hub. Credential helpers
- *   (credsStore, credHelpers) are not run.
+ *   (`credHelpers` per registry, else `credsStore`) are run as docker runs them:
+ *   `docker-credential-<name> get` with the server on stdin, JSON {Username, Secret} on stdout
+ *   (Username "<token>" means Secret is an identity token), for registries without inline auth.
  * - parseWwwAuthenticate reads the challenges of a 401 (RFC 7235), e.g.
  *   Bearer realm="https://auth/token",service="registry",scope="repository:fn/x:pull".
  * - TokenCache keeps bearer tokens per registry and scope until they expire.
  */
+import {spawnSync} from 'node:child_process'
+import os from 'node:os'
 import path from 'node:path'
 
 import {readConfigFile} from '../config/read-file.js'
@@ -38,6 +42,9 @@ interface RawAuthEntry {
 
 export class DockerConfig {
   private readonly entries = new Map<string, RegistryCredentials>()
+  private credsStore: string | undefined
+  private readonly credHelpers = new Map<string, string>()
+  private readonly fromHelpers = new Map<string, RegistryCredentials | undefined>()
 
   /** @param source where the config came from, for messages (a path or "<inline>"). */
   private constructor(readonly source: string) {}
@@ -60,6 +67,12 @@ export class DockerConfig {
       throw new FnrError('Config', `registry auth file ${source} must hold a JSON object with "auths"`)
     }
     const obj = doc as Record<string, unknown>
+    if (typeof obj.credsStore === 'string' && obj.credsStore !== '') config.credsStore = obj.credsStore
+    if (obj.credHelpers !== null && typeof obj.credHelpers === 'object' && !Array.isArray(obj.credHelpers)) {
+      for (const [host, helper] of Object.entries(obj.credHelpers as Record<string, unknown>)) {
+        if (typeof helper === 'string' && helper !== '') config.credHelpers.set(normaliseRegistryHost(host), helper)
+      }
+    }
     let auths: unknown = obj.auths
     if (auths === undefined) {
       // Legacy .dockercfg: registries at the top level. Anything else without "auths" (for
@@ -96,8 +109,13 @@ export class DockerConfig {
 
   /** Credentials for a registry host (any spelling), or undefined when the config has none. */
   credentialsFor(registry: string): RegistryCredentials | undefined {
-    const creds = this.entries.get(normaliseRegistryHost(registry))
-    return creds !== undefined && hasAnyCredential(creds) ? creds : undefined
+    const host = normaliseRegistryHost(registry)
+    const creds = this.entries.get(host)
+    if (creds !== undefined && hasAnyCredential(creds)) return creds
+    const helper = this.credHelpers.get(host) ?? this.credsStore
+    if (helper === undefined) return undefined
+    if (!this.fromHelpers.has(host)) this.fromHelpers.set(host, runCredentialHelper(helper, host, this.source))
+    return this.fromHelpers.get(host)
   }
 
   hasCredentialsFor(registry: string): boolean {
@@ -145,12 +163,48 @@ function decodeEntry(entry: RawAuthEntry, key: string, source: string): Registry
 
 /**
  * Where `fnr image inspect` looks for credentials when --auth-file is not given:
- * $REGISTRY_AUTH_FILE, then $DOCKER_CONFIG/config.json. Returns undefined for "anonymous".
+ * $REGISTRY_AUTH_FILE, then $DOCKER_CONFIG/config.json, then ~/.docker/config.json (where
+ * `docker login` writes). The caller treats a missing file as anonymous access.
  */
 export function defaultAuthFile(env: NodeJS.ProcessEnv = process.env): string | undefined {
   if (env.REGISTRY_AUTH_FILE) return env.REGISTRY_AUTH_FILE
   if (env.DOCKER_CONFIG) return path.join(env.DOCKER_CONFIG, 'config.json')
-  return undefined
+  const home = env.HOME ?? os.homedir()
+  return home ? path.join(home, '.docker', 'config.json') : undefined
+}
+
+/** Docker Hub's server name as docker passes it to credential helpers. */
+const DOCKER_HUB_SERVER = 'https://index.docker.io/v1/'
+
+/** Runs `docker-credential-<helper> get` for a registry; undefined when it has no credentials. */
+function runCredentialHelper(helper: string, host: string, source: string): RegistryCredentials | undefined {
+  const program = `docker-credential-${helper}`
+  const server = host === 'docker.io' || host === 'index.docker.io' || host === 'registry-1.docker.io' ? DOCKER_HUB_SERVER : host
+  const r = spawnSync(program, ['get'], {input: server, encoding: 'utf8', timeout: 30_000})
+  if (r.error) {
+    const code = (r.error as NodeJS.ErrnoException).code
+    throw new FnrError(
+      'Config',
+      code === 'ENOENT'
+        ? `${source} names the credential helper "${helper}" for ${host}, but ${program} is not on PATH: install it, or log in again without it (docker logout/login), or give --auth-file with inline "auths"`
+        : `credential helper ${program} failed for ${host}: ${r.error.message}`,
+    )
+  }
+  if (r.status !== 0) {
+    // "credentials not found in native keychain": no credentials for this registry.
+    if (/not found/i.test(`${r.stdout}${r.stderr}`)) return undefined
+    throw new FnrError('Unauthenticated', `credential helper ${program} failed for ${host} (exit ${r.status}): ${(r.stderr || r.stdout).trim().split('\n')[0]}`)
+  }
+  let out: {Username?: unknown; Secret?: unknown}
+  try {
+    out = JSON.parse(r.stdout) as typeof out
+  } catch {
+    throw new FnrError('Unauthenticated', `credential helper ${program} for ${host} did not answer JSON {"Username", "Secret"}`)
+  }
+  const username = typeof out.Username === 'string' ? out.Username : ''
+  const secret = typeof out.Secret === 'string' ? out.Secret : ''
+  if (secret === '') return undefined
+  return username === '<token>' ? {identityToken: secret} : {username, password: secret}
 }
 
 /** The value of an Authorization header for HTTP Basic. */

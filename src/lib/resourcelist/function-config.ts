@@ -20,7 +20,7 @@ export const FUNCTION_INPUT_NAME = 'function-input'
  * argument without `=` is the functionConfig's kind instead of a key (`-- MyKind a=b`); any
  * other argument without `=`, or with an empty key, is an error.
  */
-export function functionConfigFromArgs(args: readonly string[]): YAMLMap {
+export function functionConfigFromArgs(args: readonly string[], options: {evalOrder?: boolean} = {}): YAMLMap {
   let kind = 'ConfigMap'
   const data = new YAMLMap()
   args.forEach((arg, i) => {
@@ -44,12 +44,14 @@ export function functionConfigFromArgs(args: readonly string[]): YAMLMap {
   const metadata = new YAMLMap()
   metadata.items.push(new Pair(new Scalar('name'), new Scalar(FUNCTION_INPUT_NAME)))
   const fc = new YAMLMap()
-  fc.items.push(
-    new Pair(new Scalar('apiVersion'), new Scalar('v1')),
-    new Pair(new Scalar('kind'), stringScalar(kind)),
-    new Pair(new Scalar('metadata'), metadata),
-    new Pair(new Scalar('data'), data),
-  )
+  const apiVersion = new Pair(new Scalar('apiVersion'), new Scalar('v1'))
+  const kindPair = new Pair(new Scalar('kind'), stringScalar(kind))
+  const metadataPair = new Pair(new Scalar('metadata'), metadata)
+  const dataPair = new Pair(new Scalar('data'), data)
+  // kpt fn eval builds it field by field (metadata, data, kind, apiVersion); kpt fn render's
+  // configMap comes out as apiVersion, kind, metadata, data.
+  if (options.evalOrder) fc.items.push(metadataPair, dataPair, kindPair, apiVersion)
+  else fc.items.push(apiVersion, kindPair, metadataPair, dataPair)
   return fc
 }
 
