@@ -89,6 +89,7 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
       const server = await startInCgroup(cg, ['serve', '--port=0', '--disable-runtimes=pod', `--config=${fns.configPath}`, `--functions=${fns.functionsDir}`, '--max-request-body-size=6291456', '--log-level=1', ...extra], /"msg":"fnr serve is ready"/, env)
       const port = portOf(server.stderr(), /fnr serve is ready/)
       const bed: Bed = {cg, server, port, address: `127.0.0.1:${port}`, metricsPort}
+      beds.add(bed)
       await eventLoopMaxMs(bed)
       return bed
     } catch (err) {
@@ -102,18 +103,25 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
     try {
       const server = await startInCgroup(cg, ['wrapper-server', '--port=0', '--max-request-body-size=6291456', '--log-level=1', ...extra, '--', path.join(fns.functionsDir, 'catBinary')], /"msg":"wrapper server is ready"/)
       const port = portOf(server.stderr(), /wrapper server is ready/)
-      return {cg, server, port, address: `127.0.0.1:${port}`}
+      const bed: Bed = {cg, server, port, address: `127.0.0.1:${port}`}
+      beds.add(bed)
+      return bed
     } catch (err) {
       cg.remove()
       throw err
     }
   }
 
+  /** Every bed started, so that one left by a timed-out case is stopped and removed after it. */
+  const beds = new Set<Bed>()
   async function teardown(bed: Bed | undefined): Promise<void> {
-    if (!bed) return
+    if (!bed || !beds.delete(bed)) return
     await bed.server.kill()
     bed.cg.remove()
   }
+  afterEach(async () => {
+    for (const bed of [...beds]) await teardown(bed)
+  })
 
   /**
    * The longest event-loop stall of the server while the case ran: its own metric where it has
