@@ -132,3 +132,31 @@ export function bigResourceList(bytes: number, tag = ''): Buffer {
   const tail = '"\n'
   return Buffer.concat([Buffer.from(head), Buffer.alloc(Math.max(0, bytes - head.length - tail.length), 0x78), Buffer.from(tail)])
 }
+
+export interface StallControl {
+  /** The longest timer delay the control process saw (ms). */
+  stop(): Promise<number>
+}
+
+/**
+ * An idle Node process that measures its own event-loop delay (a 10 ms timer's lateness): what a
+ * busy machine alone does to any process's event loop, the margin a stall of the server under test
+ * is judged against.
+ */
+export async function startStallControl(): Promise<StallControl> {
+  const {spawn} = await import('node:child_process')
+  const script = `let max = 0, last = performance.now();
+const t = setInterval(() => { const now = performance.now(); max = Math.max(max, now - last - 10); last = now }, 10);
+process.stdin.on('end', () => { clearInterval(t); process.stdout.write(String(Math.round(max))) }); process.stdin.resume()`
+  const child = spawn(process.execPath, ['-e', script], {stdio: ['pipe', 'pipe', 'ignore']})
+  let out = ''
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()))
+  const exited = once(child, 'exit')
+  return {
+    stop: async () => {
+      child.stdin.end()
+      await exited
+      return Number(out) || 0
+    },
+  }
+}

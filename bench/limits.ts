@@ -1,0 +1,167 @@
+/**
+ * Overload numbers of issue 16 (docs/limits.md), fnr serve inside a memory cgroup with the
+ * Deployment's 1 GiB limit (test/support/reliability/cgroup.ts; needs root and a memory cgroup):
+ *
+ *   L1  small-call latency (p50/p99/max) while 8 calls of 5 MiB run back to back, against fnr serve
+ *       (exec runtime, a copy of /bin/cat) and, in the same run, a bare grpc-js server (no fnr code:
+ *       an echo handler on the same proto, default options) doing the same;
+ *   L2  the largest burst of valid 6 MiB calls (no deadline, over 4 connections) that fnr serve
+ *       survives under 1 GiB: bursts of 20, 40, 80, 160, 240 calls; OOM kills and outcome of each;
+ *   L3  descriptors, processes and RSS of fnr serve before, during and after 5,000 idle sockets and
+ *       after a slowloris of 200 streams (6,000,000 of 6,200,000 bytes each).
+ *
+ * Run: `node --import tsx bench/limits.ts` (after `npm run build`). Prints a markdown table and
+ * writes bench/results/limits.json. Numbers only: nothing here fails on a missed target.
+ */
+import {writeFile} from 'node:fs/promises'
+import {mkdtemp, rm} from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+
+import * as grpc from '@grpc/grpc-js'
+
+import {EvaluatorClient} from '../src/lib/grpc/client.js'
+import {evaluatorServiceDefinition} from '../src/lib/grpc/proto.js'
+import {createMemoryCgroup, startInCgroup, type CgroupServer, type MemoryCgroup} from '../test/support/reliability/cgroup.js'
+import {makeReliabilityFunctions, type FunctionsDir} from '../test/support/reliability/functions.js'
+import {bigResourceList, idleSockets, slowloris} from '../test/support/reliability/hostile.js'
+import {resourceUsage} from '../test/support/reliability/processes.js'
+import {loadAverage, percentile, ROOT, round} from './lib.js'
+
+const GiB = 1024 ** 3
+const MiB = 1024 ** 2
+const SMALL = Buffer.from('apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n')
+
+interface Bed {
+  cg: MemoryCgroup
+  server: CgroupServer
+  address: string
+  port: number
+}
+
+async function serveBed(fns: FunctionsDir, extra: string[] = []): Promise<Bed> {
+  const cg = createMemoryCgroup(GiB)
+  const server = await startInCgroup(cg, ['serve', '--port=0', '--disable-runtimes=pod', `--config=${fns.configPath}`, `--functions=${fns.functionsDir}`, '--log-level=1', ...extra], /"msg":"fnr serve is ready"/)
+  const line = server.stderr().split('\n').find((l) => /fnr serve is ready/.test(l)) ?? ''
+  const port = Number(/"port":(\d+)/.exec(line)?.[1])
+  return {cg, server, port, address: `127.0.0.1:${port}`}
+}
+
+async function stopBed(bed: Bed): Promise<void> {
+  await bed.server.kill()
+  bed.cg.remove()
+}
+
+/** A bare grpc-js server: the evaluator proto, an echo handler, grpc-js's defaults plus the message limit. */
+async function bareServer(): Promise<{port: number; stop(): void}> {
+  const server = new grpc.Server({'grpc.max_receive_message_length': 6 * MiB, 'grpc.max_send_message_length': 6 * MiB})
+  server.addService(evaluatorServiceDefinition(), {
+    EvaluateFunction: (call: grpc.ServerUnaryCall<{resourceList: Buffer}, unknown>, cb: grpc.sendUnaryData<unknown>) => cb(null, {resourceList: call.request.resourceList, log: Buffer.alloc(0)}),
+  })
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))))
+  return {port, stop: () => server.forceShutdown()}
+}
+
+/** Small calls (one at a time) while 8 workers send 5 MiB calls back to back; small-call latencies in ms. */
+async function smallUnderLoad(address: string, image: string, smallCalls: number): Promise<{p50: number; p99: number; max: number; bigCalls: number}> {
+  const big = new EvaluatorClient(address, {channelOptions: {'grpc.use_local_subchannel_pool': 1}})
+  const small = new EvaluatorClient(address, {channelOptions: {'grpc.use_local_subchannel_pool': 1}})
+  const input = bigResourceList(5 * MiB)
+  let stop = false
+  let bigCalls = 0
+  const workers = Array.from({length: 8}, async () => {
+    while (!stop) {
+      await big.evaluateRaw(image, input, {deadline: Date.now() + 120_000}).then(
+        () => bigCalls++,
+        (err: Error) => process.stderr.write(`L1 big call failed: ${err.message}\n`),
+      )
+    }
+  })
+  await new Promise((r) => setTimeout(r, 1000))
+  const latencies: number[] = []
+  for (let i = 0; i < smallCalls; i++) {
+    const t = performance.now()
+    await small.evaluateRaw(image, SMALL, {deadline: Date.now() + 60_000})
+    latencies.push(performance.now() - t)
+    if (i % 25 === 0) process.stderr.write(`L1 ${address}: ${i}/${smallCalls} small calls, ${bigCalls} big\n`)
+  }
+  stop = true
+  await Promise.all(workers)
+  big.close()
+  small.close()
+  return {p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)), max: round(Math.max(...latencies)), bigCalls}
+}
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'fnr-bench-limits-'))
+  const fns = await makeReliabilityFunctions(dir)
+  const rows: Array<Record<string, unknown>> = []
+  const load = loadAverage()
+  try {
+    // L1
+    const smallCalls = Number(process.env.FNR_BENCH_LIMITS_SMALL ?? 100)
+    const bed = await serveBed(fns)
+    const fnr = await smallUnderLoad(bed.address, fns.image.catBinary!, smallCalls)
+    const fnrOom = bed.cg.oomKills()
+    await stopBed(bed)
+    const bare = await bareServer()
+    const base = await smallUnderLoad(`127.0.0.1:${bare.port}`, 'any', smallCalls)
+    bare.stop()
+    rows.push({case: 'L1 small call while 8 x 5 MiB run: fnr serve (exec cat, 1 GiB cgroup)', ...fnr, oomKills: fnrOom}, {case: 'L1 same on a bare grpc-js echo server (no cgroup)', ...base})
+
+    // L2
+    let largest = 0
+    for (const burst of (process.env.FNR_BENCH_LIMITS_BURSTS ?? '20,40,80,160,240').split(',').map(Number)) {
+      const b = await serveBed(fns)
+      const clients = Array.from({length: 4}, () => new EvaluatorClient(b.address, {channelOptions: {'grpc.use_local_subchannel_pool': 1}}))
+      const input = bigResourceList(6 * MiB - 1024)
+      const t = performance.now()
+      process.stderr.write(`L2 burst of ${burst}\n`)
+      const results = await Promise.allSettled(Array.from({length: burst}, (_, i) => clients[i % 4]!.evaluateRaw(fns.image.catBinary!, input)))
+      clients.forEach((c) => c.close())
+      const ok = results.filter((r) => r.status === 'fulfilled').length
+      const oom = b.cg.oomKills()
+      const alive = b.server.child.exitCode === null && b.server.child.signalCode === null
+      const peak = Math.round(b.cg.usage().maxBytes / MiB)
+      await stopBed(b)
+      rows.push({case: `L2 burst of ${burst} x 6 MiB, 4 connections, no deadline`, ok, failed: burst - ok, oomKills: oom, alive, peakMiB: peak, seconds: round((performance.now() - t) / 1000, 1)})
+      if (oom === 0 && alive) largest = burst
+      else break
+    }
+    rows.push({case: 'L2 largest burst survived under 1 GiB', calls: largest})
+
+    // L3
+    const h = await serveBed(fns, ['--handshake-timeout=5s'])
+    const pid = h.cg.pids()[0]!
+    const before = resourceUsage(pid)
+    const idle = await idleSockets('127.0.0.1', h.port, 5000)
+    const withIdle = resourceUsage(pid)
+    const until = Date.now() + 30_000
+    while (idle.closedByServer() < idle.opened && Date.now() < until) await new Promise((r) => setTimeout(r, 250))
+    const afterIdle = resourceUsage(pid)
+    idle.close()
+    const attack = await slowloris('127.0.0.1', h.port, 200, 6_200_000, 6_000_000)
+    await new Promise((r) => setTimeout(r, 5000))
+    const during = resourceUsage(pid)
+    await attack.close()
+    await new Promise((r) => setTimeout(r, 2000))
+    const afterSlow = resourceUsage(pid)
+    rows.push({
+      case: 'L3 fnr serve fds / processes / RSS MiB',
+      before: `${before.fds} / ${h.cg.pids().length} / ${Math.round(before.rssKiB / 1024)}`,
+      with5000Idle: `${withIdle.fds} fds`,
+      after5000Idle: `${afterIdle.fds} / ${h.cg.pids().length} / ${Math.round(afterIdle.rssKiB / 1024)}`,
+      duringSlowloris: `${during.fds} / ${Math.round(during.rssKiB / 1024)} MiB`,
+      afterSlowloris: `${afterSlow.fds} / ${h.cg.pids().length} / ${Math.round(afterSlow.rssKiB / 1024)}`,
+      oomKills: h.cg.oomKills(),
+    })
+    await stopBed(h)
+  } finally {
+    await rm(dir, {recursive: true, force: true})
+  }
+  console.log(`load average at start: ${load}`)
+  for (const r of rows) console.log(`| ${Object.entries(r).map(([k, v]) => (k === 'case' ? v : `${k} ${v}`)).join(' | ')} |`)
+  await writeFile(path.join(ROOT, 'bench/results/limits.json'), `${JSON.stringify({date: new Date().toISOString(), load, rows}, null, 2)}\n`)
+}
+
+await main()
