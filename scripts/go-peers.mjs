@@ -5,7 +5,7 @@
 // rebuild after a change cheap. Only Node built-ins here: setup.mjs imports it before npm ci.
 import {spawnSync} from 'node:child_process'
 import {createHash} from 'node:crypto'
-import {existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
@@ -45,17 +45,71 @@ export function buildGoPeer(name, targets, {env = {}, flags = [], log = (m) => p
   const out = peerBinDir(name)
   const stamp = path.join(out, '.source-key')
   const key = sourceKey(src) + JSON.stringify({targets, flags, env})
-  const done = existsSync(stamp) && readFileSync(stamp, 'utf8') === key && targets.every((t) => existsSync(path.join(out, t.out)))
-  if (done) return out
-  mkdirSync(out, {recursive: true})
-  const goEnv = {...process.env, CGO_ENABLED: '0', GOFLAGS: '-mod=mod', ...env}
-  for (const {pkg, out: file} of targets) {
-    const started = Date.now()
-    log(`building ${name}: ${pkg}`)
-    const r = spawnSync('go', ['build', '-trimpath', '-o', path.join(out, file), ...flags, pkg], {cwd: src, env: goEnv, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 * 1024 * 1024})
-    if (r.status !== 0) throw new Error(`go build ${pkg} (peer ${name}) failed with exit code ${r.status}:\n${r.stdout}${r.stderr}`)
-    log(`built ${file} in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+  const done = () => existsSync(stamp) && readFileSync(stamp, 'utf8') === key && targets.every((t) => existsSync(path.join(out, t.out)))
+  if (done()) return out
+  // One builder per peer at a time: npm test starts the builds in the background
+  // (scripts/build-peers.mjs) while the suites that need no peer run; a suite that needs one waits here.
+  const release = acquireLock(name, log)
+  try {
+    if (done()) return out
+    mkdirSync(out, {recursive: true})
+    const goEnv = {...process.env, CGO_ENABLED: '0', GOFLAGS: '-mod=mod', ...env}
+    for (const {pkg, out: file} of targets) {
+      const started = Date.now()
+      log(`building ${name}: ${pkg}`)
+      const r = spawnSync('go', ['build', '-trimpath', '-o', path.join(out, file), ...flags, pkg], {cwd: src, env: goEnv, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 * 1024 * 1024})
+      if (r.status !== 0) throw new Error(`go build ${pkg} (peer ${name}) failed with exit code ${r.status}:\n${r.stdout}${r.stderr}`)
+      log(`built ${file} in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+    }
+    writeFileSync(stamp, key)
+    return out
+  } finally {
+    release()
   }
-  writeFileSync(stamp, key)
-  return out
+}
+
+const sleeper = new Int32Array(new SharedArrayBuffer(4))
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return err.code === 'EPERM'
+  }
+}
+
+/**
+ * Takes the peer's build lock (a folder holding the builder's pid), waiting while another live
+ * process holds it; a lock whose process is gone is taken over. Returns the release function.
+ */
+function acquireLock(name, log) {
+  const dir = path.join(PEERS_OUT, '.locks', name.replaceAll('/', '_'))
+  const pidFile = path.join(dir, 'pid')
+  mkdirSync(path.dirname(dir), {recursive: true})
+  let said = false
+  for (;;) {
+    try {
+      mkdirSync(dir)
+      writeFileSync(pidFile, String(process.pid))
+      return () => rmSync(dir, {recursive: true, force: true})
+    } catch (err) {
+      if (err.code !== 'EEXIST') throw err
+    }
+    let pid = Number.NaN
+    try {
+      pid = Number(readFileSync(pidFile, 'utf8'))
+    } catch {
+      // the holder has made the folder but not written its pid yet
+    }
+    if (Number.isInteger(pid) && pid > 0 && !alive(pid)) {
+      rmSync(dir, {recursive: true, force: true})
+      continue
+    }
+    if (!said) {
+      log(`waiting for ${name}: another process (pid ${pid}) is building it`)
+      said = true
+    }
+    Atomics.wait(sleeper, 0, 0, 500)
+  }
 }

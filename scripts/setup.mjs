@@ -107,9 +107,3 @@ export function ensureTestPackages() {
   run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...names], {env})
   return []
 }
-
-/** The real control plane's binaries (scripts/cluster-build.mjs): built once with Go, cached in .cache/peers. */
-export async function ensureClusterBinaries() {
-  const {buildClusterBinaries} = await import('./cluster-build.mjs')
-  buildClusterBinaries()
-}

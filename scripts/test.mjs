@@ -2,9 +2,11 @@
 // Extra arguments go to mocha (e.g. `npm test -- --grep exec`); a first argument --unit or
 // --integration runs that set alone (test/suites.mjs).
 import {spawn} from 'node:child_process'
+import {mkdirSync, openSync} from 'node:fs'
 import path from 'node:path'
 
-import {ROOT, ensureBuilt, ensureClusterBinaries, ensureNpmDependencies, ensureTestPackages} from './setup.mjs'
+import {PEERS_OUT} from './go-peers.mjs'
+import {ROOT, ensureBuilt, ensureNpmDependencies, ensureTestPackages} from './setup.mjs'
 import {mochaSelection} from '../test/suites.mjs'
 
 const args = process.argv.slice(2)
@@ -12,7 +14,22 @@ const set = ['--unit', '--integration'].includes(args[0]) ? args.shift().slice(2
 ensureNpmDependencies()
 if (set !== 'unit') ensureTestPackages()
 ensureBuilt()
-if (set !== 'unit') await ensureClusterBinaries()
+const peers = set === 'unit' ? undefined : startPeerBuild()
+
+/**
+ * The Go test peers (catalog functions, Go client, Porch's runner, the control plane) build in the
+ * background at low priority while the suites that need none run (test/suites.mjs runs the peer
+ * suites last; a suite that needs a peer still building waits for it). Cached builds take seconds.
+ */
+function startPeerBuild() {
+  mkdirSync(PEERS_OUT, {recursive: true})
+  const logFile = path.join(PEERS_OUT, 'build.log')
+  const out = openSync(logFile, 'w')
+  process.stderr.write(`setup: building the Go test peers in the background (log: ${path.relative(ROOT, logFile)})\n`)
+  const builder = spawn('nice', ['-n', '19', process.execPath, path.join(ROOT, 'scripts', 'build-peers.mjs')], {cwd: ROOT, stdio: ['ignore', out, out], detached: true})
+  builder.on('error', (err) => process.stderr.write(`setup: the peer build did not start: ${err.message}\n`))
+  return builder
+}
 
 const mocha = path.join(ROOT, 'node_modules', '.bin', 'mocha')
 const child = spawn(mocha, [...mochaSelection(set), ...args], {cwd: ROOT, stdio: ['inherit', 'pipe', 'inherit']})
@@ -22,6 +39,14 @@ child.stdout.on('data', (chunk) => {
   tail = (tail + chunk.toString()).slice(-4000)
 })
 child.on('close', (code, signal) => {
+  // A run that needed no peer (--grep, say) leaves no build running behind it.
+  if (peers && peers.exitCode === null && peers.signalCode === null) {
+    try {
+      process.kill(-peers.pid, 'SIGTERM')
+    } catch {
+      // already gone
+    }
+  }
   const passing = Number(/(\d+) passing/.exec(tail)?.[1] ?? 0)
   const failing = Number(/(\d+) failing/.exec(tail)?.[1] ?? 0)
   const pending = Number(/(\d+) pending/.exec(tail)?.[1] ?? 0)

@@ -1,4 +1,5 @@
 // Types of test/suites.mjs (plain JavaScript, as scripts/test.mjs reads it without a TypeScript loader).
 export declare const UNIT: string[]
 export declare const ALL: string
+export declare const PEER_SUITES: string[]
 export declare function mochaSelection(set: 'all' | 'unit' | 'integration'): string[]

@@ -6,6 +6,10 @@
 // not listed here is an integration spec, so a new spec file is in the integration set until it is
 // listed (test/suites.test.ts checks that every entry exists).
 
+import {readdirSync} from 'node:fs'
+import path from 'node:path'
+import {fileURLToPath} from 'node:url'
+
 /** Unit spec files, relative to the repository root. */
 export const UNIT = [
   'test/cache/response-store.test.ts',
@@ -41,9 +45,25 @@ export const UNIT = [
 /** Every spec file (unit and integration). */
 export const ALL = 'test/**/*.test.ts'
 
+/**
+ * Folders whose suites need Go test peers (scripts/build-peers.mjs): they run last, so that on a
+ * fresh machine the peers build in the background while every other suite runs.
+ */
+export const PEER_SUITES = ['catalog', 'porch-side-by-side', 'cluster']
+
+/** `--spec` arguments for every spec file, the peer suites last (mocha keeps the order given). */
+function allInOrder() {
+  const dir = fileURLToPath(new URL('.', import.meta.url))
+  const hasSpecs = (d) => readdirSync(d, {withFileTypes: true}).some((e) => (e.isDirectory() ? hasSpecs(path.join(d, e.name)) : e.name.endsWith('.test.ts')))
+  const folders = readdirSync(dir, {withFileTypes: true}).filter((e) => e.isDirectory() && hasSpecs(path.join(dir, e.name))).map((e) => e.name).sort()
+  const first = folders.filter((f) => !PEER_SUITES.includes(f))
+  const last = PEER_SUITES.filter((f) => folders.includes(f))
+  return ['test/*.test.ts', ...first.map((f) => `test/${f}/**/*.test.ts`), ...last.map((f) => `test/${f}/**/*.test.ts`)].flatMap((g) => ['--spec', g])
+}
+
 /** Mocha arguments that select a set: 'all', 'unit' or 'integration'. */
 export function mochaSelection(set) {
   if (set === 'unit') return [...UNIT.flatMap((f) => ['--spec', f]), '--require', 'test/support/unit-guard.mjs']
-  if (set === 'integration') return ['--spec', ALL, ...UNIT.flatMap((f) => ['--ignore', f])]
-  return ['--spec', ALL]
+  if (set === 'integration') return [...allInOrder(), ...UNIT.flatMap((f) => ['--ignore', f])]
+  return allInOrder()
 }

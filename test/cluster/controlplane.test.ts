@@ -2,7 +2,7 @@ import {expect} from 'chai'
 
 import type {ControlPlane} from '../support/cluster/controlplane.js'
 import {NODE_NAME} from '../support/cluster/controlplane.js'
-import {adminClient, namespace, sharedControlPlane} from '../support/cluster/shared.js'
+import {adminClient, namespace, sharedControlPlane, waitForClusterBinaries} from '../support/cluster/shared.js'
 import type {KubeRestClient} from '../support/k8s/client.js'
 import {KubeRequestError} from '../support/k8s/client.js'
 import {eventually, httpServerCommand, isPodReady} from '../support/k8s/fixtures.js'
@@ -10,6 +10,7 @@ import type {KubeObject} from '../support/k8s/status.js'
 
 describe('the real control plane (etcd, kube-apiserver, kube-controller-manager, LocalKubelet node)', function () {
   this.timeout(120_000)
+  waitForClusterBinaries()
   let cp: ControlPlane
   let client: KubeRestClient
   let ns: {name: string; remove: () => Promise<void>}

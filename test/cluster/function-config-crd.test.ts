@@ -12,7 +12,7 @@ import {FUNCTION_CONFIG_GROUP, FUNCTION_CONFIG_PLURAL, parseFunctionConfig} from
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {memoryLogger} from '../config/function-config-crd.helpers.js'
 import type {ControlPlane} from '../support/cluster/controlplane.js'
-import {adminClient, namespace, sharedControlPlane} from '../support/cluster/shared.js'
+import {adminClient, namespace, sharedControlPlane, waitForClusterBinaries} from '../support/cluster/shared.js'
 import type {KubeRestClient} from '../support/k8s/client.js'
 import {eventually} from '../support/k8s/fixtures.js'
 import {RL} from '../support/pods/index.js'
@@ -25,6 +25,7 @@ const API = `${FUNCTION_CONFIG_GROUP}/v1alpha1`
 
 describe('FunctionConfig CRDs on the real control plane (kube-apiserver\'s schema and CEL)', function () {
   this.timeout(120_000)
+  waitForClusterBinaries()
   let cp: ControlPlane
   let admin: KubeRestClient
   let ns: {name: string; remove: () => Promise<void>}

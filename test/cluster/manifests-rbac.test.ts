@@ -17,7 +17,7 @@ import type {RunningServer, ServeOptions} from '../../src/lib/serve.js'
 import {memoryLogger} from '../config/function-config-crd.helpers.js'
 import {runCli} from '../support/cli.js'
 import type {AuditEvent, ControlPlane} from '../support/cluster/controlplane.js'
-import {adminClient, sharedControlPlane} from '../support/cluster/shared.js'
+import {adminClient, sharedControlPlane, waitForClusterBinaries} from '../support/cluster/shared.js'
 import type {KubeRestClient} from '../support/k8s/client.js'
 import {eventually} from '../support/k8s/fixtures.js'
 import type {KubeObject} from '../support/k8s/status.js'
@@ -35,6 +35,7 @@ const FN_IMAGE = 'example.com/fn/cluster-cat:v1'
 
 describe('manifests/ and Porch\'s runner RBAC on the real control plane (porch-fn-runner token, audit-checked)', function () {
   this.timeout(180_000)
+  waitForClusterBinaries()
   let cp: ControlPlane
   let admin: KubeRestClient
   let dir: string

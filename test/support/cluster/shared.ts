@@ -8,7 +8,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ControlPlane } from './controlplane.js';
-import { startControlPlane } from './controlplane.js';
+import { clusterBinaries, startControlPlane } from './controlplane.js';
 import { KubeRequestError, KubeRestClient } from '../k8s/client.js';
 import type { ImageMapping } from '../k8s/kubelet.js';
 
@@ -28,6 +28,19 @@ export function sharedControlPlane(): Promise<ControlPlane> {
     throw err;
   });
   return shared;
+}
+
+/**
+ * For a suite's top: waits (without a mocha timeout) until the control plane's binaries are built.
+ * `npm test` builds them in the background while earlier suites run (scripts/build-peers.mjs); on a
+ * cold machine that can still be going when the cluster suites start, and a build blocks the
+ * process, which a suite's own timeout would then count against its first hook.
+ */
+export function waitForClusterBinaries(): void {
+  before(function (this: { timeout(ms: number): void }) {
+    this.timeout(0);
+    clusterBinaries();
+  });
 }
 
 /** Stops the shared control plane if one was started. */
