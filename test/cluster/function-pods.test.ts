@@ -27,6 +27,7 @@ import type {KubeObject} from '../support/k8s/status.js'
 import {pushScriptFunctionImage} from '../support/node/fixtures.js'
 import {CAT_FUNCTION_SCRIPT, pushFunctionPodImages} from '../support/node/function-images.js'
 import {TestDnsServer} from '../support/node/index.js'
+import {runCli} from '../support/cli.js'
 import {RL} from '../support/pods/index.js'
 import {TestRegistry} from '../support/registry/registry.js'
 import {REPO_ROOT, makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
@@ -62,6 +63,13 @@ describe('function pods on the real control plane: manifests/, porch-fn-runner t
     (await cp.auditEvents()).slice(from).filter((e) => e.user.username === SA && e.stage === 'ResponseComplete')
   const fnrPods = async (): Promise<KubeObject[]> =>
     (await admin.get(`/api/v1/namespaces/${POD_NS}/pods`, {labelSelector: 'app.kubernetes.io/managed-by=fnr'})).items as KubeObject[]
+
+  /** What the pods, their EndpointSlices and the DNS server looked like (for a failure message). */
+  async function diagnostics(): Promise<string> {
+    const pods = (await fnrPods()).map((p) => ({name: p.metadata.name, uid: p.metadata.uid, deleting: p.metadata.deletionTimestamp, ip: p.status?.podIP, conditions: p.status?.conditions?.map((c: KubeObject) => `${c.type}=${c.status}`), containers: p.status?.containerStatuses}))
+    const slices = ((await admin.get(`/apis/discovery.k8s.io/v1/namespaces/${POD_NS}/endpointslices`)).items as KubeObject[]).map((sl) => ({name: sl.metadata.name, service: sl.metadata.labels?.['kubernetes.io/service-name'], endpoints: sl.endpoints}))
+    return JSON.stringify({pods, slices, dnsQueries: dns.queries.slice(-10)}, null, 1)
+  }
 
   before(async function () {
     this.timeout(PACKAGE_TIMEOUT_MS)
@@ -217,5 +225,54 @@ describe('function pods on the real control plane: manifests/, porch-fn-runner t
       client.close()
       await withCreds.stop()
     }
+  })
+
+  it('pod validation before create (issue 14 item 7): a request above its limit or a malformed quantity stops fnr serve at start; kube-apiserver never sees an invalid pod', async () => {
+    // No fnr pod left from the cases above (so the lenient case below creates one rather than adopting one).
+    const cleared = await cp.kubectl(['delete', 'pods', '-n', POD_NS, '-l', 'app.kubernetes.io/managed-by=fnr', '--wait=true'])
+    expect(cleared.code, cleared.stderr).to.equal(0)
+    const auditFrom = (await cp.auditEvents()).length
+    const env = {...process.env, WRAPPER_SERVER_IMAGE: wrapperImage}
+    const serveArgs = ['serve', '--port=0', '--bind-address=127.0.0.1', `--kubeconfig=${kubeconfig}`, `--pod-namespace=${POD_NS}`, '--disable-runtimes=exec', `--config=${fns.configPath}`, `--functions=${fns.functionsDir}`]
+    // The CLI flags (exit code 2, Usage).
+    const above = await runCli([...serveArgs, '--pod-requests=memory=2Gi', '--pod-limits=memory=1Gi'], {env, timeout: 60_000})
+    expect(above.exitCode, above.stdout + above.stderr).to.equal(2)
+    expect(above.stderr).to.contain('--pod-requests.memory: "2Gi" is more than the limit "1Gi"')
+    const malformed = await runCli([...serveArgs, '--pod-requests=cpu=1.5.0'], {env, timeout: 60_000})
+    expect(malformed.exitCode, malformed.stdout + malformed.stderr).to.equal(2)
+    expect(malformed.stderr).to.match(/--pod-requests: cpu: .*1\.5\.0/)
+    // --pod-cache-config with --strict-config (exit code 3, Config).
+    const cacheConfig = path.join(dir, 'bad-pod-cache-config.yaml')
+    await writeFile(cacheConfig, `- name: ${fnImage}\n  resources: {requests: {memory: 2Gi}, limits: {memory: 1Gi}}\n`)
+    const strict = await runCli([...serveArgs, `--pod-cache-config=${cacheConfig}`, '--strict-config'], {env, timeout: 60_000})
+    expect(strict.exitCode, strict.stdout + strict.stderr).to.equal(3)
+    expect(strict.stderr).to.match(/resources\.requests\.memory: "2Gi" is more than the limit "1Gi"/)
+    // The library (ServeOptions.pod.resources) as the flags.
+    const lib = await startInProcess(options({resources: {requests: {cpu: '2'}, limits: {cpu: '1'}}})).then(
+      async (r) => {
+        await r.stop()
+        return undefined
+      },
+      (e: unknown) => e as Error & {kind?: string},
+    )
+    expect(lib?.kind, String(lib)).to.equal('Usage')
+    expect(lib!.message).to.contain('--pod-requests.cpu: "2" is more than the limit "1"')
+    // Lenient (the default, as Porch): the entry's resources are left out with a warning, and the pod is admitted.
+    const lenient = await startInProcess(options({cacheConfigPath: cacheConfig}))
+    const client = new EvaluatorClient(`127.0.0.1:${lenient.port}`)
+    try {
+      const res = await client.evaluateRaw(fnImage, RL, {deadline: Date.now() + 120_000}).catch(async (e: Error) => {
+        throw new Error(`${e.message}\n${await diagnostics()}`)
+      })
+      expect(res.resourceList.toString()).to.equal(RL.toString())
+    } finally {
+      client.close()
+      await lenient.stop()
+    }
+    const events = await saAudit(auditFrom)
+    const invalid = events.filter((e) => [400, 422].includes(e.responseStatus?.code ?? 0))
+    expect(invalid.map((e) => `${e.verb} ${e.requestURI}: ${e.responseStatus?.code} ${e.responseStatus?.message}`)).to.deep.equal([])
+    const podCreates = events.filter((e) => e.verb === 'create' && e.objectRef?.resource === 'pods' && !e.objectRef.subresource)
+    expect(podCreates.map((e) => e.responseStatus?.code)).to.deep.equal([201])
   })
 })
