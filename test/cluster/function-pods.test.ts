@@ -109,7 +109,11 @@ describe('function pods on the real control plane: manifests/, porch-fn-runner t
     if (admin) {
       for (const ns of [RUNNER_NS, POD_NS]) await admin.delete(`/api/v1/namespaces/${ns}`).catch(() => undefined)
       // Pods go with their namespace; wait for the node to have stopped them (no runc container or netns left).
-      await eventually(async () => (await admin.raw('GET', `/api/v1/namespaces/${POD_NS}`)).code === 404, 90_000, 250).catch(() => undefined)
+      // (and the next suite that owns Porch's namespaces can create them again).
+      await eventually(async () => {
+        for (const ns of [RUNNER_NS, POD_NS]) if ((await admin.raw('GET', `/api/v1/namespaces/${ns}`)).code !== 404) return false
+        return true
+      }, 90_000, 250).catch(() => undefined)
     }
     await dns?.stop()
     await registry?.stop()
