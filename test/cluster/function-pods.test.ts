@@ -26,7 +26,7 @@ import {eventually} from '../support/k8s/fixtures.js'
 import type {KubeObject} from '../support/k8s/status.js'
 import {pushScriptFunctionImage} from '../support/node/fixtures.js'
 import {CAT_FUNCTION_SCRIPT, pushFunctionPodImages} from '../support/node/function-images.js'
-import {TestDnsServer} from '../support/node/index.js'
+import {RuncRuntime, TestDnsServer} from '../support/node/index.js'
 import {runCli} from '../support/cli.js'
 import {RL} from '../support/pods/index.js'
 import {TestRegistry} from '../support/registry/registry.js'
@@ -278,5 +278,45 @@ describe('function pods on the real control plane: manifests/, porch-fn-runner t
     expect(invalid.map((e) => `${e.verb} ${e.requestURI}: ${e.responseStatus?.code} ${e.responseStatus?.message}`)).to.deep.equal([])
     const podCreates = events.filter((e) => e.verb === 'create' && e.objectRef?.resource === 'pods' && !e.objectRef.subresource)
     expect(podCreates.map((e) => e.responseStatus?.code)).to.deep.equal([201])
+  })
+
+  it('warm-up, the replica Lease and fnr pods gc with runc pods: warmed pod Ready before the first call, Lease held, gc removes pods and their network namespaces', async () => {
+    const cleared = await cp.kubectl(['delete', 'pods', '-n', POD_NS, '-l', 'app.kubernetes.io/managed-by=fnr', '--wait=true'])
+    expect(cleared.code, cleared.stderr).to.equal(0)
+    const auditFrom = (await cp.auditEvents()).length
+    const cacheConfig = path.join(dir, 'warm-pod-cache-config.yaml')
+    await writeFile(cacheConfig, `- name: ${fnImage}\n`)
+    const t = Date.now()
+    const running = await startInProcess(options({cacheConfigPath: cacheConfig, warmUp: true, leaseDurationMs: 15_000, owner: 'function-runner-1'}))
+    const client = new EvaluatorClient(`127.0.0.1:${running.port}`)
+    try {
+      const warmed = await eventually(async () => {
+        const pods = await fnrPods()
+        return pods.length === 1 && (pods[0]!.status?.conditions as KubeObject[] | undefined)?.some((c) => c.type === 'Ready' && c.status === 'True') && pods[0]
+      }, 120_000, 200).catch(async (e: Error) => {
+        throw new Error(`${e.message}\n${await diagnostics()}`)
+      })
+      console.log(`      warm-up: pod Ready ${Date.now() - t} ms after fnr serve was started`)
+      expect(warmed.status.podIP).to.match(/^198\.1[89]\./)
+      const t2 = Date.now()
+      const res = await client.evaluateRaw(fnImage, RL, {deadline: Date.now() + 60_000})
+      console.log(`      first call to the warmed pod (by Service name): ${Date.now() - t2} ms`)
+      expect(res.resourceList.toString()).to.equal(RL.toString())
+      expect((await fnrPods()).map((p) => p.metadata.uid)).to.deep.equal([warmed.metadata.uid])
+      const leases = (await admin.get(`/apis/coordination.k8s.io/v1/namespaces/${POD_NS}/leases`)).items as KubeObject[]
+      const lease = leases.find((l) => l.metadata.name === 'fnr-replica-function-runner-1')
+      expect(lease, JSON.stringify(leases.map((l) => l.metadata.name))).to.not.equal(undefined)
+      expect(lease!.spec.holderIdentity).to.be.a('string').and.not.equal('')
+    } finally {
+      client.close()
+      await running.stop()
+    }
+    const gc = await runCli(['pods', 'gc', '--kubeconfig', kubeconfig, '-n', POD_NS, '--all'], {timeout: 60_000})
+    expect(gc.exitCode, gc.stdout + gc.stderr).to.equal(0)
+    await eventually(async () => (await fnrPods()).length === 0, 30_000, 200)
+    // The node tore the pods down: no runc pod network is left (other suites' pods on this node are gone by now).
+    await eventually(async () => RuncRuntime.liveNetworks().length === 0, 30_000, 200)
+    const bad = (await saAudit(auditFrom)).filter((e) => [400, 403, 422].includes(e.responseStatus?.code ?? 0))
+    expect(bad.map((e) => `${e.verb} ${e.requestURI}: ${e.responseStatus?.code} ${e.responseStatus?.message}`)).to.deep.equal([])
   })
 })
