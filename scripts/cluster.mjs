@@ -51,7 +51,10 @@ async function up() {
   const {mkdirSync} = await import('node:fs')
   mkdirSync(DIR, {recursive: true})
   const logFd = openSync(path.join(DIR, 'cluster.log'), 'a')
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '__supervise'], {cwd: ROOT, detached: true, stdio: ['ignore', logFd, logFd]})
+  // The node: runc (default) or host processes (`up --node=process` or FNR_CLUSTER_NODE=process).
+  const nodeArg = process.argv.slice(3).find((a) => a.startsWith('--node='))
+  const env = nodeArg ? {...process.env, FNR_CLUSTER_NODE: nodeArg.slice('--node='.length)} : process.env
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '__supervise'], {cwd: ROOT, detached: true, stdio: ['ignore', logFd, logFd], env})
   child.unref()
   for (;;) {
     const s = readState()
@@ -69,7 +72,7 @@ async function up() {
     await sleep(100)
   }
   const s = readState()
-  console.error(`cluster ready in ${((Date.now() - built) / 1000).toFixed(1)} s${built - started > 1000 ? ` (binaries built in ${((built - started) / 1000).toFixed(0)} s)` : ''}: ${s.version}, API server ${s.url}, node ${s.node}`)
+  console.error(`cluster ready in ${((Date.now() - built) / 1000).toFixed(1)} s${built - started > 1000 ? ` (binaries built in ${((built - started) / 1000).toFixed(0)} s)` : ''}: ${s.version}, API server ${s.url}, node ${s.node} (pods ${s.podRuntime === 'runc' ? 'under runc' : 'as host processes'})`)
   console.error(`control plane memory (RSS): ${Object.entries(s.rssKiB).map(([k, v]) => `${k} ${(v / 1024).toFixed(0)} MiB`).join(', ')}`)
   console.log(`export KUBECONFIG=${KUBECONFIG}`)
   return 0
@@ -90,7 +93,7 @@ async function supervise() {
   process.on('SIGTERM', stop)
   process.on('SIGINT', stop)
   const rssKiB = await cp.rssKiB()
-  writeFileSync(STATE, JSON.stringify({ready: true, supervisor: process.pid, pids: cp.pids, url: cp.url, kubeconfig: cp.kubeconfigPath, node: cp.kubelet?.nodeName, version: kubeVersion(), rssKiB}, null, 2))
+  writeFileSync(STATE, JSON.stringify({ready: true, supervisor: process.pid, pids: cp.pids, url: cp.url, kubeconfig: cp.kubeconfigPath, node: cp.kubelet?.nodeName, podRuntime: cp.runtime ? 'runc' : 'process', version: kubeVersion(), rssKiB}, null, 2))
   log('ready')
 }
 
@@ -144,7 +147,7 @@ function status() {
 const cmd = process.argv[2]
 const commands = {up, down, env, status, build: () => (buildClusterBinaries(), 0), __supervise: supervise}
 if (!commands[cmd]) {
-  console.error('usage: npm run cluster -- up | down | env | status | build')
+  console.error('usage: npm run cluster -- up [--node=runc|process] | down | env | status | build')
   process.exit(2)
 }
 const code = await commands[cmd]()

@@ -6,6 +6,7 @@ import {existsSync} from 'node:fs'
 
 import {validateResponseCacheSettings} from './cache/setup.js'
 import {FnrError} from './errors.js'
+import {checkPodResources} from './k8s/quantity.js'
 import {loadExecConfig} from './config/exec-config.js'
 import type {ExecPaths} from './config/embedded.js'
 import {ExecEvaluator} from './evaluators/exec.js'
@@ -125,6 +126,7 @@ export function validateServeOptions(options: ServeOptions): Runtime[] {
     throw new FnrError('Config', 'environment variable WRAPPER_SERVER_IMAGE must be set to use the pod runtime (or pass --disable-runtimes=pod)')
   }
   if (options.pod.podReadyTimeoutMs !== undefined && options.pod.podReadyTimeoutMs <= 0) throw new FnrError('Usage', '--pod-ready-timeout must be a positive duration')
+  checkPodResources(options.pod.resources) // the library's pod.resources as --pod-requests/--pod-limits: at start, not on every call
   if (options.pod.callRetries !== undefined && options.pod.callRetries < 0) throw new FnrError('Usage', '--pod-call-retries must be 0 or more')
   if (options.pod.leaseDurationMs !== undefined && options.pod.leaseDurationMs < 0) throw new FnrError('Usage', '--replica-lease-duration must be 0 (no Lease) or a positive duration')
   if (options.responseCache) validateResponseCacheSettings(options.responseCache)

@@ -7,8 +7,10 @@ import type {KubeRestClient} from '../support/k8s/client.js'
 import {KubeRequestError} from '../support/k8s/client.js'
 import {eventually, httpServerCommand, isPodReady} from '../support/k8s/fixtures.js'
 import type {KubeObject} from '../support/k8s/status.js'
+import {pushBusyboxImage} from '../support/node/fixtures.js'
+import {TestRegistry} from '../support/registry/registry.js'
 
-describe('the real control plane (etcd, kube-apiserver, kube-controller-manager, LocalKubelet node)', function () {
+describe('the real control plane (etcd, kube-apiserver, kube-controller-manager, LocalKubelet node with runc)', function () {
   this.timeout(120_000)
   waitForClusterBinaries()
   let cp: ControlPlane
@@ -80,6 +82,52 @@ describe('the real control plane (etcd, kube-apiserver, kube-controller-manager,
       return events.find((e) => e.reason === 'FailedToUpdateEndpointSlices')
     }, 30_000, 200)
     expect(event.message).to.contain(`Invalid value: "${pod.status.podIP}": may not be in the loopback range`)
+  })
+
+  it('runs a real image under runc on the node: a pod IP in a network namespace (198.18.0.0/15), accepted in the Service\'s EndpointSlice', async () => {
+    expect(cp.runtime, 'the shared control plane\'s node runs pods under runc by default').to.not.equal(undefined)
+    const registry = await TestRegistry.start({mode: 'none'})
+    try {
+      await pushBusyboxImage(registry, 'cp/busybox:v1')
+      const image = `${registry.host}/cp/busybox:v1`
+      const t = Date.now()
+      await client.create(`/api/v1/namespaces/${ns.name}/pods`, {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: {name: 'runc', labels: {app: 'runc'}},
+        spec: {
+          automountServiceAccountToken: false, // the runc node supports emptyDir volumes only (docs/node.md)
+          terminationGracePeriodSeconds: 1,
+          containers: [{name: 'main', image, args: ['touch /ready; exec sleep 3600'], readinessProbe: {exec: {command: ['sh', '-c', 'test -f /ready']}, periodSeconds: 1}}],
+        },
+      })
+      await client.create(`/api/v1/namespaces/${ns.name}/services`, {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: {name: 'runc'},
+        spec: {selector: {app: 'runc'}, ports: [{port: 80, targetPort: 8080}]},
+      })
+      let last: KubeObject | undefined
+      const pod = await eventually(async () => {
+        last = await client.get(`/api/v1/namespaces/${ns.name}/pods/runc`)
+        return isPodReady(last) && last
+      }, 60_000, 100).catch((e: Error) => {
+        throw new Error(`${e.message}: ${JSON.stringify(last?.status)}`)
+      })
+      console.log(`      pod create to Ready under runc through kube-apiserver (pull + unpack included): ${Date.now() - t} ms`)
+      expect(pod.status.podIP).to.match(/^198\.1[89]\./)
+      expect(pod.status.containerStatuses[0].containerID).to.match(/^runc:\/\//)
+      const slice = await eventually(async () => {
+        const slices = (await client.get(`/apis/discovery.k8s.io/v1/namespaces/${ns.name}/endpointslices`, {labelSelector: 'kubernetes.io/service-name=runc'})).items as KubeObject[]
+        return slices.find((sl) => (sl.endpoints ?? []).length > 0)
+      }, 30_000, 200)
+      expect(slice.endpoints[0].addresses).to.deep.equal([pod.status.podIP])
+      expect(slice.endpoints[0].conditions.ready).to.equal(true)
+      await client.delete(`/api/v1/namespaces/${ns.name}/pods/runc`)
+      await eventually(async () => (await client.raw('GET', `/api/v1/namespaces/${ns.name}/pods/runc`)).code === 404, 30_000, 200)
+    } finally {
+      await registry.stop()
+    }
   })
 
   it('enforces Pod Security admission (restricted) and ResourceQuota', async () => {

@@ -48,7 +48,7 @@ describe('FunctionConfig CRDs on the real control plane (kube-apiserver\'s schem
   })
 
   for (const [name, files] of [
-    ['fnr\'s manifests/function-config', [path.join(COMPONENT, 'functionconfigs.yaml'), path.join(COMPONENT, 'servicetemplates.yaml')]],
+    ['fnr\'s manifests/function-config/crds', [path.join(COMPONENT, 'crds', 'functionconfigs.yaml'), path.join(COMPONENT, 'crds', 'servicetemplates.yaml')]],
     ['Porch\'s (compat/porch/head)', [PORCH_CRD]],
   ] as const) {
     it(`${name} CRD is accepted and Established; the example object is stored and parsed by fnr; no executor is refused by the CEL rule`, async () => {

@@ -150,7 +150,7 @@ describe('manifests/function-config: the FunctionConfig CRD component', function
       const none = `apiVersion: ${FUNCTION_CONFIG_GROUP}/v1alpha1\nkind: FunctionConfig\nmetadata: {name: empty, namespace: porch-fn-system}\nspec: {image: empty}\n`
       const r = await bed.kubectl(['apply', '--validate=false', '-f', '-'], {input: none})
       expect(r.code).to.not.equal(0)
-      expect(r.stderr).to.contain('is invalid: spec: Invalid value: "object": At least one configuration must be specified')
+      expect(r.stderr).to.contain('The FunctionConfig "empty" is invalid: spec: Invalid value: At least one configuration must be specified')
       expect(bed.api.registry.find(FUNCTION_CONFIG_PLURAL, 'porch-fn-system', 'empty')).to.equal(undefined)
       const one = none.replace('spec: {image: empty}', 'spec: {image: empty, goExecutor: {tags: [v1]}}')
       const ok = await bed.kubectl(['apply', '--validate=false', '-f', '-'], {input: one})

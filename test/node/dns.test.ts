@@ -2,11 +2,12 @@
  * The test DNS server (answers <svc>.<ns>.svc.<domain> from the API's endpoints) queried with node:dns, and fnr's
  * FNR_DNS_SERVER option: its parsing and the config error for a bad value.
  */
+import * as grpc from '@grpc/grpc-js';
 import { expect } from 'chai';
 import { promises as dns } from 'node:dns';
 
 import { FnrError } from '../../src/lib/errors.js';
-import { parseDnsServer } from '../../src/lib/grpc/dns-server.js';
+import { dnsServerTarget, parseDnsServer } from '../../src/lib/grpc/dns-server.js';
 import { KubeRestClient } from '../support/k8s/client.js';
 import { startTestBed, type TestBed } from '../support/k8s/index.js';
 import { TestDnsServer } from '../support/node/dns.js';
@@ -69,5 +70,31 @@ describe('test DNS server and FNR_DNS_SERVER', function () {
     expect(err).to.be.instanceOf(FnrError);
     expect((err as FnrError).kind).to.equal('Config');
     expect((err as FnrError).message).to.contain('FNR_DNS_SERVER').and.contain('not-an-ip');
+  });
+
+  it('a name without ready endpoints yet is resolved again until it has some: the channel connects once they appear (no 60 s stall)', async () => {
+    // Found on the real control plane (test/cluster/function-pods.test.ts): fnr asked before the EndpointSlice had
+    // the pod's address, got an empty answer, and the channel never asked the DNS server again.
+    const target = new grpc.Server();
+    const port = await new Promise<number>((resolve, reject) => target.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+    bed.api.registry.create('endpoints', 'fns', { apiVersion: 'v1', kind: 'Endpoints', metadata: { name: 'fn-late', namespace: 'fns' } });
+    const client = new grpc.Client(dnsServerTarget(server.address, `fn-late.fns.svc.example.test:${port}`), grpc.credentials.createInsecure(), {
+      'grpc.initial_reconnect_backoff_ms': 100,
+      'grpc.max_reconnect_backoff_ms': 2000,
+    });
+    try {
+      const t = Date.now();
+      const ready = new Promise<void>((resolve, reject) => client.waitForReady(Date.now() + 20_000, (e) => (e ? reject(e) : resolve())));
+      await new Promise((r) => setTimeout(r, 1500));
+      const before = server.queries.filter((q) => q.startsWith('fn-late.')).length;
+      expect(before, 'asked while there were no endpoints').to.be.greaterThan(0);
+      const ep = bed.api.registry.find('endpoints', 'fns', 'fn-late') as Record<string, unknown>;
+      bed.api.registry.update('endpoints', 'fns', 'fn-late', { ...ep, subsets: [{ addresses: [{ ip: '127.0.0.1' }], ports: [{ port }] }] });
+      await ready;
+      console.log(`      connected ${Date.now() - t} ms after the first try (endpoints added at 1.5 s); ${server.queries.filter((q) => q.startsWith('fn-late.')).length} queries`);
+    } finally {
+      client.close();
+      target.forceShutdown();
+    }
   });
 });

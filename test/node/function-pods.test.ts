@@ -14,7 +14,7 @@ import { RegistryClient } from '../../src/lib/registry/client.js';
 import type { RunningServer } from '../../src/lib/serve.js';
 import { KubeRestClient } from '../support/k8s/client.js';
 import { startTestBed, type TestBed } from '../support/k8s/index.js';
-import { pushScriptFunctionImage, pushWrapperServerImage } from '../support/node/fixtures.js';
+import { pushFunctionPodImages } from '../support/node/function-images.js';
 import { RuncRuntime, TestDnsServer } from '../support/node/index.js';
 import { RL } from '../support/pods/index.js';
 import { TestRegistry } from '../support/registry/registry.js';
@@ -23,8 +23,6 @@ import { TempDirs } from '../support/tmp.js';
 import { PACKAGE_TIMEOUT_MS } from '../wrapper/support/package.js';
 
 type KubeObject = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-
-const SCRIPT = '#!/bin/sh\necho "fn ran as uid=$(/bin/busybox id -u) gid=$(/bin/busybox id -g)" >&2\nexec /bin/busybox cat\n';
 
 describe('function pods under runc: fnr serve + test API server + the runc node', function () {
   this.timeout(180_000);
@@ -42,12 +40,9 @@ describe('function pods under runc: fnr serve + test API server + the runc node'
   before(async function () {
     this.timeout(PACKAGE_TIMEOUT_MS);
     registry = await TestRegistry.start({ mode: 'none' });
-    wrapperImage = `${registry.host}/fnr/wrapper-server:v1`;
-    fnImage = `${registry.host}/fn/busybox-cat:v1`;
-    const t = Date.now();
-    await pushWrapperServerImage(registry, 'fnr/wrapper-server:v1');
-    await pushScriptFunctionImage(registry, 'fn/busybox-cat:v1', SCRIPT);
-    console.log(`      wrapper-server + function images built and pushed in ${Date.now() - t} ms`);
+    const images = await pushFunctionPodImages(registry);
+    ({ wrapperImage, fnImage } = images);
+    console.log(`      wrapper-server + function images built and pushed in ${images.ms} ms`);
     node = await RuncRuntime.create({ backoffMs: 500, maxBackoffMs: 5000, retryMs: 300 });
     bed = await startTestBed({ kubelet: { runtime: node }, namespaces: ['fn-ip', 'fn-svc'] });
     kube = new KubeRestClient({ url: bed.url, token: bed.api.token, ca: bed.api.caPem });

@@ -27,7 +27,7 @@
 import {parse as parseYaml} from 'yaml'
 
 import {FnrError} from '../errors.js'
-import {parseQuantity, resourceRequirementsProblems} from '../k8s/quantity.js'
+import {checkPodResources, parseQuantity, resourceRequirementsProblems} from '../k8s/quantity.js'
 import {parseGoDuration} from './go-flags.js'
 import {readConfigFile, type ConfigFileError} from './read-file.js'
 
@@ -274,7 +274,6 @@ export function parseResourceList(flag: string, text: string): Record<string, st
 export function parseResourceFlags(requestsText: string, limitsText: string): ResourceRequirements {
   const requests = parseResourceList('pod-requests', requestsText)
   const limits = parseResourceList('pod-limits', limitsText)
-  const problems = resourceRequirementsProblems({requests, limits}, 'resources').map((p) => p.replace(/^resources\.(requests|limits)/, (_, k: string) => `--pod-${k}`))
-  if (problems.length > 0) throw new FnrError('Usage', `${problems.join('; ')} (the API server would reject every pod)`)
+  checkPodResources({requests, limits})
   return {requests, limits}
 }

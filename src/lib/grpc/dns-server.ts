@@ -33,7 +33,10 @@ class DnsServerResolver implements grpc.experimental.Resolver {
   private readonly host: string
   private readonly port: number
   private pending = false
+  private again = false
   private destroyed = false
+  private retryTimer: NodeJS.Timeout | undefined
+  private retryMs = 0
 
   constructor(
     target: grpc.experimental.GrpcUri,
@@ -45,27 +48,51 @@ class DnsServerResolver implements grpc.experimental.Resolver {
     this.port = hp?.port ?? 443
   }
 
+  /**
+   * A request while a lookup runs is remembered and run after it (it used to be dropped). A failed lookup (no
+   * ready endpoints yet: an empty answer) is retried by the resolver itself, 100 ms doubling to 2 s, until one
+   * succeeds: grpc-js does not always ask again after a resolver error, and a function pod's Service name often
+   * has no ready endpoint for a moment after the pod is Ready (the EndpointSlice controller lags; found on the
+   * real control plane, test/cluster/function-pods.test.ts), which left the channel waiting out its deadline.
+   */
   updateResolution(): void {
-    if (this.pending || this.destroyed) return
+    if (this.destroyed) return
+    if (this.pending) {
+      this.again = true
+      return
+    }
+    if (this.retryTimer) {
+      clearTimeout(this.retryTimer)
+      this.retryTimer = undefined
+    }
     this.pending = true
-    this.resolver
-      .resolve4(this.host)
-      .then(
-        (ips) => {
-          if (this.destroyed) return
-          const endpoints = ips.map((ip) => ({addresses: [{host: ip, port: this.port}]}))
-          this.listener(grpc.experimental.statusOrFromValue(endpoints), {}, null, '')
-        },
-        (err: Error) => {
-          if (this.destroyed) return
-          this.listener(grpc.experimental.statusOrFromError({code: grpc.status.UNAVAILABLE, details: `DNS resolution of ${this.host} failed: ${err.message}`}), {}, null, '')
-        },
-      )
-      .finally(() => (this.pending = false))
+    this.again = false
+    this.resolver.resolve4(this.host).then(
+      (ips) => {
+        this.pending = false
+        if (this.destroyed) return
+        this.retryMs = 0
+        const endpoints = ips.map((ip) => ({addresses: [{host: ip, port: this.port}]}))
+        this.listener(grpc.experimental.statusOrFromValue(endpoints), {}, null, '')
+        if (this.again) this.updateResolution()
+      },
+      (err: Error) => {
+        this.pending = false
+        if (this.destroyed) return
+        this.listener(grpc.experimental.statusOrFromError({code: grpc.status.UNAVAILABLE, details: `DNS resolution of ${this.host} failed: ${err.message}`}), {}, null, '')
+        this.retryMs = Math.min(2000, this.retryMs === 0 ? 100 : this.retryMs * 2)
+        this.retryTimer = setTimeout(() => {
+          this.retryTimer = undefined
+          this.updateResolution()
+        }, this.again ? 0 : this.retryMs)
+        this.retryTimer.unref()
+      },
+    )
   }
 
   destroy(): void {
     this.destroyed = true
+    if (this.retryTimer) clearTimeout(this.retryTimer)
     this.resolver.cancel()
   }
 

@@ -18,6 +18,8 @@
  * number as two BigInts), so "1Gi" and "1073741824" compare equal and "0.5" equals "500m".
  */
 
+import {FnrError} from '../errors.js'
+
 export class QuantityError extends Error {}
 
 /** A parsed quantity: the exact value num/den (den > 0), and the text it came from. */
@@ -161,4 +163,13 @@ export function podResourceProblems(spec: {containers?: ContainerLike[]; initCon
     })
   }
   return problems
+}
+
+/**
+ * The function container's requests and limits (--pod-requests/--pod-limits, or the library's `pod.resources`)
+ * checked as the API server checks them: FnrError('Usage') at start, before any pod is made.
+ */
+export function checkPodResources(resources: ResourceRequirementsLike | undefined): void {
+  const problems = resourceRequirementsProblems(resources, 'resources').map((p) => p.replace(/^resources\.(requests|limits)/, (_, k: string) => `--pod-${k}`))
+  if (problems.length > 0) throw new FnrError('Usage', `${problems.join('; ')} (the API server would reject every pod)`)
 }

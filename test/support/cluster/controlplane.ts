@@ -17,6 +17,7 @@ import { promisify } from 'node:util';
 import { KubeRestClient } from '../k8s/client.js';
 import type { LocalKubeletOptions } from '../k8s/kubelet.js';
 import { LocalKubelet } from '../k8s/kubelet.js';
+import { RuncRuntime, type RuncRuntimeOptions } from '../node/runtime.js';
 // @ts-expect-error plain ESM script without types
 import { buildClusterBinaries, clusterBinaryPaths } from '../../../scripts/cluster-build.mjs';
 
@@ -35,6 +36,14 @@ export interface ControlPlaneOptions {
   build?: boolean;
   /** Run a node (the LocalKubelet) too (default true); its options without `api`. */
   kubelet?: false | Omit<LocalKubeletOptions, 'api'>;
+  /**
+   * Who runs the node's pods: `'runc'` (real images under runc, a network namespace and a 198.18.0.0/15 address per
+   * pod, test/support/node; pods whose images are all in the kubelet's imageMap still run as host processes) or
+   * `'process'` (host processes on 127.x addresses only). Default: $FNR_CLUSTER_NODE, else `'runc'`.
+   */
+  node?: 'runc' | 'process';
+  /** Options of the runc node (with node 'runc'). */
+  runc?: RuncRuntimeOptions;
   /** Progress lines. */
   log?: (msg: string) => void;
 }
@@ -49,6 +58,8 @@ export interface ControlPlane {
   /** Admin kubeconfig (context `fnr-cluster`). */
   kubeconfigPath: string;
   kubelet: LocalKubelet | undefined;
+  /** The runc node behind the kubelet (node 'runc'), or undefined. */
+  runtime: RuncRuntime | undefined;
   /** Process ids of etcd, kube-apiserver, kube-controller-manager. */
   pids: Record<string, number>;
   /** A kubeconfig for any bearer token (a ServiceAccount's, from `kubectl create token`). */
@@ -196,9 +207,11 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   await mkdir(dir, { recursive: true });
   const children: Record<string, ChildProcess> = {};
   let kubelet: LocalKubelet | undefined;
+  let runtime: RuncRuntime | undefined;
   let client: KubeRestClient | undefined;
   const stopAll = async (): Promise<void> => {
     await kubelet?.stop().catch(() => undefined);
+    await runtime?.stop().catch(() => undefined);
     client?.close();
     for (const name of ['kube-controller-manager', 'kube-apiserver', 'etcd']) {
       await stopProcess(children[name]);
@@ -273,16 +286,19 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     log(`kube-controller-manager ready (${Date.now() - started} ms)`);
 
     if (options.kubelet !== false) {
+      const node = options.node ?? nodeKind(process.env.FNR_CLUSTER_NODE);
+      if (node === 'runc') runtime = await RuncRuntime.create(options.runc ?? {});
       kubelet = new LocalKubelet({
         nodeName: NODE_NAME,
         // The controller manager maintains Endpoints and EndpointSlices on a real control plane.
         endpointsController: false,
         registerNode: true,
         ...(options.kubelet ?? {}),
+        ...(runtime ? { runtime } : {}),
         api: { url, token: adminToken, ca: caPem },
       });
       await kubelet.start();
-      log(`node ${kubelet.nodeName} registered (${Date.now() - started} ms)`);
+      log(`node ${kubelet.nodeName} registered, pods run ${runtime ? 'under runc' : 'as host processes'} (${Date.now() - started} ms)`);
     }
 
     const pids = Object.fromEntries(Object.entries(children).map(([k, c]) => [k, c.pid!]));
@@ -294,6 +310,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       adminToken,
       kubeconfigPath,
       kubelet,
+      runtime,
       pids,
       kubeconfigFor: (token, namespace) => kubeconfig(url, caPem, token, namespace),
       kubectl: (args, o = {}) => kubectl(kubeconfigPath, dir, args, o),
@@ -320,6 +337,13 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     await stopAll();
     throw err;
   }
+}
+
+/** FNR_CLUSTER_NODE: `runc` (default) or `process`. */
+export function nodeKind(value: string | undefined): 'runc' | 'process' {
+  if (value === undefined || value === '' || value === 'runc') return 'runc';
+  if (value === 'process') return 'process';
+  throw new Error(`FNR_CLUSTER_NODE=${value}: expected runc or process`);
 }
 
 /** The real kubectl, with a kubeconfig and a cache dir inside the state dir. */

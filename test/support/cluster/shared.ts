@@ -16,13 +16,18 @@ let shared: Promise<ControlPlane> | undefined;
 
 /**
  * The process's control plane (etcd, kube-apiserver, kube-controller-manager, the LocalKubelet as node
- * `fnr-node`). The first call takes ~5-15 s (and builds the binaries if a setup did not). The kubelet maps no
- * images: suites add theirs with `cp.kubelet.setImage()` / `setCommand()`.
+ * `fnr-node` with the runc node behind it, unless FNR_CLUSTER_NODE=process). The first call takes ~5-15 s (and
+ * builds the binaries if a setup did not). Pods pull real images (a test registry); a suite may instead map
+ * images to host processes with `cp.kubelet.setImage()` / `setCommand()` (a pod whose images are all mapped).
  */
 export function sharedControlPlane(): Promise<ControlPlane> {
   shared ??= (async () => {
     const dir = await mkdtemp(join(tmpdir(), 'fnr-cluster-'));
-    return startControlPlane({ dir, kubelet: { imageMap: {} as Record<string, ImageMapping>, maxGracePeriodSeconds: 2, stopGraceMs: 1000 } });
+    return startControlPlane({
+      dir,
+      kubelet: { imageMap: {} as Record<string, ImageMapping>, maxGracePeriodSeconds: 2, stopGraceMs: 1000 },
+      runc: { backoffMs: 500, maxBackoffMs: 5000, retryMs: 300 },
+    });
   })().catch((err: unknown) => {
     shared = undefined;
     throw err;

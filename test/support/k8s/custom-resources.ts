@@ -232,7 +232,9 @@ function validateCelRules(o: KubeObject, rules: readonly CelRule[]): FieldError[
     const value = r.field === '' ? o : jsonPathValue(o, r.field);
     if (value === undefined || value === null) continue;
     if (!evalCel(r.rule, value)) {
-      errs.push({ type: 'FieldValueInvalid', field: r.field, value: 'object', detail: r.message ?? `failed rule: ${r.text}` });
+      // kube-apiserver v1.37 omits the value of an object that fails a CEL rule: `spec: Invalid value: <message>`
+      // (older releases printed `"object"`); test/cluster/function-config-crd.test.ts checks the real text.
+      errs.push({ type: 'FieldValueInvalid', field: r.field, omitValue: true, detail: r.message ?? `failed rule: ${r.text}` });
     }
   }
   return errs;

@@ -88,7 +88,9 @@ export interface LocalKubeletOptions {
   onLog?: (pod: { namespace: string; name: string }, container: string, chunk: string) => void;
   /**
    * Who runs the pods: `'process'` (default: host processes, as described in README.md) or a container runtime
-   * (test/support/node: real images under runc, a network namespace per pod; imageMap/commandMap are then unused).
+   * (test/support/node: real images under runc, a network namespace per pod). With a container runtime, a pod
+   * whose every image (init and main containers) is explicitly in imageMap still runs as host processes (so suites
+   * that map images keep working on a runc node); every other pod runs under the container runtime.
    */
   runtime?: 'process' | Pick<RuncRuntime, 'kubeletPod'>;
 }
@@ -995,6 +997,12 @@ export class LocalKubelet {
     return this.options.pullAnyImage ? {} : undefined;
   }
 
+  /** Every image of the pod is in imageMap (exactly or by a `*` pattern; pullAnyImage does not count). */
+  private allImagesMapped(pod: KubeObject): boolean {
+    const images = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].map((c: KubeObject) => String(c.image ?? ''));
+    return images.length > 0 && images.every((image) => this.imageMap.has(image) || [...this.imageMap.keys()].some((k) => k.endsWith('*') && imageMatches(k, image)));
+  }
+
   /** Returns an error message when the image cannot be "pulled". */
   async pull(image: string, pod: KubeObject): Promise<string | undefined> {
     if (!this.mappingFor(image)) {
@@ -1100,7 +1108,7 @@ export class LocalKubelet {
     if (runtime || phase === 'Succeeded' || phase === 'Failed') return;
     const containers = this.options.runtime;
     runtime =
-      containers && containers !== 'process'
+      containers && containers !== 'process' && !this.allImagesMapped(pod)
         ? containers.kubeletPod(pod, this.client, (container, chunk) => this.options.onLog?.({ namespace: pod.metadata.namespace, name: pod.metadata.name }, container, chunk))
         : new PodRuntime(this, pod, allocateLoopbackAddress(this.options.podIpPrefix ?? DEFAULT_POD_IP_PREFIX));
     this.runtimes.set(uid, runtime);

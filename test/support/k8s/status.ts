@@ -137,6 +137,8 @@ export interface FieldError {
   /** The detail text; for Invalid the bad value is rendered in front of it. */
   detail?: string;
   value?: unknown;
+  /** Render `Invalid value: <detail>` without the value (field.OmitValueType, as kube-apiserver v1.37 does for CEL rules on objects). */
+  omitValue?: boolean;
 }
 
 function renderValue(value: unknown): string {
@@ -159,6 +161,7 @@ export function fieldErrorMessage(error: FieldError): string {
     case 'FieldValueTooLong':
       return `Too long: ${error.detail ?? ''}`;
     default:
+      if (error.omitValue) return `Invalid value: ${error.detail ?? ''}`;
       return `Invalid value: ${renderValue(error.value)}${error.detail ? `: ${error.detail}` : ''}`;
   }
 }
