@@ -20,7 +20,7 @@ import {RegistryMetadataSource, StaticMetadataSource} from '../../src/lib/pods/m
 import {RegistryClient} from '../../src/lib/registry/client.js'
 import type {RunningServer, ServeOptions} from '../../src/lib/serve.js'
 import type {AuditEvent, ControlPlane} from '../support/cluster/controlplane.js'
-import {adminClient, sharedControlPlane} from '../support/cluster/shared.js'
+import {adminClient, sharedControlPlane, waitForClusterBinaries} from '../support/cluster/shared.js'
 import type {KubeRestClient} from '../support/k8s/client.js'
 import {eventually} from '../support/k8s/fixtures.js'
 import type {KubeObject} from '../support/k8s/status.js'
@@ -40,6 +40,7 @@ const FUNCTION_PATH = '/usr/local/bin/function'
 
 describe('function pods on the real control plane: manifests/, porch-fn-runner token, runc node, --pod-address=service', function () {
   this.timeout(240_000)
+  waitForClusterBinaries()
   let cp: ControlPlane
   let admin: KubeRestClient
   let dir: string
