@@ -1,3 +1,4 @@
+import * as grpc from '@grpc/grpc-js'
 import {expect} from 'chai'
 import {readFile, rename, writeFile} from 'node:fs/promises'
 import path from 'node:path'
@@ -82,14 +83,17 @@ describe('fnr serve response cache (exec runtime, real child processes)', functi
       await client.evaluateRaw(image('counted'), other)
       expect(await runs('counted')).to.equal(2)
 
-      // The binary replaced (a new file renamed over it, as an image update would): a miss.
+      // The binary replaced after start-up (a new file renamed over it): never the stored answer of the old
+      // file, and not run either: the exec runtime re-checks each binary at call time (docs/process.md).
       const binary = path.join(functionsDir, 'counted')
       await writeExecutable(`${binary}.new`, `${COUNTED}# v2\n`)
       await rename(`${binary}.new`, binary)
-      await client.evaluateRaw(image('counted'), SAMPLE_RL)
-      expect(await runs('counted')).to.equal(3)
-      await client.evaluateRaw(image('counted'), SAMPLE_RL)
-      expect(await runs('counted')).to.equal(3)
+      for (let i = 0; i < 2; i++) {
+        const refused = await client.evaluateRaw(image('counted'), SAMPLE_RL).then(() => undefined, (err: unknown) => err as {code?: number; details?: string})
+        expect(refused?.code, 'a replaced binary is refused').to.equal(grpc.status.FAILED_PRECONDITION)
+        expect(refused?.details).to.contain('is not the file it was at start-up')
+      }
+      expect(await runs('counted')).to.equal(2)
 
       // Per image: responseCache false never caches; a short per-image TTL expires.
       await client.evaluateRaw(image('nocache'), SAMPLE_RL)

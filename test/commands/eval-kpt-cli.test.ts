@@ -91,7 +91,7 @@ describe('fnr eval: kpt\'s command line', function () {
     const r = await runCli(['eval', '-i', pkg, '--exec', fn, '--env', 'TEAM=blue', '--no-truncate-output'])
     expect(r.exitCode, r.stderr).to.equal(0)
     expect(r.stderr).to.contain('"team=blue"')
-    const u = await runCli(['eval', '-i', pkg, '--image', 'set-namespace:v0.4.1', '--env', 'A=b'])
+    const u = await runCli(['eval', '-i', pkg, '--image', 'fnr.local/set-namespace:v0.4', '--env', 'A=b'])
     expect(u.exitCode).to.equal(2)
   })
 
@@ -99,7 +99,7 @@ describe('fnr eval: kpt\'s command line', function () {
     let running: RunningServer | undefined
     try {
       running = await startInProcess(serveOptions({configPath: path.join(REPO_ROOT, 'functions', 'config.yaml'), functionsDir: path.join(REPO_ROOT, 'functions'), disableRuntimes: 'pod'}))
-      const args = ['eval', '-i', pkg, '--image', 'set-namespace:v0.4.1', '-o', 'unwrap']
+      const args = ['eval', '-i', pkg, '--image', 'fnr.local/set-namespace:v0.4', '-o', 'unwrap']
       const remote = await runCli([...args, '--runner', `127.0.0.1:${running.port}`, '--', 'namespace=remote'])
       const local = await runCli([...args, '--', 'namespace=remote'])
       expect(remote.exitCode, remote.stderr).to.equal(0)

@@ -191,7 +191,7 @@ process.stdout.write(s.slice(0, s.indexOf('\\nfunctionConfig:') + 1))
     const dir = await temp.make('fnr-render-image-')
     const pkg = path.join(dir, 'pkg')
     await writeTree(pkg, {
-      Kptfile: kptfile('pkg', 'pipeline:\n  mutators:\n    - image: ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.1\n      configMap:\n        namespace: prod\n'),
+      Kptfile: kptfile('pkg', 'pipeline:\n  mutators:\n    - image: fnr.local/set-namespace:v0.4\n      configMap:\n        namespace: prod\n'),
       'cm.yaml': CM('cm'),
     })
     const out = path.join(dir, 'out')
@@ -212,9 +212,9 @@ process.stdout.write(s.slice(0, s.indexOf('\\nfunctionConfig:') + 1))
       running = await startInProcess(serveOptions({configPath: path.join(REPO_ROOT, 'functions', 'config.yaml'), functionsDir: path.join(REPO_ROOT, 'functions'), disableRuntimes: 'pod'}))
       const dir = await temp.make('fnr-render-runner-')
       const files = {
-        Kptfile: kptfile('pkg', 'pipeline:\n  mutators:\n    - image: ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.1\n      configMap:\n        namespace: staging\n'),
+        Kptfile: kptfile('pkg', 'pipeline:\n  mutators:\n    - image: fnr.local/set-namespace:v0.4\n      configMap:\n        namespace: staging\n'),
         'cm.yaml': CM('cm'),
-        'sub/Kptfile': kptfile('sub', 'pipeline:\n  mutators:\n    - image: set-labels:v0.2.2\n      configMap:\n        app: web\n'),
+        'sub/Kptfile': kptfile('sub', 'pipeline:\n  mutators:\n    - image: fnr.local/set-labels:v0.2\n      configMap:\n        app: web\n'),
         'sub/cm.yaml': CM('sub-cm'),
       }
       await writeTree(path.join(dir, 'remote', 'pkg'), files)

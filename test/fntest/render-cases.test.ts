@@ -31,7 +31,7 @@ describe('fnr test: render cases (kpt e2e testType: render)', function () {
     await mkdir(path.join(b, '.expected'), {recursive: true})
     await writeFile(
       path.join(b, 'Kptfile'),
-      'apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: b\npipeline:\n  mutators:\n    - image: set-namespace:v0.4.1\n      configMap:\n        namespace: prod\n',
+      'apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: b\npipeline:\n  mutators:\n    - image: fnr.local/set-namespace:v0.4\n      configMap:\n        namespace: prod\n',
     )
     await writeFile(path.join(b, 'cm.yaml'), CM)
     await writeFile(path.join(b, '.expected', 'results.yaml'), '')
@@ -43,7 +43,7 @@ describe('fnr test: render cases (kpt e2e testType: render)', function () {
     expect(patchA).to.contain('-  k: foo\n+  k: bar')
     const patchB = await readFile(path.join(b, '.expected', 'diff.patch'), 'utf8')
     expect(patchB).to.contain('+  namespace: prod')
-    expect(await readFile(path.join(b, '.expected', 'results.yaml'), 'utf8')).to.contain('image: set-namespace:v0.4.1')
+    expect(await readFile(path.join(b, '.expected', 'results.yaml'), 'utf8')).to.contain('image: fnr.local/set-namespace:v0.4')
 
     const r = await runCli(['test', cases])
     expect(r.exitCode, r.stdout + r.stderr).to.equal(0)
