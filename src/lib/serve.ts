@@ -253,10 +253,10 @@ async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logge
 
 /** The pod runtime: loaded only when enabled (it brings @kubernetes/client-node). */
 async function buildPodEvaluator(options: ServeOptions, logger: Logger, source: 'files' | 'crd' | 'both', functionConfigs?: import('./config/function-config-crd.js').FunctionConfigStore): Promise<Evaluator & {ready: Promise<void>; imageMetadata?: import('./pods/metadata.js').ImageMetadataSource}> {
-  const [{createPodEvaluator}, {PodCacheConfig}, {RegistryMetadataSource}] = await Promise.all([
+  const [{createPodEvaluator}, {PodCacheConfig}, {podRegistry}] = await Promise.all([
     import('./evaluators/pod.js'),
     import('./config/pod-cache-config.js'),
-    import('./pods/metadata.js'),
+    import('./pods/launcher.js'),
   ])
   const pod = options.pod
   // --function-config-source=crd: the FunctionConfigs replace --pod-cache-config.
@@ -267,16 +267,7 @@ async function buildPodEvaluator(options: ServeOptions, logger: Logger, source: 
   // auto: pinned when the response cache may serve this runtime's responses (its correctness rests on
   // the pod running exactly the digest of the key).
   const pinDigests = pod.pinImageDigests === true || ((pod.pinImageDigests ?? 'auto') === 'auto' && responseCacheOn(options, onlyCrd ? undefined : cacheConfig))
-  let metadata = pod.metadata
-  let pullSecret: {name: string; dockerConfig: import('./registry/auth.js').DockerConfig; dockerConfigJson: Buffer} | undefined
-  if (!metadata || options.registry.enablePrivateRegistries) {
-    const {createRunnerRegistry} = await import('./registry/index.js')
-    const registry = await createRunnerRegistry(options.registry, {logger})
-    metadata ??= new RegistryMetadataSource(registry.client)
-    if (options.registry.enablePrivateRegistries && registry.dockerConfigJson) {
-      pullSecret = {name: options.registry.authSecretName, dockerConfig: registry.dockerConfig, dockerConfigJson: registry.dockerConfigJson}
-    }
-  }
+  const {metadata, pullSecret} = await podRegistry(options.registry, {metadata: pod.metadata, logger})
   const evaluator = await createPodEvaluator({
     namespace: pod.namespace,
     ttlMs: pod.ttlMs,

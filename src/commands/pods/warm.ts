@@ -29,6 +29,7 @@ Progress goes to stderr (listr2 on a terminal, one line per image otherwise); st
     'pod-ttl': podFlags['pod-ttl'],
     'pod-ready-timeout': podFlags['pod-ready-timeout'],
     timeout: goDuration({summary: 'Give up on images not ready by then (default: only --pod-ready-timeout per pod).'}),
+    'pin-image-digests': Flags.string({summary: 'Run function containers as repo@digest (the digest the registry resolved), as a runner with --pin-image-digests does; the fnr.dev/image-digest annotation is written either way.', default: 'true', options: ['true', 'false']}),
     json: Flags.boolean({summary: 'Print a JSON summary.', default: false}),
     ...runnerTemplateFlags,
     ...registryFlags,
@@ -63,6 +64,7 @@ Progress goes to stderr (listr2 on a terminal, one line per image otherwise); st
       ttlMs: flags['pod-ttl'],
       podReadyTimeoutMs: flags['pod-ready-timeout'],
       timeoutMs: flags.timeout,
+      pinImageDigests: flags['pin-image-digests'] === 'true',
       registry: {
         enablePrivateRegistries: flags['enable-private-registries'],
         authSecretPath: flags['registry-auth-secret-path'],

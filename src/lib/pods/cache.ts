@@ -18,8 +18,6 @@
  * once, whatever happens (timeout while waiting for the pod, cancellation, failure, success), so
  * load never leaks (upstream leaks it on timeout, §10.21).
  */
-import {randomUUID} from 'node:crypto'
-
 import type {V1Pod} from '@kubernetes/client-node'
 
 import type {ImagePodSettings} from '../config/pod-cache-config.js'
@@ -35,6 +33,7 @@ import {noLeaseView, type ObservedLease, type OwnerState, type ReplicaView} from
 import type {PodManager} from './manager.js'
 import {podReadiness} from './manager.js'
 import type {ImageMetadataSource} from './metadata.js'
+import {functionService, launchPod, raceDeadline, secondsText, type LaunchContext, type PreparePod} from './launcher.js'
 import {
   ANNOTATION_CLAIMED_AT,
   ANNOTATION_IMAGE,
@@ -42,16 +41,12 @@ import {
   ANNOTATION_OWNER,
   ANNOTATION_TEMPLATE_VERSION,
   ANNOTATION_TTL,
-  LABEL_FN_IMAGE,
   LABEL_OWNER,
   WARM_OWNER,
-  functionPodAnnotations,
-  functionPodLabels,
-  functionServiceLabels,
   labelValueFor,
   podNameFor,
 } from './naming.js'
-import {ANNOTATION_IMAGE_DIGEST, buildPod, buildService, pinnedImage, type Templates} from './template.js'
+import {ANNOTATION_IMAGE_DIGEST, type Templates} from './template.js'
 
 export type PodAddressMode = 'service' | 'pod-ip'
 
@@ -70,7 +65,7 @@ export interface PodCacheOptions {
   clusterDomain: string
   maxMessageSize: number
   /** Adds the image pull Secret to a pod spec when the image needs it; may be async (ensuring the Secret). */
-  preparePod?: (pod: V1Pod, image: string, signal: AbortSignal) => Promise<void> | void
+  preparePod?: PreparePod
   logger?: Logger
   now?: () => number
   /** Fewest ms between two last-used annotation patches of one pod (default: TTL/10, 5 s to 5 min). */
@@ -194,44 +189,6 @@ export interface SlotSnapshot {
   timings: SlotTimings
 }
 
-/** Races a promise against a deadline and an abort signal. */
-function raceDeadline<T>(promise: Promise<T>, options: AcquireOptions, onTimeout: () => FnrError, onCancel: () => FnrError): Promise<T> {
-  if (options.deadline === undefined && !options.signal) return promise
-  return new Promise<T>((resolve, reject) => {
-    let timer: NodeJS.Timeout | undefined
-    const done = (): void => {
-      clearTimeout(timer)
-      options.signal?.removeEventListener('abort', onAbort)
-    }
-    const onAbort = (): void => {
-      done()
-      reject(onCancel())
-    }
-    if (options.signal?.aborted) return onAbort()
-    options.signal?.addEventListener('abort', onAbort, {once: true})
-    if (options.deadline !== undefined) {
-      timer = setTimeout(() => {
-        done()
-        reject(onTimeout())
-      }, Math.max(0, options.deadline - Date.now()))
-    }
-    promise.then(
-      (v) => {
-        done()
-        resolve(v)
-      },
-      (e: unknown) => {
-        done()
-        reject(e)
-      },
-    )
-  })
-}
-
-function secondsText(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000}s` : `${(ms / 1000).toFixed(1)}s`
-}
-
 export class PodCache {
   private readonly entries = new Map<string, ImageEntry>()
   /** Claims of pods (adoption) in flight per image. */
@@ -245,12 +202,25 @@ export class PodCache {
   private closed = false
   private startup: Promise<void> = Promise.resolve()
   private startupDone = true
+  private readonly launch: LaunchContext
 
   constructor(private readonly options: PodCacheOptions) {
     this.logger = options.logger ?? silentLogger
     this.now = options.now ?? Date.now
     this.templates = options.templates
     this.ownerLabel = labelValueFor(options.owner)
+    this.launch = {
+      manager: options.manager,
+      metadata: options.metadata,
+      owner: options.owner,
+      ownerLabel: this.ownerLabel,
+      maxRequestBodySize: options.maxMessageSize,
+      pinDigest: options.pinDigests,
+      preparePod: options.preparePod,
+      wrapperVerbosity: options.wrapperVerbosity,
+      logger: this.logger,
+      now: this.now,
+    }
   }
 
   get currentTemplates(): Templates {
@@ -310,6 +280,12 @@ export class PodCache {
     }
   }
 
+  private entryFor(image: string): ImageEntry {
+    let entry = this.entries.get(image)
+    if (!entry) this.entries.set(image, (entry = {image, slots: [], rr: 0}))
+    return entry
+  }
+
   /** Slots that take new calls: starting or ready, made from the current template version. */
   private liveSlots(image: string): PodSlot[] {
     const version = this.templates.version
@@ -319,11 +295,7 @@ export class PodCache {
   /** The synchronous decision: pick (or start) a slot and count the call on it. */
   private take(image: string, allowScaleUp: boolean): PodLease {
     if (this.closed) throw new FnrError('Unavailable', 'the pod runtime is shutting down')
-    let entry = this.entries.get(image)
-    if (!entry) {
-      entry = {image, slots: [], rr: 0}
-      this.entries.set(image, entry)
-    }
+    const entry = this.entryFor(image)
     const settings = this.options.settingsFor(image)
     const version = this.templates.version
     const live = entry.slots.filter((s) => (s.state === 'starting' || s.state === 'ready') && s.templateVersion === version)
@@ -369,16 +341,8 @@ export class PodCache {
     if (!entry) return
     for (const slot of [...entry.slots]) {
       if (slot === except || slot.digest === undefined || slot.digest === digest) continue
-      const reason = `the image now resolves to ${digest}, not ${slot.digest}`
-      if (slot.state === 'ready') {
-        this.logger.info('function image changed; retiring its pod', {image, pod: slot.name, from: slot.digest, to: digest})
-        slot.retireReason = reason
-        if (slot.load === 0) this.evict(slot, reason)
-        else slot.state = 'retiring'
-      } else if (slot.state === 'starting') {
-        slot.retireReason = reason
-        this.retireWhenReady(slot)
-      }
+      if (slot.state === 'ready') this.logger.info('function image changed; retiring its pod', {image, pod: slot.name, from: slot.digest, to: digest})
+      this.retire(slot, `the image now resolves to ${digest}, not ${slot.digest}`)
     }
   }
 
@@ -390,12 +354,7 @@ export class PodCache {
     if (this.closed) return
     const live = this.liveSlots(image)
     if (live.length > 0) return live[0]!.ready
-    let entry = this.entries.get(image)
-    if (!entry) {
-      entry = {image, slots: [], rr: 0}
-      this.entries.set(image, entry)
-    }
-    const slot = this.startSlot(entry, this.options.settingsFor(image))
+    const slot = this.startSlot(this.entryFor(image), this.options.settingsFor(image))
     return slot.ready
   }
 
@@ -408,88 +367,44 @@ export class PodCache {
     return slot
   }
 
-  private podLabels(slot: PodSlot): Record<string, string> {
-    return functionPodLabels(slot.name, slot.image, this.ownerLabel)
-  }
-
-  /** Creates the pod and its Service, waits for ready and connects; the slot is ready after. */
+  /** Launches the pod (launcher.ts), then connects; the slot is ready after. */
   private async bringUp(slot: PodSlot, templates: Templates, settings: ImagePodSettings): Promise<void> {
-    const {manager} = this.options
     const started = this.now()
     const deadline = started + this.options.podReadyTimeoutMs
     const deadlineName = `the pod-ready timeout (${secondsText(this.options.podReadyTimeoutMs)})`
     const signal = slot.abort.signal
-    const step = (what: string, promise: Promise<unknown>): Promise<unknown> =>
-      raceDeadline(
-        promise,
-        {deadline, signal},
-        () => new FnrError('DeadlineExceeded', `function pod ${slot.name} for image "${slot.image}" was not ready within ${deadlineName} (${what})`),
-        () => new FnrError('Unavailable', `function pod ${slot.name} for image "${slot.image}" was abandoned (${slot.goneReason ?? 'the runner is shutting down'})`),
-      )
     try {
-      let t = this.now()
-      slot.detail = 'reading the image metadata'
-      const info = (await step('reading the image metadata', this.options.metadata.describe(slot.image, {signal}))) as Awaited<ReturnType<ImageMetadataSource['describe']>>
-      slot.timings.metadataMs = this.now() - t
-      if (info.digest) {
-        slot.digest = info.digest
+      const launched = await launchPod(this.launch, slot.image, {
+        templates,
+        settings,
+        deadline,
+        deadlineName,
+        signal,
+        name: slot.name,
+        abandonedReason: () => slot.goneReason,
+        onProgress: (detail) => (slot.detail = detail),
         // This lookup saw the image's current digest: pods of an older one are replaced.
-        this.noteDigest(slot.image, info.digest, slot)
-      }
-      const containerImage = this.options.pinDigests && info.digest ? pinnedImage(slot.image, info.digest) : undefined
-      t = this.now()
-      slot.detail = 'creating the pod'
-      for (let attempt = 0; ; attempt++) {
-        if (isGone(slot)) throw new FnrError('Unavailable', `function pod for image "${slot.image}" was abandoned (${slot.goneReason})`)
-        const pod = buildPod({
-          templates,
-          image: slot.image,
-          ...(containerImage ? {containerImage} : {}),
-          command: info.command,
-          name: slot.name,
-          namespace: manager.namespace,
-          labels: this.podLabels(slot),
-          annotations: {
-            ...functionPodAnnotations({templateVersion: templates.version, image: slot.image, owner: this.options.owner, now: this.now(), ttlMs: settings.ttlMs, creationId: randomUUID()}),
-            ...(info.digest ? {[ANNOTATION_IMAGE_DIGEST]: info.digest} : {}),
-          },
-          resources: settings.resources,
-          maxRequestBodySize: this.options.maxMessageSize,
-          wrapperVerbosity: this.options.wrapperVerbosity,
-        })
-        if (this.options.preparePod) await step('preparing the pod (image pull Secret)', Promise.resolve(this.options.preparePod(pod, slot.image, signal)))
-        try {
-          await step('creating the pod', manager.createPod(pod, {deadline, signal}))
+        onDigest: (digest) => {
+          slot.digest = digest
+          this.noteDigest(slot.image, digest, slot)
+        },
+        onCreated: (name) => {
+          slot.name = name
           slot.created = true
           slot.annotatedAt = this.now()
-          break
-        } catch (err) {
-          if (err instanceof FnrError && err.details.nameTaken === true && attempt < 3) {
-            const taken = slot.name
-            slot.name = podNameFor(slot.image)
-            this.logger.warn('pod name taken; trying another', {image: slot.image, taken, next: slot.name})
-            continue
-          }
-          throw err
-        }
-      }
-      slot.timings.createMs = this.now() - t
-      t = this.now()
-      slot.detail = 'pod created'
-      const service = buildService(templates, slot.name, manager.namespace, functionServiceLabels(slot.name, this.ownerLabel), {[LABEL_FN_IMAGE]: slot.name})
-      const [{ip}] = await Promise.all([
-        manager.waitForPodReady(slot.name, slot.image, {deadline, signal, deadlineName, onProgress: (d) => (slot.detail = d)}),
-        step('creating the Service', manager.ensureService(service, {deadline, signal})),
-      ])
-      slot.timings.readyMs = this.now() - t
-      t = this.now()
-      slot.detail = 'connecting'
-      slot.address = this.addressOf(slot.name, ip)
-      slot.client = new EvaluatorClient(slot.address, {
-        maxMessageSize: this.options.maxMessageSize,
-        channelOptions: {'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2000, 'grpc.enable_retries': 0},
+        },
       })
-      await step(`connecting to ${slot.address}`, slot.client.waitForReady(deadline))
+      slot.timings = {...launched.timings}
+      const t = this.now()
+      slot.detail = 'connecting'
+      slot.address = this.addressOf(slot.name, launched.ip)
+      slot.client = this.connect(slot.address)
+      await raceDeadline(
+        slot.client.waitForReady(deadline),
+        {deadline, signal},
+        () => new FnrError('DeadlineExceeded', `function pod ${slot.name} for image "${slot.image}" was not ready within ${deadlineName} (connecting to ${slot.address})`),
+        () => new FnrError('Unavailable', `function pod ${slot.name} for image "${slot.image}" was abandoned (${slot.goneReason ?? 'the runner is shutting down'})`),
+      )
       slot.timings.connectMs = this.now() - t
       slot.timings.totalMs = this.now() - started
       if (isGone(slot)) throw new FnrError('Unavailable', `function pod ${slot.name} for image "${slot.image}" was evicted while starting (${slot.goneReason})`)
@@ -501,14 +416,18 @@ export class PodCache {
       // "Not found" from the registry or the API means something else here: the evaluator chain
       // must never see NotFound from the pod runtime (it means "not an exec function").
       if (e.kind === 'NotFound') e = new FnrError('FailedPrecondition', e.message, {cause: e, details: e.details})
-      if (slot.created && e.kind === 'FailedPrecondition' && /crash|terminated|exit code/.test(e.message)) {
-        const tail = await this.options.manager.logTail(slot.name)
-        if (tail) e = new FnrError(e.kind, `${e.message}; last log lines: ${tail.split('\n').slice(-5).join(' | ').slice(0, 600)}`, {cause: e.cause, details: e.details})
-      }
       this.logger.warn('function pod failed to start', {image: slot.image, pod: slot.name, error: e.message})
       this.evict(slot, `failed to start: ${e.message}`)
       throw e
     }
+  }
+
+  /** A gRPC channel to a pod (no retries: a failed call is retried by the evaluator on another pod). */
+  private connect(address: string): EvaluatorClient {
+    return new EvaluatorClient(address, {
+      maxMessageSize: this.options.maxMessageSize,
+      channelOptions: {'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2000, 'grpc.enable_retries': 0},
+    })
   }
 
   private addressOf(podName: string, ip: string): string {
@@ -614,26 +533,25 @@ export class PodCache {
     this.templates = templates
     for (const entry of [...this.entries.values()]) {
       for (const slot of [...entry.slots]) {
-        if (slot.templateVersion === templates.version) continue
-        if (slot.state === 'ready') {
-          if (slot.load === 0) this.evict(slot, 'replaced by a new template version')
-          else slot.state = 'retiring'
-        } else if (slot.state === 'starting') {
-          this.retireWhenReady(slot)
-        }
+        if (slot.templateVersion !== templates.version) this.retire(slot, slot.retireReason ?? 'replaced by a new template version')
       }
     }
   }
 
-  private retireWhenReady(slot: PodSlot): void {
-    slot.ready.then(
-      () => {
-        if (slot.state !== 'ready') return
-        if (slot.load === 0) this.evict(slot, slot.retireReason ?? 'replaced by a new template version')
-        else slot.state = 'retiring'
-      },
-      () => {},
-    )
+  /**
+   * No new calls for the slot: evicted now when idle, else once its last call ends (state
+   * 'retiring'); a slot still starting is retired once ready.
+   */
+  private retire(slot: PodSlot, reason: string): void {
+    if (slot.state === 'starting') {
+      slot.retireReason = reason
+      slot.ready.then(() => slot.state === 'ready' && this.retire(slot, reason), () => {})
+      return
+    }
+    if (slot.state !== 'ready') return
+    slot.retireReason = reason
+    if (slot.load === 0) this.evict(slot, reason)
+    else slot.state = 'retiring'
   }
 
   /**
@@ -773,23 +691,16 @@ export class PodCache {
 
   private addAdoptedSlot(name: string, image: string, ip: string, lastUsed: number | undefined): PodSlot {
     const now = this.now()
-    let entry = this.entries.get(image)
-    if (!entry) {
-      entry = {image, slots: [], rr: 0}
-      this.entries.set(image, entry)
-    }
+    const entry = this.entryFor(image)
     const slot = new PodSlot(image, name, this.templates.version, Math.min(now, lastUsed ?? now))
     slot.created = true
     slot.state = 'ready'
     slot.annotatedAt = lastUsed ?? 0
     slot.address = this.addressOf(name, ip)
-    slot.client = new EvaluatorClient(slot.address, {
-      maxMessageSize: this.options.maxMessageSize,
-      channelOptions: {'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2000, 'grpc.enable_retries': 0},
-    })
+    slot.client = this.connect(slot.address)
     slot.ready = Promise.resolve()
     entry.slots.push(slot)
-    const service = buildService(this.templates, name, this.options.manager.namespace, functionServiceLabels(name, this.ownerLabel), {[LABEL_FN_IMAGE]: name})
+    const service = functionService(this.templates, name, this.options.manager.namespace, this.ownerLabel)
     this.options.manager.ensureService(service, {deadline: now + this.options.podReadyTimeoutMs}).catch((err: unknown) => {
       this.logger.warn('adopted pod has no usable Service', {pod: name, error: (err as Error).message})
       if (this.options.addressMode === 'service') this.evict(slot, 'its Service cannot be created')

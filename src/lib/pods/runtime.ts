@@ -9,9 +9,8 @@ import {PodCacheConfig, type ImagePodSettings, type ResourceRequirements} from '
 import {FnrError} from '../errors.js'
 import {connectKube, runnerNamespace, type KubeClients, type KubeConnectOptions} from '../k8s/client.js'
 import {silentLogger, type Logger} from '../log.js'
-import type {DockerConfig} from '../registry/auth.js'
-import {attachPullSecret, ensurePullSecret} from '../registry/pull-secret.js'
 import {PodCache, type PodAddressMode} from './cache.js'
+import {pullSecretPreparer, type PullSecret} from './launcher.js'
 import {PodGarbageCollector} from './gc.js'
 import {DEFAULT_LEASE_DURATION_MS, LeaseObserver, ReplicaLease, noLeaseView, type ReplicaView} from './lease.js'
 import {PodManager} from './manager.js'
@@ -41,7 +40,7 @@ export interface PodRuntimeOptions {
   metadata: ImageMetadataSource
   kube?: KubeConnectOptions
   /** With private registries on: the pull Secret to create and attach. */
-  pullSecret?: {name: string; dockerConfig: DockerConfig; dockerConfigJson: Buffer}
+  pullSecret?: PullSecret
   /** Replica id (owner label, Lease holder); default $POD_NAME, else the host name plus a random suffix. */
   owner?: string
   /**
@@ -153,19 +152,6 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
   const manager = new PodManager({...clients, namespace: options.namespace, logger, pollMs: options.pollMs, watchRetryMs: options.watchRetryMs})
   const defaults = {ttlMs: options.ttlMs, maxWaitlistLength: options.maxWaitlistLength, maxParallelPods: options.maxParallelPods}
 
-  let secretReady: Promise<void> | undefined
-  const ensureSecret = (): Promise<void> => {
-    const secret = options.pullSecret!
-    secretReady ??= ensurePullSecret(clients.core, options.namespace, secret.name, secret.dockerConfigJson).then(
-      (result) => logger.info('image pull secret', {secret: `${options.namespace}/${secret.name}`, result}),
-      (err: unknown) => {
-        secretReady = undefined
-        throw err
-      },
-    )
-    return secretReady
-  }
-
   const extension = options.extension
   const cleanups: Array<() => void> = []
   if (extension) {
@@ -173,11 +159,7 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
     syncOverlay()
     cleanups.push(extension.onChange(syncOverlay))
   }
-  const basePrepare = options.pullSecret
-    ? async (pod: V1Pod, image: string) => {
-        if (attachPullSecret(pod.spec!, options.pullSecret!.name, options.pullSecret!.dockerConfig, image)) await ensureSecret()
-      }
-    : undefined
+  const basePrepare = options.pullSecret ? pullSecretPreparer(clients.core, options.namespace, options.pullSecret, 'ensure', logger) : undefined
   const cache = new PodCache({
     manager,
     metadata: options.metadata,
@@ -189,9 +171,9 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
     clusterDomain: options.clusterDomain,
     maxMessageSize: options.maxRequestBodySize,
     preparePod: extension
-      ? async (pod: V1Pod, image: string) => {
+      ? async (pod: V1Pod, image: string, signal: AbortSignal) => {
           extension.preparePod(pod, image)
-          await basePrepare?.(pod, image)
+          await basePrepare?.(pod, image, signal)
         }
       : basePrepare,
     logger,
