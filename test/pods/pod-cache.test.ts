@@ -288,7 +288,7 @@ describe('PodCache (unit: a fake PodManager, no test bed)', () => {
     calls.patched.length = 0
     clock += 61_000
     const pods = [readyPod('idle'), readyPod('busy')]
-    const plan = cache.applyGc(pods, [], clock)
+    const plan = cache.collector.applyGc(pods, [], clock)
     expect(plan.expire.map((e) => e.name)).to.deep.equal(['idle'])
     expect(plan.deletePods).to.deep.equal([])
     expect(Object.keys(states(cache))).to.deep.equal(['busy'])
@@ -302,7 +302,7 @@ describe('PodCache (unit: a fake PodManager, no test bed)', () => {
     const {manager, calls} = fakeManager()
     const cache = track(makeCache(manager, {orphanMinAgeMs: 0}))
     await cache.adopt([readyPod('cached')])
-    const plan = cache.applyGc([readyPod('cached'), readyPod('orphan')], [], Date.now())
+    const plan = cache.collector.applyGc([readyPod('cached'), readyPod('orphan')], [], Date.now())
     expect(plan.deletePods.map((d) => d.name)).to.deep.equal(['orphan'])
     await Promise.resolve()
     expect(calls.deleted.map((d) => d.name)).to.deep.equal(['orphan'])
@@ -324,7 +324,7 @@ describe('PodCache (unit: a fake PodManager, no test bed)', () => {
   })
 })
 
-describe('GC without the test bed (PodCache.collectGarbage, PodGarbageCollector)', () => {
+describe('GC without the test bed (PodCache.collector, PodGarbageCollector)', () => {
   it('collectGarbage lists and applies one pass; when the replica Leases cannot be read, other owners count as live and their pods stay', async () => {
     const foreignFailed = readyPod('foreign-failed', {owner: 'runner-b'})
     foreignFailed.status = {phase: 'Failed'}
@@ -333,7 +333,7 @@ describe('GC without the test bed (PodCache.collectGarbage, PodGarbageCollector)
     const logger = {...silentLogger, warn: (msg: string) => warnings.push(msg)}
     const cache = makeCache(manager, {logger, replicas: {observe: () => Promise.reject(new Error('leases: 403')), deleteLease: async () => false}})
     try {
-      const plan = await cache.collectGarbage()
+      const plan = await cache.collector.collectGarbage()
       expect(plan.deletePods.map((d) => d.name)).to.deep.equal(['orphan'])
       await Promise.resolve()
       expect(calls.deleted.map((d) => d.name)).to.deep.equal(['orphan'])

@@ -27,26 +27,24 @@ import {silentLogger, type Logger} from '../log.js'
 import {metrics} from '../metrics.js'
 import type {WatchEventType} from '../k8s/watch.js'
 import {WRAPPER_SERVER_PORT} from '../registry/image-config.js'
-import {apiStatusCode} from '../k8s/errors.js'
-import {planGc, observePod, observeService, type GcPlan} from './gc.js'
+import type {CachedPodState, GcCode} from './gc.js'
 import {noLeaseView, type ObservedLease, type OwnerState, type ReplicaView} from './lease.js'
 import type {PodManager} from './manager.js'
 import {podReadiness} from './manager.js'
 import type {ImageMetadataSource} from './metadata.js'
+import {PodAdoption, type TakeOverResult} from './adoption.js'
+import {PodCollector} from './collector.js'
 import {functionService, launchPod, raceDeadline, secondsText, type LaunchContext, type PreparePod} from './launcher.js'
 import {
-  ANNOTATION_CLAIMED_AT,
   ANNOTATION_IMAGE,
   ANNOTATION_LAST_USED,
-  ANNOTATION_OWNER,
-  ANNOTATION_TEMPLATE_VERSION,
   ANNOTATION_TTL,
   LABEL_OWNER,
   WARM_OWNER,
   labelValueFor,
   podNameFor,
 } from './naming.js'
-import {ANNOTATION_IMAGE_DIGEST, type Templates} from './template.js'
+import type {Templates} from './template.js'
 
 export type PodAddressMode = 'service' | 'pod-ip'
 
@@ -122,8 +120,8 @@ export class PodSlot {
   disowned = false
   /** The owner this replica adopted the pod from (watch events still showing it are older than the claim). */
   adoptedFrom?: string
-  /** Set when the garbage collector evicted the slot: its deletion counts as a GC deletion with this reason. */
-  gcReason?: string
+  /** Set when the garbage collector evicted the slot: its deletion counts as a GC deletion with this code. */
+  gcCode?: GcCode
   /** The image digest the pod was made for (fnr.dev/image-digest); undefined when unknown. */
   digest?: string
   /** Why the slot takes no new calls and is evicted once idle (state 'retiring'). */
@@ -191,24 +189,29 @@ export interface SlotSnapshot {
 
 export class PodCache {
   private readonly entries = new Map<string, ImageEntry>()
-  /** Claims of pods (adoption) in flight per image. */
-  private readonly claiming = new Map<string, number>()
-  /** Pods a takeOver is working on (one at a time per pod). */
-  private readonly takingOver = new Set<string>()
-  private readonly logger: Logger
-  private readonly now: () => number
-  private readonly ownerLabel: string
+  readonly logger: Logger
+  readonly now: () => number
+  readonly owner: string
+  readonly ownerLabel: string
+  readonly manager: PodManager
   private templates: Templates
-  private closed = false
+  closed = false
   private startup: Promise<void> = Promise.resolve()
   private startupDone = true
   private readonly launch: LaunchContext
+  private readonly adoption: PodAdoption
+  /** This cache's GC pass (collector.ts), run by PodGarbageCollector every --scan-interval. */
+  readonly collector: PodCollector
 
   constructor(private readonly options: PodCacheOptions) {
     this.logger = options.logger ?? silentLogger
     this.now = options.now ?? Date.now
     this.templates = options.templates
     this.ownerLabel = labelValueFor(options.owner)
+    this.owner = options.owner
+    this.manager = options.manager
+    this.adoption = new PodAdoption(this)
+    this.collector = new PodCollector(this, {manager: options.manager, logger: this.logger, orphanMinAgeMs: options.orphanMinAgeMs, foreignGraceMs: options.foreignGraceMs, replicas: options.replicas})
     this.launch = {
       manager: options.manager,
       metadata: options.metadata,
@@ -472,9 +475,9 @@ export class PodCache {
     slot.client?.close()
     if (this.closed && !slot.created) return
     if (slot.disowned) return
-    const gcReason = slot.gcReason
+    const gcCode = slot.gcCode
     void this.options.manager.deletePodAndService(slot.name, slot.goneReason ?? 'evicted').then((deleted) => {
-      if (deleted && gcReason !== undefined) metrics().podGcDeletion('pod', gcReason)
+      if (deleted && gcCode !== undefined) metrics().podGcDeletion('pod', gcCode)
     })
   }
 
@@ -554,142 +557,25 @@ export class PodCache {
     else slot.state = 'retiring'
   }
 
-  /**
-   * Startup: takes over fnr's pods that are ready and made from the current template version
-   * (up to each image's pod limit) among this replica's own pods and those of owners that are
-   * gone (lease released) or hold no lease (a lone runner before this one), and deletes the
-   * others of this replica and of gone owners. Pods of live replicas are left alone. One pod's
-   * problem never stops the rest.
-   */
-  async adopt(pods: readonly V1Pod[], view: ReplicaView = noLeaseView(this.ownerLabel)): Promise<{adopted: string[]; deleted: string[]}> {
-    const adopted: string[] = []
-    const deleted: string[] = []
-    await Promise.all(
-      pods.map(async (pod) => {
-        const observed = observePod(pod)
-        if (!observed.managed || observed.deleting) return
-        const state = view.stateOf(observed.owner)
-        if (state === 'live') return
-        const result = await this.takeOver(pod, state, 'found at startup')
-        if (result === 'adopted') adopted.push(observed.name)
-        else if (result === 'deleted') deleted.push(observed.name)
-      }),
-    )
-    return {adopted: adopted.sort(), deleted: deleted.sort()}
+  /** Startup: takes over fnr's pods (adoption.ts). */
+  adopt(pods: readonly V1Pod[], view: ReplicaView = noLeaseView(this.ownerLabel)): Promise<{adopted: string[]; deleted: string[]}> {
+    return this.adoption.adopt(pods, view)
   }
 
-  /** Why a pod cannot serve as one of this cache's slots, or undefined when it can. */
-  private unusable(pod: V1Pod): {reason?: string; image?: string; ip?: string} {
-    const observed = observePod(pod)
-    const image = observed.image
-    const version = pod.metadata?.annotations?.[ANNOTATION_TEMPLATE_VERSION]
-    if (!image) return {reason: `it has no ${ANNOTATION_IMAGE} annotation`}
-    if (version !== this.templates.version) return {reason: `its template version ${version ?? '(none)'} is not the current ${this.templates.version}`}
-    const r = podReadiness(pod, image)
-    if (r.state !== 'ready') return {reason: `it is not ready (${r.detail})`}
-    if (this.liveSlots(image).length + (this.claiming.get(image) ?? 0) >= this.options.settingsFor(image).maxParallelPods) return {reason: 'the image already has its maximum number of pods'}
-    return {image, ip: r.ip}
+  /** Takes one uncached pod over (adoption.ts); never throws. */
+  takeOver(pod: V1Pod, state: OwnerState, why: string): Promise<TakeOverResult> {
+    return this.adoption.takeOver(pod, state, why)
   }
 
-  /**
-   * Takes one uncached pod over (own, or of an owner that is gone): a usable pod becomes a slot
-   * after a claim patch with the pod's resourceVersion as precondition (a 409 means another
-   * replica got it first); an unusable one is deleted (another owner's only if unchanged since
-   * it was observed). Never throws.
-   */
-  async takeOver(pod: V1Pod, state: OwnerState, why: string): Promise<'adopted' | 'deleted' | 'lost' | 'skipped'> {
-    const name = pod.metadata?.name
-    if (!name || this.closed || this.findSlot(name) || this.takingOver.has(name)) return 'skipped'
-    this.takingOver.add(name)
-    try {
-      return await this.takeOverOnce(pod, name, state, why)
-    } finally {
-      this.takingOver.delete(name)
-    }
+  liveCount(image: string): number {
+    return this.liveSlots(image).length
   }
 
-  private async takeOverOnce(pod: V1Pod, name: string, state: OwnerState, why: string): Promise<'adopted' | 'deleted' | 'lost' | 'skipped'> {
-    const {manager} = this.options
-    const observed = observePod(pod)
-    const own = state === 'self'
-    try {
-      const {reason, image, ip} = this.unusable(pod)
-      if (reason !== undefined || !image || !ip) {
-        // A runner without a Lease may be alive: its pods this replica cannot use are left to the
-        // lone-runner GC rule (well past their TTL) instead of being deleted now.
-        if (state === 'none') return 'skipped'
-        this.logger.info(`deleting a function pod ${why}`, {pod: name, owner: observed.owner, reason})
-        if (own) {
-          void manager.deletePodAndService(name, `${why}: ${reason}`).then((deleted) => deleted && metrics().podGcDeletion('pod', 'startup'))
-          return 'deleted'
-        }
-        if (!(await manager.deletePodIfUnchanged(name, pod.metadata?.resourceVersion ?? ''))) {
-          this.logger.info('another replica took the function pod first', {pod: name, owner: observed.owner})
-          return 'lost'
-        }
-        metrics().podGcDeletion('pod', 'replica-gone')
-        await manager.deleteService(name).catch(() => {})
-        this.logger.info('deleted a function pod of a replica that is gone', {pod: name, owner: observed.owner, ownerState: state, reason})
-        return 'deleted'
-      }
-      const now = this.now()
-      let resourceVersion = pod.metadata?.resourceVersion
-      // Counted against the image's pod limit while the claim is in flight, so that claims made
-      // in parallel never take more pods than the limit.
-      this.claiming.set(image, (this.claiming.get(image) ?? 0) + 1)
-      const claimed = (): void => {
-        const left = (this.claiming.get(image) ?? 1) - 1
-        if (left > 0) this.claiming.set(image, left)
-        else this.claiming.delete(image)
-      }
-      try {
-      for (let attempt = 0; ; attempt++) {
-        try {
-          await manager.patchPodMetadata(
-            name,
-            {labels: {[LABEL_OWNER]: this.ownerLabel}, annotations: {[ANNOTATION_OWNER]: this.options.owner, [ANNOTATION_CLAIMED_AT]: new Date(now).toISOString()}},
-            {resourceVersion},
-          )
-          break
-        } catch (err) {
-          const code = apiStatusCode(err)
-          if (code === 409 && attempt < 2) {
-            // The pod changed since it was listed (e.g. a status update): claim it again if it
-            // still has the owner it had and is not being deleted; else another replica was first.
-            const fresh = await manager.readPod(name)
-            if (fresh && !fresh.metadata?.deletionTimestamp && fresh.metadata?.labels?.[LABEL_OWNER] === observed.owner) {
-              resourceVersion = fresh.metadata?.resourceVersion
-              continue
-            }
-          }
-          if (code === 409 || code === 404) {
-            this.logger.info('another replica took the function pod first', {pod: name, owner: observed.owner})
-            return 'lost'
-          }
-          // The outcome is unknown (the API failed): use it; a replica that did take it is seen
-          // through the pod watch (onPodEvent), which lets it go then.
-          this.logger.warn('cannot take ownership of a function pod; using it anyway', {pod: name, error: (err as Error).message})
-          break
-        }
-      }
-      } finally {
-        claimed()
-      }
-      // Now this replica's (even if a call started another pod of the image meanwhile: the pod
-      // may still have calls in flight from its previous owner, so it is never deleted here).
-      if (this.closed || this.findSlot(name)) return 'skipped'
-      const slot = this.addAdoptedSlot(name, image, ip, observed.lastUsed)
-      slot.digest = pod.metadata?.annotations?.[ANNOTATION_IMAGE_DIGEST] || undefined
-      if (observed.owner !== this.ownerLabel) slot.adoptedFrom = observed.owner
-      this.logger.info('adopted function pod', {pod: name, image, owner: observed.owner, ownerState: state, why})
-      return 'adopted'
-    } catch (err) {
-      this.logger.warn('cannot adopt a function pod', {pod: name, error: (err as Error).message})
-      return 'skipped'
-    }
+  settingsFor(image: string): ImagePodSettings {
+    return this.options.settingsFor(image)
   }
 
-  private addAdoptedSlot(name: string, image: string, ip: string, lastUsed: number | undefined): PodSlot {
+  addAdoptedSlot(name: string, image: string, ip: string, lastUsed: number | undefined): PodSlot {
     const now = this.now()
     const entry = this.entryFor(image)
     const slot = new PodSlot(image, name, this.templates.version, Math.min(now, lastUsed ?? now))
@@ -708,97 +594,21 @@ export class PodCache {
     return slot
   }
 
-  /** One GC pass over the given cluster state (see gc.ts for the rules); applies and returns the plan. */
-  applyGc(pods: readonly V1Pod[], services: Parameters<typeof observeService>[0][], observedAt: number, view?: ReplicaView): GcPlan {
-    const now = this.now()
-    const cached = [...this.entries.values()].flatMap((e) =>
-      e.slots.map((s) => ({
-        name: s.name,
-        image: s.image,
-        load: s.load,
-        lastUsed: s.lastUsed,
-        ttlMs: this.options.settingsFor(s.image).ttlMs,
-        starting: s.state === 'starting',
-        since: s.since,
-      })),
-    )
-    const plan = planGc({
-      now,
-      self: this.ownerLabel,
-      cached,
-      pods: pods.map(observePod),
-      services: services.map(observeService),
-      observedAt,
-      orphanMinAgeMs: this.options.orphanMinAgeMs,
-      foreignGraceMs: this.options.foreignGraceMs,
-      ownerState: view ? (owner) => view.stateOf(owner) : undefined,
-    })
+  /** The cached pods as the GC planner sees them; busy pods get their last-used annotation refreshed. */
+  gcState(): CachedPodState[] {
+    const slots = [...this.entries.values()].flatMap((e) => e.slots)
     // A busy pod is in use now: keep its fnr.dev/last-used fresh during long calls too (other
     // replicas and `fnr pods gc` read it), with the same interval as when a call takes it.
-    for (const e of this.entries.values()) for (const s of e.slots) if ((s.state === 'ready' || s.state === 'retiring') && s.load > 0) this.maybeAnnotateLastUse(s, this.options.settingsFor(s.image))
-    for (const e of plan.expire) {
-      const slot = this.findSlot(e.name)
-      if (slot && slot.load === 0 && slot.state !== 'starting') {
-        slot.gcReason = e.reason
-        this.evict(slot, e.reason)
-      }
-    }
-    for (const d of plan.deletePods) {
-      if (this.findSlot(d.name)) continue
-      void this.options.manager.deletePodAndService(d.name, d.reason).then((deleted) => deleted && metrics().podGcDeletion('pod', d.reason))
-    }
-    for (const s of plan.deleteServices) {
-      this.options.manager.deleteService(s.name).then(
-        (deleted) => {
-          if (deleted) metrics().podGcDeletion('service', s.reason)
-          this.logger.info('deleted orphan Service', {service: s.name})
-        },
-        (err: unknown) => this.logger.warn('cannot delete orphan Service', {service: s.name, error: (err as Error).message}),
-      )
-    }
-    if (plan.expire.length + plan.deletePods.length + plan.deleteServices.length + plan.reclaim.length > 0) {
-      this.logger.info('pod garbage collection', {expired: plan.expire.map((e) => e.name), deletedPods: plan.deletePods.map((d) => d.name), deletedServices: plan.deleteServices.map((s) => s.name), reclaim: plan.reclaim.map((r) => r.name)})
-    }
-    return plan
+    for (const s of slots) if ((s.state === 'ready' || s.state === 'retiring') && s.load > 0) this.maybeAnnotateLastUse(s, this.options.settingsFor(s.image))
+    return slots.map((s) => ({name: s.name, image: s.image, load: s.load, lastUsed: s.lastUsed, ttlMs: this.options.settingsFor(s.image).ttlMs, starting: s.state === 'starting', since: s.since}))
   }
 
-  /**
-   * Lists the cluster and applies one GC pass; then takes over the pods of replicas that are
-   * gone and deletes their Leases once they have no pods left.
-   */
-  async collectGarbage(): Promise<GcPlan> {
-    const observedAt = this.now()
-    const [pods, services] = await Promise.all([this.options.manager.listPods(), this.options.manager.listServices()])
-    // Leases after pods: a replica creates its Lease before its first pod, so every pod listed
-    // here has its owner's Lease in the list that follows.
-    let view: ReplicaView | undefined
-    if (this.options.replicas) {
-      try {
-        view = await this.options.replicas.observe()
-      } catch (err) {
-        this.logger.warn('cannot list replica leases; leaving other replicas\' pods alone in this pass', {error: (err as Error).message})
-        view = {stateOf: (owner) => (owner === this.ownerLabel ? 'self' : 'live'), leases: []}
-      }
-    }
-    const plan = this.applyGc(pods, services, observedAt, view)
-    const byName = new Map(pods.map((p) => [p.metadata?.name ?? '', p]))
-    // Pods of `fnr pods warm`: the usable ones become this replica's (a claim with a
-    // resourceVersion precondition: with several replicas exactly one gets each); the others stay.
-    await Promise.all(plan.adopt.map((a) => this.takeOver(byName.get(a.name)!, 'none', a.reason)))
-    if (!view || !this.options.replicas) return plan
-    const results = await Promise.all(plan.reclaim.map(async (r) => ({r, result: await this.takeOver(byName.get(r.name)!, r.ownerState, r.reason)})))
-    const reclaimed = new Set(results.filter((x) => x.result === 'adopted' || x.result === 'deleted').map((x) => x.r.name))
-    // A gone replica's Lease goes once none of its pods is left (precondition: unchanged since listed).
-    for (const lease of view.leases) {
-      if (lease.owner === this.ownerLabel || lease.state === 'live') continue
-      const left = pods.some((p) => p.metadata?.labels?.[LABEL_OWNER] === lease.owner && !p.metadata?.deletionTimestamp && !reclaimed.has(p.metadata?.name ?? ''))
-      if (left) continue
-      await this.options.replicas.deleteLease(lease).then(
-        (deleted) => deleted && this.logger.info('deleted the lease of a replica that is gone', {lease: lease.name, owner: lease.owner, state: lease.state}),
-        (err: unknown) => this.logger.warn('cannot delete the lease of a replica that is gone', {lease: lease.name, error: (err as Error).message}),
-      )
-    }
-    return plan
+  /** GC expired a cached pod: evicted when still idle and not starting (its deletion is counted under `code`). */
+  expire(name: string, reason: string, code: GcCode): void {
+    const slot = this.findSlot(name)
+    if (!slot || slot.load > 0 || slot.state === 'starting') return
+    slot.gcCode = code
+    this.evict(slot, reason)
   }
 
   /** The cache's state, for tests, logs and `fnr pods ls`. */

@@ -309,7 +309,7 @@ export function planOperatorGc(pods: readonly V1Pod[], services: readonly V1Serv
   }
   for (const d of plan.deletePods) {
     const p = byName.get(d.name)
-    const reason = d.reason.startsWith('expired') ? (ttlOverride !== undefined ? 'idle for longer than --older-than' : 'idle for longer than its TTL') : d.reason
+    const reason = d.code === 'foreign-expired' ? (ttlOverride !== undefined ? 'idle for longer than --older-than' : 'idle for longer than its TTL') : d.reason
     items.push({kind: 'pod', name: d.name, reason, ...withImage(p)})
   }
   for (const r of plan.reclaim) {

@@ -214,7 +214,7 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
     if (pods.length > 0) logger.info("function pods left by Porch's runner; --collect-porch-pods (or `fnr pods gc --porch-leftovers`) deletes them", {namespace: options.namespace, pods: pods.length})
   })
   porchLeftovers.catch((err: unknown) => logger.warn("cannot look for the function pods left by Porch's runner", {error: (err as Error).message}))
-  const gc = new PodGarbageCollector(cache, options.scanIntervalMs, logger)
+  const gc = new PodGarbageCollector(cache.collector, options.scanIntervalMs, logger)
   void started.then(() => gc.start())
   // Warm-up waits for adoption, but not forever: a runner whose API server stays away still
   // reports SERVING after the pod-ready timeout (its exec runtime works), with a warning.
