@@ -12,7 +12,8 @@ import {expect} from 'chai'
 import type {ImagePodSettings} from '../../src/lib/config/pod-cache-config.js'
 import {FnrError} from '../../src/lib/errors.js'
 import {silentLogger} from '../../src/lib/log.js'
-import {PodCache, type PodCacheOptions, type PodLease} from '../../src/lib/pods/cache.js'
+import {PodCache, type PodCacheOptions} from '../../src/lib/pods/cache.js'
+import type {PodClaim} from '../../src/lib/pods/claim.js'
 import {PodGarbageCollector, type GcPlan} from '../../src/lib/pods/gc.js'
 import type {PodManager} from '../../src/lib/pods/manager.js'
 import {StaticMetadataSource, type FunctionImageInfo} from '../../src/lib/pods/metadata.js'
@@ -148,7 +149,7 @@ describe('PodCache (unit: a fake PodManager, no test bed)', () => {
     const {manager, calls} = fakeManager()
     const cache = track(makeCache(manager))
     await cache.adopt([readyPod('a'), readyPod('b')])
-    const leases: PodLease[] = []
+    const leases: PodClaim[] = []
     for (let i = 0; i < 4; i++) leases.push(await cache.acquire(IMG))
     expect(leases.map((l) => l.slot.name)).to.deep.equal(['a', 'b', 'a', 'b'])
     expect(loads(cache)).to.deep.equal({a: 2, b: 2})

@@ -33,6 +33,7 @@ import type {PodManager} from './manager.js'
 import {podReadiness} from './manager.js'
 import type {ImageMetadataSource} from './metadata.js'
 import {PodAdoption, type TakeOverResult} from './adoption.js'
+import {PodClaim} from './claim.js'
 import {PodCollector} from './collector.js'
 import {functionService, launchPod, raceDeadline, secondsText, type LaunchContext, type PreparePod} from './launcher.js'
 import {
@@ -144,32 +145,6 @@ interface ImageEntry {
   rr: number
 }
 
-/** A call's claim on a slot; release() exactly once (extra calls are no-ops). */
-export class PodLease {
-  private released = false
-
-  constructor(
-    private readonly cache: PodCache,
-    readonly slot: PodSlot,
-  ) {}
-
-  get client(): EvaluatorClient {
-    if (!this.slot.client) throw new FnrError('Unavailable', `function pod ${this.slot.name} has no connection`)
-    return this.slot.client
-  }
-
-  /** False when the pod was evicted after the lease was taken. */
-  get usable(): boolean {
-    return (this.slot.state === 'ready' || this.slot.state === 'retiring') && this.slot.client !== undefined
-  }
-
-  release(): void {
-    if (this.released) return
-    this.released = true
-    this.cache.releaseSlot(this.slot)
-  }
-}
-
 export interface AcquireOptions {
   deadline?: number
   signal?: AbortSignal
@@ -242,7 +217,7 @@ export class PodCache {
    * Takes a slot for a call on `image`, starting a pod if the rules say so, and waits (bounded by
    * the caller's deadline and signal) until that pod is ready. The lease must be released.
    */
-  async acquire(image: string, options: AcquireOptions = {}): Promise<PodLease> {
+  async acquire(image: string, options: AcquireOptions = {}): Promise<PodClaim> {
     if (!this.startupDone) {
       await raceDeadline(
         this.startup,
@@ -296,7 +271,7 @@ export class PodCache {
   }
 
   /** The synchronous decision: pick (or start) a slot and count the call on it. */
-  private take(image: string, allowScaleUp: boolean): PodLease {
+  private take(image: string, allowScaleUp: boolean): PodClaim {
     if (this.closed) throw new FnrError('Unavailable', 'the pod runtime is shutting down')
     const entry = this.entryFor(image)
     const settings = this.options.settingsFor(image)
@@ -311,10 +286,10 @@ export class PodCache {
     best.load++
     best.lastUsed = this.now()
     if (best.state === 'ready') this.maybeAnnotateLastUse(best, settings)
-    return new PodLease(this, best)
+    return new PodClaim(this, best)
   }
 
-  /** Called by PodLease.release. */
+  /** Called by PodClaim.release. */
   releaseSlot(slot: PodSlot): void {
     slot.load = Math.max(0, slot.load - 1)
     slot.lastUsed = this.now()

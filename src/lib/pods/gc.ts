@@ -1,7 +1,7 @@
 /**
  * Garbage collection of function pods: the rules as a pure function (planGc) and the loop that
  * applies them every --scan-interval (PodGarbageCollector). `fnr pods gc` applies planGc with an
- * empty cache (operator.ts, gc-operator.ts).
+ * empty cache (admin/admin.ts, admin/gc.ts).
  *
  * The rules:
  *   - a cached pod is expired when it has no calls in flight and was last used more than its TTL

@@ -1,6 +1,6 @@
 /**
  * The one way a function pod is launched, used by the runner's pod cache (cache.ts) and by
- * `fnr pods warm` (warm-operator.ts): read the image's entrypoint and digest, build the pod from
+ * `fnr pods warm` (admin/warm.ts): read the image's entrypoint and digest, build the pod from
  * the templates (owner label and annotations, the image-digest annotation, `repo@digest` when
  * pinned), attach the pull Secret, create it (another name when the name is taken), then create
  * its Service and wait for the pod to be Ready. A pod that crashed has its last log lines in the

@@ -22,19 +22,19 @@
  */
 import type {CoreV1Api, V1Pod} from '@kubernetes/client-node'
 
-import {PodCacheConfig, type ImagePodSettings} from '../config/pod-cache-config.js'
-import {FnrError, toFnrError} from '../errors.js'
-import {connectKube, type KubeConnectOptions} from '../k8s/client.js'
-import {silentLogger, type Logger} from '../log.js'
-import type {RunnerRegistrySettings} from '../registry/index.js'
-import {observePod} from './gc.js'
-import {launchPod, LaunchError, podRegistry, pullSecretPreparer, secondsText, type LaunchContext, type PullSecret} from './launcher.js'
-import {OPERATOR_CONFIG_HINT} from './operator.js'
-import {podReadiness, type PodManager} from './manager.js'
-import type {ImageMetadataSource} from './metadata.js'
-import {ANNOTATION_TEMPLATE_VERSION, WARM_OWNER} from './naming.js'
-import type {Templates} from './template.js'
-import {runnerTemplates, type RunnerTemplateOptions} from './template-operator.js'
+import {PodCacheConfig, type ImagePodSettings} from '../../config/pod-cache-config.js'
+import {FnrError, toFnrError} from '../../errors.js'
+import {connectKube, type KubeConnectOptions} from '../../k8s/client.js'
+import {silentLogger, type Logger} from '../../log.js'
+import type {RunnerRegistrySettings} from '../../registry/index.js'
+import {observePod} from '../gc.js'
+import {launchPod, LaunchError, podRegistry, pullSecretPreparer, secondsText, type LaunchContext, type PullSecret} from '../launcher.js'
+import {OPERATOR_CONFIG_HINT} from './admin.js'
+import {podReadiness, type PodManager} from '../manager.js'
+import type {ImageMetadataSource} from '../metadata.js'
+import {ANNOTATION_TEMPLATE_VERSION, WARM_OWNER} from '../naming.js'
+import type {Templates} from '../template.js'
+import {runnerTemplates, type RunnerTemplateOptions} from './templates.js'
 
 /** The owner label (and annotation) of pods made by `fnr pods warm` (defined in naming.ts). */
 export {WARM_OWNER}
@@ -216,7 +216,7 @@ export async function warmPods(options: WarmPodsOptions): Promise<WarmSummary> {
   const templates = await runnerTemplates(clients, options.template)
 
   const registry = await podRegistry(options.registry, {metadata: options.metadata, logger})
-  const {PodManager} = await import('./manager.js')
+  const {PodManager} = await import('../manager.js')
   const manager = new PodManager({...clients, namespace: options.namespace, logger})
   const defaults = {ttlMs: options.ttlMs, maxWaitlistLength: 2, maxParallelPods: 1}
   const warmer = new PodWarmer({
