@@ -47,8 +47,8 @@ export interface Metrics {
   podCacheLookup(image: string, result: PodCacheResult): void
   /** One garbage-collection pass completed (its deletions are counted by podGcDeletion as they succeed). */
   podGc(plan: unknown): void
-  /** The garbage collector (or a takeover of a gone replica's pods) deleted a pod or Service; reason as gc.ts words it. */
-  podGcDeletion(kind: 'pod' | 'service', reason: string): void
+  /** The garbage collector (or a takeover of a gone replica's pods) deleted a pod or Service; the reason's code (gc.ts GcCode). */
+  podGcDeletion(kind: 'pod' | 'service', code: string): void
   /** One HTTP exchange with a registry (after redirects): method and status. */
   registryRequest(method: string, status: number): void
   /** A metadata lookup of the registry client: from its cache, re-checked with a HEAD (revalidated), or fetched (miss). */
@@ -119,19 +119,6 @@ const MAX_IMAGE_LABEL_LENGTH = 256
 
 /** Latency buckets (seconds): a cache hit (sub-millisecond) to a cold pod (tens of seconds). */
 export const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120]
-
-/** GC reasons (gc.ts) folded into a fixed label set. */
-export function gcReasonLabel(reason: string): string {
-  if (/TTL/.test(reason)) return 'ttl'
-  if (/no longer exists/.test(reason)) return 'gone'
-  if (/the pod is (Failed|Succeeded)/.test(reason)) return 'ended'
-  if (/^expired pod of runner/.test(reason)) return 'foreign-expired'
-  if (/orphan: its pod is gone/.test(reason)) return 'pod-gone'
-  if (/^orphan/.test(reason)) return 'orphan'
-  if (/^replica-gone$|its runner .* is gone/.test(reason)) return 'replica-gone'
-  if (/^startup$|found at startup/.test(reason)) return 'startup'
-  return 'other'
-}
 
 type PromClient = typeof import('prom-client')
 
@@ -266,8 +253,8 @@ export class PrometheusMetrics implements Metrics {
     this.gcRuns.inc()
   }
 
-  podGcDeletion(kind: 'pod' | 'service', reason: string): void {
-    this.gcDeletions.inc({kind, reason: gcReasonLabel(reason)})
+  podGcDeletion(kind: 'pod' | 'service', code: string): void {
+    this.gcDeletions.inc({kind, reason: code})
   }
 
   registryRequest(method: string, status: number): void {

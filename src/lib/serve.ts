@@ -136,6 +136,10 @@ export function validateServeOptions(options: ServeOptions): Runtime[] {
 
 interface BuiltEvaluators {
   evaluators: Evaluator[]
+  /** The exec runtime, when on (the response cache identifies its images by binary). */
+  exec?: ExecEvaluator
+  /** The pod runtime's image metadata through its pod cache, when on (the response cache keys pod answers by digest). */
+  podMetadata?: import('./pods/metadata.js').ImageMetadataSource
   /** Resolve when the evaluators are ready to report SERVING (pod warm-up). */
   ready: Array<Promise<unknown>>
   /** Stops what the evaluators share (the FunctionConfig watch). */
@@ -210,6 +214,8 @@ async function startFunctionConfigs(options: ServeOptions, source: 'files' | 'cr
 async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logger: Logger): Promise<BuiltEvaluators> {
   const evaluators: Evaluator[] = []
   const ready: Array<Promise<unknown>> = []
+  let exec: ExecEvaluator | undefined
+  let podMetadata: import('./pods/metadata.js').ImageMetadataSource | undefined
   let source = await resolveFunctionConfigSource(options, runtimes, logger)
   const functionConfigs = await startFunctionConfigs(options, source, logger).catch(async (err: unknown) => {
     // auto chose FunctionConfigs from discovery, but RBAC does not let this runner read them: files, as
@@ -249,12 +255,14 @@ async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logge
       images: config.imageCount,
     })
     if (config.imageCount === 0) logger.warn('the exec runtime serves no images: its config maps none; every exec call will be NOT_FOUND', {config: options.exec.configPath})
-    evaluators.push(new ExecEvaluator({config, maxOutputBytes: options.maxRequestBodySize, logger, passEnv: options.exec.passEnv}))
+    exec = new ExecEvaluator({config, maxOutputBytes: options.maxRequestBodySize, logger, passEnv: options.exec.passEnv})
+    evaluators.push(exec)
   }
   if (runtimes.includes('pod')) {
     try {
-      const pod = await buildPodEvaluator(options, logger, source, functionConfigs?.store)
-      metrics().setPodSource(() => (pod as import('./evaluators/pod.js').PodEvaluator).runtime?.cache.snapshot() ?? [])
+      const {evaluator: pod, imageMetadata} = await buildPodEvaluator(options, logger, source, functionConfigs?.store)
+      metrics().setPodSource(() => pod.runtime.cache.snapshot())
+      podMetadata = imageMetadata
       evaluators.push(pod)
       ready.push(pod.ready)
     } catch (err) {
@@ -263,15 +271,15 @@ async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logge
       throw err
     }
   }
-  return {evaluators, ready, close, source}
+  return {evaluators, ready, close, source, ...(exec ? {exec} : {}), ...(podMetadata ? {podMetadata} : {})}
 }
 
 /** The pod runtime: loaded only when enabled (it brings @kubernetes/client-node). */
-async function buildPodEvaluator(options: ServeOptions, logger: Logger, source: 'files' | 'crd' | 'both', functionConfigs?: import('./config/function-config-crd.js').FunctionConfigStore): Promise<Evaluator & {ready: Promise<void>; imageMetadata?: import('./pods/metadata.js').ImageMetadataSource}> {
-  const [{createPodEvaluator}, {PodCacheConfig}, {RegistryMetadataSource}] = await Promise.all([
+async function buildPodEvaluator(options: ServeOptions, logger: Logger, source: 'files' | 'crd' | 'both', functionConfigs?: import('./config/function-config-crd.js').FunctionConfigStore): Promise<{evaluator: import('./evaluators/pod.js').PodEvaluator & {runtime: import('./pods/runtime.js').PodRuntime; ready: Promise<void>}; imageMetadata: import('./pods/metadata.js').ImageMetadataSource}> {
+  const [{createPodEvaluator}, {PodCacheConfig}, {podRegistry}] = await Promise.all([
     import('./evaluators/pod.js'),
     import('./config/pod-cache-config.js'),
-    import('./pods/metadata.js'),
+    import('./pods/launcher.js'),
   ])
   const pod = options.pod
   // --function-config-source=crd: the FunctionConfigs replace --pod-cache-config.
@@ -282,16 +290,7 @@ async function buildPodEvaluator(options: ServeOptions, logger: Logger, source: 
   // auto: pinned when the response cache may serve this runtime's responses (its correctness rests on
   // the pod running exactly the digest of the key).
   const pinDigests = pod.pinImageDigests === true || ((pod.pinImageDigests ?? 'auto') === 'auto' && responseCacheOn(options, onlyCrd ? undefined : cacheConfig))
-  let metadata = pod.metadata
-  let pullSecret: {name: string; dockerConfig: import('./registry/auth.js').DockerConfig; dockerConfigJson: Buffer} | undefined
-  if (!metadata || options.registry.enablePrivateRegistries) {
-    const {createRunnerRegistry} = await import('./registry/index.js')
-    const registry = await createRunnerRegistry(options.registry, {logger})
-    metadata ??= new RegistryMetadataSource(registry.client)
-    if (options.registry.enablePrivateRegistries && registry.dockerConfigJson) {
-      pullSecret = {name: options.registry.authSecretName, dockerConfig: registry.dockerConfig, dockerConfigJson: registry.dockerConfigJson}
-    }
-  }
+  const {metadata, pullSecret} = await podRegistry(options.registry, {metadata: pod.metadata, logger})
   const evaluator = await createPodEvaluator({
     namespace: pod.namespace,
     ttlMs: pod.ttlMs,
@@ -326,7 +325,7 @@ async function buildPodEvaluator(options: ServeOptions, logger: Logger, source: 
   logger.info('pod runtime ready', {namespace: pod.namespace, kubernetes: evaluator.runtime.clients.server, config: evaluator.runtime.clients.source, warmUp: pod.warmUp, images: cacheConfig.images().length, pinImageDigests: pinDigests})
   // The response cache resolves digests through the pod cache, which retires pods of a digest the tag left.
   const cache = evaluator.runtime.cache
-  return Object.assign(evaluator, {imageMetadata: {describe: (image: string, o?: {signal?: AbortSignal}) => cache.describe(image, o)}})
+  return {evaluator, imageMetadata: {describe: (image: string, o?: {signal?: AbortSignal}) => cache.describe(image, o)}}
 }
 
 export interface RunningServer {
@@ -359,7 +358,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
   try {
     built = await buildEvaluators(options, runtimes, logger)
     closeBuilt = built.close
-    evaluator = await withResponseCacheIfSet(new MultiEvaluator(built.evaluators), options, built.evaluators, runtimes, built.source, logger)
+    evaluator = await withResponseCacheIfSet(new MultiEvaluator(built.evaluators), options, built, runtimes, logger)
   } catch (err) {
     closeBuilt?.()
     await observed?.stop()
@@ -423,16 +422,14 @@ function responseCacheOn(options: ServeOptions, cacheConfig: import('./config/po
 }
 
 /** The response cache around the evaluator chain, when --cache-ttl or a per-image switch turns it on. */
-async function withResponseCacheIfSet(inner: Evaluator, options: ServeOptions, evaluators: Evaluator[], runtimes: Runtime[], source: 'files' | 'crd' | 'both', logger: Logger): Promise<Evaluator> {
+async function withResponseCacheIfSet(inner: Evaluator, options: ServeOptions, {exec, podMetadata, source}: BuiltEvaluators, runtimes: Runtime[], logger: Logger): Promise<Evaluator> {
   if (!options.responseCache) return inner
   const {withResponseCache} = await import('./cache/setup.js')
-  const exec = evaluators.find((e): e is ExecEvaluator => e instanceof ExecEvaluator)
-  const pod = evaluators.find((e) => e.name === 'pod') as {imageMetadata?: import('./pods/metadata.js').ImageMetadataSource} | undefined
   try {
     // With FunctionConfigs as the only source, --pod-cache-config is not read at all: its per-image
     // responseCache switches do not apply (FunctionConfig has no such field); --cache-ttl does.
     const cacheConfigPath = source === 'crd' ? '' : options.pod.cacheConfigPath
-    return await withResponseCache(inner, {settings: options.responseCache, cacheConfigPath, podRuntime: runtimes.includes('pod'), exec, podMetadata: pod?.imageMetadata, lenient: options.pod.strictConfig !== true}, logger)
+    return await withResponseCache(inner, {settings: options.responseCache, cacheConfigPath, podRuntime: runtimes.includes('pod'), exec, podMetadata, lenient: options.pod.strictConfig !== true}, logger)
   } catch (err) {
     await inner.close()
     throw err

@@ -138,7 +138,7 @@ describe('response cache: store, keys and miss reasons', () => {
     let podDigest: string | undefined = 'sha256:old'
     const inner = (cache as unknown as {options: {inner: CountingEvaluator}}).options.inner
     const evaluate = inner.evaluate.bind(inner)
-    inner.evaluate = async (request) => ({...(await evaluate(request)), evaluator: 'pod', ...(podDigest ? {imageDigest: podDigest} : {})})
+    inner.evaluate = async (request) => ({...(await evaluate(request)), evaluator: 'pod', served: {runtime: 'pod' as const, pod: 'p', ...(podDigest ? {digest: podDigest} : {})}})
     // The tag resolves to sha256:new, but the pod that answered still runs sha256:old: not stored.
     resolver.identities.set('img:v1', 'pod:sha256:new')
     await cache.evaluate({image: 'img:v1', resourceList: rl('a')})

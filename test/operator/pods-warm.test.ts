@@ -14,9 +14,9 @@ import {execa} from 'execa'
 import {podReadiness} from '../../src/lib/pods/manager.js'
 import {StaticMetadataSource} from '../../src/lib/pods/metadata.js'
 import {ANNOTATION_IMAGE, ANNOTATION_OWNER, ANNOTATION_TEMPLATE_VERSION, ANNOTATION_TTL, LABEL_OWNER} from '../../src/lib/pods/naming.js'
-import {inlineTemplates} from '../../src/lib/pods/template.js'
-import {inlineResources} from '../../src/lib/pods/template-operator.js'
-import {WARM_OWNER} from '../../src/lib/pods/warm-operator.js'
+import {ANNOTATION_IMAGE_DIGEST, inlineTemplates} from '../../src/lib/pods/template.js'
+import {inlineResources} from '../../src/lib/pods/admin/templates.js'
+import {WARM_OWNER} from '../../src/lib/pods/admin/warm.js'
 import {runCli} from '../support/cli.js'
 import {BIN_RUN} from '../support/serve.js'
 import {FUNCTION_PATH, RL, RUNNER_NS, WRAPPER_IMAGE, WRAPPER_PATH, wrapperCommand, createdCount, podNames, startPodBed, startRuntime, storedPods, storedServices, until, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
@@ -54,6 +54,9 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
   const handles: RuntimeHandle[] = []
   /** Registry images (host/fn/<name>:v1). */
   const img = (name: string): string => `${registry.host}/fn/${name}:v1`
+  const repoOf = (name: string): string => `${registry.host}/fn/${name}`
+  /** The manifest digests of the pushed images. */
+  const digests: Record<string, string> = {}
 
   before(async () => {
     pb = await startPodBed()
@@ -61,15 +64,16 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     authFile = await registry.writeAuthFile('testuser', 'testpass')
     dir = await temp.make('fnr-warm-')
     const spec = {entrypoint: [FUNCTION_PATH], files: {'usr/local/bin/function': SCRIPTS.cat}}
-    for (const name of ['cat', 'stderr', 'gate', 'slow', 'unpullable']) await pushImage(registry, `fn/${name}:v1`, spec, authFile)
-    // The kubelet "pulls" cat, stderr and gate (mapped to local scripts); unpullable is in the
-    // registry but the kubelet cannot pull it (ErrImagePull); missing is not in the registry.
-    pb.bed.kubelet.setImage(img('cat'), {commandMap: {[FUNCTION_PATH]: await writeExecutable(path.join(dir, 'cat'), SCRIPTS.cat)}})
-    pb.bed.kubelet.setImage(img('stderr'), {commandMap: {[FUNCTION_PATH]: await writeExecutable(path.join(dir, 'stderr'), SCRIPTS.stderr)}})
-    pb.bed.kubelet.setImage(img('gate'), {commandMap: {[FUNCTION_PATH]: await writeExecutable(path.join(dir, 'gate'), SCRIPTS.cat)}})
+    for (const name of ['cat', 'stderr', 'gate', 'slow', 'unpullable']) digests[name] = (await pushImage(registry, `fn/${name}:v1`, spec, authFile)).manifest.digest
+    // The kubelet "pulls" cat, stderr and gate (mapped to local scripts), by tag or by digest (warmed
+    // pods run repo@digest); unpullable is in the registry but the kubelet cannot pull it
+    // (ErrImagePull); missing is not in the registry.
+    pb.bed.kubelet.setImage(`${repoOf('cat')}*`, {commandMap: {[FUNCTION_PATH]: await writeExecutable(path.join(dir, 'cat'), SCRIPTS.cat)}})
+    pb.bed.kubelet.setImage(`${repoOf('stderr')}*`, {commandMap: {[FUNCTION_PATH]: await writeExecutable(path.join(dir, 'stderr'), SCRIPTS.stderr)}})
+    pb.bed.kubelet.setImage(`${repoOf('gate')}*`, {commandMap: {[FUNCTION_PATH]: await writeExecutable(path.join(dir, 'gate'), SCRIPTS.cat)}})
     // slow: the wrapper server starts only once the file `slowGate` exists (the pod stays starting until then)
     slowGate = path.join(dir, 'slow-gate')
-    pb.bed.kubelet.setImage(img('slow'), {
+    pb.bed.kubelet.setImage(`${repoOf('slow')}*`, {
       commandMap: {
         [WRAPPER_PATH]: ['/bin/sh', '-c', `while [ ! -f '${slowGate}' ]; do sleep 0.05; done; exec "$@"`, 'sh', ...wrapperCommand()],
         [FUNCTION_PATH]: path.join(dir, 'cat'),
@@ -308,6 +312,24 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     expect(storedPods(pb, ns).map((p) => p.metadata!.name)).to.include(warmed)
   })
 
+  it('writes the image-digest annotation and runs repo@digest (as a runner with --pin-image-digests); an adopting runner knows the digest; --pin-image-digests=false keeps the tag', async () => {
+    const r = await warm(['--image', img('cat'), '--json'])
+    expect(r.exitCode, r.stderr).to.equal(0)
+    const pod = podOf(img('cat'))!
+    expect(pod.metadata!.annotations![ANNOTATION_IMAGE_DIGEST]).to.equal(digests.cat)
+    expect(pod.spec!.containers.find((c) => c.name === 'function')!.image).to.equal(`${repoOf('cat')}@${digests.cat}`)
+    // The runner adopts it with its digest: what the response cache needs to store its answers.
+    const h = await startRuntime(pb, {namespace: ns, metadata: new StaticMetadataSource({[img('cat')]: [FUNCTION_PATH]}), owner: 'runner-d', pinImageDigests: true})
+    handles.push(h)
+    expect(h.runtime.cache.snapshot().map((s) => ({name: s.name, digest: s.digest}))).to.deep.equal([{name: pod.metadata!.name, digest: digests.cat}])
+    ns = pb.namespace()
+    const unpinned = await warm(['--image', img('cat'), '--pin-image-digests=false', '--json'])
+    expect(unpinned.exitCode, unpinned.stderr).to.equal(0)
+    const tagged = podOf(img('cat'))!
+    expect(tagged.metadata!.annotations![ANNOTATION_IMAGE_DIGEST]).to.equal(digests.cat)
+    expect(tagged.spec!.containers.find((c) => c.name === 'function')!.image).to.equal(img('cat'))
+  })
+
   it('builds the same pod and Service as the runner: same spec, same label and annotation keys, same Service', async () => {
     const r = await warm(['--image', img('cat'), '--json'])
     expect(r.exitCode, r.stderr).to.equal(0)
@@ -315,7 +337,9 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     const warmedNs = ns
     // the runner, in another namespace, makes its own pod for the same image
     ns = pb.namespace()
-    const h = await startRuntime(pb, {namespace: ns, metadata: new StaticMetadataSource({[img('cat')]: [FUNCTION_PATH]}), owner: 'runner-s'})
+    // A runner with --pin-image-digests, whose registry gives the same digest.
+    const metadata = {describe: async () => ({command: [FUNCTION_PATH], digest: digests.cat!})}
+    const h = await startRuntime(pb, {namespace: ns, metadata, owner: 'runner-s', pinImageDigests: true})
     handles.push(h)
     await h.evaluator.evaluate({image: img('cat'), resourceList: RL})
     const runners = podOf(img('cat'))!

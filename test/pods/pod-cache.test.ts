@@ -12,7 +12,8 @@ import {expect} from 'chai'
 import type {ImagePodSettings} from '../../src/lib/config/pod-cache-config.js'
 import {FnrError} from '../../src/lib/errors.js'
 import {silentLogger} from '../../src/lib/log.js'
-import {PodCache, type PodCacheOptions, type PodLease} from '../../src/lib/pods/cache.js'
+import {PodCache, type PodCacheOptions} from '../../src/lib/pods/cache.js'
+import type {PodClaim} from '../../src/lib/pods/claim.js'
 import {PodGarbageCollector, type GcPlan} from '../../src/lib/pods/gc.js'
 import type {PodManager} from '../../src/lib/pods/manager.js'
 import {StaticMetadataSource, type FunctionImageInfo} from '../../src/lib/pods/metadata.js'
@@ -148,7 +149,7 @@ describe('PodCache (unit: a fake PodManager, no test bed)', () => {
     const {manager, calls} = fakeManager()
     const cache = track(makeCache(manager))
     await cache.adopt([readyPod('a'), readyPod('b')])
-    const leases: PodLease[] = []
+    const leases: PodClaim[] = []
     for (let i = 0; i < 4; i++) leases.push(await cache.acquire(IMG))
     expect(leases.map((l) => l.slot.name)).to.deep.equal(['a', 'b', 'a', 'b'])
     expect(loads(cache)).to.deep.equal({a: 2, b: 2})
@@ -288,7 +289,7 @@ describe('PodCache (unit: a fake PodManager, no test bed)', () => {
     calls.patched.length = 0
     clock += 61_000
     const pods = [readyPod('idle'), readyPod('busy')]
-    const plan = cache.applyGc(pods, [], clock)
+    const plan = cache.collector.applyGc(pods, [], clock)
     expect(plan.expire.map((e) => e.name)).to.deep.equal(['idle'])
     expect(plan.deletePods).to.deep.equal([])
     expect(Object.keys(states(cache))).to.deep.equal(['busy'])
@@ -302,7 +303,7 @@ describe('PodCache (unit: a fake PodManager, no test bed)', () => {
     const {manager, calls} = fakeManager()
     const cache = track(makeCache(manager, {orphanMinAgeMs: 0}))
     await cache.adopt([readyPod('cached')])
-    const plan = cache.applyGc([readyPod('cached'), readyPod('orphan')], [], Date.now())
+    const plan = cache.collector.applyGc([readyPod('cached'), readyPod('orphan')], [], Date.now())
     expect(plan.deletePods.map((d) => d.name)).to.deep.equal(['orphan'])
     await Promise.resolve()
     expect(calls.deleted.map((d) => d.name)).to.deep.equal(['orphan'])
@@ -324,7 +325,7 @@ describe('PodCache (unit: a fake PodManager, no test bed)', () => {
   })
 })
 
-describe('GC without the test bed (PodCache.collectGarbage, PodGarbageCollector)', () => {
+describe('GC without the test bed (PodCache.collector, PodGarbageCollector)', () => {
   it('collectGarbage lists and applies one pass; when the replica Leases cannot be read, other owners count as live and their pods stay', async () => {
     const foreignFailed = readyPod('foreign-failed', {owner: 'runner-b'})
     foreignFailed.status = {phase: 'Failed'}
@@ -333,7 +334,7 @@ describe('GC without the test bed (PodCache.collectGarbage, PodGarbageCollector)
     const logger = {...silentLogger, warn: (msg: string) => warnings.push(msg)}
     const cache = makeCache(manager, {logger, replicas: {observe: () => Promise.reject(new Error('leases: 403')), deleteLease: async () => false}})
     try {
-      const plan = await cache.collectGarbage()
+      const plan = await cache.collector.collectGarbage()
       expect(plan.deletePods.map((d) => d.name)).to.deep.equal(['orphan'])
       await Promise.resolve()
       expect(calls.deleted.map((d) => d.name)).to.deep.equal(['orphan'])

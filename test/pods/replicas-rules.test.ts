@@ -77,7 +77,7 @@ describe('replicas: leases and GC rules', function () {
         services: [service('old'), service('gone-pod'), service('mine', {owner: 'me'})],
       },
     )
-    expect(p).to.deep.equal({expire: [], deletePods: [], reclaim: [], adopt: [], deleteServices: [{name: 'mine', reason: 'orphan: its pod is gone'}]})
+    expect(p).to.deep.equal({expire: [], deletePods: [], reclaim: [], adopt: [], deleteServices: [{name: 'mine', code: 'pod-gone', reason: 'orphan: its pod is gone'}]})
   })
 
   it('lists the pods of an expired or released replica for reclaim (failed ones are deleted); Services follow the orphan rule', () => {
@@ -89,16 +89,16 @@ describe('replicas: leases and GC rules', function () {
       },
     )
     expect(p.reclaim).to.deep.equal([
-      {name: 'd1', owner: 'dead', ownerState: 'expired', reason: 'its runner dead is gone (lease expired)'},
-      {name: 's1', owner: 'stopped', ownerState: 'released', reason: 'its runner stopped is gone (lease released)'},
+      {name: 'd1', owner: 'dead', ownerState: 'expired', code: 'replica-gone', reason: 'its runner dead is gone (lease expired)'},
+      {name: 's1', owner: 'stopped', ownerState: 'released', code: 'replica-gone', reason: 'its runner stopped is gone (lease released)'},
     ])
-    expect(p.deletePods).to.deep.equal([{name: 'd2', reason: 'the pod is Succeeded'}])
-    expect(p.deleteServices).to.deep.equal([{name: 'd3', reason: 'orphan: its pod is gone'}])
+    expect(p.deletePods).to.deep.equal([{name: 'd2', code: 'ended', reason: 'the pod is Succeeded'}])
+    expect(p.deleteServices).to.deep.equal([{name: 'd3', code: 'pod-gone', reason: 'orphan: its pod is gone'}])
   })
 
   it('owners without a Lease keep the lone-runner rule (TTL plus grace), as without replicas', () => {
     const p = plan({}, {pods: [pod('fresh', {owner: 'legacy'}), pod('abandoned', {owner: 'legacy', lastUsed: NOW - TTL - 1})]})
-    expect(p.deletePods).to.deep.equal([{name: 'abandoned', reason: 'expired pod of runner legacy'}])
+    expect(p.deletePods).to.deep.equal([{name: 'abandoned', code: 'foreign-expired', reason: 'expired pod of runner legacy'}])
     expect(p.reclaim).to.deep.equal([])
   })
 
@@ -112,7 +112,7 @@ describe('replicas: leases and GC rules', function () {
         pod('lone', {owner: 'lone-runner'}),
       ],
     })
-    expect(p.adopt).to.deep.equal([{name: 'warm', reason: 'warmed by fnr pods warm'}])
+    expect(p.adopt).to.deep.equal([{name: 'warm', code: 'warmed', reason: 'warmed by fnr pods warm'}])
     expect(p.deletePods.map((d) => d.name)).to.deep.equal(['warm-failed', 'warm-old'])
     expect(p.reclaim).to.deep.equal([])
   })

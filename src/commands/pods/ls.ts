@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 
 import {FnrCommand} from '../../lib/cli/command.js'
 import {clusterFlags} from '../../lib/cli/flags.js'
-import type {FunctionPodInfo} from '../../lib/pods/operator.js'
+import type {FunctionPodInfo} from '../../lib/pods/admin/admin.js'
 
 export default class PodsLs extends FnrCommand {
   static summary = 'List the function pods fnr manages: image, pod and Service, state, age, last use, TTL left, template version, owner.'
@@ -26,7 +26,7 @@ With --json, stdout is {"namespace": …, "pods": [{pod, service, image, phase, 
   async run(): Promise<void> {
     const {flags} = await this.parse(PodsLs)
     this.verbosity = flags['log-level']
-    const {PodOperator} = await import('../../lib/pods/operator.js')
+    const {PodOperator} = await import('../../lib/pods/admin/admin.js')
     const operator = await PodOperator.connect({namespace: flags.namespace, kube: {kubeconfig: flags.kubeconfig, context: flags.context}})
     try {
       const pods = await operator.list({image: flags.image})

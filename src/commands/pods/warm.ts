@@ -29,6 +29,7 @@ Progress goes to stderr (listr2 on a terminal, one line per image otherwise); st
     'pod-ttl': podFlags['pod-ttl'],
     'pod-ready-timeout': podFlags['pod-ready-timeout'],
     timeout: goDuration({summary: 'Give up on images not ready by then (default: only --pod-ready-timeout per pod).'}),
+    'pin-image-digests': Flags.string({summary: 'Run function containers as repo@digest (the digest the registry resolved), as a runner with --pin-image-digests does; the fnr.dev/image-digest annotation is written either way.', default: 'true', options: ['true', 'false']}),
     json: Flags.boolean({summary: 'Print a JSON summary.', default: false}),
     ...runnerTemplateFlags,
     ...registryFlags,
@@ -45,7 +46,7 @@ Progress goes to stderr (listr2 on a terminal, one line per image otherwise); st
     if (flags['pod-ttl'] <= 0) throw new FnrError('Usage', '--pod-ttl must be a positive duration')
     if (flags.timeout !== undefined && flags.timeout <= 0) throw new FnrError('Usage', '--timeout must be a positive duration')
     if (flags['enable-private-registries-tls'] && !flags['enable-private-registries']) throw new FnrError('Usage', '--enable-private-registries-tls needs --enable-private-registries=true')
-    const [{warmPods, warmLine}, {runWithProgress}, {createLogger}] = await Promise.all([import('../../lib/pods/warm-operator.js'), import('../../lib/pods/operator.js'), import('../../lib/log.js')])
+    const [{warmPods, warmLine}, {runWithProgress}, {createLogger}] = await Promise.all([import('../../lib/pods/admin/warm.js'), import('../../lib/pods/admin/admin.js'), import('../../lib/log.js')])
     const summary = await warmPods({
       namespace: flags.namespace,
       kube: {kubeconfig: flags.kubeconfig, context: flags.context},
@@ -63,6 +64,7 @@ Progress goes to stderr (listr2 on a terminal, one line per image otherwise); st
       ttlMs: flags['pod-ttl'],
       podReadyTimeoutMs: flags['pod-ready-timeout'],
       timeoutMs: flags.timeout,
+      pinImageDigests: flags['pin-image-digests'] === 'true',
       registry: {
         enablePrivateRegistries: flags['enable-private-registries'],
         authSecretPath: flags['registry-auth-secret-path'],

@@ -248,10 +248,11 @@ export class CachingEvaluator implements Evaluator {
       metrics().responseCacheSkip('failed')
       throw err
     }
-    if (identity.startsWith(POD_IDENTITY) && (response as {imageDigest?: string}).imageDigest !== identity.slice(POD_IDENTITY.length)) {
+    const servedDigest = response.served?.runtime === 'pod' ? response.served.digest : undefined
+    if (identity.startsWith(POD_IDENTITY) && servedDigest !== identity.slice(POD_IDENTITY.length)) {
       // The pod that answered was made for another (or an unknown) digest than the key's.
       metrics().responseCacheSkip('digest-mismatch')
-      if (this.logger.enabled(4)) this.logger.debug('response cache: the serving pod was made for another digest; not stored', {image: request.image, key: identity, pod: (response as {imageDigest?: string}).imageDigest})
+      if (this.logger.enabled(4)) this.logger.debug('response cache: the serving pod was made for another digest; not stored', {image: request.image, key: identity, pod: response.served?.pod, digest: servedDigest})
       return response
     }
     if (!this.store.store(identity, request.image, inputHash, response, ttl)) metrics().responseCacheSkip('too-large')

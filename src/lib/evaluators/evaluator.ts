@@ -17,6 +17,17 @@ export interface EvaluationRequest {
   trace?: {traceparent: string; tracestate?: string}
 }
 
+/**
+ * What served a call, declared by the evaluator that answered: a pod (by name, with the image
+ * digest it was made for when known). The response cache stores a pod's answer only when that
+ * digest is the one of its key.
+ */
+export interface ServedIdentity {
+  runtime: 'pod'
+  pod: string
+  digest?: string
+}
+
 export interface EvaluationResponse {
   /** The function's stdout, byte for byte. */
   resourceList: Buffer
@@ -28,6 +39,8 @@ export interface EvaluationResponse {
   evaluator: string
   /** Error-severity results found in a successful output, when the evaluator looked. */
   errorResults?: FunctionResult[]
+  /** What served the call, when the evaluator says (the pod runtime does). */
+  served?: ServedIdentity
   /** Set when the response came from the response cache (lib/cache/response-cache.ts). */
   cached?: true
 }

@@ -19,11 +19,6 @@ import type {PodCache} from '../pods/cache.js'
 import type {PodRuntime, PodRuntimeOptions} from '../pods/runtime.js'
 import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluator.js'
 
-/** A pod's answer says which image digest the serving pod was made for (the response cache checks it). */
-export interface PodEvaluationResponse extends EvaluationResponse {
-  imageDigest?: string
-}
-
 export interface PodEvaluatorOptions {
   cache: Pick<PodCache, 'acquire' | 'noteUnavailable'>
   /** Extra attempts after an Unavailable call (default 1). */
@@ -64,12 +59,12 @@ export class PodEvaluator implements Evaluator {
         const res = await lease.client.evaluate(image, request.resourceList, {deadline, signal, trace})
         call?.end()
         const failure = readFailure(res.trailers)
-        const response: PodEvaluationResponse = {
+        const response: EvaluationResponse = {
           resourceList: res.resourceList,
           log: res.log,
           evaluator: this.name,
           ...(failure?.results?.length ? {errorResults: failure.results} : {}),
-          ...(lease.slot.digest ? {imageDigest: lease.slot.digest} : {}),
+          served: {runtime: 'pod', pod: lease.slot.name, ...(lease.slot.digest ? {digest: lease.slot.digest} : {})},
         }
         return response
       } catch (err) {

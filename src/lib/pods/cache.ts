@@ -18,8 +18,6 @@
  * once, whatever happens (timeout while waiting for the pod, cancellation, failure, success), so
  * load never leaks (upstream leaks it on timeout, §10.21).
  */
-import {randomUUID} from 'node:crypto'
-
 import type {V1Pod} from '@kubernetes/client-node'
 
 import type {ImagePodSettings} from '../config/pod-cache-config.js'
@@ -30,29 +28,26 @@ import {silentLogger, type Logger} from '../log.js'
 import {metrics} from '../metrics.js'
 import type {WatchEventType} from '../k8s/watch.js'
 import {WRAPPER_SERVER_PORT} from '../registry/image-config.js'
-import {apiStatusCode} from '../k8s/errors.js'
-import {planGc, observePod, observeService, type GcPlan} from './gc.js'
+import type {CachedPodState, GcCode} from './gc.js'
 import {noLeaseView, type ObservedLease, type OwnerState, type ReplicaView} from './lease.js'
 import type {PodManager} from './manager.js'
 import {podReadiness} from './manager.js'
 import type {ImageMetadataSource} from './metadata.js'
+import {PodAdoption, type TakeOverResult} from './adoption.js'
+import {PodClaim} from './claim.js'
+import {PodSlot, pickLeastLoaded, type SlotSnapshot} from './slot.js'
+import {PodCollector} from './collector.js'
+import {functionService, launchPod, raceDeadline, secondsText, type LaunchContext, type PreparePod} from './launcher.js'
 import {
-  ANNOTATION_CLAIMED_AT,
   ANNOTATION_IMAGE,
   ANNOTATION_LAST_USED,
-  ANNOTATION_OWNER,
-  ANNOTATION_TEMPLATE_VERSION,
   ANNOTATION_TTL,
-  LABEL_FN_IMAGE,
   LABEL_OWNER,
   WARM_OWNER,
-  functionPodAnnotations,
-  functionPodLabels,
-  functionServiceLabels,
   labelValueFor,
   podNameFor,
 } from './naming.js'
-import {ANNOTATION_IMAGE_DIGEST, buildPod, buildService, pinnedImage, type Templates} from './template.js'
+import type {Templates} from './template.js'
 
 export type PodAddressMode = 'service' | 'pod-ip'
 
@@ -73,7 +68,7 @@ export interface PodCacheOptions {
   dnsServer?: string
   maxMessageSize: number
   /** Adds the image pull Secret to a pod spec when the image needs it; may be async (ensuring the Secret). */
-  preparePod?: (pod: V1Pod, image: string, signal: AbortSignal) => Promise<void> | void
+  preparePod?: PreparePod
   logger?: Logger
   now?: () => number
   /** Fewest ms between two last-used annotation patches of one pod (default: TTL/10, 5 s to 5 min). */
@@ -93,91 +88,10 @@ export interface PodCacheOptions {
   wrapperVerbosity?: number
 }
 
-type SlotState = 'starting' | 'ready' | 'retiring' | 'gone'
-
-export interface SlotTimings {
-  /** Registry metadata (entrypoint). */
-  metadataMs?: number
-  /** Pod create call(s). */
-  createMs?: number
-  /** From created to Ready (the kubelet's part). */
-  readyMs?: number
-  /** gRPC channel connect. */
-  connectMs?: number
-  totalMs?: number
-}
-
-/** One pod of an image, from the decision to start it until it is gone. */
-export class PodSlot {
-  state: SlotState = 'starting'
-  load = 0
-  lastUsed: number
-  readonly since: number
-  client?: EvaluatorClient
-  address?: string
-  /** Resolves when ready; rejects with the reason it never became ready. */
-  ready!: Promise<void>
-  /** The pod's state while starting, for messages. */
-  detail = 'starting'
-  /** Set once the pod object exists in the API. */
-  created = false
-  timings: SlotTimings = {}
-  annotatedAt = 0
-  abort = new AbortController()
-  /** Why it was evicted (for logs and retried calls). */
-  goneReason?: string
-  /** Another replica took the pod over: when the slot goes, the pod stays. */
-  disowned = false
-  /** The owner this replica adopted the pod from (watch events still showing it are older than the claim). */
-  adoptedFrom?: string
-  /** Set when the garbage collector evicted the slot: its deletion counts as a GC deletion with this reason. */
-  gcReason?: string
-  /** The image digest the pod was made for (fnr.dev/image-digest); undefined when unknown. */
-  digest?: string
-  /** Why the slot takes no new calls and is evicted once idle (state 'retiring'). */
-  retireReason?: string
-
-  constructor(
-    readonly image: string,
-    public name: string,
-    readonly templateVersion: string,
-    now: number,
-  ) {
-    this.lastUsed = now
-    this.since = now
-  }
-}
-
 interface ImageEntry {
   image: string
   slots: PodSlot[]
   rr: number
-}
-
-/** A call's claim on a slot; release() exactly once (extra calls are no-ops). */
-export class PodLease {
-  private released = false
-
-  constructor(
-    private readonly cache: PodCache,
-    readonly slot: PodSlot,
-  ) {}
-
-  get client(): EvaluatorClient {
-    if (!this.slot.client) throw new FnrError('Unavailable', `function pod ${this.slot.name} has no connection`)
-    return this.slot.client
-  }
-
-  /** False when the pod was evicted after the lease was taken. */
-  get usable(): boolean {
-    return (this.slot.state === 'ready' || this.slot.state === 'retiring') && this.slot.client !== undefined
-  }
-
-  release(): void {
-    if (this.released) return
-    this.released = true
-    this.cache.releaseSlot(this.slot)
-  }
 }
 
 export interface AcquireOptions {
@@ -185,75 +99,45 @@ export interface AcquireOptions {
   signal?: AbortSignal
 }
 
-export interface SlotSnapshot {
-  name: string
-  image: string
-  state: SlotState
-  load: number
-  lastUsed: number
-  templateVersion: string
-  address?: string
-  digest?: string
-  timings: SlotTimings
-}
-
-/** Races a promise against a deadline and an abort signal. */
-function raceDeadline<T>(promise: Promise<T>, options: AcquireOptions, onTimeout: () => FnrError, onCancel: () => FnrError): Promise<T> {
-  if (options.deadline === undefined && !options.signal) return promise
-  return new Promise<T>((resolve, reject) => {
-    let timer: NodeJS.Timeout | undefined
-    const done = (): void => {
-      clearTimeout(timer)
-      options.signal?.removeEventListener('abort', onAbort)
-    }
-    const onAbort = (): void => {
-      done()
-      reject(onCancel())
-    }
-    if (options.signal?.aborted) return onAbort()
-    options.signal?.addEventListener('abort', onAbort, {once: true})
-    if (options.deadline !== undefined) {
-      timer = setTimeout(() => {
-        done()
-        reject(onTimeout())
-      }, Math.max(0, options.deadline - Date.now()))
-    }
-    promise.then(
-      (v) => {
-        done()
-        resolve(v)
-      },
-      (e: unknown) => {
-        done()
-        reject(e)
-      },
-    )
-  })
-}
-
-function secondsText(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000}s` : `${(ms / 1000).toFixed(1)}s`
-}
+export {PodSlot, pickLeastLoaded, type SlotSnapshot, type SlotTimings} from './slot.js'
 
 export class PodCache {
   private readonly entries = new Map<string, ImageEntry>()
-  /** Claims of pods (adoption) in flight per image. */
-  private readonly claiming = new Map<string, number>()
-  /** Pods a takeOver is working on (one at a time per pod). */
-  private readonly takingOver = new Set<string>()
-  private readonly logger: Logger
-  private readonly now: () => number
-  private readonly ownerLabel: string
+  readonly logger: Logger
+  readonly now: () => number
+  readonly owner: string
+  readonly ownerLabel: string
+  readonly manager: PodManager
   private templates: Templates
-  private closed = false
+  closed = false
   private startup: Promise<void> = Promise.resolve()
   private startupDone = true
+  private readonly launch: LaunchContext
+  private readonly adoption: PodAdoption
+  /** This cache's GC pass (collector.ts), run by PodGarbageCollector every --scan-interval. */
+  readonly collector: PodCollector
 
   constructor(private readonly options: PodCacheOptions) {
     this.logger = options.logger ?? silentLogger
     this.now = options.now ?? Date.now
     this.templates = options.templates
     this.ownerLabel = labelValueFor(options.owner)
+    this.owner = options.owner
+    this.manager = options.manager
+    this.adoption = new PodAdoption(this)
+    this.collector = new PodCollector(this, {manager: options.manager, logger: this.logger, orphanMinAgeMs: options.orphanMinAgeMs, foreignGraceMs: options.foreignGraceMs, replicas: options.replicas})
+    this.launch = {
+      manager: options.manager,
+      metadata: options.metadata,
+      owner: options.owner,
+      ownerLabel: this.ownerLabel,
+      maxRequestBodySize: options.maxMessageSize,
+      pinDigest: options.pinDigests,
+      preparePod: options.preparePod,
+      wrapperVerbosity: options.wrapperVerbosity,
+      logger: this.logger,
+      now: this.now,
+    }
   }
 
   get currentTemplates(): Templates {
@@ -272,7 +156,7 @@ export class PodCache {
    * Takes a slot for a call on `image`, starting a pod if the rules say so, and waits (bounded by
    * the caller's deadline and signal) until that pod is ready. The lease must be released.
    */
-  async acquire(image: string, options: AcquireOptions = {}): Promise<PodLease> {
+  async acquire(image: string, options: AcquireOptions = {}): Promise<PodClaim> {
     if (!this.startupDone) {
       await raceDeadline(
         this.startup,
@@ -313,6 +197,12 @@ export class PodCache {
     }
   }
 
+  private entryFor(image: string): ImageEntry {
+    let entry = this.entries.get(image)
+    if (!entry) this.entries.set(image, (entry = {image, slots: [], rr: 0}))
+    return entry
+  }
+
   /** Slots that take new calls: starting or ready, made from the current template version. */
   private liveSlots(image: string): PodSlot[] {
     const version = this.templates.version
@@ -320,13 +210,9 @@ export class PodCache {
   }
 
   /** The synchronous decision: pick (or start) a slot and count the call on it. */
-  private take(image: string, allowScaleUp: boolean): PodLease {
+  private take(image: string, allowScaleUp: boolean): PodClaim {
     if (this.closed) throw new FnrError('Unavailable', 'the pod runtime is shutting down')
-    let entry = this.entries.get(image)
-    if (!entry) {
-      entry = {image, slots: [], rr: 0}
-      this.entries.set(image, entry)
-    }
+    const entry = this.entryFor(image)
     const settings = this.options.settingsFor(image)
     const version = this.templates.version
     const live = entry.slots.filter((s) => (s.state === 'starting' || s.state === 'ready') && s.templateVersion === version)
@@ -339,10 +225,10 @@ export class PodCache {
     best.load++
     best.lastUsed = this.now()
     if (best.state === 'ready') this.maybeAnnotateLastUse(best, settings)
-    return new PodLease(this, best)
+    return new PodClaim(this, best)
   }
 
-  /** Called by PodLease.release. */
+  /** Called by PodClaim.release. */
   releaseSlot(slot: PodSlot): void {
     slot.load = Math.max(0, slot.load - 1)
     slot.lastUsed = this.now()
@@ -372,16 +258,8 @@ export class PodCache {
     if (!entry) return
     for (const slot of [...entry.slots]) {
       if (slot === except || slot.digest === undefined || slot.digest === digest) continue
-      const reason = `the image now resolves to ${digest}, not ${slot.digest}`
-      if (slot.state === 'ready') {
-        this.logger.info('function image changed; retiring its pod', {image, pod: slot.name, from: slot.digest, to: digest})
-        slot.retireReason = reason
-        if (slot.load === 0) this.evict(slot, reason)
-        else slot.state = 'retiring'
-      } else if (slot.state === 'starting') {
-        slot.retireReason = reason
-        this.retireWhenReady(slot)
-      }
+      if (slot.state === 'ready') this.logger.info('function image changed; retiring its pod', {image, pod: slot.name, from: slot.digest, to: digest})
+      this.retire(slot, `the image now resolves to ${digest}, not ${slot.digest}`)
     }
   }
 
@@ -393,12 +271,7 @@ export class PodCache {
     if (this.closed) return
     const live = this.liveSlots(image)
     if (live.length > 0) return live[0]!.ready
-    let entry = this.entries.get(image)
-    if (!entry) {
-      entry = {image, slots: [], rr: 0}
-      this.entries.set(image, entry)
-    }
-    const slot = this.startSlot(entry, this.options.settingsFor(image))
+    const slot = this.startSlot(this.entryFor(image), this.options.settingsFor(image))
     return slot.ready
   }
 
@@ -411,88 +284,44 @@ export class PodCache {
     return slot
   }
 
-  private podLabels(slot: PodSlot): Record<string, string> {
-    return functionPodLabels(slot.name, slot.image, this.ownerLabel)
-  }
-
-  /** Creates the pod and its Service, waits for ready and connects; the slot is ready after. */
+  /** Launches the pod (launcher.ts), then connects; the slot is ready after. */
   private async bringUp(slot: PodSlot, templates: Templates, settings: ImagePodSettings): Promise<void> {
-    const {manager} = this.options
     const started = this.now()
     const deadline = started + this.options.podReadyTimeoutMs
     const deadlineName = `the pod-ready timeout (${secondsText(this.options.podReadyTimeoutMs)})`
     const signal = slot.abort.signal
-    const step = (what: string, promise: Promise<unknown>): Promise<unknown> =>
-      raceDeadline(
-        promise,
-        {deadline, signal},
-        () => new FnrError('DeadlineExceeded', `function pod ${slot.name} for image "${slot.image}" was not ready within ${deadlineName} (${what})`),
-        () => new FnrError('Unavailable', `function pod ${slot.name} for image "${slot.image}" was abandoned (${slot.goneReason ?? 'the runner is shutting down'})`),
-      )
     try {
-      let t = this.now()
-      slot.detail = 'reading the image metadata'
-      const info = (await step('reading the image metadata', this.options.metadata.describe(slot.image, {signal}))) as Awaited<ReturnType<ImageMetadataSource['describe']>>
-      slot.timings.metadataMs = this.now() - t
-      if (info.digest) {
-        slot.digest = info.digest
+      const launched = await launchPod(this.launch, slot.image, {
+        templates,
+        settings,
+        deadline,
+        deadlineName,
+        signal,
+        name: slot.name,
+        abandonedReason: () => slot.goneReason,
+        onProgress: (detail) => (slot.detail = detail),
         // This lookup saw the image's current digest: pods of an older one are replaced.
-        this.noteDigest(slot.image, info.digest, slot)
-      }
-      const containerImage = this.options.pinDigests && info.digest ? pinnedImage(slot.image, info.digest) : undefined
-      t = this.now()
-      slot.detail = 'creating the pod'
-      for (let attempt = 0; ; attempt++) {
-        if (isGone(slot)) throw new FnrError('Unavailable', `function pod for image "${slot.image}" was abandoned (${slot.goneReason})`)
-        const pod = buildPod({
-          templates,
-          image: slot.image,
-          ...(containerImage ? {containerImage} : {}),
-          command: info.command,
-          name: slot.name,
-          namespace: manager.namespace,
-          labels: this.podLabels(slot),
-          annotations: {
-            ...functionPodAnnotations({templateVersion: templates.version, image: slot.image, owner: this.options.owner, now: this.now(), ttlMs: settings.ttlMs, creationId: randomUUID()}),
-            ...(info.digest ? {[ANNOTATION_IMAGE_DIGEST]: info.digest} : {}),
-          },
-          resources: settings.resources,
-          maxRequestBodySize: this.options.maxMessageSize,
-          wrapperVerbosity: this.options.wrapperVerbosity,
-        })
-        if (this.options.preparePod) await step('preparing the pod (image pull Secret)', Promise.resolve(this.options.preparePod(pod, slot.image, signal)))
-        try {
-          await step('creating the pod', manager.createPod(pod, {deadline, signal}))
+        onDigest: (digest) => {
+          slot.digest = digest
+          this.noteDigest(slot.image, digest, slot)
+        },
+        onCreated: (name) => {
+          slot.name = name
           slot.created = true
           slot.annotatedAt = this.now()
-          break
-        } catch (err) {
-          if (err instanceof FnrError && err.details.nameTaken === true && attempt < 3) {
-            const taken = slot.name
-            slot.name = podNameFor(slot.image)
-            this.logger.warn('pod name taken; trying another', {image: slot.image, taken, next: slot.name})
-            continue
-          }
-          throw err
-        }
-      }
-      slot.timings.createMs = this.now() - t
-      t = this.now()
-      slot.detail = 'pod created'
-      const service = buildService(templates, slot.name, manager.namespace, functionServiceLabels(slot.name, this.ownerLabel), {[LABEL_FN_IMAGE]: slot.name})
-      const [{ip}] = await Promise.all([
-        manager.waitForPodReady(slot.name, slot.image, {deadline, signal, deadlineName, onProgress: (d) => (slot.detail = d)}),
-        step('creating the Service', manager.ensureService(service, {deadline, signal})),
-      ])
-      slot.timings.readyMs = this.now() - t
-      t = this.now()
-      slot.detail = 'connecting'
-      slot.address = this.addressOf(slot.name, ip)
-      slot.client = new EvaluatorClient(slot.address, {
-        maxMessageSize: this.options.maxMessageSize,
-        channelOptions: {'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2000, 'grpc.enable_retries': 0},
+        },
       })
-      await step(`connecting to ${slot.address}`, slot.client.waitForReady(deadline))
+      slot.timings = {...launched.timings}
+      const t = this.now()
+      slot.detail = 'connecting'
+      slot.address = this.addressOf(slot.name, launched.ip)
+      slot.client = this.connect(slot.address)
+      await raceDeadline(
+        slot.client.waitForReady(deadline),
+        {deadline, signal},
+        () => new FnrError('DeadlineExceeded', `function pod ${slot.name} for image "${slot.image}" was not ready within ${deadlineName} (connecting to ${slot.address})`),
+        () => new FnrError('Unavailable', `function pod ${slot.name} for image "${slot.image}" was abandoned (${slot.goneReason ?? 'the runner is shutting down'})`),
+      )
       slot.timings.connectMs = this.now() - t
       slot.timings.totalMs = this.now() - started
       if (isGone(slot)) throw new FnrError('Unavailable', `function pod ${slot.name} for image "${slot.image}" was evicted while starting (${slot.goneReason})`)
@@ -504,14 +333,18 @@ export class PodCache {
       // "Not found" from the registry or the API means something else here: the evaluator chain
       // must never see NotFound from the pod runtime (it means "not an exec function").
       if (e.kind === 'NotFound') e = new FnrError('FailedPrecondition', e.message, {cause: e, details: e.details})
-      if (slot.created && e.kind === 'FailedPrecondition' && /crash|terminated|exit code/.test(e.message)) {
-        const tail = await this.options.manager.logTail(slot.name)
-        if (tail) e = new FnrError(e.kind, `${e.message}; last log lines: ${tail.split('\n').slice(-5).join(' | ').slice(0, 600)}`, {cause: e.cause, details: e.details})
-      }
       this.logger.warn('function pod failed to start', {image: slot.image, pod: slot.name, error: e.message})
       this.evict(slot, `failed to start: ${e.message}`)
       throw e
     }
+  }
+
+  /** A gRPC channel to a pod (no retries: a failed call is retried by the evaluator on another pod). */
+  private connect(address: string): EvaluatorClient {
+    return new EvaluatorClient(address, {
+      maxMessageSize: this.options.maxMessageSize,
+      channelOptions: {'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2000, 'grpc.enable_retries': 0},
+    })
   }
 
   private addressOf(podName: string, ip: string): string {
@@ -557,9 +390,9 @@ export class PodCache {
     slot.client?.close()
     if (this.closed && !slot.created) return
     if (slot.disowned) return
-    const gcReason = slot.gcReason
+    const gcCode = slot.gcCode
     void this.options.manager.deletePodAndService(slot.name, slot.goneReason ?? 'evicted').then((deleted) => {
-      if (deleted && gcReason !== undefined) metrics().podGcDeletion('pod', gcReason)
+      if (deleted && gcCode !== undefined) metrics().podGcDeletion('pod', gcCode)
     })
   }
 
@@ -618,182 +451,57 @@ export class PodCache {
     this.templates = templates
     for (const entry of [...this.entries.values()]) {
       for (const slot of [...entry.slots]) {
-        if (slot.templateVersion === templates.version) continue
-        if (slot.state === 'ready') {
-          if (slot.load === 0) this.evict(slot, 'replaced by a new template version')
-          else slot.state = 'retiring'
-        } else if (slot.state === 'starting') {
-          this.retireWhenReady(slot)
-        }
+        if (slot.templateVersion !== templates.version) this.retire(slot, slot.retireReason ?? 'replaced by a new template version')
       }
     }
-  }
-
-  private retireWhenReady(slot: PodSlot): void {
-    slot.ready.then(
-      () => {
-        if (slot.state !== 'ready') return
-        if (slot.load === 0) this.evict(slot, slot.retireReason ?? 'replaced by a new template version')
-        else slot.state = 'retiring'
-      },
-      () => {},
-    )
   }
 
   /**
-   * Startup: takes over fnr's pods that are ready and made from the current template version
-   * (up to each image's pod limit) among this replica's own pods and those of owners that are
-   * gone (lease released) or hold no lease (a lone runner before this one), and deletes the
-   * others of this replica and of gone owners. Pods of live replicas are left alone. One pod's
-   * problem never stops the rest.
+   * No new calls for the slot: evicted now when idle, else once its last call ends (state
+   * 'retiring'); a slot still starting is retired once ready.
    */
-  async adopt(pods: readonly V1Pod[], view: ReplicaView = noLeaseView(this.ownerLabel)): Promise<{adopted: string[]; deleted: string[]}> {
-    const adopted: string[] = []
-    const deleted: string[] = []
-    await Promise.all(
-      pods.map(async (pod) => {
-        const observed = observePod(pod)
-        if (!observed.managed || observed.deleting) return
-        const state = view.stateOf(observed.owner)
-        if (state === 'live') return
-        const result = await this.takeOver(pod, state, 'found at startup')
-        if (result === 'adopted') adopted.push(observed.name)
-        else if (result === 'deleted') deleted.push(observed.name)
-      }),
-    )
-    return {adopted: adopted.sort(), deleted: deleted.sort()}
-  }
-
-  /** Why a pod cannot serve as one of this cache's slots, or undefined when it can. */
-  private unusable(pod: V1Pod): {reason?: string; image?: string; ip?: string} {
-    const observed = observePod(pod)
-    const image = observed.image
-    const version = pod.metadata?.annotations?.[ANNOTATION_TEMPLATE_VERSION]
-    if (!image) return {reason: `it has no ${ANNOTATION_IMAGE} annotation`}
-    if (version !== this.templates.version) return {reason: `its template version ${version ?? '(none)'} is not the current ${this.templates.version}`}
-    const r = podReadiness(pod, image)
-    if (r.state !== 'ready') return {reason: `it is not ready (${r.detail})`}
-    if (this.liveSlots(image).length + (this.claiming.get(image) ?? 0) >= this.options.settingsFor(image).maxParallelPods) return {reason: 'the image already has its maximum number of pods'}
-    return {image, ip: r.ip}
-  }
-
-  /**
-   * Takes one uncached pod over (own, or of an owner that is gone): a usable pod becomes a slot
-   * after a claim patch with the pod's resourceVersion as precondition (a 409 means another
-   * replica got it first); an unusable one is deleted (another owner's only if unchanged since
-   * it was observed). Never throws.
-   */
-  async takeOver(pod: V1Pod, state: OwnerState, why: string): Promise<'adopted' | 'deleted' | 'lost' | 'skipped'> {
-    const name = pod.metadata?.name
-    if (!name || this.closed || this.findSlot(name) || this.takingOver.has(name)) return 'skipped'
-    this.takingOver.add(name)
-    try {
-      return await this.takeOverOnce(pod, name, state, why)
-    } finally {
-      this.takingOver.delete(name)
+  private retire(slot: PodSlot, reason: string): void {
+    if (slot.state === 'starting') {
+      slot.retireReason = reason
+      slot.ready.then(() => slot.state === 'ready' && this.retire(slot, reason), () => {})
+      return
     }
+    if (slot.state !== 'ready') return
+    slot.retireReason = reason
+    if (slot.load === 0) this.evict(slot, reason)
+    else slot.state = 'retiring'
   }
 
-  private async takeOverOnce(pod: V1Pod, name: string, state: OwnerState, why: string): Promise<'adopted' | 'deleted' | 'lost' | 'skipped'> {
-    const {manager} = this.options
-    const observed = observePod(pod)
-    const own = state === 'self'
-    try {
-      const {reason, image, ip} = this.unusable(pod)
-      if (reason !== undefined || !image || !ip) {
-        // A runner without a Lease may be alive: its pods this replica cannot use are left to the
-        // lone-runner GC rule (well past their TTL) instead of being deleted now.
-        if (state === 'none') return 'skipped'
-        this.logger.info(`deleting a function pod ${why}`, {pod: name, owner: observed.owner, reason})
-        if (own) {
-          void manager.deletePodAndService(name, `${why}: ${reason}`).then((deleted) => deleted && metrics().podGcDeletion('pod', 'startup'))
-          return 'deleted'
-        }
-        if (!(await manager.deletePodIfUnchanged(name, pod.metadata?.resourceVersion ?? ''))) {
-          this.logger.info('another replica took the function pod first', {pod: name, owner: observed.owner})
-          return 'lost'
-        }
-        metrics().podGcDeletion('pod', 'replica-gone')
-        await manager.deleteService(name).catch(() => {})
-        this.logger.info('deleted a function pod of a replica that is gone', {pod: name, owner: observed.owner, ownerState: state, reason})
-        return 'deleted'
-      }
-      const now = this.now()
-      let resourceVersion = pod.metadata?.resourceVersion
-      // Counted against the image's pod limit while the claim is in flight, so that claims made
-      // in parallel never take more pods than the limit.
-      this.claiming.set(image, (this.claiming.get(image) ?? 0) + 1)
-      const claimed = (): void => {
-        const left = (this.claiming.get(image) ?? 1) - 1
-        if (left > 0) this.claiming.set(image, left)
-        else this.claiming.delete(image)
-      }
-      try {
-      for (let attempt = 0; ; attempt++) {
-        try {
-          await manager.patchPodMetadata(
-            name,
-            {labels: {[LABEL_OWNER]: this.ownerLabel}, annotations: {[ANNOTATION_OWNER]: this.options.owner, [ANNOTATION_CLAIMED_AT]: new Date(now).toISOString()}},
-            {resourceVersion},
-          )
-          break
-        } catch (err) {
-          const code = apiStatusCode(err)
-          if (code === 409 && attempt < 2) {
-            // The pod changed since it was listed (e.g. a status update): claim it again if it
-            // still has the owner it had and is not being deleted; else another replica was first.
-            const fresh = await manager.readPod(name)
-            if (fresh && !fresh.metadata?.deletionTimestamp && fresh.metadata?.labels?.[LABEL_OWNER] === observed.owner) {
-              resourceVersion = fresh.metadata?.resourceVersion
-              continue
-            }
-          }
-          if (code === 409 || code === 404) {
-            this.logger.info('another replica took the function pod first', {pod: name, owner: observed.owner})
-            return 'lost'
-          }
-          // The outcome is unknown (the API failed): use it; a replica that did take it is seen
-          // through the pod watch (onPodEvent), which lets it go then.
-          this.logger.warn('cannot take ownership of a function pod; using it anyway', {pod: name, error: (err as Error).message})
-          break
-        }
-      }
-      } finally {
-        claimed()
-      }
-      // Now this replica's (even if a call started another pod of the image meanwhile: the pod
-      // may still have calls in flight from its previous owner, so it is never deleted here).
-      if (this.closed || this.findSlot(name)) return 'skipped'
-      const slot = this.addAdoptedSlot(name, image, ip, observed.lastUsed)
-      slot.digest = pod.metadata?.annotations?.[ANNOTATION_IMAGE_DIGEST] || undefined
-      if (observed.owner !== this.ownerLabel) slot.adoptedFrom = observed.owner
-      this.logger.info('adopted function pod', {pod: name, image, owner: observed.owner, ownerState: state, why})
-      return 'adopted'
-    } catch (err) {
-      this.logger.warn('cannot adopt a function pod', {pod: name, error: (err as Error).message})
-      return 'skipped'
-    }
+  /** Startup: takes over fnr's pods (adoption.ts). */
+  adopt(pods: readonly V1Pod[], view: ReplicaView = noLeaseView(this.ownerLabel)): Promise<{adopted: string[]; deleted: string[]}> {
+    return this.adoption.adopt(pods, view)
   }
 
-  private addAdoptedSlot(name: string, image: string, ip: string, lastUsed: number | undefined): PodSlot {
+  /** Takes one uncached pod over (adoption.ts); never throws. */
+  takeOver(pod: V1Pod, state: OwnerState, why: string): Promise<TakeOverResult> {
+    return this.adoption.takeOver(pod, state, why)
+  }
+
+  liveCount(image: string): number {
+    return this.liveSlots(image).length
+  }
+
+  settingsFor(image: string): ImagePodSettings {
+    return this.options.settingsFor(image)
+  }
+
+  addAdoptedSlot(name: string, image: string, ip: string, lastUsed: number | undefined): PodSlot {
     const now = this.now()
-    let entry = this.entries.get(image)
-    if (!entry) {
-      entry = {image, slots: [], rr: 0}
-      this.entries.set(image, entry)
-    }
+    const entry = this.entryFor(image)
     const slot = new PodSlot(image, name, this.templates.version, Math.min(now, lastUsed ?? now))
     slot.created = true
     slot.state = 'ready'
     slot.annotatedAt = lastUsed ?? 0
     slot.address = this.addressOf(name, ip)
-    slot.client = new EvaluatorClient(slot.address, {
-      maxMessageSize: this.options.maxMessageSize,
-      channelOptions: {'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2000, 'grpc.enable_retries': 0},
-    })
+    slot.client = this.connect(slot.address)
     slot.ready = Promise.resolve()
     entry.slots.push(slot)
-    const service = buildService(this.templates, name, this.options.manager.namespace, functionServiceLabels(name, this.ownerLabel), {[LABEL_FN_IMAGE]: name})
+    const service = functionService(this.templates, name, this.options.manager.namespace, this.ownerLabel)
     this.options.manager.ensureService(service, {deadline: now + this.options.podReadyTimeoutMs}).catch((err: unknown) => {
       this.logger.warn('adopted pod has no usable Service', {pod: name, error: (err as Error).message})
       if (this.options.addressMode === 'service') this.evict(slot, 'its Service cannot be created')
@@ -801,97 +509,21 @@ export class PodCache {
     return slot
   }
 
-  /** One GC pass over the given cluster state (see gc.ts for the rules); applies and returns the plan. */
-  applyGc(pods: readonly V1Pod[], services: Parameters<typeof observeService>[0][], observedAt: number, view?: ReplicaView): GcPlan {
-    const now = this.now()
-    const cached = [...this.entries.values()].flatMap((e) =>
-      e.slots.map((s) => ({
-        name: s.name,
-        image: s.image,
-        load: s.load,
-        lastUsed: s.lastUsed,
-        ttlMs: this.options.settingsFor(s.image).ttlMs,
-        starting: s.state === 'starting',
-        since: s.since,
-      })),
-    )
-    const plan = planGc({
-      now,
-      self: this.ownerLabel,
-      cached,
-      pods: pods.map(observePod),
-      services: services.map(observeService),
-      observedAt,
-      orphanMinAgeMs: this.options.orphanMinAgeMs,
-      foreignGraceMs: this.options.foreignGraceMs,
-      ownerState: view ? (owner) => view.stateOf(owner) : undefined,
-    })
+  /** The cached pods as the GC planner sees them; busy pods get their last-used annotation refreshed. */
+  gcState(): CachedPodState[] {
+    const slots = [...this.entries.values()].flatMap((e) => e.slots)
     // A busy pod is in use now: keep its fnr.dev/last-used fresh during long calls too (other
     // replicas and `fnr pods gc` read it), with the same interval as when a call takes it.
-    for (const e of this.entries.values()) for (const s of e.slots) if ((s.state === 'ready' || s.state === 'retiring') && s.load > 0) this.maybeAnnotateLastUse(s, this.options.settingsFor(s.image))
-    for (const e of plan.expire) {
-      const slot = this.findSlot(e.name)
-      if (slot && slot.load === 0 && slot.state !== 'starting') {
-        slot.gcReason = e.reason
-        this.evict(slot, e.reason)
-      }
-    }
-    for (const d of plan.deletePods) {
-      if (this.findSlot(d.name)) continue
-      void this.options.manager.deletePodAndService(d.name, d.reason).then((deleted) => deleted && metrics().podGcDeletion('pod', d.reason))
-    }
-    for (const s of plan.deleteServices) {
-      this.options.manager.deleteService(s.name).then(
-        (deleted) => {
-          if (deleted) metrics().podGcDeletion('service', s.reason)
-          this.logger.info('deleted orphan Service', {service: s.name})
-        },
-        (err: unknown) => this.logger.warn('cannot delete orphan Service', {service: s.name, error: (err as Error).message}),
-      )
-    }
-    if (plan.expire.length + plan.deletePods.length + plan.deleteServices.length + plan.reclaim.length > 0) {
-      this.logger.info('pod garbage collection', {expired: plan.expire.map((e) => e.name), deletedPods: plan.deletePods.map((d) => d.name), deletedServices: plan.deleteServices.map((s) => s.name), reclaim: plan.reclaim.map((r) => r.name)})
-    }
-    return plan
+    for (const s of slots) if ((s.state === 'ready' || s.state === 'retiring') && s.load > 0) this.maybeAnnotateLastUse(s, this.options.settingsFor(s.image))
+    return slots.map((s) => ({name: s.name, image: s.image, load: s.load, lastUsed: s.lastUsed, ttlMs: this.options.settingsFor(s.image).ttlMs, starting: s.state === 'starting', since: s.since}))
   }
 
-  /**
-   * Lists the cluster and applies one GC pass; then takes over the pods of replicas that are
-   * gone and deletes their Leases once they have no pods left.
-   */
-  async collectGarbage(): Promise<GcPlan> {
-    const observedAt = this.now()
-    const [pods, services] = await Promise.all([this.options.manager.listPods(), this.options.manager.listServices()])
-    // Leases after pods: a replica creates its Lease before its first pod, so every pod listed
-    // here has its owner's Lease in the list that follows.
-    let view: ReplicaView | undefined
-    if (this.options.replicas) {
-      try {
-        view = await this.options.replicas.observe()
-      } catch (err) {
-        this.logger.warn('cannot list replica leases; leaving other replicas\' pods alone in this pass', {error: (err as Error).message})
-        view = {stateOf: (owner) => (owner === this.ownerLabel ? 'self' : 'live'), leases: []}
-      }
-    }
-    const plan = this.applyGc(pods, services, observedAt, view)
-    const byName = new Map(pods.map((p) => [p.metadata?.name ?? '', p]))
-    // Pods of `fnr pods warm`: the usable ones become this replica's (a claim with a
-    // resourceVersion precondition: with several replicas exactly one gets each); the others stay.
-    await Promise.all(plan.adopt.map((a) => this.takeOver(byName.get(a.name)!, 'none', a.reason)))
-    if (!view || !this.options.replicas) return plan
-    const results = await Promise.all(plan.reclaim.map(async (r) => ({r, result: await this.takeOver(byName.get(r.name)!, r.ownerState, r.reason)})))
-    const reclaimed = new Set(results.filter((x) => x.result === 'adopted' || x.result === 'deleted').map((x) => x.r.name))
-    // A gone replica's Lease goes once none of its pods is left (precondition: unchanged since listed).
-    for (const lease of view.leases) {
-      if (lease.owner === this.ownerLabel || lease.state === 'live') continue
-      const left = pods.some((p) => p.metadata?.labels?.[LABEL_OWNER] === lease.owner && !p.metadata?.deletionTimestamp && !reclaimed.has(p.metadata?.name ?? ''))
-      if (left) continue
-      await this.options.replicas.deleteLease(lease).then(
-        (deleted) => deleted && this.logger.info('deleted the lease of a replica that is gone', {lease: lease.name, owner: lease.owner, state: lease.state}),
-        (err: unknown) => this.logger.warn('cannot delete the lease of a replica that is gone', {lease: lease.name, error: (err as Error).message}),
-      )
-    }
-    return plan
+  /** GC expired a cached pod: evicted when still idle and not starting (its deletion is counted under `code`). */
+  expire(name: string, reason: string, code: GcCode): void {
+    const slot = this.findSlot(name)
+    if (!slot || slot.load > 0 || slot.state === 'starting') return
+    slot.gcCode = code
+    this.evict(slot, reason)
   }
 
   /** The cache's state, for tests, logs and `fnr pods ls`. */
@@ -920,20 +552,4 @@ export class PodCache {
 /** Reads the state afresh (TypeScript narrows it across awaits otherwise). */
 function isGone(slot: PodSlot): boolean {
   return slot.state === 'gone'
-}
-
-/** Least load wins; among equals, the first at or after the round-robin index (upstream's findBestPod). */
-export function pickLeastLoaded(entry: {rr: number}, live: readonly PodSlot[]): PodSlot | undefined {
-  if (live.length === 0) return undefined
-  let min = Infinity
-  for (const s of live) min = Math.min(min, s.load)
-  const n = live.length
-  for (let i = 0; i < n; i++) {
-    const idx = (entry.rr + i) % n
-    if (live[idx]!.load === min) {
-      entry.rr = (idx + 1) % n
-      return live[idx]
-    }
-  }
-  return undefined
 }

@@ -1,7 +1,7 @@
 /**
  * Garbage collection of function pods: the rules as a pure function (planGc) and the loop that
  * applies them every --scan-interval (PodGarbageCollector). `fnr pods gc` applies planGc with an
- * empty cache (operator.ts, gc-operator.ts).
+ * empty cache (admin/admin.ts, admin/gc.ts).
  *
  * The rules:
  *   - a cached pod is expired when it has no calls in flight and was last used more than its TTL
@@ -88,8 +88,12 @@ export interface GcInput {
   ownerState?: (owner: string | undefined) => OwnerState
 }
 
+/** Why GC acts, as a code (the metric label) beside the text (logs, `fnr pods gc` output). */
+export type GcCode = 'ttl' | 'gone' | 'ended' | 'foreign-expired' | 'orphan' | 'pod-gone' | 'replica-gone' | 'startup' | 'warmed'
+
 export interface GcAction {
   name: string
+  code: GcCode
   reason: string
 }
 
@@ -156,24 +160,24 @@ export function planGc(input: GcInput): GcPlan {
   for (const c of input.cached) {
     if (c.starting || c.load > 0) continue
     const observed = podsByName.get(c.name)
-    if (input.now - c.lastUsed >= c.ttlMs) plan.expire.push({name: c.name, image: c.image, reason: 'idle for longer than its TTL'})
-    else if (!observed && c.since < input.observedAt) plan.expire.push({name: c.name, image: c.image, reason: 'the pod no longer exists'})
-    else if (observed?.phase === 'Failed' || observed?.phase === 'Succeeded') plan.expire.push({name: c.name, image: c.image, reason: `the pod is ${observed.phase}`})
+    if (input.now - c.lastUsed >= c.ttlMs) plan.expire.push({name: c.name, image: c.image, code: 'ttl', reason: 'idle for longer than its TTL'})
+    else if (!observed && c.since < input.observedAt) plan.expire.push({name: c.name, image: c.image, code: 'gone', reason: 'the pod no longer exists'})
+    else if (observed?.phase === 'Failed' || observed?.phase === 'Succeeded') plan.expire.push({name: c.name, image: c.image, code: 'ended', reason: `the pod is ${observed.phase}`})
   }
 
   for (const p of input.pods) {
     if (!p.managed || p.deleting || cachedNames.has(p.name)) continue
     const owner = stateOf(p.owner)
     if (owner === 'live') continue // another live replica's: never touched
-    if (p.phase === 'Failed' || p.phase === 'Succeeded') plan.deletePods.push({name: p.name, reason: `the pod is ${p.phase}`})
+    if (p.phase === 'Failed' || p.phase === 'Succeeded') plan.deletePods.push({name: p.name, code: 'ended', reason: `the pod is ${p.phase}`})
     else if (owner === 'expired' || owner === 'released') {
-      plan.reclaim.push({name: p.name, owner: p.owner ?? '', ownerState: owner, reason: `its runner ${p.owner ?? '(unknown)'} is gone (lease ${owner})`})
-    } else if (p.owner === input.self) plan.deletePods.push({name: p.name, reason: 'orphan: no cache entry owns it'})
+      plan.reclaim.push({name: p.name, owner: p.owner ?? '', ownerState: owner, code: 'replica-gone', reason: `its runner ${p.owner ?? '(unknown)'} is gone (lease ${owner})`})
+    } else if (p.owner === input.self) plan.deletePods.push({name: p.name, code: 'orphan', reason: 'orphan: no cache entry owns it'})
     else {
       const lastUsed = p.lastUsed ?? p.created
       if (lastUsed !== undefined && p.ttlMs !== undefined && input.now - lastUsed >= p.ttlMs + foreignGrace) {
-        plan.deletePods.push({name: p.name, reason: `expired pod of runner ${p.owner ?? '(unknown)'}`})
-      } else if (p.owner === WARM_OWNER) plan.adopt.push({name: p.name, reason: 'warmed by fnr pods warm'})
+        plan.deletePods.push({name: p.name, code: 'foreign-expired', reason: `expired pod of runner ${p.owner ?? '(unknown)'}`})
+      } else if (p.owner === WARM_OWNER) plan.adopt.push({name: p.name, code: 'warmed', reason: 'warmed by fnr pods warm'})
     }
   }
 
@@ -186,7 +190,7 @@ export function planGc(input: GcInput): GcPlan {
     if (pod && !deletedPods.has(s.pod)) continue
     if (deletedPods.has(s.pod)) continue // deleted together with its pod
     if (s.created !== undefined && input.now - s.created < orphanMinAge) continue
-    plan.deleteServices.push({name: s.name, reason: 'orphan: its pod is gone'})
+    plan.deleteServices.push({name: s.name, code: 'pod-gone', reason: 'orphan: its pod is gone'})
   }
   return plan
 }

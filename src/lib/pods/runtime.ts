@@ -10,9 +10,8 @@ import {parseDnsServer} from '../grpc/dns-server.js'
 import {FnrError} from '../errors.js'
 import {connectKube, runnerNamespace, type KubeClients, type KubeConnectOptions} from '../k8s/client.js'
 import {silentLogger, type Logger} from '../log.js'
-import type {DockerConfig} from '../registry/auth.js'
-import {attachPullSecret, ensurePullSecret} from '../registry/pull-secret.js'
 import {PodCache, type PodAddressMode} from './cache.js'
+import {pullSecretPreparer, type PullSecret} from './launcher.js'
 import {PodGarbageCollector} from './gc.js'
 import {DEFAULT_LEASE_DURATION_MS, LeaseObserver, ReplicaLease, noLeaseView, type ReplicaView} from './lease.js'
 import {PodManager} from './manager.js'
@@ -44,7 +43,7 @@ export interface PodRuntimeOptions {
   metadata: ImageMetadataSource
   kube?: KubeConnectOptions
   /** With private registries on: the pull Secret to create and attach. */
-  pullSecret?: {name: string; dockerConfig: DockerConfig; dockerConfigJson: Buffer}
+  pullSecret?: PullSecret
   /** Replica id (owner label, Lease holder); default $POD_NAME, else the host name plus a random suffix. */
   owner?: string
   /**
@@ -163,19 +162,6 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
   const manager = new PodManager({...clients, namespace: options.namespace, logger, pollMs: options.pollMs, watchRetryMs: options.watchRetryMs})
   const defaults = {ttlMs: options.ttlMs, maxWaitlistLength: options.maxWaitlistLength, maxParallelPods: options.maxParallelPods}
 
-  let secretReady: Promise<void> | undefined
-  const ensureSecret = (): Promise<void> => {
-    const secret = options.pullSecret!
-    secretReady ??= ensurePullSecret(clients.core, options.namespace, secret.name, secret.dockerConfigJson).then(
-      (result) => logger.info('image pull secret', {secret: `${options.namespace}/${secret.name}`, result}),
-      (err: unknown) => {
-        secretReady = undefined
-        throw err
-      },
-    )
-    return secretReady
-  }
-
   const extension = options.extension
   const cleanups: Array<() => void> = []
   if (extension) {
@@ -183,11 +169,7 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
     syncOverlay()
     cleanups.push(extension.onChange(syncOverlay))
   }
-  const basePrepare = options.pullSecret
-    ? async (pod: V1Pod, image: string) => {
-        if (attachPullSecret(pod.spec!, options.pullSecret!.name, options.pullSecret!.dockerConfig, image)) await ensureSecret()
-      }
-    : undefined
+  const basePrepare = options.pullSecret ? pullSecretPreparer(clients.core, options.namespace, options.pullSecret, 'ensure', logger) : undefined
   const cache = new PodCache({
     manager,
     metadata: options.metadata,
@@ -200,9 +182,9 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
     dnsServer: options.dnsServer,
     maxMessageSize: options.maxRequestBodySize,
     preparePod: extension
-      ? async (pod: V1Pod, image: string) => {
+      ? async (pod: V1Pod, image: string, signal: AbortSignal) => {
           extension.preparePod(pod, image)
-          await basePrepare?.(pod, image)
+          await basePrepare?.(pod, image, signal)
         }
       : basePrepare,
     logger,
@@ -243,7 +225,7 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
     if (pods.length > 0) logger.info("function pods left by Porch's runner; --collect-porch-pods (or `fnr pods gc --porch-leftovers`) deletes them", {namespace: options.namespace, pods: pods.length})
   })
   porchLeftovers.catch((err: unknown) => logger.warn("cannot look for the function pods left by Porch's runner", {error: (err as Error).message}))
-  const gc = new PodGarbageCollector(cache, options.scanIntervalMs, logger)
+  const gc = new PodGarbageCollector(cache.collector, options.scanIntervalMs, logger)
   void started.then(() => gc.start())
   // Warm-up waits for adoption, but not forever: a runner whose API server stays away still
   // reports SERVING after the pod-ready timeout (its exec runtime works), with a warning.

@@ -1,9 +1,9 @@
 /**
- * `fnr pods gc`: one garbage collection from outside the runner, with the rules of operator.ts
+ * `fnr pods gc`: one garbage collection from outside the runner, with the rules of admin/admin.ts
  * (planOperatorGc, on gc.ts's planGc) and PodOperator's API calls. The flow:
  *   1. check the options (Usage errors before any cluster call);
  *   2. the runner's current templates, when their settings are given (the stale-template rule;
- *      template-operator.ts builds them as `fnr serve` does);
+ *      admin/templates.ts builds them as `fnr serve` does);
  *   3. list fnr's pods and Services, then the replica Leases (a replica creates its Lease before
  *      its first pod, so every pod listed has its owner's Lease in the list that follows);
  *   4. only then the notices (template version, Leases not readable): a run that cannot reach
@@ -12,11 +12,11 @@
  *      precondition (left alone when it changed since it was listed), through `run` for progress;
  *   6. the summary (the --json schema).
  */
-import {FnrError} from '../errors.js'
-import type {KubeConnectOptions} from '../k8s/client.js'
-import type {Logger} from '../log.js'
-import {CHANGED_SINCE_LISTED, PodOperator, type GcItem, type GcItemResult} from './operator.js'
-import {templatesConfigured, type RunnerTemplateOptions} from './template-operator.js'
+import {FnrError} from '../../errors.js'
+import type {KubeConnectOptions} from '../../k8s/client.js'
+import type {Logger} from '../../log.js'
+import {CHANGED_SINCE_LISTED, PodOperator, type GcItem, type GcItemResult} from './admin.js'
+import {templatesConfigured, type RunnerTemplateOptions} from './templates.js'
 
 export interface CollectPodsOptions {
   /** The pod namespace (serve's --pod-namespace). */

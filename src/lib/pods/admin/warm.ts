@@ -20,43 +20,21 @@
  * as warm and gets nothing new; one whose pod is still starting is waited for. A pod this command
  * created that does not become ready is deleted with its Service (as the runner does).
  */
-import {randomUUID} from 'node:crypto'
-
 import type {CoreV1Api, V1Pod} from '@kubernetes/client-node'
 
-import {PodCacheConfig, type ImagePodSettings} from '../config/pod-cache-config.js'
-import {FnrError, toFnrError} from '../errors.js'
-import {connectKube, type KubeConnectOptions} from '../k8s/client.js'
-import {apiStatusCode, kubeError} from '../k8s/errors.js'
-import {silentLogger, type Logger} from '../log.js'
-import type {DockerConfig} from '../registry/auth.js'
-import type {RunnerRegistrySettings} from '../registry/index.js'
-import {attachPullSecret, buildPullSecret} from '../registry/pull-secret.js'
-import {observePod} from './gc.js'
-import {OPERATOR_CONFIG_HINT} from './operator.js'
-import {podReadiness, type PodManager} from './manager.js'
-import type {ImageMetadataSource} from './metadata.js'
-import {ANNOTATION_TEMPLATE_VERSION, LABEL_FN_IMAGE, WARM_OWNER, functionPodAnnotations, functionPodLabels, functionServiceLabels, podNameFor} from './naming.js'
-import {buildPod, buildService, type Templates} from './template.js'
-import {runnerTemplates, type RunnerTemplateOptions} from './template-operator.js'
-
-/** Creates the pull Secret (the runner's object, pull-secret.ts) unless one of that name exists. */
-export async function createPullSecretIfMissing(core: CoreV1Api, namespace: string, name: string, dockerConfigJson: Buffer): Promise<'created' | 'exists'> {
-  const where = `Secret ${namespace}/${name}`
-  try {
-    await core.readNamespacedSecret({name, namespace})
-    return 'exists'
-  } catch (err) {
-    if (apiStatusCode(err) !== 404) throw kubeError(err, `cannot read ${where}`)
-  }
-  try {
-    await core.createNamespacedSecret({namespace, body: buildPullSecret(name, namespace, dockerConfigJson)})
-    return 'created'
-  } catch (err) {
-    if (apiStatusCode(err) === 409) return 'exists'
-    throw kubeError(err, `cannot create ${where}`)
-  }
-}
+import {PodCacheConfig, type ImagePodSettings} from '../../config/pod-cache-config.js'
+import {FnrError, toFnrError} from '../../errors.js'
+import {connectKube, type KubeConnectOptions} from '../../k8s/client.js'
+import {silentLogger, type Logger} from '../../log.js'
+import type {RunnerRegistrySettings} from '../../registry/index.js'
+import {observePod} from '../gc.js'
+import {launchPod, LaunchError, podRegistry, pullSecretPreparer, secondsText, type LaunchContext, type PullSecret} from '../launcher.js'
+import {OPERATOR_CONFIG_HINT} from './admin.js'
+import {podReadiness, type PodManager} from '../manager.js'
+import type {ImageMetadataSource} from '../metadata.js'
+import {ANNOTATION_TEMPLATE_VERSION, WARM_OWNER} from '../naming.js'
+import type {Templates} from '../template.js'
+import {runnerTemplates, type RunnerTemplateOptions} from './templates.js'
 
 /** The owner label (and annotation) of pods made by `fnr pods warm` (defined in naming.ts). */
 export {WARM_OWNER}
@@ -71,7 +49,9 @@ export interface WarmerOptions {
   podReadyTimeoutMs: number
   maxRequestBodySize: number
   /** With private registries on: the pull Secret to create and attach (as `fnr serve` does). */
-  pullSecret?: {name: string; dockerConfig: DockerConfig; dockerConfigJson: Buffer}
+  pullSecret?: PullSecret
+  /** Run the function container as `repo@digest` (as the runner with --pin-image-digests); the digest annotation is written either way. */
+  pinDigest?: boolean
   now?: () => number
 }
 
@@ -87,17 +67,25 @@ export interface WarmResult {
   ms: number
 }
 
-function secondsText(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000}s` : `${(ms / 1000).toFixed(1)}s`
-}
-
 export class PodWarmer {
   private readonly now: () => number
   private existing: V1Pod[] = []
-  private secretReady: Promise<void> | undefined
+  private readonly launch: LaunchContext
 
   constructor(private readonly options: WarmerOptions) {
     this.now = options.now ?? Date.now
+    this.launch = {
+      manager: options.manager,
+      metadata: options.metadata,
+      owner: WARM_OWNER,
+      ownerLabel: WARM_OWNER,
+      maxRequestBodySize: options.maxRequestBodySize,
+      pinDigest: options.pinDigest,
+      // Unlike the runner, an existing Secret is never changed: it is the runner's (made from its
+      // --registry-auth-secret-path), and an operator's credentials must not replace it.
+      preparePod: options.pullSecret ? pullSecretPreparer(options.core, options.manager.namespace, options.pullSecret, 'create-if-missing') : undefined,
+      now: this.now,
+    }
   }
 
   /**
@@ -148,80 +136,14 @@ export class PodWarmer {
       }
     }
 
-    let name: string | undefined
-    let created = false
     try {
-      progress('reading the image metadata')
-      const signal = AbortSignal.timeout(Math.max(1, deadline - this.now()))
-      let info: Awaited<ReturnType<ImageMetadataSource['describe']>>
-      try {
-        info = await this.options.metadata.describe(image, {signal})
-      } catch (err) {
-        if (signal.aborted) throw new FnrError('DeadlineExceeded', `the entrypoint of image "${image}" was not read from its registry within ${deadlineName}`, {cause: err})
-        throw err
-      }
-      const settings = this.options.settingsFor(image)
-      const {manager, templates} = this.options
-      for (let attempt = 0; ; attempt++) {
-        name = podNameFor(image)
-        const pod = buildPod({
-          templates,
-          image,
-          command: info.command,
-          name,
-          namespace: manager.namespace,
-          labels: functionPodLabels(name, image, WARM_OWNER),
-          annotations: functionPodAnnotations({templateVersion: templates.version, image, owner: WARM_OWNER, now: this.now(), ttlMs: settings.ttlMs, creationId: randomUUID()}),
-          resources: settings.resources,
-          maxRequestBodySize: this.options.maxRequestBodySize,
-        })
-        await this.preparePod(pod, image)
-        progress(`creating pod ${name}`)
-        try {
-          await manager.createPod(pod, {deadline})
-          created = true
-          break
-        } catch (err) {
-          if (err instanceof FnrError && err.details.nameTaken === true && attempt < 3) continue
-          throw err
-        }
-      }
-      const service = buildService(templates, name, manager.namespace, functionServiceLabels(name, WARM_OWNER), {[LABEL_FN_IMAGE]: name})
-      await Promise.all([
-        manager.waitForPodReady(name, image, {deadline, deadlineName, onProgress: progress}),
-        manager.ensureService(service, {deadline}),
-      ])
-      return result(true, name, 'created')
+      const launched = await launchPod(this.launch, image, {templates: this.options.templates, settings: this.options.settingsFor(image), deadline, deadlineName, onProgress: progress})
+      return result(true, launched.name, 'created')
     } catch (err) {
-      let e = toFnrError(err)
-      if (created && name !== undefined) {
-        if (/crash|terminated|exit code/.test(e.message)) {
-          const tail = await this.options.manager.logTail(name)
-          if (tail) e = new FnrError(e.kind, `${e.message}; last log lines: ${tail.split('\n').slice(-5).join(' | ').slice(0, 600)}`, {cause: e.cause, details: e.details})
-        }
-        await this.options.manager.deletePodAndService(name, `did not become ready: ${e.message}`)
-      }
-      return result(false, created ? (name ?? null) : null, created ? 'created' : 'none', e)
+      if (!(err instanceof LaunchError) || !err.created) return result(false, null, 'none', err)
+      await this.options.manager.deletePodAndService(err.podName, `did not become ready: ${err.message}`)
+      return result(false, err.podName, 'created', err)
     }
-  }
-
-  /**
-   * The runner's preparePod: attach the pull Secret when it has credentials for the image, and
-   * make sure it exists. Unlike the runner, an existing Secret is never changed: it is the
-   * runner's (made from its --registry-auth-secret-path), and an operator's credentials must not
-   * replace it.
-   */
-  private async preparePod(pod: V1Pod, image: string): Promise<void> {
-    const secret = this.options.pullSecret
-    if (!secret || !attachPullSecret(pod.spec!, secret.name, secret.dockerConfig, image)) return
-    this.secretReady ??= createPullSecretIfMissing(this.options.core, this.options.manager.namespace, secret.name, secret.dockerConfigJson).then(
-      () => {},
-      (err: unknown) => {
-        this.secretReady = undefined
-        throw err
-      },
-    )
-    await this.secretReady
   }
 }
 
@@ -243,6 +165,8 @@ export interface WarmPodsOptions {
   concurrency?: number
   /** Progress per image; the default prints nothing. */
   run?: <R>(tasks: Array<{title: string; run: (update: (detail: string) => void) => Promise<R>; done: (r: R) => {ok: boolean; line: string}}>) => Promise<R[]>
+  /** Run function containers as `repo@digest` (default true: a runner with --pin-image-digests uses the pods as its own). */
+  pinImageDigests?: boolean
   /** Tests: image entrypoints without a registry. */
   metadata?: ImageMetadataSource
   logger?: Logger
@@ -291,30 +215,20 @@ export async function warmPods(options: WarmPodsOptions): Promise<WarmSummary> {
   const clients = await connectKube({missingConfigHint: OPERATOR_CONFIG_HINT, ...options.kube})
   const templates = await runnerTemplates(clients, options.template)
 
-  let metadata = options.metadata
-  let pullSecret: WarmerOptions['pullSecret']
-  let closeRegistry = (): void => {}
-  if (!metadata || options.registry.enablePrivateRegistries) {
-    const [{createRunnerRegistry}, {RegistryMetadataSource}] = await Promise.all([import('../registry/index.js'), import('./metadata.js')])
-    const registry = await createRunnerRegistry(options.registry, {logger})
-    closeRegistry = () => registry.client.close()
-    metadata ??= new RegistryMetadataSource(registry.client)
-    if (options.registry.enablePrivateRegistries && registry.dockerConfigJson) {
-      pullSecret = {name: options.registry.authSecretName, dockerConfig: registry.dockerConfig, dockerConfigJson: registry.dockerConfigJson}
-    }
-  }
-  const {PodManager} = await import('./manager.js')
+  const registry = await podRegistry(options.registry, {metadata: options.metadata, logger})
+  const {PodManager} = await import('../manager.js')
   const manager = new PodManager({...clients, namespace: options.namespace, logger})
   const defaults = {ttlMs: options.ttlMs, maxWaitlistLength: 2, maxParallelPods: 1}
   const warmer = new PodWarmer({
     manager,
     core: clients.core,
     templates,
-    metadata,
+    metadata: registry.metadata,
     settingsFor: (image) => config.settingsFor(image, defaults),
     podReadyTimeoutMs: options.podReadyTimeoutMs,
     maxRequestBodySize: options.template.maxRequestBodySize,
-    pullSecret,
+    ...(registry.pullSecret ? {pullSecret: registry.pullSecret} : {}),
+    pinDigest: options.pinImageDigests ?? true,
   })
   try {
     await warmer.prepare()
@@ -337,7 +251,7 @@ export async function warmPods(options: WarmPodsOptions): Promise<WarmSummary> {
     }
   } finally {
     manager.close()
-    closeRegistry()
+    registry.close()
   }
 }
 

@@ -7,11 +7,11 @@
  * the version. Given the same flags as the runner, the version is the runner's, so pods made from
  * these templates are adopted by it and pods of other versions are the ones it would replace.
  */
-import {parseResourceFlags, type ResourceRequirements} from '../config/pod-cache-config.js'
-import {FnrError} from '../errors.js'
-import {runnerNamespace, type KubeClients} from '../k8s/client.js'
-import {inlineTemplates, type Templates} from './template.js'
-import {readTemplateConfigMap} from './template-source.js'
+import {parseResourceFlags, type ResourceRequirements} from '../../config/pod-cache-config.js'
+import {FnrError} from '../../errors.js'
+import {runnerNamespace, type KubeClients} from '../../k8s/client.js'
+import {inlineTemplates, type Templates} from '../template.js'
+import {readTemplateConfigMap} from '../template-source.js'
 
 export interface RunnerTemplateOptions {
   /** --function-pod-template: a ConfigMap name, or '' for the inline template. */

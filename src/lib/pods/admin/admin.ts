@@ -2,7 +2,7 @@
  * What the operator commands (`fnr pods ls|gc`) do, on the same code as `fnr serve`'s pod
  * runtime: PodManager for the API calls, observePod/observeService for "is this fnr's and what
  * state is it in", planGc for the GC rules. The whole `fnr pods gc` flow (templates, listing,
- * Leases, plan, deletions, summary) is in gc-operator.ts; `fnr pods warm` is in warm-operator.ts.
+ * Leases, plan, deletions, summary) is in admin/gc.ts; `fnr pods warm` is in admin/warm.ts.
  *
  * GC from outside the runner: there is no pod cache and no view of the calls in flight, so every
  * fnr pod is judged by its labels and annotations the way the runner judges another runner's
@@ -17,7 +17,7 @@
  * changed since it was listed (its runner refreshed its last use because a call took it, a
  * replica took it over, its state changed) is left alone and reported as such.
  *
- * Stale templates: given the runner's current template version (template-operator.ts), a pod
+ * Stale templates: given the runner's current template version (admin/templates.ts), a pod
  * made from another version is collected too (the runner replaces such pods as they go idle and
  * deletes them at startup), but only once its last use is older than a grace period (default
  * 10 min, gc.ts's grace for another runner's pods), since from outside "idle" can only be read
@@ -36,15 +36,15 @@
  */
 import type {V1Pod, V1Service} from '@kubernetes/client-node'
 
-import {FnrError} from '../errors.js'
-import {connectKube, type KubeClients, type KubeConnectOptions} from '../k8s/client.js'
-import {silentLogger, type Logger} from '../log.js'
-import {observePod, observeService, planGc} from './gc.js'
-import {judgeLeasesAt, listReplicaLeases, type OwnerState} from './lease.js'
-import {PodManager, podReadiness} from './manager.js'
-import {ANNOTATION_TEMPLATE_VERSION, LABEL_OWNER} from './naming.js'
-import type {Templates} from './template.js'
-import {runnerTemplates, type RunnerTemplateOptions} from './template-operator.js'
+import {FnrError} from '../../errors.js'
+import {connectKube, type KubeClients, type KubeConnectOptions} from '../../k8s/client.js'
+import {silentLogger, type Logger} from '../../log.js'
+import {observePod, observeService, planGc} from '../gc.js'
+import {judgeLeasesAt, listReplicaLeases, type OwnerState} from '../lease.js'
+import {PodManager, podReadiness} from '../manager.js'
+import {ANNOTATION_TEMPLATE_VERSION, LABEL_OWNER} from '../naming.js'
+import type {Templates} from '../template.js'
+import {runnerTemplates, type RunnerTemplateOptions} from './templates.js'
 
 export interface OperatorOptions {
   namespace: string
@@ -86,7 +86,7 @@ export interface GcOptions {
   /** An fnr Service without a pod is deleted once older than this (default 60 s; 0 with --all). */
   orphanMinAgeMs?: number
   /**
-   * The runner's current template version (template-operator.ts). When set, a pod made from
+   * The runner's current template version (admin/templates.ts). When set, a pod made from
    * another version is collected once idle for staleGraceMs (the stale-template rule).
    */
   currentTemplateVersion?: string
@@ -234,7 +234,7 @@ export class PodOperator {
     }
   }
 
-  /** The runner's current templates (see template-operator.ts). */
+  /** The runner's current templates (see admin/templates.ts). */
   async currentTemplates(options: RunnerTemplateOptions): Promise<Templates> {
     return runnerTemplates(this.clients, options)
   }
@@ -309,7 +309,7 @@ export function planOperatorGc(pods: readonly V1Pod[], services: readonly V1Serv
   }
   for (const d of plan.deletePods) {
     const p = byName.get(d.name)
-    const reason = d.reason.startsWith('expired') ? (ttlOverride !== undefined ? 'idle for longer than --older-than' : 'idle for longer than its TTL') : d.reason
+    const reason = d.code === 'foreign-expired' ? (ttlOverride !== undefined ? 'idle for longer than --older-than' : 'idle for longer than its TTL') : d.reason
     items.push({kind: 'pod', name: d.name, reason, ...withImage(p)})
   }
   for (const r of plan.reclaim) {

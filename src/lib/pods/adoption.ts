@@ -1,0 +1,182 @@
+/**
+ * Adoption: taking function pods over into the pod cache (PodCache) as ready slots, at startup
+ * (this replica's own pods, those of replicas that are gone, and of a lone runner before this
+ * one), from the pod watch and GC (pods of `fnr pods warm`) and from GC (pods of replicas whose
+ * Lease expired). A pod is claimed with a resourceVersion precondition, so with several replicas
+ * exactly one takes each; pods it cannot use are deleted (another owner's only if unchanged).
+ */
+import type {V1Pod} from '@kubernetes/client-node'
+
+import type {ImagePodSettings} from '../config/pod-cache-config.js'
+import {apiStatusCode} from '../k8s/errors.js'
+import type {Logger} from '../log.js'
+import {metrics} from '../metrics.js'
+import type {PodSlot} from './cache.js'
+import {observePod} from './gc.js'
+import {noLeaseView, type OwnerState, type ReplicaView} from './lease.js'
+import {podReadiness, type PodManager} from './manager.js'
+import {ANNOTATION_CLAIMED_AT, ANNOTATION_IMAGE, ANNOTATION_OWNER, ANNOTATION_TEMPLATE_VERSION, LABEL_OWNER} from './naming.js'
+import {ANNOTATION_IMAGE_DIGEST, type Templates} from './template.js'
+
+/** What adoption needs from the pod cache. */
+export interface AdoptionHost {
+  readonly manager: PodManager
+  readonly owner: string
+  readonly ownerLabel: string
+  readonly logger: Logger
+  readonly closed: boolean
+  readonly currentTemplates: Templates
+  now(): number
+  settingsFor(image: string): ImagePodSettings
+  slotFor(name: string): PodSlot | undefined
+  /** Slots of the image that take new calls. */
+  liveCount(image: string): number
+  /** A ready slot for a pod taken over (and its Service made sure of). */
+  addAdoptedSlot(name: string, image: string, ip: string, lastUsed: number | undefined): PodSlot
+}
+
+export type TakeOverResult = 'adopted' | 'deleted' | 'lost' | 'skipped'
+
+export class PodAdoption {
+  /** Claims of pods in flight per image (counted against the image's pod limit). */
+  private readonly claiming = new Map<string, number>()
+  /** Pods a takeOver is working on (one at a time per pod). */
+  private readonly takingOver = new Set<string>()
+
+  constructor(private readonly host: AdoptionHost) {}
+
+  /**
+   * Startup: takes over fnr's pods that are ready and made from the current template version
+   * (up to each image's pod limit) among this replica's own pods and those of owners that are
+   * gone (lease released) or hold no lease (a lone runner before this one), and deletes the
+   * others of this replica and of gone owners. Pods of live replicas are left alone. One pod's
+   * problem never stops the rest.
+   */
+  async adopt(pods: readonly V1Pod[], view: ReplicaView = noLeaseView(this.host.ownerLabel)): Promise<{adopted: string[]; deleted: string[]}> {
+    const adopted: string[] = []
+    const deleted: string[] = []
+    await Promise.all(
+      pods.map(async (pod) => {
+        const observed = observePod(pod)
+        if (!observed.managed || observed.deleting) return
+        const state = view.stateOf(observed.owner)
+        if (state === 'live') return
+        const result = await this.takeOver(pod, state, 'found at startup')
+        if (result === 'adopted') adopted.push(observed.name)
+        else if (result === 'deleted') deleted.push(observed.name)
+      }),
+    )
+    return {adopted: adopted.sort(), deleted: deleted.sort()}
+  }
+
+  /** Why a pod cannot serve as one of this cache's slots, or undefined when it can. */
+  private unusable(pod: V1Pod): {reason?: string; image?: string; ip?: string} {
+    const observed = observePod(pod)
+    const image = observed.image
+    const version = pod.metadata?.annotations?.[ANNOTATION_TEMPLATE_VERSION]
+    if (!image) return {reason: `it has no ${ANNOTATION_IMAGE} annotation`}
+    if (version !== this.host.currentTemplates.version) return {reason: `its template version ${version ?? '(none)'} is not the current ${this.host.currentTemplates.version}`}
+    const r = podReadiness(pod, image)
+    if (r.state !== 'ready') return {reason: `it is not ready (${r.detail})`}
+    if (this.host.liveCount(image) + (this.claiming.get(image) ?? 0) >= this.host.settingsFor(image).maxParallelPods) return {reason: 'the image already has its maximum number of pods'}
+    return {image, ip: r.ip}
+  }
+
+  /**
+   * Takes one uncached pod over (own, or of an owner that is gone): a usable pod becomes a slot
+   * after a claim patch with the pod's resourceVersion as precondition (a 409 means another
+   * replica got it first); an unusable one is deleted (another owner's only if unchanged since
+   * it was observed). Never throws.
+   */
+  async takeOver(pod: V1Pod, state: OwnerState, why: string): Promise<TakeOverResult> {
+    const name = pod.metadata?.name
+    if (!name || this.host.closed || this.host.slotFor(name) || this.takingOver.has(name)) return 'skipped'
+    this.takingOver.add(name)
+    try {
+      return await this.takeOverOnce(pod, name, state, why)
+    } finally {
+      this.takingOver.delete(name)
+    }
+  }
+
+  private async takeOverOnce(pod: V1Pod, name: string, state: OwnerState, why: string): Promise<TakeOverResult> {
+    const {manager} = this.host
+    const observed = observePod(pod)
+    const own = state === 'self'
+    try {
+      const {reason, image, ip} = this.unusable(pod)
+      if (reason !== undefined || !image || !ip) {
+        // A runner without a Lease may be alive: its pods this replica cannot use are left to the
+        // lone-runner GC rule (well past their TTL) instead of being deleted now.
+        if (state === 'none') return 'skipped'
+        this.host.logger.info(`deleting a function pod ${why}`, {pod: name, owner: observed.owner, reason})
+        if (own) {
+          void manager.deletePodAndService(name, `${why}: ${reason}`).then((deleted) => deleted && metrics().podGcDeletion('pod', 'startup'))
+          return 'deleted'
+        }
+        if (!(await manager.deletePodIfUnchanged(name, pod.metadata?.resourceVersion ?? ''))) {
+          this.host.logger.info('another replica took the function pod first', {pod: name, owner: observed.owner})
+          return 'lost'
+        }
+        metrics().podGcDeletion('pod', 'replica-gone')
+        await manager.deleteService(name).catch(() => {})
+        this.host.logger.info('deleted a function pod of a replica that is gone', {pod: name, owner: observed.owner, ownerState: state, reason})
+        return 'deleted'
+      }
+      const now = this.host.now()
+      let resourceVersion = pod.metadata?.resourceVersion
+      // Counted against the image's pod limit while the claim is in flight, so that claims made
+      // in parallel never take more pods than the limit.
+      this.claiming.set(image, (this.claiming.get(image) ?? 0) + 1)
+      const claimed = (): void => {
+        const left = (this.claiming.get(image) ?? 1) - 1
+        if (left > 0) this.claiming.set(image, left)
+        else this.claiming.delete(image)
+      }
+      try {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await manager.patchPodMetadata(
+            name,
+            {labels: {[LABEL_OWNER]: this.host.ownerLabel}, annotations: {[ANNOTATION_OWNER]: this.host.owner, [ANNOTATION_CLAIMED_AT]: new Date(now).toISOString()}},
+            {resourceVersion},
+          )
+          break
+        } catch (err) {
+          const code = apiStatusCode(err)
+          if (code === 409 && attempt < 2) {
+            // The pod changed since it was listed (e.g. a status update): claim it again if it
+            // still has the owner it had and is not being deleted; else another replica was first.
+            const fresh = await manager.readPod(name)
+            if (fresh && !fresh.metadata?.deletionTimestamp && fresh.metadata?.labels?.[LABEL_OWNER] === observed.owner) {
+              resourceVersion = fresh.metadata?.resourceVersion
+              continue
+            }
+          }
+          if (code === 409 || code === 404) {
+            this.host.logger.info('another replica took the function pod first', {pod: name, owner: observed.owner})
+            return 'lost'
+          }
+          // The outcome is unknown (the API failed): use it; a replica that did take it is seen
+          // through the pod watch (onPodEvent), which lets it go then.
+          this.host.logger.warn('cannot take ownership of a function pod; using it anyway', {pod: name, error: (err as Error).message})
+          break
+        }
+      }
+      } finally {
+        claimed()
+      }
+      // Now this replica's (even if a call started another pod of the image meanwhile: the pod
+      // may still have calls in flight from its previous owner, so it is never deleted here).
+      if (this.host.closed || this.host.slotFor(name)) return 'skipped'
+      const slot = this.host.addAdoptedSlot(name, image, ip, observed.lastUsed)
+      slot.digest = pod.metadata?.annotations?.[ANNOTATION_IMAGE_DIGEST] || undefined
+      if (observed.owner !== this.host.ownerLabel) slot.adoptedFrom = observed.owner
+      this.host.logger.info('adopted function pod', {pod: name, image, owner: observed.owner, ownerState: state, why})
+      return 'adopted'
+    } catch (err) {
+      this.host.logger.warn('cannot adopt a function pod', {pod: name, error: (err as Error).message})
+      return 'skipped'
+    }
+  }
+}
