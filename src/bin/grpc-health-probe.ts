@@ -208,5 +208,11 @@ export async function runLeanHealthProbe(argv: readonly string[], err: NodeJS.Wr
 
 // Run as a program (not when imported by the tests).
 if (process.argv[1] && /grpc-health-probe(\.[cm]?[jt]s)?$/.test(process.argv[1])) {
-  runLeanHealthProbe(process.argv.slice(2)).then((code) => process.exit(code))
+  void runLeanHealthProbe(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      process.stderr.write(`grpc-health-probe: ${(err as Error).message}\n`)
+      process.exit(2)
+    },
+  )
 }

@@ -13,7 +13,7 @@ import path from 'node:path'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {StaticMetadataSource} from '../../src/lib/pods/metadata.js'
-import type {RunningServer, ServeOptions} from '../../src/lib/serve.js'
+import type {ServeOptions} from '../../src/lib/serve.js'
 import {memoryLogger} from '../config/function-config-crd.helpers.js'
 import {runCli} from '../support/cli.js'
 import type {AuditEvent, ControlPlane} from '../support/cluster/controlplane.js'
@@ -118,8 +118,7 @@ describe('manifests/ and Porch\'s runner RBAC on the real control plane (porch-f
   it('fnr serve (auto, CRD installed, RBAC without FunctionConfigs) falls back to files with one warning, creates restricted-admissible pods and serves; no call is refused but that list', async () => {
     const logger = memoryLogger()
     const before = (await saEvents()).length
-    let running: RunningServer | undefined
-    running = await startInProcess(options(logger), logger)
+    const running = await startInProcess(options(logger), logger)
     const client = new EvaluatorClient(`127.0.0.1:${running.port}`)
     try {
       const warnings = logger.lines.filter((l) => l.level === 'warn' && l.msg.includes('FunctionConfigs'))
@@ -138,7 +137,6 @@ describe('manifests/ and Porch\'s runner RBAC on the real control plane (porch-f
     } finally {
       client.close()
       await running.stop()
-      running = undefined
     }
     const refused = await denied()
     expect(summary(refused)).to.deep.equal(['list config.porch.kpt.dev/functionconfigs in porch-fn-system'])

@@ -16,7 +16,7 @@
  */
 import {spawn} from 'node:child_process'
 import {once} from 'node:events'
-import {mkdir, readFile, writeFile} from 'node:fs/promises'
+import {mkdir, readFile} from 'node:fs/promises'
 import path from 'node:path'
 
 import * as grpc from '@grpc/grpc-js'

@@ -60,7 +60,7 @@ describe('LocalKubelet delegating pods to the runc node', function () {
     try {
       return (await bed.api.waitFor('pods', 'default', name, check as never, 60_000)) as KubeObject;
     } catch (e) {
-      throw new Error(`${(e as Error).message}; the pod: ${JSON.stringify(bed.api.registry.find('pods', 'default', name))}`);
+      throw new Error(`${(e as Error).message}; the pod: ${JSON.stringify(bed.api.registry.find('pods', 'default', name))}`, { cause: e });
     }
   };
 

@@ -561,7 +561,7 @@ export class NodePod {
     child.stderr!.on('data', onData);
     m.exited = new Promise<Exit>((resolve) => {
       child.once('error', (e) => resolve({ exitCode: 128, reason: 'StartError', message: e.message, startedAt, finishedAt: now() }));
-      child.once('close', (code, signal) => {
+      child.once('close', (code) => {
         void (async () => {
           const finishedAt = now();
           const log = await readFile(logFile, 'utf8').catch(() => '');

@@ -43,7 +43,7 @@ export function containerArgv(container: KubeObject, image: ImageConfig, env: Re
 }
 
 function lookupName(rootfs: string, file: 'passwd' | 'group', name: string): string[] | undefined {
-  let text = '';
+  let text: string;
   try {
     text = readFileSync(path.join(rootfs, 'etc', file), 'utf8');
   } catch {

@@ -42,7 +42,7 @@ import {silentLogger, type Logger} from '../../log.js'
 import {observePod, observeService, planGc} from '../gc.js'
 import {judgeLeasesAt, listReplicaLeases, type OwnerState} from '../lease.js'
 import {PodManager, podReadiness} from '../manager.js'
-import {ANNOTATION_TEMPLATE_VERSION, LABEL_OWNER} from '../naming.js'
+import {ANNOTATION_TEMPLATE_VERSION} from '../naming.js'
 import type {Templates} from '../template.js'
 import {runnerTemplates, type RunnerTemplateOptions} from './templates.js'
 
