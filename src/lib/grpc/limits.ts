@@ -56,11 +56,14 @@ export function parseLimitFlags(get: (name: LimitFlagName) => string | undefined
   return parsed
 }
 
-/** The budget and HTTP/2 settings of a server for these limits; logs the budget once. */
-export function serverLimits(limits: ListenerLimits | undefined, logger: Logger): Pick<EvaluatorServerOptions, 'budget' | 'http2'> {
+/**
+ * The budget and HTTP/2 settings of a server for these limits; logs the budget once (at debug level
+ * for the in-pod wrapper, whose stderr a failed start shows as one line).
+ */
+export function serverLimits(limits: ListenerLimits | undefined, logger: Logger, {quiet = false}: {quiet?: boolean} = {}): Pick<EvaluatorServerOptions, 'budget' | 'http2'> {
   const l = limits ?? {}
   const settings = deriveBudget(l)
-  logger.info('call budget', {
+  logger[quiet ? 'debug' : 'info']('call budget', {
     memoryLimit: fmtBytes(settings.memoryLimit.bytes),
     from: settings.memoryLimit.file ?? settings.memoryLimit.source,
     maxConcurrentCalls: settings.maxConcurrentCalls,
