@@ -15,7 +15,7 @@ import {REPO_ROOT} from './support/serve.js'
  * Guides that other work in progress adds (linked from README.md and docs/README.md ahead of
  * time). A link to one of them is checked once the file exists; remove a name once it is there.
  */
-const PLANNED = new Set(['docs/cli.md', 'docs/cluster.md', 'docs/node.md', 'docs/process.md', 'docs/limits.md', 'docs/porch-swap.md', 'docs/catalog-functions.md'])
+const PLANNED = new Set<string>()
 
 const DOC_FILES = ['README.md', ...readdirSync(path.join(REPO_ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)]
 
