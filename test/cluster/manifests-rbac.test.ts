@@ -181,7 +181,8 @@ describe('manifests/ and Porch\'s runner RBAC on the real control plane (porch-f
       const authFile = await registry.writeAuthFile('testuser', 'testpass')
       const ref = `${registry.host}/fn/warm-cat:v1`
       await pushImage(registry, 'fn/warm-cat:v1', {entrypoint: [FUNCTION_PATH], files: {'usr/local/bin/function': SCRIPTS.cat}}, authFile)
-      cp.kubelet!.setImage(ref, {commandMap: {[FUNCTION_PATH]: fnFile}})
+      // `fnr pods warm` pins the digest (repo@sha256:…) like the runner: map the tag and the pinned form
+      cp.kubelet!.setImage(`${registry.host}/fn/warm-cat*`, {commandMap: {[FUNCTION_PATH]: fnFile}})
       auditFrom = (await cp.auditEvents()).length
       const env = {...process.env}
       delete env.WRAPPER_SERVER_IMAGE

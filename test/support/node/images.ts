@@ -54,6 +54,12 @@ export function registryHost(image: string): string {
   return 'docker.io';
 }
 
+/** A registry host on loopback (127.0.0.0/8, localhost, [::1]), with or without a port. */
+export function isLocalRegistry(host: string): boolean {
+  const name = host.startsWith('[') ? host.slice(1, host.indexOf(']')) : host.replace(/:\d+$/, '');
+  return name === 'localhost' || name === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name);
+}
+
 function repository(image: string): string {
   const noDigest = image.split('@')[0]!;
   const slash = noDigest.lastIndexOf('/');
@@ -104,6 +110,9 @@ export class ImageStore {
     const layout = await mkdtemp(path.join(this.dir, 'pull-'));
     try {
       const host = registryHost(image);
+      // The test node pulls only from registries on this machine: a name like fnr.test or ghcr.io would
+      // send skopeo (and the system resolver) off the machine. Refused as a real node refuses an unknown host.
+      if (!isLocalRegistry(host)) throw new ImagePullError(`failed to pull and unpack image "${image}": the test node pulls only from registries on loopback (${host} is not one)`);
       // A kubelet tries each matching credential in turn, then anonymously when there is none.
       const attempts: Array<RegistryCredential | undefined> = credentials.length > 0 ? credentials : [undefined];
       let lastError = '';
