@@ -20,6 +20,7 @@ import { Reflector } from './reflector.js';
 import { TestApiServer } from './server.js';
 import type { KubeObject } from './status.js';
 import type { KubeletPod, RuncRuntime } from '../node/runtime.js';
+import { Naps } from './naps.js';
 
 /** What an image "contains": the entrypoint and defaults a container of that image runs with. */
 export interface ImageEntry {
@@ -194,7 +195,7 @@ class PodRuntime {
   private terminating = false;
   /** Removed from the API (or the kubelet is stopping): no more API writes. */
   private gone = false;
-  private wakers = new Set<() => void>();
+  private readonly naps = new Naps();
   private killTimer: NodeJS.Timeout | undefined;
   private killDeadline = Infinity;
   private statusChain: Promise<void> = Promise.resolve();
@@ -338,24 +339,6 @@ class PodRuntime {
     return this.statusChain;
   }
 
-  // ------------------------------------------------------------------------------------------------ waiting
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        this.wakers.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.wakers.add(done);
-    });
-  }
-
-  private wakeAll(): void {
-    for (const w of [...this.wakers]) w();
-  }
-
   private get stopping(): boolean {
     return this.terminating || this.gone;
   }
@@ -379,7 +362,7 @@ class PodRuntime {
         model.state = { waiting: { reason: attempts === 0 ? 'ErrImagePull' : 'ImagePullBackOff', message: error } };
         attempts++;
         await this.pushStatus();
-        await this.sleep(this.kubelet.retryMs);
+        await this.naps.sleep(this.kubelet.retryMs);
       }
       if (model.state.waiting?.reason === 'ErrImagePull' || model.state.waiting?.reason === 'ImagePullBackOff') {
         model.state = { waiting: { reason: this.initContainers.has(c.name) ? 'PodInitializing' : 'ContainerCreating' } };
@@ -415,7 +398,7 @@ class PodRuntime {
         model.lastState = { terminated: this.terminatedState(exit) };
         model.state = { waiting: { reason: 'CrashLoopBackOff', message: `back-off restarting failed container ${c.name} in pod ${this.name}_${this.namespace}(${this.uid})` } };
         await this.pushStatus();
-        await this.sleep(this.kubelet.backoff(model.restartCount));
+        await this.naps.sleep(this.kubelet.backoff(model.restartCount));
       }
     }
     this.initialized = true;
@@ -451,7 +434,7 @@ class PodRuntime {
       model.lastState = { terminated: this.terminatedState(exit) };
       model.state = { waiting: { reason: 'CrashLoopBackOff', message: `back-off restarting failed container ${main.name} in pod ${this.name}_${this.namespace}(${this.uid})` } };
       await this.pushStatus();
-      await this.sleep(this.kubelet.backoff(model.restartCount));
+      await this.naps.sleep(this.kubelet.backoff(model.restartCount));
     }
   }
 
@@ -492,7 +475,7 @@ class PodRuntime {
       const reason = e instanceof ConfigError ? 'CreateContainerConfigError' : 'CreateContainerError';
       model.state = { waiting: { reason, message: (e as Error).message } };
       await this.pushStatus();
-      await this.sleep(this.kubelet.retryMs);
+      await this.naps.sleep(this.kubelet.retryMs);
       return undefined;
     }
     if (this.stopping) return undefined;
@@ -761,7 +744,7 @@ class PodRuntime {
         }
       }
       if (plan.kind === 'none') return;
-      await this.sleep(model.ready ? this.kubelet.readyProbeIntervalMs : this.kubelet.probeIntervalMs);
+      await this.naps.sleep(model.ready ? this.kubelet.readyProbeIntervalMs : this.kubelet.probeIntervalMs);
     }
   }
 
@@ -783,7 +766,7 @@ class PodRuntime {
     const cap = this.kubelet.maxGracePeriodSeconds;
     const grace = cap !== undefined ? Math.min(graceSeconds, cap) : graceSeconds;
     this.terminating = true;
-    this.wakeAll();
+    this.naps.wakeAll();
     this.signalProcess(grace * 1000);
     this.terminationDone ??= (async () => {
       const exit = this.procExit ? await this.procExit : undefined;
@@ -811,7 +794,7 @@ class PodRuntime {
   abandon(graceMs: number): Promise<void> {
     this.gone = true;
     this.terminating = true;
-    this.wakeAll();
+    this.naps.wakeAll();
     this.signalProcess(graceMs);
     this.terminationDone ??= (async () => {
       if (this.procExit) await this.procExit;

@@ -28,6 +28,7 @@ import {
   resolveUser,
   runtimeSpec,
 } from './spec.js';
+import { Naps } from '../k8s/naps.js';
 
 type KubeObject = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -102,7 +103,7 @@ export class NodePod {
   private readonly models = new Map<string, ContainerModel>();
   private initialized: boolean;
   private stopping = false;
-  private wakers = new Set<() => void>();
+  private readonly naps = new Naps();
   private statusChain: Promise<void> = Promise.resolve();
   private lastPushed = '';
   private runPromise: Promise<void> | undefined;
@@ -249,24 +250,6 @@ export class NodePod {
     return this.statusChain;
   }
 
-  // ------------------------------------------------------------------------------------------------ waiting
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        this.wakers.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.wakers.add(done);
-    });
-  }
-
-  private wakeAll(): void {
-    for (const w of [...this.wakers]) w();
-  }
-
   // ------------------------------------------------------------------------------------------------ lifecycle
 
   private async run(): Promise<void> {
@@ -297,7 +280,7 @@ export class NodePod {
         m.lastState = { terminated: exit };
         m.state = { waiting: { reason: 'CrashLoopBackOff', message: `back-off ${Math.round(this.node.backoff(m.restartCount) / 1000)}s restarting failed container=${m.spec.name} pod=${this.name}_${this.namespace}(${this.uid})` } };
         await this.pushStatus();
-        await this.sleep(this.node.backoff(m.restartCount));
+        await this.naps.sleep(this.node.backoff(m.restartCount));
       }
     }
     this.initialized = true;
@@ -327,7 +310,7 @@ export class NodePod {
       const delay = this.node.backoff(m.restartCount);
       m.state = { waiting: { reason: 'CrashLoopBackOff', message: `back-off ${Math.round(delay / 1000)}s restarting failed container=${m.spec.name} pod=${this.name}_${this.namespace}(${this.uid})` } };
       await this.pushStatus();
-      await this.sleep(delay);
+      await this.naps.sleep(delay);
     }
   }
 
@@ -399,7 +382,7 @@ export class NodePod {
     if (m.spec.imagePullPolicy === 'Never') {
       m.state = { waiting: { reason: 'ErrImageNeverPull', message: `Container image "${image}" is not present with pull policy of Never` } };
       await this.pushStatus();
-      await this.sleep(this.node.retryMs);
+      await this.naps.sleep(this.node.retryMs);
       return undefined;
     }
     try {
@@ -408,12 +391,12 @@ export class NodePod {
       const message = e instanceof ImagePullError ? e.message : `failed to pull and unpack image "${image}": ${(e as Error).message}`;
       m.state = { waiting: { reason: 'ErrImagePull', message } };
       await this.pushStatus();
-      await this.sleep(this.node.retryMs);
+      await this.naps.sleep(this.node.retryMs);
       if (this.stopping) return undefined;
       m.pullFailures = (m.pullFailures ?? 0) + 1;
       m.state = { waiting: { reason: 'ImagePullBackOff', message: `Back-off pulling image "${image}"` } };
       await this.pushStatus();
-      await this.sleep(this.node.backoff(m.pullFailures));
+      await this.naps.sleep(this.node.backoff(m.pullFailures));
       return undefined;
     }
   }
@@ -527,7 +510,7 @@ export class NodePod {
       const reason = e instanceof ContainerConfigError ? 'CreateContainerConfigError' : 'CreateContainerError';
       m.state = { waiting: { reason, message: (e as Error).message } };
       await this.pushStatus();
-      await this.sleep(this.node.retryMs);
+      await this.naps.sleep(this.node.retryMs);
       return undefined;
     }
     // The container's root: an overlay over the image's unpacked layers (the image stays untouched).
@@ -537,7 +520,7 @@ export class NodePod {
     if (mounted.code !== 0) {
       m.state = { waiting: { reason: 'CreateContainerError', message: `overlay mount failed: ${mounted.stderr.trim()}` } };
       await this.pushStatus();
-      await this.sleep(this.node.retryMs);
+      await this.naps.sleep(this.node.retryMs);
       await rm(bundle, { recursive: true, force: true });
       return undefined;
     }
@@ -698,7 +681,7 @@ export class NodePod {
     const child = m.child;
     const alive = (): boolean => !this.stopping && m.child === child && child !== undefined && child.exitCode === null;
     const loop = async (probe: KubeObject, kind: 'readiness' | 'liveness'): Promise<void> => {
-      await this.sleep(Number(probe.initialDelaySeconds ?? 0) * 1000);
+      await this.naps.sleep(Number(probe.initialDelaySeconds ?? 0) * 1000);
       const period = Number(probe.periodSeconds ?? 10) * 1000;
       const failureThreshold = Number(probe.failureThreshold ?? 3);
       const successThreshold = Number(probe.successThreshold ?? 1);
@@ -728,7 +711,7 @@ export class NodePod {
             }
           }
         }
-        await this.sleep(period);
+        await this.naps.sleep(period);
       }
     };
     const loops: Array<Promise<void>> = [];
@@ -756,7 +739,7 @@ export class NodePod {
     this.done ??= (async () => {
       this.stopping = true;
       this.stopGraceMs = graceSeconds * 1000;
-      this.wakeAll();
+      this.naps.wakeAll();
       const running = [...this.models.values()].filter((m) => m.runcId);
       const exits = new Map<ContainerModel, Exit>();
       await Promise.all(
@@ -785,7 +768,7 @@ export class NodePod {
     this.done ??= (async () => {
       this.stopping = true;
       this.stopGraceMs = graceMs;
-      this.wakeAll();
+      this.naps.wakeAll();
       await Promise.all([...this.models.values()].filter((m) => m.runcId).map((m) => this.kill(m, graceMs)));
       await this.runPromise;
       await this.statusChain;
