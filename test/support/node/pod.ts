@@ -38,6 +38,11 @@ export interface PodHost {
   read(kind: 'configmaps' | 'secrets', namespace: string, name: string): Promise<Record<string, string> | undefined>;
   /** Called with the whole pod status whenever it changes. */
   writeStatus(status: KubeObject): Promise<void>;
+  /**
+   * A bound token of the pod's ServiceAccount (TokenRequest), for a projected `serviceAccountToken` source (the
+   * `kube-api-access-*` volume ServiceAccount admission adds). Without it such volumes are refused.
+   */
+  token?(namespace: string, serviceAccount: string, request: { audience?: string; expirationSeconds?: number; podName: string; podUid: string }): Promise<string>;
   onLog?(container: string, chunk: string): void;
 }
 
@@ -321,6 +326,10 @@ export class NodePod {
     if (this.stopping) return;
     const fsGroup = this.pod.spec?.securityContext?.fsGroup;
     for (const v of (this.pod.spec?.volumes ?? []) as KubeObject[]) {
+      if (v.projected) {
+        await this.projectVolume(v);
+        continue;
+      }
       if (!v.emptyDir) continue; // other volume types are not supported by the test node (docs/node.md)
       const d = path.join(this.dir, 'volumes', v.name);
       await mkdir(d, { recursive: true });
@@ -339,6 +348,56 @@ export class NodePod {
     const dns = this.node.dnsServer;
     const search = `${this.namespace}.svc.${this.node.clusterDomain} svc.${this.node.clusterDomain} ${this.node.clusterDomain}`;
     await writeFile(path.join(etc, 'resolv.conf'), `${dns ? `nameserver ${dns}\n` : ''}search ${search}\noptions ndots:5\n`);
+  }
+
+  /**
+   * A `projected` volume, written once at sandbox set-up (a real kubelet also refreshes the token before it
+   * expires; the test pods live minutes): `serviceAccountToken` (TokenRequest bound to this pod), `configMap`,
+   * `secret` and `downwardAPI` (fieldRef) sources, files mode `defaultMode` (0644), readable by `fsGroup`.
+   */
+  private async projectVolume(v: KubeObject): Promise<void> {
+    const d = path.join(this.dir, 'volumes', v.name);
+    await mkdir(d, { recursive: true });
+    const fsGroup = this.pod.spec?.securityContext?.fsGroup;
+    const mode = Number(v.projected.defaultMode ?? 0o644);
+    const files: Array<[string, string, number | undefined]> = [];
+    for (const src of (v.projected.sources ?? []) as KubeObject[]) {
+      if (src.serviceAccountToken) {
+        const sa = String(this.pod.spec?.serviceAccountName ?? 'default');
+        if (!this.host.token) throw new ContainerConfigError(`volume "${v.name}": no token source for service account tokens on this node`);
+        const t = src.serviceAccountToken;
+        files.push([t.path, await this.host.token(this.namespace, sa, { audience: t.audience, expirationSeconds: t.expirationSeconds, podName: this.name, podUid: this.uid }), undefined]);
+      } else if (src.configMap || src.secret) {
+        const ref = src.configMap ?? src.secret;
+        const kind = src.configMap ? 'configmaps' : 'secrets';
+        const data = await this.host.read(kind, this.namespace, ref.name);
+        if (!data) {
+          if (ref.optional === true) continue;
+          throw new ContainerConfigError(`volume "${v.name}": ${kind === 'secrets' ? 'secret' : 'configmap'} "${ref.name}" not found`);
+        }
+        const items = (ref.items as KubeObject[] | undefined) ?? Object.keys(data).map((key): KubeObject => ({ key, path: key }));
+        for (const it of items) {
+          if (data[it.key] === undefined) throw new ContainerConfigError(`volume "${v.name}": couldn't find key ${it.key} in ${ref.name}`);
+          files.push([it.path, data[it.key]!, it.mode]);
+        }
+      } else if (src.downwardAPI) {
+        for (const it of (src.downwardAPI.items ?? []) as KubeObject[]) {
+          if (!it.fieldRef) throw new ContainerConfigError(`volume "${v.name}": downwardAPI item ${it.path}: only fieldRef is supported by the test node`);
+          files.push([it.path, this.fieldRef(String(it.fieldRef.fieldPath)), it.mode]);
+        }
+      } else {
+        throw new ContainerConfigError(`volume "${v.name}": projected source ${Object.keys(src).join(',')} is not supported by the test node`);
+      }
+    }
+    for (const [rel, content, itemMode] of files) {
+      const f = path.join(d, rel);
+      if (!f.startsWith(d + path.sep)) throw new ContainerConfigError(`volume "${v.name}": path ${rel} leaves the volume`);
+      await mkdir(path.dirname(f), { recursive: true });
+      await writeFile(f, content);
+      await chmod(f, Number(itemMode ?? mode));
+      if (fsGroup !== undefined) await chown(f, 0, Number(fsGroup));
+    }
+    await chmod(d, 0o755);
   }
 
   /** The pod's pull credentials for an image's registry, from its imagePullSecrets. */
@@ -483,12 +542,15 @@ export class NodePod {
         { destination: '/etc/hostname', source: path.join(this.dir, 'etc', 'hostname') },
         { destination: '/etc/resolv.conf', source: path.join(this.dir, 'etc', 'resolv.conf') },
       ];
-      const volumes = new Set(((this.pod.spec?.volumes ?? []) as KubeObject[]).filter((v) => v.emptyDir).map((v) => v.name as string));
+      const podVolumes = (this.pod.spec?.volumes ?? []) as KubeObject[];
+      const volumes = new Set(podVolumes.filter((v) => v.emptyDir || v.projected).map((v) => v.name as string));
+      const projected = new Set(podVolumes.filter((v) => v.projected).map((v) => v.name as string));
       for (const vm of (c.volumeMounts ?? []) as KubeObject[]) {
-        if (!volumes.has(vm.name)) throw new ContainerConfigError(`volume "${vm.name}" is not an emptyDir volume of the pod (the test node supports emptyDir only)`);
+        if (!volumes.has(vm.name)) throw new ContainerConfigError(`volume "${vm.name}" is not an emptyDir or projected volume of the pod (the test node supports only those)`);
         const source = path.join(this.dir, 'volumes', vm.name, vm.subPath ?? '');
         if (vm.subPath) await mkdir(source, { recursive: true });
-        mounts.push({ destination: vm.mountPath, source, readOnly: vm.readOnly === true });
+        // Projected volumes are read-only whatever the mount says, as a kubelet mounts them.
+        mounts.push({ destination: vm.mountPath, source, readOnly: vm.readOnly === true || projected.has(vm.name) });
       }
       const sc: KubeObject = c.securityContext ?? {};
       if (sc.privileged === true) throw new ContainerConfigError('privileged containers are not supported by the test node');

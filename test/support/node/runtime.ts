@@ -126,6 +126,18 @@ export class RuncRuntime {
           throw e;
         }
       },
+      token: async (ns, serviceAccount, request) => {
+        const review = await client.create(resourcePath('v1', 'serviceaccounts', ns, serviceAccount, 'token'), {
+          apiVersion: 'authentication.k8s.io/v1',
+          kind: 'TokenRequest',
+          spec: {
+            audiences: request.audience ? [request.audience] : [],
+            expirationSeconds: request.expirationSeconds ?? 3607,
+            boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: request.podName, uid: request.podUid },
+          },
+        });
+        return String(review.status?.token ?? '');
+      },
       writeStatus: async (status) => {
         if (gone) return;
         await client.patch(resourcePath('v1', 'pods', namespace, name, 'status'), [
