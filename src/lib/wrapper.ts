@@ -19,6 +19,7 @@ import {LIMIT_FLAG_NAMES, parseLimitFlags, serverLimits, type ListenerLimits} fr
 import {EvaluatorServer} from './grpc/server.js'
 import type {Logger} from './log.js'
 import {startProcessTracing, tracing} from './otel.js'
+import {logEscapedProcesses} from './process/sweep.js'
 
 export interface WrapperOptions {
   port: number
@@ -150,11 +151,13 @@ export async function startWrapperServer(options: WrapperOptions, logger: Logger
     throw err
   }
   server.setServing(true)
+  const unlogEscapes = logEscapedProcesses(logger)
   const handle = gracefulStopper(
     async () => {
       logger.lifecycle('draining', {activeCalls: server.activeCalls})
       const result = await server.shutdown(options.gracePeriodMs)
       await traced.stop()
+      unlogEscapes()
       logger.lifecycle('stopped', {forced: result.forced})
       return result
     },
