@@ -235,6 +235,7 @@ describe('the packaged wrapper as PID 1 reaps zombies (runc, Porch\'s template c
     await orphansDone(c)
     const procs = processes(c)
     const z = zombies(procs)
+    console.log(`      without the launcher: ${z.length} zombies after six calls`)
     expect(z.length, show(procs)).to.be.at.least(6)
     expect(z.every((p) => p.ppid === 1 && p.comm === 'sleep'), show(z)).to.equal(true)
   })
