@@ -15,7 +15,10 @@
 # its environment to the function. So the environment the kernel gave this shell goes along as
 # it was, base64-encoded in FNRW_LAUNCHER_ENVIRON, and the wrapper restores it before anything
 # else (src/bin/wrapper-server.ts). An environment over ~96 KiB is left to the shell.
-d=${0%/*}
+case $0 in
+*/*) d=${0%/*} ;;
+*) d=. ;;
+esac
 if e=$("$d/busybox" base64 -w 0 "/proc/$$/environ" 2>/dev/null) && [ "${#e}" -lt 131000 ]; then
 	export FNRW_LAUNCHER_ENVIRON="$e"
 fi
