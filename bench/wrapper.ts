@@ -37,7 +37,7 @@ function interpreter(folder: string): string {
 }
 
 function commandFor(variant: Variant, args: string[]): [string, string[]] {
-  return variant === 'packaged' ? [interpreter(PACKAGED), [path.join(PACKAGED, 'wrapper-server'), ...args]] : [process.execPath, [BIN_RUN, 'wrapper-server', ...args]]
+  return variant === 'packaged' ? [interpreter(PACKAGED), [path.join(PACKAGED, 'wrapper-server-sea'), ...args]] : [process.execPath, [BIN_RUN, 'wrapper-server', ...args]]
 }
 
 interface Started {
@@ -138,8 +138,12 @@ function runcUsable(): string | undefined {
   return runc && busybox ? runc : undefined
 }
 
-/** Startup in a runc container whose rootfs holds only a static busybox (as runc.test.ts). */
-async function containerStartups(runc: string, runs: number): Promise<number[]> {
+/**
+ * Startup in a runc container whose rootfs holds only a static busybox (as runc.test.ts). `entry`:
+ * the launcher Porch's templates run (wrapper-server, PID 1 reaping zombies), or the executable
+ * itself as PID 1 (wrapper-server-sea: the launcher's cost is the difference).
+ */
+async function containerStartups(runc: string, runs: number, entry = '/wrapper-server-tools/wrapper-server'): Promise<number[]> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'fnr-bench-runc-'))
   const state = path.join(dir, 'state')
   const times: number[] = []
@@ -155,7 +159,7 @@ async function containerStartups(runc: string, runs: number): Promise<number[]> 
       const port = await freePort()
       const config = structuredClone(base)
       config.process.terminal = false
-      config.process.args = ['/wrapper-server-tools/wrapper-server', `--port=${port}`, '--log-level=1', '--', '/busybox', 'cat']
+      config.process.args = [entry, `--port=${port}`, '--log-level=1', '--', '/busybox', 'cat']
       config.process.env = ['FNR_BIND_ADDRESS=127.0.0.1']
       config.linux.namespaces = config.linux.namespaces.filter((n: {type: string}) => n.type !== 'network')
       config.mounts.push({destination: '/wrapper-server-tools', type: 'bind', source: PACKAGED, options: ['rbind', 'ro']})
@@ -245,10 +249,12 @@ export async function benchWrapper(iterations: number): Promise<{rows: Row[]; ra
   }
   const runc = runcUsable()
   if (runc) startups.container = await containerStartups(runc, runs)
+  if (runc) startups.containerDirect = await containerStartups(runc, runs, '/wrapper-server-tools/wrapper-server-sea')
   const cliP50 = round(percentile(startups.cli!, 50))
   for (const [v, label] of [
     ['packaged', 'packaged executable on the host'],
     ['container', 'packaged executable in a runc container (incl. container creation)'],
+    ['containerDirect', 'the same without the launcher (the executable as PID 1)'],
     ['cli', 'fnr wrapper-server (node + oclif)'],
   ] as const) {
     const times = startups[v]

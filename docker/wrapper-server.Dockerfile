@@ -21,6 +21,8 @@ RUN npm ci --no-audit --no-fund
 COPY proto proto
 COPY src src
 COPY scripts scripts
+# the launcher: /wrapper-server-tools/wrapper-server (runs the executable, reaps zombies as PID 1)
+COPY docker/wrapper-launcher.sh docker/wrapper-launcher.sh
 # /home/nonroot/wrapper-server is where Porch's templates copy from (Porch's own
 # wrapper-server image keeps wrapper-server and grpc-health-probe there): the folder itself is
 # there, /wrapper-server is a link to it. Everything is readable and runnable by any uid (the init

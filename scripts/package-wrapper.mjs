@@ -7,9 +7,14 @@
 //   node scripts/package-wrapper.mjs [--force] [--out DIR] [--node PATH] [--quiet]
 //
 // Output (default build/wrapper-server/; layout documented in docker/README.md):
-//   wrapper-server            the SEA: PT_INTERP = /wrapper-server-tools/lib/ld-linux-x86-64.so.2,
+//   wrapper-server            the entry Porch's pod templates run: docker/wrapper-launcher.sh, a
+//                             script for the static busybox below. As PID 1 of the pod it runs the
+//                             SEA as its child, reaps every zombie, forwards signals and exits with
+//                             the SEA's status; otherwise it execs the SEA
+//   wrapper-server-sea        the SEA: PT_INTERP = /wrapper-server-tools/lib/ld-linux-x86-64.so.2,
 //                             DT_RPATH = $ORIGIN/lib:/wrapper-server-tools/lib
-//   grpc-health-probe         symlink to wrapper-server (it probes when run under that name)
+//   busybox                   Debian's busybox-static (no libc needed), the launcher's shell
+//   grpc-health-probe         symlink to wrapper-server-sea (it probes when run under that name)
 //   lib/                      the interpreter and every library `ldd` lists for the node binary
 //   licenses/                 copyright files of the carried binaries and the bundle's notices
 //   build-info.json           versions, sizes, sha256s and the inputs' fingerprint
@@ -24,8 +29,8 @@
 // from esbuild's metafile, proto/, this script, package-lock.json and the node binary, by size and
 // mtime). Concurrent runs serialise on a lock; the folder is replaced atomically.
 //
-// Needs: npm ci (esbuild, postject), patchelf, and ldd (libc-bin); strip (binutils) is used when
-// present. Nothing is downloaded.
+// Needs: npm ci (esbuild, postject), patchelf, ldd (libc-bin) and a static busybox (Debian package
+// busybox-static); strip (binutils) is used when present. Nothing is downloaded.
 import {spawnSync} from 'node:child_process'
 import {createHash} from 'node:crypto'
 import {
@@ -52,10 +57,16 @@ export const DEFAULT_OUT = path.join(ROOT, 'build', 'wrapper-server')
 /** Where function pods mount the folder (Porch's inline pod template; src/lib/pods/template.ts). */
 export const MOUNT_POINT = '/wrapper-server-tools'
 const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'
+/** The Node single-executable application in the folder; `wrapper-server` is the launcher that runs it. */
+export const SEA_NAME = 'wrapper-server-sea'
+/** The launcher, installed as `wrapper-server` (docs/process.md "How zombies are reaped"). */
+const LAUNCHER = path.join(ROOT, 'docker', 'wrapper-launcher.sh')
+/** Where Debian's busybox-static installs its binary. */
+const BUSYBOX_CANDIDATES = ['/bin/busybox', '/usr/bin/busybox']
 const ENTRY = path.join(ROOT, 'src', 'bin', 'wrapper-server.ts')
 const EVALUATOR_PROTO = path.join(ROOT, 'proto', 'evaluator.proto')
 /** Bumped when the layout or the steps change, so old folders are rebuilt. */
-const RECIPE_VERSION = 4
+const RECIPE_VERSION = 5
 /**
  * Environment variables node reads at startup, before any JavaScript runs, that a function image
  * may set for its own Node programs (NODE_OPTIONS=--require … would otherwise load into, or
@@ -106,7 +117,7 @@ function dirSize(dir) {
 function fingerprint(files, nodeBinary) {
   const h = createHash('sha256')
   h.update(`recipe ${RECIPE_VERSION}\nnode ${nodeBinary}\n`)
-  const all = [...new Set([...files, realpathSync(nodeBinary)])].sort()
+  const all = [...new Set([...files, realpathSync(nodeBinary), ...BUSYBOX_CANDIDATES])].sort()
   for (const f of all) {
     try {
       const s = statSync(f)
@@ -123,6 +134,7 @@ function staticInputs() {
     fileURLToPath(import.meta.url),
     path.join(ROOT, 'package-lock.json'),
     EVALUATOR_PROTO,
+    LAUNCHER,
     ...walk(path.join(ROOT, 'scripts', 'wrapper')),
   ]
 }
@@ -138,7 +150,7 @@ function readBuildInfo(out) {
 /** True when `out` holds a complete build of the current inputs. */
 export function isUpToDate(out = DEFAULT_OUT, nodeBinary = process.execPath) {
   const info = readBuildInfo(out)
-  if (!info?.inputs || !existsSync(path.join(out, 'wrapper-server'))) return false
+  if (!info?.inputs || !existsSync(path.join(out, 'wrapper-server')) || !existsSync(path.join(out, SEA_NAME))) return false
   return info.fingerprint === fingerprint([...info.inputs.map((f) => path.join(ROOT, f)), ...staticInputs()], nodeBinary)
 }
 
@@ -260,6 +272,16 @@ async function bundle(work, quiet) {
   return {outfile, inputs, legal: `${outfile.replace(/\.cjs$/, '')}.cjs.LEGAL.txt`, bytes: statSync(outfile).size}
 }
 
+/** The static busybox for the launcher: Debian's busybox-static (a dynamic busybox would need a libc in the image). */
+function staticBusybox() {
+  for (const p of BUSYBOX_CANDIDATES) {
+    if (!existsSync(p)) continue
+    const r = spawnSync('ldd', [p], {encoding: 'utf8'})
+    if (/not a dynamic executable|statically linked/.test(`${r.stdout}${r.stderr}`)) return p
+  }
+  throw new Error(`a static busybox is required for the launcher (Debian package busybox-static; looked at ${BUSYBOX_CANDIDATES.join(', ')})`)
+}
+
 /** The interpreter and libraries of a dynamically linked binary, as ldd resolves them here. */
 export function sharedLibraries(binary) {
   const text = run('ldd', [binary])
@@ -351,6 +373,7 @@ async function build({out, nodeBinary, quiet}) {
   for (const [cmd, pkg] of [['patchelf', 'patchelf'], ['ldd', 'libc-bin']]) {
     if (!have(cmd)) throw new Error(`${cmd} is required (Debian package ${pkg})`)
   }
+  const busybox = staticBusybox()
   const postject = path.join(ROOT, 'node_modules', '.bin', 'postject')
   if (!existsSync(postject)) throw new Error('node_modules/.bin/postject is missing: run npm ci')
   const started = performance.now()
@@ -370,7 +393,7 @@ async function build({out, nodeBinary, quiet}) {
     writeFileSync(seaConfig, JSON.stringify({main: b.outfile, output: blob, disableExperimentalSEAWarning: true, useCodeCache: true}))
     run(nodeBinary, ['--experimental-sea-config', seaConfig], {cwd: work})
 
-    const exe = path.join(stage, 'wrapper-server')
+    const exe = path.join(stage, SEA_NAME)
     copyFileSync(realpathSync(nodeBinary), exe)
     chmodSync(exe, 0o755)
     const stripped = have('strip')
@@ -402,8 +425,18 @@ async function build({out, nodeBinary, quiet}) {
     const version = run(path.join(libDir, interpreter.soname), [exe, '--version']).trim()
     if (!version.startsWith('fnr wrapper-server')) throw new Error(`the packaged executable does not start: ${version}`)
 
-    symlinkSync('wrapper-server', path.join(stage, 'grpc-health-probe'))
-    const licenses = copyLicenses([nodeBinary, interpreter.file, ...libs.map((l) => l.file)], b.legal, path.join(stage, 'licenses'), nodeBinary)
+    // The launcher (docs/process.md "How zombies are reaped"): in a function pod the entry is
+    // PID 1, orphans of the function are re-parented to it, and Node waits only for its own
+    // children. A static busybox shell runs the SEA as its child and reaps them.
+    copyFileSync(busybox, path.join(stage, 'busybox'))
+    chmodSync(path.join(stage, 'busybox'), 0o555)
+    const launcherText = readFileSync(LAUNCHER, 'utf8')
+    if (!launcherText.startsWith(`#!${MOUNT_POINT}/busybox sh\n`)) throw new Error(`${LAUNCHER} must start with #!${MOUNT_POINT}/busybox sh`)
+    writeFileSync(path.join(stage, 'wrapper-server'), launcherText)
+    chmodSync(path.join(stage, 'wrapper-server'), 0o555)
+    const busyboxVersion = (run(busybox, ['--help']).split('\n')[0] ?? '').trim()
+    symlinkSync(SEA_NAME, path.join(stage, 'grpc-health-probe'))
+    const licenses = copyLicenses([nodeBinary, interpreter.file, ...libs.map((l) => l.file), busybox], b.legal, path.join(stage, 'licenses'), nodeBinary)
 
     const files = walk(stage)
       .filter((f) => !lstatSync(f).isSymbolicLink())
@@ -411,6 +444,7 @@ async function build({out, nodeBinary, quiet}) {
     const info = {
       recipe: RECIPE_VERSION,
       version,
+      busybox: busyboxVersion,
       node: run(nodeBinary, ['--version']).trim(),
       nodeBinary: realpathSync(nodeBinary),
       interpreter: interp,
@@ -484,7 +518,7 @@ async function main(argv) {
   const lines = [
     `built ${rel} in ${(info.buildMs / 1000).toFixed(1)} s: ${mib(info.totalBytes)} (${info.version})`,
     ...info.files.map((f) => `  ${f.path.padEnd(34)} ${mib(f.bytes).padStart(9)}`),
-    `  grpc-health-probe -> wrapper-server`,
+    `  grpc-health-probe -> ${SEA_NAME}`,
   ]
   log(options.quiet, lines.join('\n'))
 }

@@ -8,6 +8,10 @@
  *   wrapper-server [--port 9446] [--max-request-body-size N] [--verbosity V | --log-level V]
  *                  [--grace-period 25s] -- ENTRYPOINT [ARGS…]
  *
+ * In the packaged folder this file is `wrapper-server-sea`; `wrapper-server` is the launcher
+ * (docker/wrapper-launcher.sh), which as PID 1 of a pod runs it as a child and reaps zombies, and
+ * hands over the container's environment verbatim in FNRW_LAUNCHER_ENVIRON (restored first thing).
+ *
  * Run as `grpc-health-probe` (the symlink next to it in the packaged folder), or with
  * `grpc-health-probe` as its first argument, it is a health probe instead (bin/health-probe.ts).
  *
@@ -20,7 +24,7 @@ import path from 'node:path'
 import {firstLine, toFnrError} from '../lib/errors.js'
 import {useEmbeddedEvaluatorDescriptor} from '../lib/grpc/proto.js'
 import {createLogger} from '../lib/log.js'
-import {parseWrapperArgs, splitEntrypoint, startWrapperServer} from '../lib/wrapper.js'
+import {parseWrapperArgs, restoreLauncherEnvironment, splitEntrypoint, startWrapperServer} from '../lib/wrapper.js'
 import {runHealthProbe} from './health-probe.js'
 
 /** Set by the bundle's banner (scripts/package-wrapper.mjs): protobufjs JSON descriptors of the protos and build facts. */
@@ -71,6 +75,7 @@ async function main(argv: string[]): Promise<number> {
   return 0
 }
 
+restoreLauncherEnvironment()
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {

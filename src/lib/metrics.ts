@@ -15,6 +15,7 @@ import http from 'node:http'
 import type {AddressInfo} from 'node:net'
 
 import {FnrError} from './errors.js'
+import {escapedProcesses} from './process/sweep.js'
 
 export type PodCacheResult = 'hit' | 'starting' | 'miss'
 export type RegistryCacheResult = 'hit' | 'revalidated' | 'miss'
@@ -161,6 +162,7 @@ export class PrometheusMetrics implements Metrics {
       },
     })
     this.admissions = new prom.Counter({name: 'fnr_admission_total', help: 'Calls the budget queued (queued) or refused with RESOURCE_EXHAUSTED (rejected-queue-full, rejected-memory); see docs/limits.md.', labelNames: ['outcome'], registers})
+    new prom.Counter({name: 'fnr_function_escaped_processes_total', help: 'Processes of exec functions that left their call\'s process group (setsid, setpgid) and that the end-of-call sweep killed (docs/process.md).', registers, collect() { this.reset(); this.inc(escapedProcesses()) }})
     this.guards = new prom.Counter({name: 'fnr_connection_guard_total', help: 'Streams reset and connections closed by the HTTP/2 guard: receive-budget (a message over the held-bytes budget), receive-timeout (a message not completed in time), idle (a connection without calls), accept-error (EMFILE/ENFILE on accept).', labelNames: ['action'], registers})
     new prom.Gauge({
       name: 'fnr_calls_queued',

@@ -19,6 +19,7 @@ import {loadListenerTls, validateListenerTlsFlags, type ListenerTlsFiles} from '
 import type {Logger} from './log.js'
 import {metrics, prometheusFromOtelEnv, startServeMetrics} from './metrics.js'
 import {startProcessTracing} from './otel.js'
+import {logEscapedProcesses} from './process/sweep.js'
 
 export type Runtime = 'exec' | 'pod'
 export const RUNTIMES: readonly Runtime[] = ['exec', 'pod']
@@ -386,6 +387,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
   }
   metrics().setInFlightSource(() => server.activeCalls)
   metrics().setBudgetSource(() => server.budget.snapshot())
+  const unlogEscapes = logEscapedProcesses(logger)
   // NOT_SERVING until every evaluator is ready (the pod runtime's warm-up).
   if (built.ready.length === 0) server.setServing(true)
   else {
@@ -403,6 +405,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
       built.close?.()
       await observed?.stop()
       await traced.stop()
+      unlogEscapes()
       logger.lifecycle('stopped', {forced: result.forced})
       return result
     },

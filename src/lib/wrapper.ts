@@ -19,6 +19,7 @@ import {LIMIT_FLAG_NAMES, parseLimitFlags, serverLimits, type ListenerLimits} fr
 import {EvaluatorServer} from './grpc/server.js'
 import type {Logger} from './log.js'
 import {startProcessTracing, tracing} from './otel.js'
+import {logEscapedProcesses} from './process/sweep.js'
 
 export interface WrapperOptions {
   port: number
@@ -150,11 +151,13 @@ export async function startWrapperServer(options: WrapperOptions, logger: Logger
     throw err
   }
   server.setServing(true)
+  const unlogEscapes = logEscapedProcesses(logger)
   const handle = gracefulStopper(
     async () => {
       logger.lifecycle('draining', {activeCalls: server.activeCalls})
       const result = await server.shutdown(options.gracePeriodMs)
       await traced.stop()
+      unlogEscapes()
       logger.lifecycle('stopped', {forced: result.forced})
       return result
     },
@@ -164,4 +167,32 @@ export async function startWrapperServer(options: WrapperOptions, logger: Logger
   )
   logger.lifecycle('wrapper server is ready', {port, entrypoint: options.entrypoint})
   return {server, port, ...handle}
+}
+
+/**
+ * Set by the packaged folder's launcher (docker/wrapper-launcher.sh): the environment the kernel
+ * gave it, base64 of /proc/PID/environ. The launcher is a busybox shell, which rewrites the
+ * environment it passes on (adds PWD, SHLVL, PATH; drops names that are not shell identifiers),
+ * and the wrapper hands its environment to the function, as Porch's wrapper does.
+ */
+export const LAUNCHER_ENVIRON = 'FNRW_LAUNCHER_ENVIRON'
+
+/**
+ * Replaces `env` (process.env) with the launcher's original environment when LAUNCHER_ENVIRON is
+ * set, and removes LAUNCHER_ENVIRON. Returns whether it did. Entries without "=" are skipped;
+ * for a repeated name the first wins (as getenv(3) reads it).
+ */
+export function restoreLauncherEnvironment(env: NodeJS.ProcessEnv = process.env): boolean {
+  const encoded = env[LAUNCHER_ENVIRON]
+  if (encoded === undefined) return false
+  const restored = new Map<string, string>()
+  for (const entry of Buffer.from(encoded, 'base64').toString('utf8').split('\0')) {
+    const eq = entry.indexOf('=')
+    if (eq <= 0) continue
+    const name = entry.slice(0, eq)
+    if (!restored.has(name)) restored.set(name, entry.slice(eq + 1))
+  }
+  for (const name of Object.keys(env)) delete env[name]
+  for (const [name, value] of restored) env[name] = value
+  return true
 }

@@ -9,7 +9,7 @@ import * as grpc from '@grpc/grpc-js'
 import * as protoLoader from '@grpc/proto-loader'
 import {expect} from 'chai'
 import {spawn, spawnSync} from 'node:child_process'
-import {lstatSync, readdirSync, readlinkSync, statSync} from 'node:fs'
+import {lstatSync, readFileSync, readdirSync, readlinkSync, statSync} from 'node:fs'
 import {mkdir} from 'node:fs/promises'
 import path from 'node:path'
 
@@ -64,10 +64,15 @@ describe('packaged wrapper-server folder', function () {
   after(() => temp.cleanup())
 
   describe('layout', () => {
-    it('holds the executable, the probe link, the interpreter and libraries, licences and build info', () => {
-      expect(statSync(path.join(folder, 'wrapper-server')).mode & 0o777).to.equal(0o555)
+    it('holds the launcher, its static busybox, the executable, the probe link, the interpreter and libraries, licences and build info', () => {
+      for (const f of ['wrapper-server', 'wrapper-server-sea', 'busybox']) expect(statSync(path.join(folder, f)).mode & 0o777, f).to.equal(0o555)
+      // The entry Porch's templates run is the launcher, a script for the static busybox (PID 1 of a pod: reaps zombies).
+      expect(readFileSync(path.join(folder, 'wrapper-server'), 'utf8').split('\n')[0]).to.equal('#!/wrapper-server-tools/busybox sh')
+      const ldd = spawnSync('ldd', [path.join(folder, 'busybox')], {encoding: 'utf8'})
+      expect(`${ldd.stdout}${ldd.stderr}`).to.match(/not a dynamic executable|statically linked/)
       expect(lstatSync(path.join(folder, 'grpc-health-probe')).isSymbolicLink()).to.equal(true)
-      expect(readlinkSync(path.join(folder, 'grpc-health-probe'))).to.equal('wrapper-server')
+      expect(readlinkSync(path.join(folder, 'grpc-health-probe'))).to.equal('wrapper-server-sea')
+      expect(readdirSync(path.join(folder, 'licenses'))).to.include('busybox-static.copyright')
       const libs = readdirSync(path.join(folder, 'lib'))
       expect(libs).to.include('ld-linux-x86-64.so.2')
       expect(libs).to.include('libc.so.6')
@@ -80,7 +85,7 @@ describe('packaged wrapper-server folder', function () {
     })
 
     it('points PT_INTERP into /wrapper-server-tools and finds its libraries by DT_RPATH ($ORIGIN first)', () => {
-      const exe = path.join(folder, 'wrapper-server')
+      const exe = path.join(folder, 'wrapper-server-sea')
       expect(elf(['--print-interpreter', exe])).to.equal('/wrapper-server-tools/lib/ld-linux-x86-64.so.2')
       expect(elf(['--print-rpath', exe])).to.equal('$ORIGIN/lib:/wrapper-server-tools/lib')
       // DT_RPATH, not DT_RUNPATH: it wins over an LD_LIBRARY_PATH the function image may set.
@@ -95,7 +100,7 @@ describe('packaged wrapper-server folder', function () {
       const lib = path.join(folder, 'lib')
       const present = new Set(readdirSync(lib))
       const needed = new Set<string>()
-      for (const file of [path.join(folder, 'wrapper-server'), ...[...present].filter((f) => !f.startsWith('ld-linux')).map((f) => path.join(lib, f))]) {
+      for (const file of [path.join(folder, 'wrapper-server-sea'), ...[...present].filter((f) => !f.startsWith('ld-linux')).map((f) => path.join(lib, f))]) {
         for (const n of elf(['--print-needed', file]).split('\n').filter(Boolean)) needed.add(n)
       }
       const missing = [...needed].filter((n) => !present.has(n))
@@ -107,16 +112,16 @@ describe('packaged wrapper-server folder', function () {
       // file since this suite started); the second must then find nothing to do.
       const first = spawnSync(process.execPath, [PACKAGE_SCRIPT, '--quiet'], {cwd: REPO_ROOT, encoding: 'utf8'})
       expect(first.status, first.stderr).to.equal(0)
-      const before = statSync(path.join(built, 'wrapper-server')).mtimeMs
+      const before = statSync(path.join(built, 'wrapper-server-sea')).mtimeMs
       const r = spawnSync(process.execPath, [PACKAGE_SCRIPT], {cwd: REPO_ROOT, encoding: 'utf8'})
       expect(r.status, r.stderr).to.equal(0)
       expect(r.stderr).to.contain('is up to date')
-      expect(statSync(path.join(built, 'wrapper-server')).mtimeMs).to.equal(before)
+      expect(statSync(path.join(built, 'wrapper-server-sea')).mtimeMs).to.equal(before)
     })
 
     it('ignores NODE_OPTIONS and NODE_ICU_DATA meant for Node functions (its node reads FNRW_OPTIONS instead)', () => {
       expect(readBuildInfo(folder).renamedEnv).to.deep.equal(['NODE_OPTIONS=>FNRW_OPTIONS', 'NODE_ICU_DATA=>FNRW_ICU_DATA'])
-      const run = (env: NodeJS.ProcessEnv) => spawnSync(packagedInterpreter(folder), [path.join(folder, 'wrapper-server'), '--version'], {env, encoding: 'utf8'})
+      const run = (env: NodeJS.ProcessEnv) => spawnSync(packagedInterpreter(folder), [path.join(folder, 'wrapper-server-sea'), '--version'], {env, encoding: 'utf8'})
       const ignored = run({NODE_OPTIONS: '--require /nonexistent/tracing.js', NODE_ICU_DATA: '/nonexistent'})
       expect(ignored.status, ignored.stderr).to.equal(0)
       const honoured = run({FNRW_OPTIONS: '--require /nonexistent/tracing.js'})
@@ -125,7 +130,7 @@ describe('packaged wrapper-server folder', function () {
     })
 
     it('runs without Node or a PATH: prints its version', () => {
-      const r = spawnSync(packagedInterpreter(folder), [path.join(folder, 'wrapper-server'), '--version'], {env: {}, encoding: 'utf8'})
+      const r = spawnSync(packagedInterpreter(folder), [path.join(folder, 'wrapper-server-sea'), '--version'], {env: {}, encoding: 'utf8'})
       expect(r.status, r.stderr).to.equal(0)
       expect(r.stdout).to.match(/^fnr wrapper-server \S+ \(node v\d+\.\S+, single executable\)\n$/)
     })

@@ -87,7 +87,9 @@ describe('packaged wrapper as a function pod (local kubelet)', function () {
           // The init container really copies the folder, into the emptyDir stand-in.
           '/home/nonroot/wrapper-server/.': `${built}/.`,
           '/wrapper-server-tools': emptyDir,
-          '/wrapper-server-tools/wrapper-server': [ld, path.join(emptyDir, 'wrapper-server')],
+          // The launcher's #! line names /wrapper-server-tools, which exists only in a container:
+          // the executable it runs, through its interpreter (test/wrapper/reaper.test.ts runs the launcher).
+          '/wrapper-server-tools/wrapper-server': [ld, path.join(emptyDir, 'wrapper-server-sea')],
           '/wrapper-server-tools/grpc-health-probe': [ld, path.join(emptyDir, 'grpc-health-probe')],
           '/usr/local/bin/function': fn,
         },

@@ -229,7 +229,7 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
     if (child.pid !== undefined) liveCalls.set(child.pid, marker)
     const swept = (): void => {
       if (child.pid !== undefined && liveCalls.get(child.pid) === marker) liveCalls.delete(child.pid)
-      sweeper.request({marker, pid: child.pid, startedAt})
+      sweeper.request({marker, pid: child.pid, startedAt, label: options.label})
     }
 
     const cleanup = (): void => {

@@ -16,6 +16,10 @@
  *     descendant of those; it repeats while it finds new ones (a fork during the sweep).
  *
  * Sweeps run off the response path and are coalesced: calls ending together share one scan.
+ *
+ * What a sweep kills outside the call's process group had escaped it: those are counted per call
+ * (fnr_function_escaped_processes_total) and reported to onEscapedProcesses listeners, which log
+ * one warning per call (logEscapedProcesses).
  */
 import {readdirSync, readFileSync} from 'node:fs'
 import {readdir, readFile} from 'node:fs/promises'
@@ -44,6 +48,47 @@ export interface SweepTarget {
   pid?: number
   /** When the call started (ms since the epoch): only processes started since can carry its marker. */
   startedAt?: number
+  /** The function (image or exec label), for the escape report. */
+  label?: string
+}
+
+/** A call whose processes escaped its process group: the sweep killed `count` of them. */
+export interface EscapeReport {
+  label?: string
+  count: number
+}
+
+const escapeListeners = new Set<(report: EscapeReport) => void>()
+let escapedTotal = 0
+
+/** Processes sweeps killed outside their call's process group since this process started. */
+export function escapedProcesses(): number {
+  return escapedTotal
+}
+
+/** Calls `listener` once per swept call that had escaped processes. Returns the unsubscribe function. */
+export function onEscapedProcesses(listener: (report: EscapeReport) => void): () => void {
+  escapeListeners.add(listener)
+  return () => escapeListeners.delete(listener)
+}
+
+/** Logs one warning per call that had escaped processes (image, count). Returns the unsubscribe function. */
+export function logEscapedProcesses(logger: {warn(msg: string, fields?: Record<string, unknown>): void}): () => void {
+  return onEscapedProcesses(({label, count}) => logger.warn('function processes escaped the call\'s process group and were killed', {image: label, count}))
+}
+
+function reportEscapes(escapes: Escapes): void {
+  for (const [target, count] of escapes.perTarget) {
+    if (count === 0) continue
+    escapedTotal += count
+    for (const listener of escapeListeners) {
+      try {
+        listener({label: target.label, count})
+      } catch {
+        // a listener must never fail a sweep
+      }
+    }
+  }
 }
 
 interface ProcInfo {
@@ -103,13 +148,29 @@ function markerOf(environ: Buffer): string | undefined {
   return environ.toString('latin1', start, end < 0 ? environ.length : end)
 }
 
-/** Picks the processes to kill among a /proc snapshot: marked ones, the function's groups and sessions, and their descendants. */
-function victims(procs: ProcInfo[], marked: Set<number>, roots: Set<number>): number[] {
-  const kill = new Set<number>()
+/** The targets of a sweep by marker and by function pid. */
+function index(targets: readonly SweepTarget[]): {markers: Map<string, SweepTarget>; roots: Map<number, SweepTarget>} {
+  const markers = new Map<string, SweepTarget>()
+  const roots = new Map<number, SweepTarget>()
+  for (const t of targets) {
+    markers.set(t.marker, t)
+    if (t.pid !== undefined) roots.set(t.pid, t)
+  }
+  return {markers, roots}
+}
+
+/**
+ * Picks the processes to kill among a /proc snapshot: marked ones, the function's groups and
+ * sessions, and their descendants; each with the call it belongs to.
+ */
+function victims(procs: ProcInfo[], marked: Map<number, SweepTarget>, roots: Map<number, SweepTarget>): Map<number, SweepTarget> {
+  const kill = new Map<number, SweepTarget>()
   for (const p of procs) {
     if (p.pid === process.pid) continue
-    if (marked.has(p.pid)) kill.add(p.pid)
-    else if ((roots.has(p.pgrp) && !liveCalls.has(p.pgrp)) || (roots.has(p.session) && !liveCalls.has(p.session))) kill.add(p.pid)
+    const byMarker = marked.get(p.pid)
+    if (byMarker) kill.set(p.pid, byMarker)
+    else if (roots.has(p.pgrp) && !liveCalls.has(p.pgrp)) kill.set(p.pid, roots.get(p.pgrp)!)
+    else if (roots.has(p.session) && !liveCalls.has(p.session)) kill.set(p.pid, roots.get(p.session)!)
   }
   // descendants of those (a child that cleared its environment but still has a marked parent)
   const children = new Map<number, number[]>()
@@ -118,24 +179,40 @@ function victims(procs: ProcInfo[], marked: Set<number>, roots: Set<number>): nu
     if (list) list.push(p.pid)
     else children.set(p.ppid, [p.pid])
   }
-  const stack = [...kill]
+  const stack = [...kill.keys()]
   while (stack.length > 0) {
-    for (const c of children.get(stack.pop()!) ?? []) {
+    const parent = stack.pop()!
+    for (const c of children.get(parent) ?? []) {
       if (c !== process.pid && !kill.has(c) && !liveCalls.has(c)) {
-        kill.add(c)
+        kill.set(c, kill.get(parent)!)
         stack.push(c)
       }
     }
   }
-  return [...kill]
+  return kill
 }
 
-function killAll(pids: number[]): number {
+/** The escapes a sweep found: per call, and the pids counted (a process killed but not dead yet is seen again next round). */
+interface Escapes {
+  perTarget: Map<SweepTarget, number>
+  counted: Set<number>
+}
+
+/**
+ * SIGKILLs the victims; returns how many it killed. A victim outside its call's process group
+ * (whose id is the function's pid) had escaped it: counted into `escapes`, once.
+ */
+function killAll(kill: Map<number, SweepTarget>, procs: ProcInfo[], escapes: Escapes): number {
+  const pgrps = new Map(procs.map((p) => [p.pid, p.pgrp]))
   let killed = 0
-  for (const pid of pids) {
+  for (const [pid, target] of kill) {
     try {
       process.kill(pid, 'SIGKILL')
       killed++
+      if ((target.pid === undefined || pgrps.get(pid) !== target.pid) && !escapes.counted.has(pid)) {
+        escapes.counted.add(pid)
+        escapes.perTarget.set(target, (escapes.perTarget.get(target) ?? 0) + 1)
+      }
     } catch {
       // gone already, or not ours
     }
@@ -145,8 +222,8 @@ function killAll(pids: number[]): number {
 
 const MAX_ROUNDS = 4
 
-/** One process's stat, and whether it carries one of the markers (environ read only for processes started since `since`). */
-async function inspect(pid: number, markers: Set<string>, since: number): Promise<{info: ProcInfo; marked: boolean} | undefined> {
+/** One process's stat, and the target whose marker it carries (environ read only for processes started since `since`). */
+async function inspect(pid: number, markers: Map<string, SweepTarget>, since: number): Promise<{info: ProcInfo; marked?: SweepTarget} | undefined> {
   let info: ProcInfo | undefined
   try {
     info = parseStat(pid, await readFile(`/proc/${pid}/stat`, 'latin1'))
@@ -154,13 +231,13 @@ async function inspect(pid: number, markers: Set<string>, since: number): Promis
     return undefined
   }
   if (!info) return undefined
-  if (info.started < since) return {info, marked: false}
+  if (info.started < since) return {info}
   try {
     const m = markerOf(await readFile(`/proc/${pid}/environ`))
-    return {info, marked: m !== undefined && markers.has(m)}
+    return {info, marked: m === undefined ? undefined : markers.get(m)}
   } catch {
     // another user's process (EACCES) or gone: not ours
-    return {info, marked: false}
+    return {info}
   }
 }
 
@@ -174,31 +251,32 @@ const READ_CONCURRENCY = 2
 /** One sweep over /proc for the targets (async: the reads go through the thread pool). Returns the number of processes killed. */
 export async function sweep(targets: readonly SweepTarget[]): Promise<number> {
   if (targets.length === 0 || process.platform !== 'linux') return 0
-  const markers = new Set(targets.map((t) => t.marker))
-  const roots = new Set(targets.flatMap((t) => (t.pid === undefined ? [] : [t.pid])))
+  const {markers, roots} = index(targets)
   const since = readSince(targets)
+  const escapes: Escapes = {perTarget: new Map(), counted: new Set()}
   let total = 0
   for (let round = 0; round < MAX_ROUNDS; round++) {
     let names: string[]
     try {
       names = await readdir('/proc')
     } catch {
-      return total
+      break
     }
     const pids = names.filter((n) => n.charCodeAt(0) >= 0x30 && n.charCodeAt(0) <= 0x39).map(Number).filter((pid) => pid !== process.pid && pid > 2)
     const procs: ProcInfo[] = []
-    const marked = new Set<number>()
+    const marked = new Map<number, SweepTarget>()
     for (let i = 0; i < pids.length; i += READ_CONCURRENCY) {
       for (const r of await Promise.all(pids.slice(i, i + READ_CONCURRENCY).map((pid) => inspect(pid, markers, since)))) {
         if (!r) continue
         procs.push(r.info)
-        if (r.marked) marked.add(r.info.pid)
+        if (r.marked) marked.set(r.info.pid, r.marked)
       }
     }
-    const killed = killAll(victims(procs, marked, roots))
+    const killed = killAll(victims(procs, marked, roots), procs, escapes)
     total += killed
     if (killed === 0) break
   }
+  reportEscapes(escapes)
   return total
 }
 
@@ -206,18 +284,18 @@ export async function sweep(targets: readonly SweepTarget[]): Promise<number> {
 export function sweepSync(targets: readonly SweepTarget[]): number {
   if (targets.length === 0 || process.platform !== 'linux') return 0
   const since = readSince(targets)
-  const markers = new Set(targets.map((t) => t.marker))
-  const roots = new Set(targets.flatMap((t) => (t.pid === undefined ? [] : [t.pid])))
+  const {markers, roots} = index(targets)
+  const escapes: Escapes = {perTarget: new Map(), counted: new Set()}
   let total = 0
   for (let round = 0; round < MAX_ROUNDS; round++) {
     let names: string[]
     try {
       names = readdirSync('/proc')
     } catch {
-      return total
+      break
     }
     const procs: ProcInfo[] = []
-    const marked = new Set<number>()
+    const marked = new Map<number, SweepTarget>()
     for (const name of names) {
       const c = name.charCodeAt(0)
       if (c < 0x30 || c > 0x39) continue
@@ -234,15 +312,17 @@ export function sweepSync(targets: readonly SweepTarget[]): number {
       if (info.started < since) continue
       try {
         const m = markerOf(readFileSync(`/proc/${pid}/environ`))
-        if (m !== undefined && markers.has(m)) marked.add(pid)
+        const target = m === undefined ? undefined : markers.get(m)
+        if (target) marked.set(pid, target)
       } catch {
         // not ours
       }
     }
-    const killed = killAll(victims(procs, marked, roots))
+    const killed = killAll(victims(procs, marked, roots), procs, escapes)
     total += killed
     if (killed === 0) break
   }
+  reportEscapes(escapes)
   return total
 }
 

@@ -2,8 +2,9 @@
  * Starting the wrapper server as a real process, through any of its front ends:
  *   cli       node bin/run.js wrapper-server …   (the oclif command; needs dist/ built)
  *   entry     node --import tsx src/bin/wrapper-server.ts …   (the packaged binary's main, unbundled)
- *   packaged  <folder>/lib/ld-linux… <folder>/wrapper-server …   (the single executable, run through
- *             its own interpreter because its PT_INTERP, /wrapper-server-tools/…, exists only in a pod)
+ *   packaged  <folder>/lib/ld-linux… <folder>/wrapper-server-sea …   (the single executable, run
+ *             through its own interpreter because its PT_INTERP, /wrapper-server-tools/…, exists only
+ *             in a pod; the launcher <folder>/wrapper-server needs the mount point too: runc tests)
  * The "ready" log line carries the port (--port 0 picks a free one).
  */
 import {spawn, spawnSync, type ChildProcess} from 'node:child_process'
@@ -37,8 +38,8 @@ export function packagedInterpreter(folder: string): string {
   return path.join(folder, 'lib', ld)
 }
 
-/** The argv that runs a front end with ARGS. `program` picks the packaged file (wrapper-server or grpc-health-probe). */
-export function commandFor(frontend: Frontend, args: string[], folder?: string, program = 'wrapper-server'): [string, string[]] {
+/** The argv that runs a front end with ARGS. `program` picks the packaged file (wrapper-server-sea, the executable, or grpc-health-probe). */
+export function commandFor(frontend: Frontend, args: string[], folder?: string, program = 'wrapper-server-sea'): [string, string[]] {
   switch (frontend) {
     case 'cli':
       return [process.execPath, [BIN_RUN, 'wrapper-server', ...args]]
