@@ -1,0 +1,228 @@
+/**
+ * The pod runtime's API and watch fault tests (test/pods/faults.test.ts) on the real control plane: fnr's pod
+ * runtime talks to kube-apiserver through the fault-injecting proxy (test/support/cluster/fault-proxy.ts) with
+ * a ServiceAccount token bound to fnr's own pod-namespace Role (manifests/rbac.yaml), and its pods run real
+ * images under runc. Injected: 5xx/429 on pod and Service creation, 409 conflicts, a persistent 503, watches
+ * closed cleanly, reset, and expired (410 in the stream) while a pod starts and after it runs.
+ */
+import {expect} from 'chai'
+import {mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
+import path from 'node:path'
+
+import {parseAllDocuments} from 'yaml'
+
+import {PodCacheConfig} from '../../src/lib/config/pod-cache-config.js'
+import {FnrError} from '../../src/lib/errors.js'
+import {PodEvaluator} from '../../src/lib/evaluators/pod.js'
+import {StaticMetadataSource} from '../../src/lib/pods/metadata.js'
+import {startPodRuntime, type PodRuntimeOptions} from '../../src/lib/pods/runtime.js'
+import type {ControlPlane} from '../support/cluster/controlplane.js'
+import {FaultProxy} from '../support/cluster/fault-proxy.js'
+import {adminClient, namespace, sharedControlPlane, waitForClusterBinaries} from '../support/cluster/shared.js'
+import type {KubeRestClient} from '../support/k8s/client.js'
+import {eventually} from '../support/k8s/fixtures.js'
+import type {KubeObject} from '../support/k8s/status.js'
+import {pushScriptFunctionImage} from '../support/node/fixtures.js'
+import {pushFunctionPodImages} from '../support/node/function-images.js'
+import {RL, type RuntimeHandle} from '../support/pods/index.js'
+import {TestRegistry} from '../support/registry/registry.js'
+import {REPO_ROOT} from '../support/serve.js'
+import {PACKAGE_TIMEOUT_MS} from '../wrapper/support/package.js'
+
+const FUNCTION_PATH = '/usr/local/bin/function'
+
+describe('pod runtime: API and watch faults on the real control plane (through a fault-injecting proxy)', function () {
+  this.timeout(180_000)
+  waitForClusterBinaries()
+  let cp: ControlPlane
+  let admin: KubeRestClient
+  let ns: {name: string; remove: () => Promise<void>}
+  let proxy: FaultProxy
+  let registry: TestRegistry
+  let dir: string
+  let kubeconfig: string
+  let fnImage: string
+  let stderrImage: string
+  let wrapperImage: string
+  let h: RuntimeHandle & {runtime: Awaited<ReturnType<typeof startPodRuntime>>} | undefined
+
+  before(async function () {
+    this.timeout(PACKAGE_TIMEOUT_MS)
+    const t = Date.now()
+    cp = await sharedControlPlane()
+    admin = adminClient(cp)
+    ns = await namespace(cp, 'faults')
+    dir = await mkdtemp(path.join(tmpdir(), 'fnr-cluster-faults-'))
+    registry = await TestRegistry.start({mode: 'none'})
+    ;({wrapperImage, fnImage} = await pushFunctionPodImages(registry))
+    await pushScriptFunctionImage(registry, 'fn/busybox-stderr:v1', '#!/bin/sh\necho "working on it" >&2\nexec /bin/busybox cat\n')
+    stderrImage = `${registry.host}/fn/busybox-stderr:v1`
+    // A ServiceAccount with fnr's own pod-namespace Role (manifests/rbac.yaml), in this suite's namespace.
+    const docs = parseAllDocuments(await readFile(path.join(REPO_ROOT, 'manifests', 'rbac.yaml'), 'utf8')).map((d) => d.toJS() as KubeObject)
+    const role = docs.find((d) => d.kind === 'Role' && d.metadata.namespace === 'porch-fn-system')!
+    await admin.create(`/api/v1/namespaces/${ns.name}/serviceaccounts`, {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'runner'}})
+    await admin.create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns.name}/roles`, {...role, metadata: {name: 'runner', namespace: ns.name}})
+    await admin.create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns.name}/rolebindings`, {
+      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: {name: 'runner'},
+      roleRef: {apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'runner'},
+      subjects: [{kind: 'ServiceAccount', name: 'runner', namespace: ns.name}],
+    })
+    const token = await admin.create(`/api/v1/namespaces/${ns.name}/serviceaccounts/runner/token`, {apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: {expirationSeconds: 3600}})
+    proxy = await FaultProxy.start(cp.url, cp.caPem)
+    kubeconfig = path.join(dir, 'kubeconfig')
+    await writeFile(kubeconfig, proxy.kubeconfigFor(token.status.token as string, ns.name))
+    console.log(`      setup (namespace, RBAC, images pushed, proxy): ${Date.now() - t} ms`)
+  })
+  after(async function () {
+    this.timeout(60_000)
+    await h?.close()
+    await proxy?.stop()
+    await ns?.remove()
+    await registry?.stop()
+    admin?.close()
+    if (dir) await rm(dir, {recursive: true, force: true})
+  })
+  afterEach(async function () {
+    this.timeout(60_000)
+    await h?.close()
+    h = undefined
+    proxy.faults.clear()
+    // the next test starts without pods (no adoption across tests)
+    const r = await cp.kubectl(['delete', 'pods', '-n', ns.name, '-l', 'app.kubernetes.io/managed-by=fnr', '--wait=true'])
+    expect(r.code, r.stderr).to.equal(0)
+  })
+
+  function options(): PodRuntimeOptions {
+    return {
+      namespace: ns.name,
+      runnerNamespace: ns.name,
+      ttlMs: 30 * 60_000,
+      scanIntervalMs: 0,
+      cacheConfig: PodCacheConfig.empty(),
+      warmUp: false,
+      templateConfigMap: '',
+      maxWaitlistLength: 2,
+      maxParallelPods: 1,
+      wrapperServerImage: wrapperImage,
+      maxRequestBodySize: 6 * 1024 * 1024,
+      podReadyTimeoutMs: 60_000,
+      addressMode: 'pod-ip',
+      clusterDomain: 'cluster.local',
+      metadata: new StaticMetadataSource((img) => ([fnImage, stderrImage].includes(img) ? [FUNCTION_PATH] : undefined)),
+      kube: {kubeconfig},
+      owner: 'runner-a',
+      leaseDurationMs: 0,
+      orphanMinAgeMs: 0,
+      pollMs: 500,
+      watchRetryMs: 200,
+    }
+  }
+
+  async function start(): Promise<NonNullable<typeof h>> {
+    const runtime = await startPodRuntime(options())
+    const evaluator = new PodEvaluator({cache: runtime.cache, ready: runtime.warmedUp, close: () => runtime.close()})
+    await runtime.started
+    h = {runtime, evaluator, close: () => evaluator.close()}
+    return h
+  }
+
+  const evaluate = (img = fnImage) => h!.evaluator.evaluate({image: img, resourceList: RL, deadline: Date.now() + 90_000})
+  const pods = async (): Promise<KubeObject[]> =>
+    ((await admin.get(`/api/v1/namespaces/${ns.name}/pods`, {labelSelector: 'app.kubernetes.io/managed-by=fnr'})).items as KubeObject[]).filter((p) => !p.metadata.deletionTimestamp)
+  const creates = (resource: string) => proxy.requestsFor({verb: 'create', resource, namespace: ns.name})
+
+  it('retries pod and Service creation through API 5xx and 429 (Retry-After)', async () => {
+    await start()
+    proxy.failNext({verb: 'create', resource: 'pods', namespace: ns.name, code: 500, times: 2})
+    proxy.failNext({verb: 'create', resource: 'services', namespace: ns.name, code: 429, times: 1, retryAfterSeconds: 1})
+    const before = creates('pods').length
+    const res = await evaluate()
+    expect(res.resourceList.toString()).to.equal(RL.toString())
+    expect(creates('pods').slice(before).map((r) => r.code)).to.deep.equal([500, 500, 201])
+    expect(creates('services').slice(-2).map((r) => r.code)).to.deep.equal([429, 201])
+    expect(await pods()).to.have.length(1)
+  })
+
+  it('a 409 on pod creation (name taken) retries under a new name; a 409 on the Service reuses or recreates it', async () => {
+    await start()
+    proxy.failNext({verb: 'create', resource: 'pods', namespace: ns.name, code: 409, times: 1})
+    proxy.failNext({verb: 'create', resource: 'services', namespace: ns.name, code: 409, times: 1})
+    const before = creates('pods').length
+    await evaluate()
+    const attempts = creates('pods').slice(before)
+    expect(attempts.map((r) => r.code)).to.deep.equal([409, 201])
+    expect(attempts[0]!.injected).to.equal(true)
+    const [pod] = await pods()
+    expect(pod, 'one pod').to.not.equal(undefined)
+    expect(await pods()).to.have.length(1)
+    // the Service the pod is dialled by exists (recreated after the injected 409)
+    expect((await admin.raw('GET', `/api/v1/namespaces/${ns.name}/services/${pod!.metadata.name}`)).code).to.equal(200)
+  })
+
+  it('a persistent API failure fails the call with a short one-line Unavailable message (no headers or bodies); it recovers once the API does', async () => {
+    await start()
+    const rule = proxy.failNext({verb: 'create', resource: 'pods', namespace: ns.name, code: 503, times: Infinity, message: 'etcd is sad'})
+    let err: FnrError | undefined
+    try {
+      await evaluate()
+    } catch (e) {
+      err = e as FnrError
+    } finally {
+      rule.cancel()
+    }
+    expect(err).to.be.instanceOf(FnrError)
+    expect(err!.kind).to.equal('Unavailable')
+    expect(err!.message).to.contain('etcd is sad')
+    expect(err!.message).not.to.match(/\n|Headers|HTTP-Code/)
+    expect(h!.runtime.cache.snapshot()).to.deep.equal([])
+    expect(await pods()).to.have.length(0)
+    const res = await evaluate()
+    expect(res.resourceList.toString()).to.equal(RL.toString())
+  })
+
+  it('survives pod watches closed, reset and expired (410 in the stream) while a pod starts', async () => {
+    await start()
+    const starts = h!.runtime.manager.watchStarts
+    await eventually(() => proxy.liveWatches({resource: 'pods', namespace: ns.name}) > 0, 10_000, 50).catch(() => {
+      throw new Error(`no pod watch through the proxy: ${JSON.stringify(proxy.requests.filter((r) => r.resource === 'pods').slice(-5))}`)
+    })
+    proxy.addLatency({verb: 'create', resource: 'pods', namespace: ns.name, ms: 300, times: 1})
+    const p = evaluate()
+    let round = 0
+    let dropped = 0
+    const dropper = setInterval(() => {
+      const r = round++ % 3
+      dropped += r === 2 ? proxy.expireWatches({resource: 'pods', namespace: ns.name}) : proxy.dropWatches({resource: 'pods', namespace: ns.name, mode: r === 0 ? 'end' : 'destroy'})
+    }, 150)
+    try {
+      const res = await p
+      expect(res.resourceList.toString()).to.equal(RL.toString())
+    } finally {
+      clearInterval(dropper)
+    }
+    expect(dropped, 'watches were cut while the pod started').to.be.greaterThan(2)
+    await eventually(() => h!.runtime.manager.watchStarts > starts, 30_000, 50)
+    // and the pod watch still works: a second image's pod becomes ready through it
+    const res = await evaluate(stderrImage)
+    expect(res.resourceList.toString()).to.equal(RL.toString())
+    expect(await pods()).to.have.length(2)
+  })
+
+  it('still sees a pod go after its watch was reset and expired (the watch resumes with a fresh list)', async () => {
+    await start()
+    await evaluate()
+    const [first] = await pods()
+    const starts = h!.runtime.manager.watchStarts
+    proxy.dropWatches({resource: 'pods', namespace: ns.name, mode: 'destroy'})
+    proxy.expireWatches({resource: 'pods', namespace: ns.name})
+    // the pod is deleted behind fnr's back (as by an operator), while its watch is down or resuming
+    await admin.delete(`/api/v1/namespaces/${ns.name}/pods/${first!.metadata.name}`, {apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0})
+    await eventually(() => h!.runtime.cache.snapshot().length === 0, 60_000, 100)
+    expect(h!.runtime.manager.watchStarts).to.be.greaterThan(starts)
+    await evaluate()
+    const now = await pods()
+    expect(now).to.have.length(1)
+    expect(now[0]!.metadata.name).to.not.equal(first!.metadata.name)
+  })
+})
