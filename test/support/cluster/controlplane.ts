@@ -84,6 +84,8 @@ export interface AuditEvent {
 }
 
 export const NODE_NAME = 'fnr-node';
+/** The CN of kube-apiserver's client certificate for the node's kubelet API (pods/log). */
+export const KUBELET_CLIENT_CN = 'kube-apiserver-kubelet-client';
 /** Service ClusterIPs are allocated from this range; nothing is ever sent to them (see docs/cluster.md). */
 export const SERVICE_CIDR = '10.96.0.0/16';
 
@@ -122,6 +124,14 @@ async function makeCerts(dir: string): Promise<void> {
     'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\n' +
     'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n');
   await openssl(dir, ['x509', '-req', '-in', 'apiserver.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'apiserver.crt', '-days', '30', '-extfile', 'apiserver.ext']);
+  // kube-apiserver's client certificate for the node's kubelet API (--kubelet-client-certificate), and the node's
+  // serving certificate for it (kube-apiserver checks it against --kubelet-certificate-authority).
+  await openssl(dir, ['req', ...ec, '-keyout', 'kubelet-client.key', '-out', 'kubelet-client.csr', '-subj', `/O=system:masters/CN=${KUBELET_CLIENT_CN}`]);
+  await writeFile(join(dir, 'kubelet-client.ext'), 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n');
+  await openssl(dir, ['x509', '-req', '-in', 'kubelet-client.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'kubelet-client.crt', '-days', '30', '-extfile', 'kubelet-client.ext']);
+  await openssl(dir, ['req', ...ec, '-keyout', 'kubelet.key', '-out', 'kubelet.csr', '-subj', `/CN=${NODE_NAME}`]);
+  await writeFile(join(dir, 'kubelet.ext'), `subjectAltName=IP:127.0.0.1,DNS:${NODE_NAME}\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n`);
+  await openssl(dir, ['x509', '-req', '-in', 'kubelet.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'kubelet.crt', '-days', '30', '-extfile', 'kubelet.ext']);
   await openssl(dir, ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', 'sa.key']);
   await openssl(dir, ['pkey', '-in', 'sa.key', '-pubout', '-out', 'sa.pub']);
 }
@@ -258,6 +268,9 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       `--service-cluster-ip-range=${SERVICE_CIDR}`,
       // The apiserver's own Endpoints would hold 127.0.0.1, which Endpoints validation rejects.
       '--endpoint-reconciler-type=none',
+      // pods/log: kube-apiserver calls the node's kubelet API (its InternalIP and daemonEndpoints port) over TLS.
+      '--kubelet-client-certificate=kubelet-client.crt', '--kubelet-client-key=kubelet-client.key',
+      '--kubelet-certificate-authority=ca.crt', '--kubelet-preferred-address-types=InternalIP',
       '--audit-policy-file=audit-policy.yaml', '--audit-log-path=audit.log', '--audit-log-format=json', '--audit-log-mode=blocking',
       '--profiling=false', '--v=1',
     ], dir);
@@ -293,6 +306,12 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
         // The controller manager maintains Endpoints and EndpointSlices on a real control plane.
         endpointsController: false,
         registerNode: true,
+        server: {
+          cert: await readFile(join(dir, 'kubelet.crt'), 'utf8'),
+          key: await readFile(join(dir, 'kubelet.key'), 'utf8'),
+          clientCa: caPem,
+          allowedClients: [KUBELET_CLIENT_CN],
+        },
         ...(options.kubelet ?? {}),
         ...(runtime ? { runtime } : {}),
         api: { url, token: adminToken, ca: caPem },
