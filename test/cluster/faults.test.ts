@@ -10,7 +10,7 @@ import {mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 
-import {parseAllDocuments} from 'yaml'
+import {parse, parseAllDocuments, stringify} from 'yaml'
 
 import {PodCacheConfig} from '../../src/lib/config/pod-cache-config.js'
 import {FnrError} from '../../src/lib/errors.js'
@@ -60,9 +60,11 @@ describe('pod runtime: API and watch faults on the real control plane (through a
     stderrImage = `${registry.host}/fn/busybox-stderr:v1`
     // A ServiceAccount with fnr's own pod-namespace Role (manifests/rbac.yaml), in this suite's namespace.
     const docs = parseAllDocuments(await readFile(path.join(REPO_ROOT, 'manifests', 'rbac.yaml'), 'utf8')).map((d) => d.toJS() as KubeObject)
-    const role = docs.find((d) => d.kind === 'Role' && d.metadata.namespace === 'porch-fn-system')!
+    // Both of its Roles' rules (the runner's namespace is the pod namespace here): the template ConfigMap's too.
+    const roles = docs.filter((d) => d.kind === 'Role' && ['porch-fn-system', 'porch-system'].includes(d.metadata.namespace as string))
+    expect(roles).to.have.length(2)
     await admin.create(`/api/v1/namespaces/${ns.name}/serviceaccounts`, {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'runner'}})
-    await admin.create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns.name}/roles`, {...role, metadata: {name: 'runner', namespace: ns.name}})
+    await admin.create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns.name}/roles`, {apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: {name: 'runner', namespace: ns.name}, rules: roles.flatMap((r) => r.rules as KubeObject[])})
     await admin.create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns.name}/rolebindings`, {
       apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: {name: 'runner'},
       roleRef: {apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'runner'},
@@ -93,7 +95,7 @@ describe('pod runtime: API and watch faults on the real control plane (through a
     expect(r.code, r.stderr).to.equal(0)
   })
 
-  function options(): PodRuntimeOptions {
+  function options(extra: Partial<PodRuntimeOptions> = {}): PodRuntimeOptions {
     return {
       namespace: ns.name,
       runnerNamespace: ns.name,
@@ -116,11 +118,12 @@ describe('pod runtime: API and watch faults on the real control plane (through a
       orphanMinAgeMs: 0,
       pollMs: 500,
       watchRetryMs: 200,
+      ...extra,
     }
   }
 
-  async function start(): Promise<NonNullable<typeof h>> {
-    const runtime = await startPodRuntime(options())
+  async function start(extra: Partial<PodRuntimeOptions> = {}): Promise<NonNullable<typeof h>> {
+    const runtime = await startPodRuntime(options(extra))
     const evaluator = new PodEvaluator({cache: runtime.cache, ready: runtime.warmedUp, close: () => runtime.close()})
     await runtime.started
     h = {runtime, evaluator, close: () => evaluator.close()}
@@ -224,5 +227,31 @@ describe('pod runtime: API and watch faults on the real control plane (through a
     const now = await pods()
     expect(now).to.have.length(1)
     expect(now[0]!.metadata.name).to.not.equal(first!.metadata.name)
+  })
+
+  it('the template ConfigMap\'s watch reset, expired and refused for a while: an edit made meanwhile is still seen (the idle pod is replaced)', async () => {
+    const cm = parse(await readFile(path.join(REPO_ROOT, 'manifests', 'function-pod-template.yaml'), 'utf8')) as KubeObject
+    const template = (team: string): string => {
+      const pod = parse(cm.data.template as string) as KubeObject
+      pod.metadata = {...pod.metadata, labels: {team}}
+      pod.spec.initContainers[0].image = wrapperImage
+      return stringify(pod)
+    }
+    await admin.create(`/api/v1/namespaces/${ns.name}/configmaps`, {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'tmpl'}, data: {template: template('red'), serviceTemplate: cm.data.serviceTemplate}})
+    await start({templateConfigMap: 'tmpl', wrapperServerImage: undefined})
+    await evaluate()
+    const [red] = await pods()
+    expect(red!.metadata.labels.team).to.equal('red')
+    await eventually(() => proxy.liveWatches({resource: 'configmaps', namespace: ns.name}) > 0, 10_000, 50)
+    // the next two watch attempts fail (500), the live one is reset, then the edit, then any new one expires
+    const refusedWatches = proxy.failNext({verb: 'watch', resource: 'configmaps', namespace: ns.name, code: 500, times: 2})
+    proxy.dropWatches({resource: 'configmaps', namespace: ns.name, mode: 'destroy'})
+    await admin.patch(`/api/v1/namespaces/${ns.name}/configmaps/tmpl`, {data: {template: template('blue')}}, 'merge')
+    proxy.expireWatches({resource: 'configmaps', namespace: ns.name})
+    await eventually(async () => !(await pods()).some((p) => p.metadata.uid === red!.metadata.uid), 60_000, 100)
+    expect(refusedWatches.hits, "the watch was refused at least once").to.be.at.least(1)
+    await evaluate()
+    const [blue] = await pods()
+    expect(blue!.metadata.labels.team).to.equal('blue')
   })
 })
