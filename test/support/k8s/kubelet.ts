@@ -989,6 +989,13 @@ export class LocalKubelet {
         nodeInfo: { architecture: 'amd64', operatingSystem: 'linux', kubeletVersion: 'local', containerRuntimeVersion: 'local://1', kernelVersion: '', osImage: '', kubeProxyVersion: '', machineID: '', systemUUID: '', bootID: '' },
       },
     }, 'strategic');
+    // kube-apiserver's TaintNodesByCondition admission taints a new Node `node.kubernetes.io/not-ready:NoSchedule`;
+    // the node lifecycle controller (not run here, docs/cluster.md) lifts it once the node reports Ready. Lift it
+    // as that controller would, so that kube-scheduler places pods here.
+    const registered = await this.client.get(resourcePath('v1', 'nodes', undefined, this.nodeName));
+    const taints: KubeObject[] = registered.spec?.taints ?? [];
+    const kept = taints.filter((t) => t.key !== 'node.kubernetes.io/not-ready');
+    if (kept.length !== taints.length) await this.client.patch(resourcePath('v1', 'nodes', undefined, this.nodeName), { spec: { taints: kept.length > 0 ? kept : null } }, 'merge');
     const renew = async (): Promise<void> => {
       const path = resourcePath('coordination.k8s.io/v1', 'leases', 'kube-node-lease', this.nodeName);
       const spec = { holderIdentity: this.nodeName, leaseDurationSeconds: 40, renewTime: new Date().toISOString().replace(/Z$/, '000Z') };
