@@ -5,6 +5,7 @@
  * images under runc. Injected: 5xx/429 on pod and Service creation, 409 conflicts, a persistent 503, watches
  * closed cleanly, reset, and expired (410 in the stream) while a pod starts and after it runs.
  */
+import * as grpc from '@grpc/grpc-js'
 import {expect} from 'chai'
 import {mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
@@ -15,7 +16,9 @@ import {parse, parseAllDocuments, stringify} from 'yaml'
 import {PodCacheConfig} from '../../src/lib/config/pod-cache-config.js'
 import {FnrError} from '../../src/lib/errors.js'
 import {PodEvaluator} from '../../src/lib/evaluators/pod.js'
+import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {StaticMetadataSource} from '../../src/lib/pods/metadata.js'
+import {LABEL_OWNER} from '../../src/lib/pods/naming.js'
 import {startPodRuntime, type PodRuntimeOptions} from '../../src/lib/pods/runtime.js'
 import type {ControlPlane} from '../support/cluster/controlplane.js'
 import {FaultProxy} from '../support/cluster/fault-proxy.js'
@@ -27,7 +30,7 @@ import {pushScriptFunctionImage} from '../support/node/fixtures.js'
 import {pushFunctionPodImages} from '../support/node/function-images.js'
 import {RL, type RuntimeHandle} from '../support/pods/index.js'
 import {TestRegistry} from '../support/registry/registry.js'
-import {REPO_ROOT} from '../support/serve.js'
+import {REPO_ROOT, makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
 import {PACKAGE_TIMEOUT_MS} from '../wrapper/support/package.js'
 
 const FUNCTION_PATH = '/usr/local/bin/function'
@@ -61,8 +64,10 @@ describe('pod runtime: API and watch faults on the real control plane (through a
     // A ServiceAccount with fnr's own pod-namespace Role (manifests/rbac.yaml), in this suite's namespace.
     const docs = parseAllDocuments(await readFile(path.join(REPO_ROOT, 'manifests', 'rbac.yaml'), 'utf8')).map((d) => d.toJS() as KubeObject)
     // Both of its Roles' rules (the runner's namespace is the pod namespace here): the template ConfigMap's too.
-    const roles = docs.filter((d) => d.kind === 'Role' && ['porch-fn-system', 'porch-system'].includes(d.metadata.namespace as string))
-    expect(roles).to.have.length(2)
+    // and the function-config component's Role (FunctionConfigs, their status, the base templates)
+    const fcDocs = parseAllDocuments(await readFile(path.join(REPO_ROOT, 'manifests', 'function-config', 'rbac.yaml'), 'utf8')).map((d) => d.toJS() as KubeObject)
+    const roles = [...docs, ...fcDocs].filter((d) => d.kind === 'Role' && ['porch-fn-system', 'porch-system'].includes(d.metadata.namespace as string))
+    expect(roles).to.have.length(3)
     await admin.create(`/api/v1/namespaces/${ns.name}/serviceaccounts`, {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'runner'}})
     await admin.create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns.name}/roles`, {apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: {name: 'runner', namespace: ns.name}, rules: roles.flatMap((r) => r.rules as KubeObject[])})
     await admin.create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns.name}/rolebindings`, {
@@ -254,5 +259,79 @@ describe('pod runtime: API and watch faults on the real control plane (through a
     await evaluate()
     const [blue] = await pods()
     expect(blue!.metadata.labels.team).to.equal('blue')
+  })
+
+  it('Lease renewals survive injected 409s, a real conflict (the Lease written behind the replica\'s back) and a 503; another replica keeps seeing it live', async () => {
+    const a = await start({leaseDurationMs: 3000, owner: 'runner-a'})
+    await evaluate()
+    const b = await startPodRuntime(options({owner: 'runner-b', leaseDurationMs: 5000}))
+    try {
+      await b.started
+      const leasePath = `/apis/coordination.k8s.io/v1/namespaces/${ns.name}/leases/fnr-replica-runner-a`
+      // someone else writes the Lease (the replica's resourceVersion goes stale: kube-apiserver's own 409)
+      const current = await admin.get(leasePath)
+      await admin.replace(leasePath, {...current, metadata: {...current.metadata, annotations: {...current.metadata.annotations, touched: 'yes'}}})
+      const before = a.runtime.lease!.renewals
+      const updates = () => proxy.requestsFor({verb: 'update', resource: 'leases', namespace: ns.name, name: 'fnr-replica-runner-a'})
+      await eventually(() => a.runtime.lease!.conflicts >= 1 && a.runtime.lease!.renewals > before + 1, 30_000, 100)
+      expect(updates().filter((r) => r.code === 409 && !r.injected).length, 'a 409 from kube-apiserver itself').to.equal(1)
+      // then two injected ones in a row
+      proxy.failNext({verb: 'update', resource: 'leases', namespace: ns.name, name: 'fnr-replica-runner-a', code: 409, times: 2})
+      const beforeInjected = a.runtime.lease!.renewals
+      await eventually(() => a.runtime.lease!.conflicts >= 3 && a.runtime.lease!.renewals > beforeInjected + 1, 30_000, 100)
+      proxy.failNext({verb: 'update', resource: 'leases', namespace: ns.name, name: 'fnr-replica-runner-a', code: 503, times: 1})
+      const after503 = a.runtime.lease!.renewals
+      await eventually(() => a.runtime.lease!.renewals > after503 + 1, 30_000, 100)
+      const lease = await admin.get(leasePath)
+      expect(lease.spec.holderIdentity).to.equal('runner-a')
+      expect(lease.metadata.annotations.touched).to.equal('yes')
+      await b.gc.runOnce()
+      expect((await pods()).map((p) => p.metadata.labels[LABEL_OWNER])).to.deep.equal(['runner-a'])
+      expect(a.runtime.cache.snapshot()).to.have.length(1)
+    } finally {
+      await b.close()
+    }
+  })
+
+  it('FunctionConfigs: the watch reset, expired and refused; objects created and deleted meanwhile are seen; a missing CRD at start is a one-line Config error', async () => {
+    const crd = path.join(REPO_ROOT, 'manifests', 'function-config', 'crds', 'functionconfigs.yaml')
+    const applied = await cp.kubectl(['apply', '--server-side', '--force-conflicts', '-f', crd])
+    expect(applied.code, applied.stderr).to.equal(0)
+    const established = await cp.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/functionconfigs.config.porch.kpt.dev'])
+    expect(established.code, established.stderr).to.equal(0)
+    const fns = await makeFunctionsDir(dir)
+    const base = serveOptions({...fns, disableRuntimes: 'pod'})
+    const serve = {...base, functionConfig: {source: 'crd' as const, namespace: ns.name}, pod: {...base.pod, namespace: ns.name, kubeconfig}}
+    const fcPath = `/apis/config.porch.kpt.dev/v1alpha1/namespaces/${ns.name}/functionconfigs`
+    const code = (client: EvaluatorClient, img: string): Promise<number> =>
+      client.evaluateRaw(img, RL, {deadline: Date.now() + 30_000}).then(() => 0, (e: grpc.ServiceError) => e.code)
+    const running = await startInProcess(serve)
+    const client = new EvaluatorClient(`127.0.0.1:${running.port}`)
+    try {
+      await eventually(() => proxy.liveWatches({resource: 'functionconfigs', namespace: ns.name}) > 0, 10_000, 50)
+      proxy.dropWatches({resource: 'functionconfigs', namespace: ns.name, mode: 'destroy'})
+      await admin.create(fcPath, {apiVersion: 'config.porch.kpt.dev/v1alpha1', kind: 'FunctionConfig', metadata: {name: 'cat'}, spec: {image: 'cat', prefixes: ['example.com/drop'], binaryExecutor: {tags: ['v1'], path: 'cat'}}})
+      await eventually(async () => (await code(client, 'example.com/drop/cat:v1')) === 0, 30_000, 100)
+      // the watch is refused once and expires (410 in the stream) while the object is deleted
+      await eventually(() => proxy.liveWatches({resource: 'functionconfigs', namespace: ns.name}) > 0, 10_000, 50)
+      const refused = proxy.failNext({verb: 'watch', resource: 'functionconfigs', namespace: ns.name, code: 500, times: 1})
+      proxy.expireWatches({resource: 'functionconfigs', namespace: ns.name})
+      await admin.delete(`${fcPath}/cat`)
+      await eventually(async () => (await code(client, 'example.com/drop/cat:v1')) === grpc.status.NOT_FOUND, 30_000, 100)
+      await eventually(() => refused.hits === 1 && proxy.liveWatches({resource: 'functionconfigs', namespace: ns.name}) > 0, 30_000, 50)
+    } finally {
+      client.close()
+      await running.stop()
+    }
+    // the API says the resource is not there (as without the CRD): one line, a Config error
+    const fault = proxy.failNext({verb: 'list', resource: 'functionconfigs', namespace: ns.name, code: 404, times: 1, message: 'the server could not find the requested resource'})
+    try {
+      const err = await startInProcess(serve).catch((e: Error) => e)
+      expect(err).to.be.instanceOf(Error)
+      expect((err as Error).message).to.match(new RegExp(`^cannot list FunctionConfigs in namespace ${ns.name}: the FunctionConfig CRD \\(functionconfigs\\.config\\.porch\\.kpt\\.dev\\) is not installed`))
+      expect((err as Error).message).to.not.include('\n')
+    } finally {
+      fault.cancel()
+    }
   })
 })
