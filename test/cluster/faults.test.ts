@@ -334,4 +334,43 @@ describe('pod runtime: API and watch faults on the real control plane (through a
       fault.cancel()
     }
   })
+
+  it('adoption through API errors: a replica that starts while pod lists fail (503) and claims fail (500) still starts and adopts the pod the gone one left', async () => {
+    const a = await start({owner: 'runner-a'})
+    await evaluate()
+    const names = (await pods()).map((p) => p.metadata.name as string)
+    expect(names).to.have.length(1)
+    await a.close()
+    h = undefined
+    const lists = proxy.failNext({verb: 'list', resource: 'pods', namespace: ns.name, code: 503, times: 3})
+    const claims = proxy.failNext({verb: 'patch', resource: 'pods', namespace: ns.name, code: 500, times: 2})
+    const createdBefore = creates('pods').length
+    const b = await start({owner: 'runner-b'})
+    expect(lists.hits).to.equal(3)
+    await eventually(() => b.runtime.cache.snapshot().map((e) => e.name).join() === names.join(), 30_000, 100)
+    expect(claims.hits, 'the claim patch failed first').to.be.at.least(1)
+    const res = await evaluate()
+    expect(res.resourceList.toString()).to.equal(RL.toString())
+    expect(creates('pods').length, 'the adopted pod served the call').to.equal(createdBefore)
+    expect((await pods()).map((p) => p.metadata.name)).to.deep.equal(names)
+  })
+
+  it('a persistent API outage (503 on every list and delete) during GC deletes nothing; once the API answers, the expired pod and its Service go', async () => {
+    const {runtime} = await start({ttlMs: 300})
+    await evaluate()
+    const [pod] = await pods()
+    await new Promise((r) => setTimeout(r, 500))
+    const outage = proxy.failNext({verb: ['list', 'delete'], namespace: ns.name, code: 503, times: Infinity})
+    try {
+      for (let i = 0; i < 2; i++) await runtime.gc.runOnce()
+      expect(outage.hits).to.be.greaterThan(0)
+    } finally {
+      outage.cancel()
+    }
+    expect((await pods()).map((p) => p.metadata.uid)).to.deep.equal([pod!.metadata.uid])
+    await eventually(async () => {
+      await runtime.gc.runOnce()
+      return (await pods()).length === 0 && (await admin.raw('GET', `/api/v1/namespaces/${ns.name}/services/${pod!.metadata.name}`)).code === 404
+    }, 30_000, 200)
+  })
 })
