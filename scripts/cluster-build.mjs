@@ -1,4 +1,4 @@
-// The real control plane's binaries (kube-apiserver, kube-controller-manager, etcd), built from Go
+// The real control plane's binaries (kube-apiserver, kube-controller-manager, kube-scheduler, etcd), built from Go
 // modules as test peers (scripts/go-peers.mjs): test/peers/kube pins k8s.io/kubernetes, test/peers/etcd
 // pins go.etcd.io/etcd/server/v3. Built once into .cache/peers/<name>/ and reused while the
 // peer's go.mod/go.sum are unchanged. Only Node built-ins here: setup.mjs imports it before npm ci.
