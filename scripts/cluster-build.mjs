@@ -1,4 +1,4 @@
-// The real control plane's binaries (kube-apiserver, kube-controller-manager, etcd), built from Go
+// The real control plane's binaries (kube-apiserver, kube-controller-manager, kube-scheduler, etcd), built from Go
 // modules as test peers (scripts/go-peers.mjs): test/peers/kube pins k8s.io/kubernetes, test/peers/etcd
 // pins go.etcd.io/etcd/server/v3. Built once into .cache/peers/<name>/ and reused while the
 // peer's go.mod/go.sum are unchanged. Only Node built-ins here: setup.mjs imports it before npm ci.
@@ -26,6 +26,12 @@ export const KUBE_TARGETS = [
   {pkg: 'k8s.io/kubernetes/cmd/kube-apiserver', out: 'kube-apiserver'},
   {pkg: 'k8s.io/kubernetes/cmd/kube-controller-manager', out: 'kube-controller-manager'},
 ]
+/**
+ * kube-scheduler, from the same module: test/peers/kube-scheduler is a symlink to test/peers/kube, so it is the same
+ * go.mod/go.sum but a build of its own (.cache/peers/kube-scheduler, own cache key and lock): adding it did not
+ * change the key of the kube build that machines (and worktrees sharing .cache/peers) already have.
+ */
+export const SCHEDULER_TARGETS = [{pkg: 'k8s.io/kubernetes/cmd/kube-scheduler', out: 'kube-scheduler'}]
 /** etcd built from go.etcd.io/etcd/server/v3 (test/peers/etcd), used only with FNR_ETCD=build (see docs/cluster.md). */
 export const ETCD_TARGETS = [{pkg: 'go.etcd.io/etcd/server/v3', out: 'etcd'}]
 /** Debian's etcd-server (3.4.x), the default: it works with this apiserver and costs no build. */
@@ -37,15 +43,17 @@ const useBuiltEtcd = () => process.env.FNR_ETCD === 'build'
 export function buildClusterBinaries({log} = {}) {
   const opts = (flags) => (log ? {flags, log} : {flags})
   const kube = buildGoPeer('kube', KUBE_TARGETS, opts(kubeLdflags()))
+  const scheduler = buildGoPeer('kube-scheduler', SCHEDULER_TARGETS, opts(kubeLdflags()))
   const etcd = useBuiltEtcd() ? buildGoPeer('etcd', ETCD_TARGETS, opts(['-ldflags=-s -w'])) : undefined
-  return clusterBinaryPaths(kube, etcd)
+  return clusterBinaryPaths(kube, etcd, scheduler)
 }
 
 /** Where the binaries are (they may not be built yet). */
-export function clusterBinaryPaths(kube = peerBinDir('kube'), etcd = useBuiltEtcd() ? peerBinDir('etcd') : undefined) {
+export function clusterBinaryPaths(kube = peerBinDir('kube'), etcd = useBuiltEtcd() ? peerBinDir('etcd') : undefined, scheduler = peerBinDir('kube-scheduler')) {
   return {
     apiserver: path.join(kube, 'kube-apiserver'),
     controllerManager: path.join(kube, 'kube-controller-manager'),
+    scheduler: path.join(scheduler, 'kube-scheduler'),
     etcd: etcd ? path.join(etcd, 'etcd') : DEBIAN_ETCD,
   }
 }

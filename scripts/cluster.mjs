@@ -1,5 +1,5 @@
 // npm run cluster -- up | down | env | status | build
-// A real control plane (etcd, kube-apiserver, kube-controller-manager, built from Go modules) and the local
+// A real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, built from Go modules) and the local
 // node, on 127.0.0.1, state in .cluster/ (git-ignored). See docs/cluster.md.
 // Runs under tsx (the npm script passes --import tsx): the control plane library is test/support/cluster/.
 import {spawn} from 'node:child_process'

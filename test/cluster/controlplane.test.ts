@@ -71,6 +71,15 @@ describe('the real control plane (etcd, kube-apiserver, kube-controller-manager,
       throw new Error(`${e.message}: ${JSON.stringify(last?.status)} ${JSON.stringify(last?.spec?.nodeName)}`)
     })
     expect(pod.spec.nodeName).to.equal(NODE_NAME)
+    // kube-scheduler bound it (the node binds pods itself only with FNR_CLUSTER_SCHEDULER=node)
+    if (cp.pids['kube-scheduler']) {
+      const scheduled = await eventually(async () => {
+        const events = (await client.get(`/api/v1/namespaces/${ns.name}/events`, {fieldSelector: 'involvedObject.kind=Pod,involvedObject.name=web'})).items as KubeObject[]
+        return events.find((e) => e.reason === 'Scheduled')
+      }, 10_000, 100)
+      expect(scheduled.reportingComponent || scheduled.source?.component).to.equal('default-scheduler')
+      expect(scheduled.message).to.contain(`to ${NODE_NAME}`)
+    }
     // the ServiceAccount admission plugin mounted the projected token volume
     expect(pod.spec.volumes.map((v: KubeObject) => v.name).join(',')).to.match(/kube-api-access-/)
     const res = await fetch(`http://${pod.status.podIP}:8080/`)
@@ -160,7 +169,7 @@ describe('the real control plane (etcd, kube-apiserver, kube-controller-manager,
 
   it('reports the control plane\'s memory', async () => {
     const rss = await cp.rssKiB()
-    expect(Object.keys(rss).sort()).to.deep.equal(['etcd', 'kube-apiserver', 'kube-controller-manager'])
+    expect(Object.keys(rss).sort()).to.deep.equal(['etcd', 'kube-apiserver', 'kube-controller-manager', ...(cp.pids['kube-scheduler'] ? ['kube-scheduler'] : [])])
     for (const v of Object.values(rss)) expect(v).to.be.greaterThan(1000)
     console.log(`      control plane RSS: ${Object.entries(rss).map(([k, v]) => `${k} ${(v / 1024).toFixed(0)} MiB`).join(', ')}`)
   })

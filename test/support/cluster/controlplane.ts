@@ -26,6 +26,7 @@ const run = promisify(execFile);
 export interface ClusterBinaries {
   apiserver: string;
   controllerManager: string;
+  scheduler: string;
   etcd: string;
 }
 
@@ -44,6 +45,11 @@ export interface ControlPlaneOptions {
   node?: 'runc' | 'process';
   /** Options of the runc node (with node 'runc'). */
   runc?: RuncRuntimeOptions;
+  /**
+   * Schedule pods with kube-scheduler (default true; $FNR_CLUSTER_SCHEDULER=node turns it off). Without it the node
+   * binds every pending pod to itself, as before.
+   */
+  scheduler?: boolean;
   /** Progress lines. */
   log?: (msg: string) => void;
 }
@@ -60,7 +66,7 @@ export interface ControlPlane {
   kubelet: LocalKubelet | undefined;
   /** The runc node behind the kubelet (node 'runc'), or undefined. */
   runtime: RuncRuntime | undefined;
-  /** Process ids of etcd, kube-apiserver, kube-controller-manager. */
+  /** Process ids of etcd, kube-apiserver, kube-controller-manager and kube-scheduler (when it runs). */
   pids: Record<string, number>;
   /** A kubeconfig for any bearer token (a ServiceAccount's, from `kubectl create token`). */
   kubeconfigFor(token: string, namespace?: string): string;
@@ -84,6 +90,8 @@ export interface AuditEvent {
 }
 
 export const NODE_NAME = 'fnr-node';
+/** The CN of kube-apiserver's client certificate for the node's kubelet API (pods/log). */
+export const KUBELET_CLIENT_CN = 'kube-apiserver-kubelet-client';
 /** Service ClusterIPs are allocated from this range; nothing is ever sent to them (see docs/cluster.md). */
 export const SERVICE_CIDR = '10.96.0.0/16';
 
@@ -122,6 +130,14 @@ async function makeCerts(dir: string): Promise<void> {
     'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\n' +
     'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n');
   await openssl(dir, ['x509', '-req', '-in', 'apiserver.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'apiserver.crt', '-days', '30', '-extfile', 'apiserver.ext']);
+  // kube-apiserver's client certificate for the node's kubelet API (--kubelet-client-certificate), and the node's
+  // serving certificate for it (kube-apiserver checks it against --kubelet-certificate-authority).
+  await openssl(dir, ['req', ...ec, '-keyout', 'kubelet-client.key', '-out', 'kubelet-client.csr', '-subj', `/O=system:masters/CN=${KUBELET_CLIENT_CN}`]);
+  await writeFile(join(dir, 'kubelet-client.ext'), 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n');
+  await openssl(dir, ['x509', '-req', '-in', 'kubelet-client.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'kubelet-client.crt', '-days', '30', '-extfile', 'kubelet-client.ext']);
+  await openssl(dir, ['req', ...ec, '-keyout', 'kubelet.key', '-out', 'kubelet.csr', '-subj', `/CN=${NODE_NAME}`]);
+  await writeFile(join(dir, 'kubelet.ext'), `subjectAltName=IP:127.0.0.1,DNS:${NODE_NAME}\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n`);
+  await openssl(dir, ['x509', '-req', '-in', 'kubelet.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'kubelet.crt', '-days', '30', '-extfile', 'kubelet.ext']);
   await openssl(dir, ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', 'sa.key']);
   await openssl(dir, ['pkey', '-in', 'sa.key', '-pubout', '-out', 'sa.pub']);
 }
@@ -213,7 +229,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     await kubelet?.stop().catch(() => undefined);
     await runtime?.stop().catch(() => undefined);
     client?.close();
-    for (const name of ['kube-controller-manager', 'kube-apiserver', 'etcd']) {
+    for (const name of ['kube-scheduler', 'kube-controller-manager', 'kube-apiserver', 'etcd']) {
       await stopProcess(children[name]);
       if (children[name]?.pid) liveGroups.delete(children[name].pid!);
     }
@@ -258,6 +274,9 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       `--service-cluster-ip-range=${SERVICE_CIDR}`,
       // The apiserver's own Endpoints would hold 127.0.0.1, which Endpoints validation rejects.
       '--endpoint-reconciler-type=none',
+      // pods/log: kube-apiserver calls the node's kubelet API (its InternalIP and daemonEndpoints port) over TLS.
+      '--kubelet-client-certificate=kubelet-client.crt', '--kubelet-client-key=kubelet-client.key',
+      '--kubelet-certificate-authority=ca.crt', '--kubelet-preferred-address-types=InternalIP',
       '--audit-policy-file=audit-policy.yaml', '--audit-log-path=audit.log', '--audit-log-format=json', '--audit-log-mode=blocking',
       '--profiling=false', '--v=1',
     ], dir);
@@ -285,6 +304,30 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     children['kube-controller-manager'], join(dir, 'kube-controller-manager.log'));
     log(`kube-controller-manager ready (${Date.now() - started} ms)`);
 
+    // kube-scheduler: binds pods to the node (which then no longer binds them itself).
+    const scheduler = options.scheduler ?? process.env.FNR_CLUSTER_SCHEDULER !== 'node';
+    if (scheduler) {
+      const schedulerPort = await freePort();
+      children['kube-scheduler'] = startProcess('kube-scheduler', bins.scheduler, [
+        `--kubeconfig=${kubeconfigPath}`, `--authentication-kubeconfig=${kubeconfigPath}`, `--authorization-kubeconfig=${kubeconfigPath}`,
+        '--leader-elect=false', '--bind-address=127.0.0.1', `--secure-port=${schedulerPort}`, '--profiling=false', '--v=1',
+      ], dir);
+      liveGroups.add(children['kube-scheduler'].pid!);
+      // /readyz is open to anyone (--authorization-always-allow-paths); its serving cert is self-signed.
+      const { request } = await import('node:https');
+      const readyz = (): Promise<boolean> => new Promise((resolve) => {
+        const req = request({ host: '127.0.0.1', port: schedulerPort, path: '/readyz', rejectUnauthorized: false, timeout: 2000 }, (res) => {
+          res.resume();
+          resolve(res.statusCode === 200);
+        });
+        req.on('error', () => resolve(false));
+        req.on('timeout', () => req.destroy());
+        req.end();
+      });
+      await waitFor('kube-scheduler', 60_000, readyz, children['kube-scheduler'], join(dir, 'kube-scheduler.log'));
+      log(`kube-scheduler ready (${Date.now() - started} ms)`);
+    }
+
     if (options.kubelet !== false) {
       const node = options.node ?? nodeKind(process.env.FNR_CLUSTER_NODE);
       if (node === 'runc') runtime = await RuncRuntime.create(options.runc ?? {});
@@ -293,6 +336,14 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
         // The controller manager maintains Endpoints and EndpointSlices on a real control plane.
         endpointsController: false,
         registerNode: true,
+        // kube-scheduler binds pods when it runs.
+        schedule: !scheduler,
+        server: {
+          cert: await readFile(join(dir, 'kubelet.crt'), 'utf8'),
+          key: await readFile(join(dir, 'kubelet.key'), 'utf8'),
+          clientCa: caPem,
+          allowedClients: [KUBELET_CLIENT_CN],
+        },
         ...(options.kubelet ?? {}),
         ...(runtime ? { runtime } : {}),
         api: { url, token: adminToken, ca: caPem },

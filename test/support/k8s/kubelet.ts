@@ -8,6 +8,9 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { get as httpGet } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import type { TLSSocket } from 'node:tls';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -94,6 +97,15 @@ export interface LocalKubeletOptions {
    * that map images keep working on a runc node); every other pod runs under the container runtime.
    */
   runtime?: 'process' | Pick<RuncRuntime, 'kubeletPod'>;
+  /**
+   * Serve the kubelet API's container logs (`GET /containerLogs/{namespace}/{pod}/{container}`, with `tailLines`,
+   * `limitBytes` and `follow`) over TLS on 127.0.0.1 and a free port, published in the Node's
+   * status.daemonEndpoints.kubeletEndpoint (with registerNode), so that kube-apiserver's `pods/log` (and
+   * `kubectl logs`) reach it. Clients must present a certificate signed by `clientCa` whose CN is one of
+   * `allowedClients` (kube-apiserver's --kubelet-client-certificate); anything else is refused, as a kubelet
+   * with webhook authentication refuses anonymous requests.
+   */
+  server?: { cert: string; key: string; clientCa: string; allowedClients: string[] };
 }
 
 interface ExitInfo {
@@ -843,6 +855,9 @@ export class LocalKubelet {
   private readonly pending = new Set<Promise<unknown>>();
   private started = false;
   private stopped = false;
+  private logServer: HttpsServer | undefined;
+  /** The port of the kubelet API (the `server` option), once started. */
+  serverPort: number | undefined;
 
   constructor(options: LocalKubeletOptions) {
     this.options = options;
@@ -873,7 +888,74 @@ export class LocalKubelet {
     this.apiServer?.setPodLogProvider((ns, name, container) => this.logs(ns, name, container));
     const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('kubelet could not list pods from the API server within 15 s')), 15_000).unref());
     await Promise.race([Promise.all([this.pods.start(), this.endpoints?.start()]), timeout]);
+    if (this.options.server) await this.startServer(this.options.server);
     if (this.options.registerNode) await this.registerNode();
+  }
+
+  /** The kubelet API's container-log endpoint (see the `server` option). */
+  private async startServer(o: NonNullable<LocalKubeletOptions['server']>): Promise<void> {
+    const server = createHttpsServer({ cert: o.cert, key: o.key, ca: o.clientCa, requestCert: true, rejectUnauthorized: false });
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => this.serveKubeletApi(req, res, o.allowedClients));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => resolve());
+    });
+    this.logServer = server;
+    this.serverPort = (server.address() as { port: number }).port;
+  }
+
+  private serveKubeletApi(req: IncomingMessage, res: ServerResponse, allowed: string[]): void {
+    const text = (code: number, body: string): void => {
+      res.writeHead(code, { 'Content-Type': 'text/plain; charset=utf-8' });
+      res.end(body);
+    };
+    const socket = req.socket as TLSSocket;
+    if (!socket.authorized) return text(401, 'Unauthorized');
+    const cn = socket.getPeerCertificate()?.subject?.CN;
+    if (typeof cn !== 'string' || !allowed.includes(cn)) return text(403, `Forbidden (user=${cn ?? ''}, verb=get, resource=nodes, subresource=log)`);
+    const url = new URL(req.url ?? '/', 'https://kubelet');
+    const m = /^\/containerLogs\/([^/]+)\/([^/]+)\/([^/]+)\/?$/.exec(url.pathname);
+    if (req.method !== 'GET' || !m) return text(404, '404 page not found');
+    const [namespace, name, container] = m.slice(1).map(decodeURIComponent) as [string, string, string];
+    const runtime = this.runtimeByName(namespace, name);
+    if (!runtime) return text(404, `pod "${name}" in namespace "${namespace}" not found on node "${this.nodeName}"`);
+    const known = [...(runtime.pod.spec?.initContainers ?? []), ...(runtime.pod.spec?.containers ?? [])].some((c: KubeObject) => c.name === container);
+    if (!known) return text(404, `container "${container}" in pod "${name}" is not available`);
+    const tailLines = url.searchParams.get('tailLines');
+    const limitBytes = url.searchParams.get('limitBytes');
+    const shape = (all: string): string => {
+      let out = all;
+      if (tailLines !== null) {
+        const lines = out.split('\n');
+        if (lines[lines.length - 1] === '') lines.pop();
+        const n = Math.max(0, Number(tailLines));
+        out = lines.length === 0 ? '' : lines.slice(Math.max(0, lines.length - n)).join('\n') + (n > 0 ? '\n' : '');
+      }
+      if (limitBytes !== null && Number(limitBytes) > 0) out = Buffer.from(out).subarray(0, Number(limitBytes)).toString();
+      return out;
+    };
+    res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-cache, private' });
+    let sent = runtime.logs.get(container) ?? '';
+    res.write(shape(sent));
+    if (url.searchParams.get('follow') !== 'true') {
+      res.end();
+      return;
+    }
+    // follow: what the container writes from now on, until the pod is gone (or the client leaves)
+    const timer = setInterval(() => {
+      const now = this.runtimeByName(namespace, name);
+      if (!now || this.stopped) {
+        clearInterval(timer);
+        res.end();
+        return;
+      }
+      const all = now.logs.get(container) ?? '';
+      if (all !== sent) {
+        res.write(all.startsWith(sent) ? all.slice(sent.length) : all);
+        sent = all;
+      }
+    }, 200);
+    res.on('close', () => clearInterval(timer));
   }
 
   private heartbeat: NodeJS.Timeout | undefined;
@@ -897,6 +979,7 @@ export class LocalKubelet {
         capacity,
         allocatable: capacity,
         addresses: [{ type: 'InternalIP', address: '127.0.0.1' }, { type: 'Hostname', address: this.nodeName }],
+        ...(this.serverPort ? { daemonEndpoints: { kubeletEndpoint: { Port: this.serverPort } } } : {}),
         conditions: [
           condition('Ready', 'True', 'KubeletReady', 'LocalKubelet is posting ready status'),
           condition('MemoryPressure', 'False', 'KubeletHasSufficientMemory', ''),
@@ -906,6 +989,13 @@ export class LocalKubelet {
         nodeInfo: { architecture: 'amd64', operatingSystem: 'linux', kubeletVersion: 'local', containerRuntimeVersion: 'local://1', kernelVersion: '', osImage: '', kubeProxyVersion: '', machineID: '', systemUUID: '', bootID: '' },
       },
     }, 'strategic');
+    // kube-apiserver's TaintNodesByCondition admission taints a new Node `node.kubernetes.io/not-ready:NoSchedule`;
+    // the node lifecycle controller (not run here, docs/cluster.md) lifts it once the node reports Ready. Lift it
+    // as that controller would, so that kube-scheduler places pods here.
+    const registered = await this.client.get(resourcePath('v1', 'nodes', undefined, this.nodeName));
+    const taints: KubeObject[] = registered.spec?.taints ?? [];
+    const kept = taints.filter((t) => t.key !== 'node.kubernetes.io/not-ready');
+    if (kept.length !== taints.length) await this.client.patch(resourcePath('v1', 'nodes', undefined, this.nodeName), { spec: { taints: kept.length > 0 ? kept : null } }, 'merge');
     const renew = async (): Promise<void> => {
       const path = resourcePath('coordination.k8s.io/v1', 'leases', 'kube-node-lease', this.nodeName);
       const spec = { holderIdentity: this.nodeName, leaseDurationSeconds: 40, renewTime: new Date().toISOString().replace(/Z$/, '000Z') };
@@ -934,6 +1024,8 @@ export class LocalKubelet {
     this.runtimes.clear();
     await Promise.allSettled([...this.pending]);
     this.client.close();
+    this.logServer?.closeAllConnections();
+    await new Promise<void>((resolve) => (this.logServer ? this.logServer.close(() => resolve()) : resolve()));
     this.apiServer?.setPodLogProvider(undefined);
   }
 
