@@ -44,5 +44,14 @@ describe('process sweep: which processes it reads', () => {
       expect(killed).to.equal(wrapped ? 2 : 1)
       expect(older.exitCode === null && older.signalCode === null).to.equal(!wrapped)
     })
+
+    it('reads every process when a target has no pid (as after a wrap of the pid counter), and counts each kill once', async () => {
+      const marker = `${process.pid}.sweep-test-all`
+      const first = marked(marker)
+      const second = marked(marker)
+      const exits = [once(first, 'exit'), once(second, 'exit')]
+      expect(await sweep([{marker, startedAt: Date.now() - 1000}])).to.equal(2)
+      for (const [, signal] of await Promise.all(exits)) expect(signal).to.equal('SIGKILL')
+    })
   })
 })
