@@ -6,6 +6,8 @@
  *   R-P1  one call at a time, a small ResourceList: latency of fnr serve vs Porch's runner
  *   R-P3  1, 4, 16 and 64 calls in flight on one channel: calls/s of fnr serve vs Porch's runner
  *   R-P4  10 → 10,000 resources (≈ 560 bytes each): latency of fnr serve vs Porch's runner
+ * R-P3 also reports each runner's CPU per call (its own and its function processes', from
+ * /proc/PID/stat): unlike calls/s, that hardly moves with the machine's load.
  * Porch's runner has no address flag and listens on every address of a port found free just before;
  * the benchmark connects over loopback only.
  */
@@ -16,12 +18,13 @@ import path from 'node:path'
 import {buildPorchRunner} from '../scripts/catalog-peers.mjs'
 import {EvaluatorClient} from '../src/lib/grpc/client.js'
 import {makeResourceList, startExecServe, type ServeFixture} from './fixture.js'
-import {percentile, round, runConcurrent, sleep, type Row} from './lib.js'
+import {percentile, procCpuMs, round, runConcurrent, sleep, type Row} from './lib.js'
 import {CONCURRENCY_LEVELS} from './throughput.js'
 import {PAYLOAD_SIZES} from './payload.js'
 
 interface PorchHandle {
   port: number
+  pid: number
   stop(): Promise<void>
 }
 
@@ -60,7 +63,7 @@ async function startPorch(server: string, fx: ServeFixture): Promise<PorchHandle
       s.once('connect', () => (s.destroy(), resolve(true)))
       s.once('error', () => (s.destroy(), resolve(false)))
     })
-    if (ok) return {port, stop}
+    if (ok) return {port, pid: child.pid!, stop}
     if (child.exitCode !== null || Date.now() - started > 30_000) {
       await stop()
       throw new Error('Porch\'s runner did not start')
@@ -114,12 +117,17 @@ export async function benchPorchRunner(iterations: number, p3Calls: number, p4It
     for (const c of CONCURRENCY_LEVELS) {
       const rounds = 3
       const perRound = Math.max(c, Math.round(p3Calls / rounds))
-      const side = {fnr: {calls: 0, wallMs: 0, latencies: [] as number[]}, porch: {calls: 0, wallMs: 0, latencies: [] as number[]}}
+      const side = {fnr: {calls: 0, wallMs: 0, cpuMs: 0, latencies: [] as number[]}, porch: {calls: 0, wallMs: 0, cpuMs: 0, latencies: [] as number[]}}
+      const pids = {fnr: fx.serve.pid, porch: porch.pid}
       await runConcurrent(Math.min(50, perRound), Math.min(8, c), call(fx.client, small))
       await runConcurrent(Math.min(50, perRound), Math.min(8, c), call(porchClient, small))
       for (let r = 0; r < rounds; r++) {
         for (const [name, client] of (r % 2 === 0 ? [['fnr', fx.client], ['porch', porchClient]] : [['porch', porchClient], ['fnr', fx.client]]) as Array<['fnr' | 'porch', EvaluatorClient]>) {
+          const cpu0 = procCpuMs(pids[name])
           const res = await runConcurrent(perRound, c, call(client, small))
+          const cpu1 = procCpuMs(pids[name])
+          // the runner's own CPU and its reaped children's (the function processes, fork to exit)
+          side[name].cpuMs += cpu1.self - cpu0.self + cpu1.children - cpu0.children
           side[name].calls += perRound
           side[name].wallMs += res.wallMs
           side[name].latencies.push(...res.latencies)
@@ -133,7 +141,7 @@ export async function benchPorchRunner(iterations: number, p3Calls: number, p4It
         baselineP50: porchRate,
         ratio: round(fnrRate / porchRate),
         unit: 'calls/s',
-        note: `latency p50/p95 ${round(percentile(side.fnr.latencies, 50))}/${round(percentile(side.fnr.latencies, 95))} ms vs Porch ${round(percentile(side.porch.latencies, 50))}/${round(percentile(side.porch.latencies, 95))} ms; ${side.fnr.calls} calls each`,
+        note: `latency p50/p95 ${round(percentile(side.fnr.latencies, 50))}/${round(percentile(side.fnr.latencies, 95))} ms vs Porch ${round(percentile(side.porch.latencies, 50))}/${round(percentile(side.porch.latencies, 95))} ms; CPU per call (runner + function processes) ${round(side.fnr.cpuMs / side.fnr.calls)} ms vs Porch ${round(side.porch.cpuMs / side.porch.calls)} ms; ${side.fnr.calls} calls each`,
       })
       raw[`r-p3-c${c}`] = side
     }
