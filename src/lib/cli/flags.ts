@@ -38,6 +38,13 @@ export const logLevelFlag = Flags.integer({
   helpGroup: 'GLOBAL',
 })
 
+/** Given to every command that has --log-level (FnrCommand's baseFlags). */
+export const logFormatFlag = Flags.string({
+  summary: 'Log format: json (one object per line) or text (one readable line). Default $FNR_LOG_FORMAT, else text when stderr is a terminal and json otherwise.',
+  options: ['json', 'text'],
+  helpGroup: 'GLOBAL',
+})
+
 export const maxRequestBodySizeFlag = Flags.integer({
   summary: 'Maximum gRPC message size in bytes, for receiving and sending (keep in sync with porch-server).',
   default: DEFAULT_MAX_REQUEST_BODY_SIZE,
