@@ -278,9 +278,10 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
   } catch (err) {
     io.stderr.write(`[FAIL] ${JSON.stringify(label)} in ${rl.formatKptDuration(run.durationMs)}\n`)
     io.stderr.write(rl.formatStderrBlock(stderrText, blockOptions))
-    io.stderr.write('\n')
+    // One blank line, writeResults's when there is a results dir.
+    if (!options.resultsDir) io.stderr.write('\n')
     // kpt records exitCode 1 for the function whose output it could not use.
-    await writeResults(options, io, {...record, exitCode: 1, results: []}, 1, false)
+    await writeResults(options, io, {...record, exitCode: 1, results: []}, 1)
     throw err
   }
   io.stderr.write(`[PASS] ${JSON.stringify(label)} in ${rl.formatKptDuration(run.durationMs)}\n`)
@@ -307,10 +308,10 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
   }
 }
 
-/** kpt prints a blank line before "For complete results" (unless the [FAIL] block just printed one). */
-async function writeResults(options: EvalOptions, io: EvalIO, record: rl.FunctionRunRecord, exitCode: number, blankLine = true): Promise<void> {
+/** kpt prints a blank line before "For complete results". */
+async function writeResults(options: EvalOptions, io: EvalIO, record: rl.FunctionRunRecord, exitCode: number): Promise<void> {
   if (!options.resultsDir) return
-  if (blankLine) io.stderr.write('\n')
+  io.stderr.write('\n')
   await rl.writeResultsFile(options.resultsDir, rl.buildFunctionResultList([record], exitCode))
   io.stderr.write(`For complete results, see ${path.join(options.resultsDir, 'results.yaml')}\n`)
 }
