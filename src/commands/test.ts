@@ -1,9 +1,9 @@
 import {Args, Flags} from '@oclif/core'
 
-import {FnrCommand} from '../lib/cli/command.js'
-import {oclifFlags} from '../lib/cli/flags.js'
-import {onInterrupt} from '../lib/cli/interrupt.js'
-import {runTestCommand, TEST_FLAG_SPECS, testOptionsFromFlags} from '../lib/fntest/cli.js'
+import {FnrCommand} from '../cli/command.js'
+import {oclifFlags} from '../cli/flags.js'
+import {onInterrupt} from '../cli/interrupt.js'
+import {runTestCommand, TEST_FLAG_SPECS, testOptionsFromFlags} from '../cli/test-command.js'
 
 export default class Test extends FnrCommand {
   static summary = 'Run a KRM function over a folder of test cases (kpt e2e layout) and compare with the expectations.'

@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
-import {FnrCommand} from '../lib/cli/command.js'
-import {goDuration, listenerLimitFlags, logLevelFlag, maxRequestBodySizeFlag} from '../lib/cli/flags.js'
+import {FnrCommand} from '../cli/command.js'
+import {goDuration, listenerLimitFlags, logLevelFlag, maxRequestBodySizeFlag} from '../cli/flags.js'
 import {normaliseGoStyleArgs} from '../lib/config/go-flags.js'
 import {parseLimitFlags} from '../lib/grpc/limits.js'
 import {createLogger} from '../lib/log.js'

@@ -46,7 +46,7 @@ export interface EvalOptions {
   failOnErrorResults: boolean
   truncateOutput: boolean
   execPaths: ExecPaths & {defaultImagePrefix: string}
-  /** Aborting (SIGINT/SIGTERM, cli/interrupt.ts) kills the function's process group; nothing is written. */
+  /** Aborting (SIGINT/SIGTERM, src/cli/interrupt.ts) kills the function's process group; nothing is written. */
   signal?: AbortSignal
   /** --runner HOST:PORT: run --image through a function runner over gRPC. */
   runnerAddress?: string

@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
-import {FnrCommand} from '../../lib/cli/command.js'
-import {goDuration} from '../../lib/cli/flags.js'
+import {FnrCommand} from '../../cli/command.js'
+import {goDuration} from '../../cli/flags.js'
 import type {ImageMetadata} from '../../lib/registry/client.js'
 
 export default class Inspect extends FnrCommand {

@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
-import {FnrCommand} from '../../lib/cli/command.js'
-import {clusterFlags, goDuration, runnerTemplateFlags} from '../../lib/cli/flags.js'
+import {FnrCommand} from '../../cli/command.js'
+import {clusterFlags, goDuration, runnerTemplateFlags} from '../../cli/flags.js'
 import {FnrError} from '../../lib/errors.js'
 
 export default class PodsGc extends FnrCommand {

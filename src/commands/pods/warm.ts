@@ -2,8 +2,8 @@ import {existsSync} from 'node:fs'
 
 import {Flags} from '@oclif/core'
 
-import {FnrCommand} from '../../lib/cli/command.js'
-import {clusterFlags, goDuration, podFlags, registryFlags, runnerTemplateFlags} from '../../lib/cli/flags.js'
+import {FnrCommand} from '../../cli/command.js'
+import {clusterFlags, goDuration, podFlags, registryFlags, runnerTemplateFlags} from '../../cli/flags.js'
 import {FnrError} from '../../lib/errors.js'
 
 export default class PodsWarm extends FnrCommand {

@@ -5,10 +5,10 @@
  */
 import {parseArgs} from 'node:util'
 
-import {FnrError} from '../errors.js'
+import {FnrError} from '../lib/errors.js'
 import {flagHint} from './suggest.js'
-import {parseGoDuration} from '../config/go-flags.js'
-import {DEFAULT_IMAGE_PREFIX} from '../config/image-ref.js'
+import {parseGoDuration} from '../lib/config/go-flags.js'
+import {DEFAULT_IMAGE_PREFIX} from '../lib/config/image-ref.js'
 
 export interface FlagSpec {
   kind: 'string' | 'boolean' | 'integer' | 'duration'

@@ -3,10 +3,10 @@
  * oclif-free fast path in bin/run.js, and the one function that turns parsed values into
  * EvalOptions.
  */
-import {resolveExecPaths} from '../config/embedded.js'
-import {FnrError} from '../errors.js'
-import type {EvalOptions} from '../eval.js'
-import type {Selector} from '../resourcelist/select.js'
+import {resolveExecPaths} from '../lib/config/embedded.js'
+import {FnrError} from '../lib/errors.js'
+import type {EvalOptions} from '../lib/eval.js'
+import type {Selector} from '../lib/resourcelist/select.js'
 import {EXEC_FLAG_SPECS, type FlagSpecs, type FlagValue} from './spec.js'
 
 export const EVAL_FLAG_SPECS = {

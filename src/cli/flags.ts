@@ -4,9 +4,9 @@
  */
 import {Flags} from '@oclif/core'
 
-import {FnrError} from '../errors.js'
-import {parseGoBool, parseGoDuration} from '../config/go-flags.js'
-import {LIMIT_FLAG_NAMES, LIMIT_FLAGS, type LimitFlagName} from '../grpc/limits.js'
+import {FnrError} from '../lib/errors.js'
+import {parseGoBool, parseGoDuration} from '../lib/config/go-flags.js'
+import {LIMIT_FLAG_NAMES, LIMIT_FLAGS, type LimitFlagName} from '../lib/grpc/limits.js'
 import {EXEC_FLAG_SPECS, type FlagSpec, type FlagSpecs} from './spec.js'
 
 export const goBool = Flags.custom<boolean>({

@@ -5,8 +5,8 @@
  */
 import {Command, Errors, type Interfaces} from '@oclif/core'
 
-import {FnrError} from '../errors.js'
-import {parseLogFormat, setLogFormat} from '../log.js'
+import {FnrError} from '../lib/errors.js'
+import {parseLogFormat, setLogFormat} from '../lib/log.js'
 import {logFormatFlag} from './flags.js'
 import {renderError} from './render-error.js'
 import {flagHint} from './suggest.js'

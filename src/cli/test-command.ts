@@ -4,12 +4,12 @@
  */
 import os from 'node:os'
 
-import {resolveExecPaths} from '../config/embedded.js'
-import {FnrError} from '../errors.js'
-import {EXEC_FLAG_SPECS, type FlagSpecs, type FlagValue} from '../cli/spec.js'
-import {writeJunit} from './junit.js'
-import {formatCaseResult, formatSummary, jsonSummary} from './report.js'
-import {runFnTest, type FnTestOptions} from './run.js'
+import {resolveExecPaths} from '../lib/config/embedded.js'
+import {FnrError} from '../lib/errors.js'
+import {EXEC_FLAG_SPECS, type FlagSpecs, type FlagValue} from './spec.js'
+import {writeJunit} from '../lib/fntest/junit.js'
+import {formatCaseResult, formatSummary, jsonSummary} from '../lib/fntest/report.js'
+import {runFnTest, type FnTestOptions} from '../lib/fntest/run.js'
 
 /** Exit code when the run worked but at least one case failed (setup problems use the FnrError codes). */
 export const EXIT_CASES_FAILED = 1
