@@ -1,4 +1,4 @@
-import {Args, Flags} from '@oclif/core'
+import {Args} from '@oclif/core'
 
 import {FnrCommand} from '../cli/command.js'
 import {oclifFlags} from '../cli/flags.js'
@@ -39,11 +39,7 @@ config is invalid, 4 the function (--image, --exec) was not found.`
     folders: Args.string({description: 'Folders of test cases, or case directories (several may be given).', ignoreStdin: true}),
   }
 
-  static flags = {
-    ...oclifFlags(TEST_FLAG_SPECS),
-    // Non-greedy, so `--filter x testdata` leaves the folder a folder.
-    filter: Flags.string({summary: TEST_FLAG_SPECS.filter.summary, multiple: true, multipleNonGreedy: true}),
-  }
+  static flags = oclifFlags(TEST_FLAG_SPECS)
 
   async run(): Promise<void> {
     const {flags, argv, metadata} = await this.parse(Test)
