@@ -10,9 +10,9 @@ if (args[0] === 'eval' && !process.env.FNR_NO_FAST_PATH && !beforeDash.some((a) 
   // cache, the ES module bundle, the plain module (e.g. after a bare tsc).
   const {runEvalFast} =
     loadCachedBundle() ??
-    (await import('../dist/lib/cli/fast-eval.bundle.mjs').catch((err) => {
+    (await import('../dist/bundles/eval/fast-eval.bundle.mjs').catch((err) => {
       if (err?.code !== 'ERR_MODULE_NOT_FOUND') throw err
-      return import('../dist/lib/cli/fast-eval.js')
+      return import('../dist/cli/fast-eval.js')
     }))
   process.exitCode = await runEvalFast(args.slice(1))
 } else {
@@ -32,7 +32,7 @@ if (args[0] === 'eval' && !process.env.FNR_NO_FAST_PATH && !beforeDash.some((a) 
 }
 
 /**
- * dist/lib/cli/fast-eval.bundle.cjs (scripts/bundle-eval.mjs), run as CommonJS through vm.Script
+ * dist/bundles/eval/fast-eval.bundle.cjs (scripts/bundle-eval.mjs), run as CommonJS through vm.Script
  * with the code cache made for it, so V8 skips parsing and compiling it. The cache is used only
  * when its build id matches the bundle's last line; V8 rejects it by itself when the Node version
  * or V8 flags differ. Undefined when there is no bundle.
@@ -40,7 +40,7 @@ if (args[0] === 'eval' && !process.env.FNR_NO_FAST_PATH && !beforeDash.some((a) 
 function loadCachedBundle() {
   const fs = process.getBuiltinModule('node:fs')
   const {fileURLToPath} = process.getBuiltinModule('node:url')
-  const file = fileURLToPath(new URL('../dist/lib/cli/fast-eval.bundle.cjs', import.meta.url))
+  const file = fileURLToPath(new URL('../dist/bundles/eval/fast-eval.bundle.cjs', import.meta.url))
   let source
   try {
     source = fs.readFileSync(file, 'utf8')

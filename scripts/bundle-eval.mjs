@@ -1,10 +1,10 @@
-// Bundles the `fnr eval` fast path (dist/lib/cli/fast-eval.js and everything it imports) into one
-// file, and makes a V8 code cache for it. bin/run.js loads dist/lib/cli/fast-eval.bundle.cjs with
+// Bundles the `fnr eval` fast path (dist/cli/fast-eval.js and everything it imports) into one
+// file, and makes a V8 code cache for it. bin/run.js loads dist/bundles/eval/fast-eval.bundle.cjs with
 // vm.Script and fast-eval.bundle.cjs.cache, so V8 takes ready bytecode instead of parsing and
 // compiling ~380 KB of JavaScript on every `fnr eval` (Node 20 has no code cache for ES
 // modules, hence CommonJS). One file instead of a hundred modules saved ~40 ms; the cache saves
-// ~10 ms more. The bundles sit in the same folder as the module they bundle, so paths computed
-// from import.meta.url (the shipped functions) stay right.
+// ~10 ms more. The bundles sit two folders under dist/, as deep as the modules of dist/lib/<area>/,
+// so paths those modules compute from import.meta.url (the shipped functions) stay right.
 //
 // The cache is made by one representative run (a package read, evaluated with `cat` and written
 // back in place) with FNR_EVAL_CODE_CACHE_OUT set, so it holds the functions that run, not just
@@ -24,16 +24,16 @@ import {build} from 'esbuild'
 
 import {ROOT} from './setup.mjs'
 
-const CLI_DIR = path.join(ROOT, 'dist', 'lib', 'cli')
-const ENTRY = path.join(CLI_DIR, 'fast-eval.js')
-const CJS = path.join(CLI_DIR, 'fast-eval.bundle.cjs')
+const ENTRY = path.join(ROOT, 'dist', 'cli', 'fast-eval.js')
+const OUT_DIR = path.join(ROOT, 'dist', 'bundles', 'eval')
+const CJS = path.join(OUT_DIR, 'fast-eval.bundle.cjs')
 const CACHE = `${CJS}.cache`
 
 const common = {entryPoints: [ENTRY], bundle: true, platform: 'node', target: 'node20', logLevel: 'warning'}
 
 await build({
   ...common,
-  outfile: path.join(CLI_DIR, 'fast-eval.bundle.mjs'),
+  outfile: path.join(OUT_DIR, 'fast-eval.bundle.mjs'),
   format: 'esm',
   // CommonJS dependencies bundled into ESM need a require().
   banner: {js: "import {createRequire as fnrCreateRequire} from 'node:module'; const require = fnrCreateRequire(import.meta.url);"},

@@ -1,9 +1,9 @@
-import {FnrCommand} from '../lib/cli/command.js'
-import {EVAL_FLAG_SPECS, evalOptionsFromFlags, splitFunctionConfigArgs} from '../lib/cli/eval-flags.js'
-import {oclifFlags} from '../lib/cli/flags.js'
-import {normalizeBooleanFlags} from '../lib/cli/spec.js'
-import {colorEnabled, consoleStream} from '../lib/cli/color.js'
-import {onInterrupt} from '../lib/cli/interrupt.js'
+import {FnrCommand} from '../cli/command.js'
+import {EVAL_FLAG_SPECS, evalOptionsFromFlags, splitFunctionConfigArgs} from '../cli/eval-flags.js'
+import {oclifFlags} from '../cli/flags.js'
+import {normalizeBooleanFlags} from '../cli/spec.js'
+import {colorEnabled, consoleStream} from '../cli/color.js'
+import {onInterrupt} from '../cli/interrupt.js'
 import {FnrError} from '../lib/errors.js'
 import {runEval, type FunctionRunner} from '../lib/eval.js'
 
@@ -38,7 +38,7 @@ and 143 interrupted (SIGINT, SIGTERM).`
 
   static strict = false
 
-  // Shared with the oclif-free fast path in bin/run.js (src/lib/cli/fast-eval.ts).
+  // Shared with the oclif-free fast path in bin/run.js (src/cli/fast-eval.ts).
   static flags = oclifFlags(EVAL_FLAG_SPECS)
 
   async run(): Promise<void> {

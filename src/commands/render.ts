@@ -1,11 +1,11 @@
 import {Args} from '@oclif/core'
 
 import {resolveExecPaths} from '../lib/config/embedded.js'
-import {FnrCommand} from '../lib/cli/command.js'
-import {oclifFlags} from '../lib/cli/flags.js'
-import {colorEnabled, consoleStream} from '../lib/cli/color.js'
-import {onInterrupt} from '../lib/cli/interrupt.js'
-import {EXEC_FLAG_SPECS, normalizeBooleanFlags, type FlagSpecs} from '../lib/cli/spec.js'
+import {FnrCommand} from '../cli/command.js'
+import {oclifFlags} from '../cli/flags.js'
+import {colorEnabled, consoleStream} from '../cli/color.js'
+import {onInterrupt} from '../cli/interrupt.js'
+import {EXEC_FLAG_SPECS, normalizeBooleanFlags, type FlagSpecs} from '../cli/spec.js'
 import {FnrError} from '../lib/errors.js'
 import {runRender} from '../lib/render.js'
 

@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
-import {FnrCommand} from '../lib/cli/command.js'
-import {execFlags, functionConfigFlags, goDuration, listenerLimitFlags, listenerTlsFlags, logLevelFlag, maxRequestBodySizeFlag, metricsFlags, podFlags, registryFlags, responseCacheFlags} from '../lib/cli/flags.js'
+import {FnrCommand} from '../cli/command.js'
+import {execFlags, functionConfigFlags, goDuration, listenerLimitFlags, listenerTlsFlags, logLevelFlag, maxRequestBodySizeFlag, metricsFlags, podFlags, registryFlags, responseCacheFlags} from '../cli/flags.js'
 import {resolveExecPaths} from '../lib/config/embedded.js'
 import {parseResourceFlags} from '../lib/config/pod-cache-config.js'
 import {normaliseGoStyleArgs} from '../lib/config/go-flags.js'

@@ -1,9 +1,9 @@
-import {Args, Flags} from '@oclif/core'
+import {Args} from '@oclif/core'
 
-import {FnrCommand} from '../lib/cli/command.js'
-import {oclifFlags} from '../lib/cli/flags.js'
-import {onInterrupt} from '../lib/cli/interrupt.js'
-import {runTestCommand, TEST_FLAG_SPECS, testOptionsFromFlags} from '../lib/fntest/cli.js'
+import {FnrCommand} from '../cli/command.js'
+import {oclifFlags} from '../cli/flags.js'
+import {onInterrupt} from '../cli/interrupt.js'
+import {runTestCommand, TEST_FLAG_SPECS, testOptionsFromFlags} from '../cli/test-command.js'
 
 export default class Test extends FnrCommand {
   static summary = 'Run a KRM function over a folder of test cases (kpt e2e layout) and compare with the expectations.'
@@ -39,11 +39,7 @@ config is invalid, 4 the function (--image, --exec) was not found.`
     folders: Args.string({description: 'Folders of test cases, or case directories (several may be given).', ignoreStdin: true}),
   }
 
-  static flags = {
-    ...oclifFlags(TEST_FLAG_SPECS),
-    // Non-greedy, so `--filter x testdata` leaves the folder a folder.
-    filter: Flags.string({summary: TEST_FLAG_SPECS.filter.summary, multiple: true, multipleNonGreedy: true}),
-  }
+  static flags = oclifFlags(TEST_FLAG_SPECS)
 
   async run(): Promise<void> {
     const {flags, argv, metadata} = await this.parse(Test)

@@ -1,7 +1,5 @@
-import {Flags} from '@oclif/core'
-
-import {FnrCommand} from '../lib/cli/command.js'
-import {goDuration, listenerLimitFlags, logLevelFlag, maxRequestBodySizeFlag} from '../lib/cli/flags.js'
+import {FnrCommand} from '../cli/command.js'
+import {listenerLimitFlags, logLevelFlag, maxRequestBodySizeFlag, oclifFlag} from '../cli/flags.js'
 import {normaliseGoStyleArgs} from '../lib/config/go-flags.js'
 import {parseLimitFlags} from '../lib/grpc/limits.js'
 import {createLogger} from '../lib/log.js'
@@ -24,11 +22,11 @@ same flags.`
   // The names and defaults are shared with the packaged executable's parser (lib/wrapper.ts
   // WRAPPER_FLAGS, WRAPPER_DEFAULTS, parseWrapperArgs); test/wrapper/flags.test.ts keeps them equal.
   static flags = {
-    port: Flags.integer({summary: 'gRPC listen port.', default: WRAPPER_DEFAULTS.port, min: 0, max: 65535}),
+    port: oclifFlag({kind: 'integer', summary: 'gRPC listen port.', default: WRAPPER_DEFAULTS.port, min: 0, max: 65535}),
     'max-request-body-size': maxRequestBodySizeFlag,
-    verbosity: Flags.integer({summary: 'Log verbosity (Porch\'s spelling of --log-level).', min: 0, max: 5}),
+    verbosity: oclifFlag({kind: 'integer', summary: 'Log verbosity (Porch\'s spelling of --log-level).', min: 0, max: 5}),
     'log-level': logLevelFlag,
-    'grace-period': goDuration({summary: 'How long calls in flight may run after SIGTERM.', default: WRAPPER_DEFAULTS.gracePeriodMs, defaultHelp: async () => '25s'}),
+    'grace-period': oclifFlag({kind: 'duration', summary: 'How long calls in flight may run after SIGTERM.', default: WRAPPER_DEFAULTS.gracePeriodMs, defaultHelp: '25s'}),
     ...listenerLimitFlags,
   } satisfies Record<(typeof WRAPPER_FLAGS)[number], unknown>
 

@@ -10,8 +10,8 @@
  */
 import type {Hook} from '@oclif/core'
 
-import {renderError} from '../lib/cli/render-error.js'
-import {closest} from '../lib/cli/suggest.js'
+import {renderError} from '../cli/render-error.js'
+import {closest} from '../cli/suggest.js'
 import {FnrError} from '../lib/errors.js'
 
 const hook: Hook.CommandNotFound = async function ({id, argv, config}) {

@@ -148,3 +148,8 @@ export function firstLine(text: string, max = 500): string {
   const line = text.split('\n', 1)[0]?.trim() ?? ''
   return line.length > max ? `${line.slice(0, max - 1)}…` : line
 }
+
+/** How a failure reads on the console: one "fnr: …" line (src/cli/render-error.ts, and fnr test's case console). */
+export function errorLine(err: FnrError): string {
+  return `fnr: ${firstLine(err.message, 2000)}${err.kind === 'Usage' ? ' (see --help)' : ''}\n`
+}

@@ -46,11 +46,14 @@ export interface EvalOptions {
   failOnErrorResults: boolean
   truncateOutput: boolean
   execPaths: ExecPaths & {defaultImagePrefix: string}
-  /** Aborting (SIGINT/SIGTERM, cli/interrupt.ts) kills the function's process group; nothing is written. */
+  /** Aborting (SIGINT/SIGTERM, src/cli/interrupt.ts) kills the function's process group; nothing is written. */
   signal?: AbortSignal
   /** --runner HOST:PORT: run --image through a function runner over gRPC. */
   runnerAddress?: string
-  /** --env KEY=VALUE (or KEY) for --exec functions. */
+  /**
+   * --env KEY=VALUE (or KEY: fnr's own value), added to the function's environment: fnr's whole
+   * environment for --exec (as kpt), the exec runtime's minimal one for --image. Not with --runner.
+   */
   env?: string[]
   /** --match-* / --exclude-*: send only the selected resources (merged back like kpt). */
   selector?: Selector
@@ -161,7 +164,8 @@ export async function runFunction(
       `function ${JSON.stringify(options.image)} is not in the exec config ${options.execPaths.configPath}; use --exec, or --config/--functions to map it`,
     )
   }
-  const evaluator = new ExecEvaluator({config, maxOutputBytes: options.maxOutputBytes})
+  const {names, values} = splitEnv(options.env)
+  const evaluator = new ExecEvaluator({config, maxOutputBytes: options.maxOutputBytes, passEnv: names, setEnv: values})
   const started = performance.now()
   try {
     const res = await evaluator.evaluate({image: options.image!, resourceList: input, deadline, signal: options.signal})
@@ -189,14 +193,20 @@ async function sameDirectory(a: string, b: string): Promise<boolean> {
 /** fnr's environment plus --env KEY=VALUE (KEY alone: fnr's own value, as docker -e KEY). */
 function execEnvironment(extra: string[] | undefined): NodeJS.ProcessEnv {
   if (!extra || extra.length === 0) return process.env
-  const env = {...process.env}
-  for (const kv of extra) {
+  return {...process.env, ...splitEnv(extra).values}
+}
+
+/** --env entries: KEY alone (pass fnr's own value) and KEY=VALUE. */
+function splitEnv(entries: readonly string[] | undefined): {names: string[]; values: Record<string, string>} {
+  const names: string[] = []
+  const values: Record<string, string> = {}
+  for (const kv of entries ?? []) {
     const eq = kv.indexOf('=')
-    if (eq === 0) throw new FnrError('Usage', `--env takes KEY=VALUE, got ${JSON.stringify(kv)}`)
-    if (eq < 0) continue
-    env[kv.slice(0, eq)] = kv.slice(eq + 1)
+    if (eq === 0 || kv === '') throw new FnrError('Usage', `--env takes KEY=VALUE or KEY, got ${JSON.stringify(kv)}`)
+    if (eq < 0) names.push(kv)
+    else values[kv.slice(0, eq)] = kv.slice(eq + 1)
   }
-  return env
+  return {names, values}
 }
 
 export function isBlank(bytes: Buffer): boolean {
@@ -278,7 +288,8 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
   } catch (err) {
     io.stderr.write(`[FAIL] ${JSON.stringify(label)} in ${rl.formatKptDuration(run.durationMs)}\n`)
     io.stderr.write(rl.formatStderrBlock(stderrText, blockOptions))
-    io.stderr.write('\n')
+    // One blank line, writeResults's when there is a results dir.
+    if (!options.resultsDir) io.stderr.write('\n')
     // kpt records exitCode 1 for the function whose output it could not use.
     await writeResults(options, io, {...record, exitCode: 1, results: []}, 1)
     throw err
@@ -307,8 +318,10 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
   }
 }
 
+/** kpt prints a blank line before "For complete results". */
 async function writeResults(options: EvalOptions, io: EvalIO, record: rl.FunctionRunRecord, exitCode: number): Promise<void> {
   if (!options.resultsDir) return
+  io.stderr.write('\n')
   await rl.writeResultsFile(options.resultsDir, rl.buildFunctionResultList([record], exitCode))
   io.stderr.write(`For complete results, see ${path.join(options.resultsDir, 'results.yaml')}\n`)
 }

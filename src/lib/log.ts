@@ -8,10 +8,18 @@
  *   4  + debug detail (sizes, stderr of functions, timings)
  *   5  + trace (whole ResourceLists; never enable in production)
  *
- * Output is JSON lines on stderr (pino). Secrets must never be passed in fields; ResourceList
- * contents may only be logged with `trace`.
+ * Output goes to stderr (pino), in one of two formats (`--log-format`, $FNR_LOG_FORMAT):
+ *   json  one JSON object per line (the default when stderr is not a terminal: pods, CI, pipes)
+ *   text  one human-readable line per message (pino-pretty; the default on a terminal, coloured
+ *         there unless NO_COLOR is set)
+ * Secrets must never be passed in fields; ResourceList contents may only be logged with `trace`.
  */
+import {isatty} from 'node:tty'
+
 import {pino, type Logger as PinoLogger} from 'pino'
+import {PinoPretty} from 'pino-pretty'
+
+import {FnrError} from './errors.js'
 
 export const LOG_LEVELS = ['warn', 'lifecycle', 'info', 'request', 'debug', 'trace'] as const
 
@@ -28,10 +36,39 @@ export interface Logger {
   child(bindings: Record<string, unknown>): Logger
 }
 
+export const LOG_FORMATS = ['json', 'text'] as const
+export type LogFormat = (typeof LOG_FORMATS)[number]
+
 export interface LoggerOptions {
   verbosity: number
   name?: string
   destination?: NodeJS.WritableStream | number
+  /** Default: the process's format (setLogFormat, i.e. --log-format), else $FNR_LOG_FORMAT, else text on a terminal and json otherwise. */
+  format?: LogFormat
+}
+
+let processLogFormat: LogFormat | undefined
+
+/** The format every logger of this process uses unless told otherwise (the command line's --log-format). */
+export function setLogFormat(format: LogFormat | undefined): void {
+  processLogFormat = format
+}
+
+export function parseLogFormat(value: string, origin: string): LogFormat {
+  if ((LOG_FORMATS as readonly string[]).includes(value)) return value as LogFormat
+  throw new FnrError('Usage', `${origin} must be json or text, got ${JSON.stringify(value)}`)
+}
+
+/** --log-format, else $FNR_LOG_FORMAT, else text when the destination is a terminal and json otherwise. */
+export function resolveLogFormat(destination: NodeJS.WritableStream | number, explicit?: LogFormat, env: NodeJS.ProcessEnv = process.env): LogFormat {
+  if (explicit) return explicit
+  if (processLogFormat) return processLogFormat
+  if (env.FNR_LOG_FORMAT) return parseLogFormat(env.FNR_LOG_FORMAT, 'FNR_LOG_FORMAT')
+  return isTerminal(destination) ? 'text' : 'json'
+}
+
+function isTerminal(destination: NodeJS.WritableStream | number): boolean {
+  return typeof destination === 'number' ? isatty(destination) : (destination as {isTTY?: boolean}).isTTY === true
 }
 
 const CUSTOM_LEVELS = {lifecycle: 35, request: 25}
@@ -87,8 +124,13 @@ export function clampVerbosity(level: number): number {
 export function createLogger(options: LoggerOptions): Logger {
   const verbosity = clampVerbosity(options.verbosity)
   const destination = options.destination ?? 2
+  const format = resolveLogFormat(destination, options.format)
   const stream =
-    typeof destination === 'number' ? pino.destination({dest: destination, sync: true}) : destination
+    format === 'text'
+      ? textStream(destination)
+      : typeof destination === 'number'
+        ? pino.destination({dest: destination, sync: true})
+        : destination
   const p = pino<'lifecycle' | 'request'>(
     {
       name: options.name,
@@ -102,6 +144,24 @@ export function createLogger(options: LoggerOptions): Logger {
     stream as pino.DestinationStream,
   )
   return new PinoBackedLogger(p, verbosity)
+}
+
+/**
+ * pino-pretty used as a plain stream (no transport, no worker thread): each JSON line becomes
+ * `[HH:MM:ss.mmm] LEVEL (name): message {fields}` on one line.
+ */
+function textStream(destination: NodeJS.WritableStream | number): NodeJS.WritableStream {
+  const colorize = isTerminal(destination) && !process.env.NO_COLOR && process.env.TERM !== 'dumb'
+  return PinoPretty({
+    destination,
+    sync: true,
+    colorize,
+    singleLine: true,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname',
+    customLevels: Object.entries(CUSTOM_LEVELS).map(([name, value]) => `${name}:${value}`).join(','),
+    customColors: 'error:red,warn:yellow,lifecycle:magenta,info:green,request:cyan,debug:blue,trace:gray',
+  }) as unknown as NodeJS.WritableStream
 }
 
 /** A logger that drops everything (for library use without a configured logger). */

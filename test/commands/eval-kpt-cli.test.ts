@@ -85,14 +85,31 @@ describe('fnr eval: kpt\'s command line', function () {
     })
   }
 
-  it('--env sets variables for an --exec function; with --image it is a usage error', async () => {
+  it('--env sets variables for --exec and for --image (exec config) functions; with --runner it is a usage error that says why', async () => {
     const work = await temp.make('fnr-eval-env-')
-    const fn = await writeExecutable(path.join(work, 'env.sh'), '#!/bin/sh\ncat\necho "team=$TEAM" >&2\n')
-    const r = await runCli(['eval', '-i', pkg, '--exec', fn, '--env', 'TEAM=blue', '--no-truncate-output'])
+    const script = '#!/bin/sh\ncat\necho "team=$TEAM own=$OWN secret=$SECRET" >&2\n'
+    const fn = await writeExecutable(path.join(work, 'env.sh'), script)
+    const env = {OWN: 'mine', SECRET: 's'}
+    const r = await runCli(['eval', '-i', pkg, '--exec', fn, '--env', 'TEAM=blue', '-e', 'OWN', '--no-truncate-output'], {env})
     expect(r.exitCode, r.stderr).to.equal(0)
-    expect(r.stderr).to.contain('"team=blue"')
-    const u = await runCli(['eval', '-i', pkg, '--image', 'fnr.local/set-namespace:v0.4', '--env', 'A=b'])
+    // --exec: fnr's whole environment, as kpt.
+    expect(r.stderr).to.contain('"team=blue own=mine secret=s"')
+    // --image: the exec runtime's minimal environment plus --env (KEY alone: fnr's own value).
+    await mkdir(path.join(work, 'functions'))
+    await writeExecutable(path.join(work, 'functions', 'env-fn'), script)
+    await writeFile(path.join(work, 'config.yaml'), 'functions:\n- function: env-fn\n  images: [example.com/env:v1]\n')
+    const execConfig = ['--config', path.join(work, 'config.yaml'), '--functions', path.join(work, 'functions')]
+    const i = await runCli(['eval', '-i', pkg, '--image', 'example.com/env:v1', ...execConfig, '--env', 'TEAM=green', '--env', 'OWN', '--no-truncate-output'], {env})
+    expect(i.exitCode, i.stderr).to.equal(0)
+    expect(i.stderr).to.contain('"team=green own=mine secret="')
+    const without = await runCli(['eval', '-i', pkg, '--image', 'example.com/env:v1', ...execConfig, '--no-truncate-output'], {env})
+    expect(without.stderr).to.contain('"team= own= secret="')
+    const u = await runCli(['eval', '-i', pkg, '--image', 'fnr.local/set-namespace:v0.4', '--runner', '127.0.0.1:1', '--env', 'A=b'])
     expect(u.exitCode).to.equal(2)
+    expect(u.stderr).to.contain('--env cannot be passed through --runner').and.to.contain('proto/evaluator.proto')
+    const bad = await runCli(['eval', '-i', pkg, '--exec', fn, '--env', '=x'])
+    expect(bad.exitCode).to.equal(2)
+    expect(bad.stderr).to.contain('--env takes KEY=VALUE or KEY, got "=x"')
   })
 
   it('--runner runs --image through a running fnr serve, with the same output as the local exec config', async () => {

@@ -1,7 +1,7 @@
-import {Args, Flags} from '@oclif/core'
+import {Args} from '@oclif/core'
 
-import {FnrCommand} from '../../lib/cli/command.js'
-import {goDuration} from '../../lib/cli/flags.js'
+import {FnrCommand} from '../../cli/command.js'
+import {oclifFlags} from '../../cli/flags.js'
 import type {ImageMetadata} from '../../lib/registry/client.js'
 
 export default class Inspect extends FnrCommand {
@@ -27,14 +27,14 @@ Exit codes: 2 bad reference or flags, 3 bad auth/CA file, untrusted certificate 
     image: Args.string({description: 'Image reference (short Docker Hub names, ports, tags and digests all work).', required: true, ignoreStdin: true}),
   }
 
-  static flags = {
-    json: Flags.boolean({summary: 'Print the result as JSON.', default: false}),
-    'auth-file': Flags.string({summary: 'Docker config JSON with registry credentials (default: $REGISTRY_AUTH_FILE, else $DOCKER_CONFIG/config.json, else ~/.docker/config.json).'}),
-    'ca-file': Flags.string({summary: 'PEM file of CA certificates to trust in addition to the system roots (repeatable).', multiple: true, multipleNonGreedy: true}),
-    'insecure-registry': Flags.string({summary: 'Registry host[:port] reachable without TLS verification or over plain HTTP (repeatable).', multiple: true, multipleNonGreedy: true}),
-    platform: Flags.string({summary: 'Platform to pick from a multi-platform image (os/arch[/variant]).', default: 'linux/amd64'}),
-    timeout: goDuration({summary: 'Overall time limit, e.g. 30s or 2m.', default: 60_000, defaultHelp: async () => '1m'}),
-  }
+  static flags = oclifFlags({
+    json: {kind: 'boolean', summary: 'Print the result as JSON.', default: false},
+    'auth-file': {kind: 'string', summary: 'Docker config JSON with registry credentials (default: $REGISTRY_AUTH_FILE, else $DOCKER_CONFIG/config.json, else ~/.docker/config.json).'},
+    'ca-file': {kind: 'string', summary: 'PEM file of CA certificates to trust in addition to the system roots (repeatable).', multiple: true, multipleNonGreedy: true},
+    'insecure-registry': {kind: 'string', summary: 'Registry host[:port] reachable without TLS verification or over plain HTTP (repeatable).', multiple: true, multipleNonGreedy: true},
+    platform: {kind: 'string', summary: 'Platform to pick from a multi-platform image (os/arch[/variant]).', default: 'linux/amd64'},
+    timeout: {kind: 'duration', summary: 'Overall time limit, e.g. 30s or 2m.', default: 60_000, defaultHelp: '1m'},
+  })
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(Inspect)

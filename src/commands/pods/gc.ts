@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
-import {FnrCommand} from '../../lib/cli/command.js'
-import {clusterFlags, goDuration, runnerTemplateFlags} from '../../lib/cli/flags.js'
+import {FnrCommand} from '../../cli/command.js'
+import {clusterFlags, goDuration, runnerTemplateFlags} from '../../cli/flags.js'
 import {FnrError} from '../../lib/errors.js'
 
 export default class PodsGc extends FnrCommand {
@@ -43,7 +43,7 @@ Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdo
   async run(): Promise<void> {
     const {flags} = await this.parse(PodsGc)
     this.verbosity = flags['log-level']
-    const [{collectPods, gcLine}, {runWithProgress}] = await Promise.all([import('../../lib/pods/admin/gc.js'), import('../../lib/pods/admin/admin.js')])
+    const [{collectPods, gcLine}, {runWithProgress}] = await Promise.all([import('../../lib/pods/admin/gc.js'), import('../../cli/progress.js')])
     if (flags['porch-leftovers']) {
       const [{connectKube}, {collectPorchLeftovers}] = await Promise.all([import('../../lib/k8s/client.js'), import('../../lib/pods/porch-leftovers.js')])
       const clients = await connectKube({kubeconfig: flags.kubeconfig, context: flags.context})

@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
-import {FnrCommand} from '../../lib/cli/command.js'
-import {clusterFlags} from '../../lib/cli/flags.js'
+import {FnrCommand} from '../../cli/command.js'
+import {clusterFlags} from '../../cli/flags.js'
 import type {FunctionPodInfo} from '../../lib/pods/admin/admin.js'
 
 export default class PodsLs extends FnrCommand {

@@ -28,6 +28,8 @@ export interface ExecEvaluatorOptions {
   logger?: Logger
   /** Runner environment variables passed on to functions besides the proxy variables (--exec-env). */
   passEnv?: readonly string[]
+  /** Variables set for every function, over passEnv's (`fnr eval --image … --env KEY=VALUE`). */
+  setEnv?: Readonly<Record<string, string>>
 }
 
 /*
@@ -67,7 +69,7 @@ export class ExecEvaluator implements Evaluator, KnowsImages {
     this.config = options.config
     this.maxOutputBytes = options.maxOutputBytes
     this.logger = options.logger
-    this.env = execEnvironment(options.passEnv)
+    this.env = {...execEnvironment(options.passEnv), ...options.setEnv}
     const dir = this.config.functionsDir
     this.dirReal = dir ? realReal(dir) : undefined
     for (const fn of this.config.functions) this.identityAtStart(fn.binary)

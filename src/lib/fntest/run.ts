@@ -27,10 +27,9 @@ import {loadExecConfig} from '../config/exec-config.js'
 import {normaliseImage} from '../config/image-ref.js'
 import {ConfigFileError} from '../config/read-file.js'
 import type {ExecPaths} from '../config/embedded.js'
-import {FnrError, toFnrError} from '../errors.js'
+import {errorLine, FnrError, toFnrError} from '../errors.js'
 import {runEval, splitExec, type EvalOptions} from '../eval.js'
 import {runRender} from '../render.js'
-import {renderError} from '../cli/render-error.js'
 import type {EvaluatorClient} from '../grpc/client.js'
 import {applyTreePatch, diffText, diffTrees, makeTreePatch, PatchError, readTree, type Tree} from './compare.js'
 import {discoverCases, EXPECTED_DIR, readCaseFile, RESOURCELIST_FILE, type TestCase} from './discover.js'
@@ -303,7 +302,8 @@ export async function runCase(c: TestCase, options: FnTestOptions, client?: Eval
       else await runEval(evalOptions, {stdin, stdout, stderr})
     } catch (err) {
       const e = toFnrError(err)
-      exitCode = renderError(e, 0, stderr)
+      stderr.write(errorLine(e))
+      exitCode = e.exitCode
       timedOut = e.kind === 'DeadlineExceeded'
     }
     const consoleText = sanitizeConsole(stderr.text())

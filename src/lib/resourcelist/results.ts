@@ -23,7 +23,7 @@ import {FnrError} from '../errors.js'
 import {formatResult, type FunctionResult, type ResultResourceRef} from '../process/results.js'
 import {goYaml} from './goyaml.js'
 import type {ResourceList} from './read.js'
-import {getIn, scalarString, toTyped} from './yaml.js'
+import {getIn, isNullScalar, scalarString, toTyped} from './yaml.js'
 
 export type {FunctionResult, ResultResourceRef} from '../process/results.js'
 export {formatResult} from '../process/results.js'
@@ -46,14 +46,22 @@ export function extractResults(source: ResourceList | Node | null | undefined): 
   return node.items.map((item, i) => resultOf(item as Node, i))
 }
 
+/**
+ * A scalar's text; a YAML null is the empty string, as in kpt (go-yaml decodes null into a
+ * string field as ""), never the text "null" (the failsafe schema keeps it as that string).
+ */
+function text(n: unknown): string | undefined {
+  return n !== undefined && n !== null && isNullScalar(n as Node) ? '' : scalarString(n)
+}
+
 function str(n: unknown): string | undefined {
-  const s = scalarString(n)
+  const s = text(n)
   return s === undefined || s === '' ? undefined : s
 }
 
 function resultOf(node: Node, i: number): FunctionResult {
   if (!isMap(node)) throw new FnrError('FunctionFailed', `function results[${i}] must be a mapping`)
-  const r: FunctionResult = {message: scalarString(getIn(node, 'message')) ?? ''}
+  const r: FunctionResult = {message: text(getIn(node, 'message')) ?? ''}
   const severity = str(getIn(node, 'severity'))
   if (severity !== undefined) r.severity = severity
 
@@ -65,6 +73,7 @@ function resultOf(node: Node, i: number): FunctionResult {
     let name = str(getIn(ref, 'name'))
     let namespace = str(getIn(ref, 'namespace'))
     const meta = getIn(ref, 'metadata')
+    // kpt reads the legacy metadata form from the YAML text: a null name is "null" there.
     if (isMap(meta)) {
       const n = getIn(meta, 'name')
       if (n !== undefined && n !== null) name = scalarString(n)?.trim() || undefined
@@ -109,7 +118,7 @@ function resultOf(node: Node, i: number): FunctionResult {
     const t: Record<string, string> = {}
     for (const pair of tags.items) {
       const k = scalarString(pair.key)
-      if (k !== undefined) t[k] = scalarString(pair.value) ?? ''
+      if (k !== undefined) t[k] = text(pair.value) ?? ''
     }
     r.tags = t
   }

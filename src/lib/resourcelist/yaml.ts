@@ -73,7 +73,8 @@ export function splitDocuments(text: string): string[] {
   return out
 }
 
-function isNullScalar(node: Node): boolean {
+/** A plain `~`, `null`, `Null`, `NULL` or empty scalar, or one tagged !!null (go-yaml's null). */
+export function isNullScalar(node: Node): boolean {
   if (!isScalar(node)) return false
   if (node.tag === 'tag:yaml.org,2002:null') return true
   if (node.type !== undefined && node.type !== Scalar.PLAIN) return false

@@ -6,7 +6,7 @@
  * running a few seconds later (e.g. blocked on a stdin that never ends), or on a second signal,
  * the process exits at once with that code.
  */
-import {FnrError} from '../errors.js'
+import {FnrError} from '../lib/errors.js'
 
 const SIGNALS = ['SIGINT', 'SIGTERM'] as const
 const EXIT_CODE: Record<(typeof SIGNALS)[number], number> = {SIGINT: 130, SIGTERM: 143}

@@ -3,10 +3,10 @@
  * oclif-free fast path in bin/run.js, and the one function that turns parsed values into
  * EvalOptions.
  */
-import {resolveExecPaths} from '../config/embedded.js'
-import {FnrError} from '../errors.js'
-import type {EvalOptions} from '../eval.js'
-import type {Selector} from '../resourcelist/select.js'
+import {resolveExecPaths} from '../lib/config/embedded.js'
+import {FnrError} from '../lib/errors.js'
+import type {EvalOptions} from '../lib/eval.js'
+import type {Selector} from '../lib/resourcelist/select.js'
 import {EXEC_FLAG_SPECS, type FlagSpecs, type FlagValue} from './spec.js'
 
 export const EVAL_FLAG_SPECS = {
@@ -22,7 +22,7 @@ export const EVAL_FLAG_SPECS = {
   'truncate-output': {kind: 'boolean', summary: 'Show at most 4 lines of results and stderr on the console.', default: true, allowNo: true},
   color: {kind: 'boolean', summary: 'Colour the console tags when stderr is a terminal (also off with NO_COLOR).', default: true, allowNo: true},
   runner: {kind: 'string', summary: 'Run --image through a running function runner (fnr serve, or Porch\'s) at HOST:PORT over gRPC, e.g. an image fnr does not ship.', exclusive: ['exec']},
-  env: {kind: 'string', char: 'e', multiple: true, summary: 'KEY=VALUE added to an --exec function\'s environment (repeatable); KEY alone passes fnr\'s own value.'},
+  env: {kind: 'string', char: 'e', multiple: true, summary: 'KEY=VALUE added to the function\'s environment (repeatable; --exec and --image, not --runner); KEY alone passes fnr\'s own value.'},
   ...selectorSpecs('match', 'Send only resources'),
   ...selectorSpecs('exclude', 'Do not send resources'),
   ...EXEC_FLAG_SPECS,
@@ -81,7 +81,9 @@ export function evalOptionsFromFlags(values: Record<string, FlagValue>, given: R
   }
   if (str('runner') !== undefined && str('exec') !== undefined) throw new FnrError('Usage', '--runner runs images: give --image, not --exec')
   const env = (values.env as string[] | undefined) ?? []
-  if (env.length > 0 && str('exec') === undefined) throw new FnrError('Usage', '--env applies to --exec functions (image functions run with the runtime\'s environment)')
+  if (env.length > 0 && str('runner') !== undefined) {
+    throw new FnrError('Usage', '--env cannot be passed through --runner: the function evaluator protocol (proto/evaluator.proto, EvaluateFunctionRequest: resource_list and image only) carries no environment; start the runner with the variables and `fnr serve --exec-env NAME` instead')
+  }
   return {
     runnerAddress: str('runner'),
     env,

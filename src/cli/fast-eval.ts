@@ -3,7 +3,7 @@
  * ~80 ms oclif costs to load. Flags, their parsing and the error rendering are the same ones the
  * oclif command uses (eval-flags.ts, spec.ts, render-error.ts).
  */
-import {runEval} from '../eval.js'
+import {runEval} from '../lib/eval.js'
 import {EVAL_FLAG_SPECS, evalOptionsFromFlags, splitFunctionConfigArgs} from './eval-flags.js'
 import {colorEnabled, consoleStream} from './color.js'
 import {onInterrupt} from './interrupt.js'

@@ -4,12 +4,12 @@
  */
 import os from 'node:os'
 
-import {resolveExecPaths} from '../config/embedded.js'
-import {FnrError} from '../errors.js'
-import {EXEC_FLAG_SPECS, type FlagSpecs, type FlagValue} from '../cli/spec.js'
-import {writeJunit} from './junit.js'
-import {formatCaseResult, formatSummary, jsonSummary} from './report.js'
-import {runFnTest, type FnTestOptions} from './run.js'
+import {resolveExecPaths} from '../lib/config/embedded.js'
+import {FnrError} from '../lib/errors.js'
+import {EXEC_FLAG_SPECS, type FlagSpecs, type FlagValue} from './spec.js'
+import {writeJunit} from '../lib/fntest/junit.js'
+import {formatCaseResult, formatSummary, jsonSummary} from '../lib/fntest/report.js'
+import {runFnTest, type FnTestOptions} from '../lib/fntest/run.js'
 
 /** Exit code when the run worked but at least one case failed (setup problems use the FnrError codes). */
 export const EXIT_CASES_FAILED = 1
@@ -22,7 +22,8 @@ export const TEST_FLAG_SPECS = {
   update: {kind: 'boolean', summary: 'Rewrite the expectations (diff.patch, resourcelist.yaml, results.yaml, exitCode) from what the function did.', default: false},
   junit: {kind: 'string', summary: 'Also write a JUnit XML report to this file.'},
   json: {kind: 'boolean', summary: 'Print a JSON summary on stdout (the per-case lines then go to stderr).', default: false},
-  filter: {kind: 'string', multiple: true, summary: 'Run only the cases whose name contains this text (or matches it, with * wildcards); repeatable.'},
+  // Non-greedy, so `--filter x testdata` leaves the folder a folder.
+  filter: {kind: 'string', multiple: true, multipleNonGreedy: true, summary: 'Run only the cases whose name contains this text (or matches it, with * wildcards); repeatable.'},
   concurrency: {kind: 'integer', summary: 'Cases run at once.', default: Math.max(1, Math.min(4, os.availableParallelism())), min: 1},
   timeout: {kind: 'duration', summary: 'Per-case timeout: the function is killed and the case fails.', default: 60_000, defaultHelp: '1m'},
   'max-output-size': {kind: 'integer', summary: 'Largest function output accepted, in bytes.', default: 256 * 1024 * 1024, min: 1024},

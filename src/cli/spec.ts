@@ -1,17 +1,19 @@
 /**
- * Flag specs in plain data, so one definition serves both oclif (help, manifest, parsing) and the
- * fast path of `fnr eval` (bin/run.js), which parses with node:util instead of loading oclif
- * (~80 ms of startup). Nothing here imports oclif.
+ * Flag specs in plain data: fnr's one way to define a flag. One definition serves both oclif
+ * (help, manifest, parsing: flags.ts oclifFlags) and the fast path of `fnr eval` (bin/run.js),
+ * which parses with node:util instead of loading oclif (~80 ms of startup). Nothing here imports
+ * oclif.
  */
 import {parseArgs} from 'node:util'
 
-import {FnrError} from '../errors.js'
+import {FnrError} from '../lib/errors.js'
 import {flagHint} from './suggest.js'
-import {parseGoDuration} from '../config/go-flags.js'
-import {DEFAULT_IMAGE_PREFIX} from '../config/image-ref.js'
+import {parseGoBool, parseGoDuration} from '../lib/config/go-flags.js'
+import {DEFAULT_IMAGE_PREFIX} from '../lib/config/image-ref.js'
 
 export interface FlagSpec {
-  kind: 'string' | 'boolean' | 'integer' | 'duration'
+  /** go-bool: a value-taking true|false (Go's flag package spellings), as Porch's boolean flags. */
+  kind: 'string' | 'boolean' | 'integer' | 'duration' | 'go-bool'
   summary: string
   description?: string
   char?: string
@@ -23,6 +25,13 @@ export interface FlagSpec {
   allowNo?: boolean
   exclusive?: string[]
   min?: number
+  max?: number
+  /** The values a string flag accepts. */
+  options?: readonly string[]
+  /** Environment variable read when the flag is not given. */
+  env?: string
+  /** Repeated flags take one value each (`--f a --f b`), never the following arguments. */
+  multipleNonGreedy?: boolean
   helpGroup?: string
 }
 
@@ -52,6 +61,9 @@ export const EXEC_FLAG_SPECS = {
 
 export type FlagValue = string | number | boolean | string[] | undefined
 
+/** The value type a spec parses to (what oclif's parse and parseWithSpecs give). */
+export type SpecValue<S extends FlagSpec> = S['kind'] extends 'boolean' | 'go-bool' ? boolean : S['kind'] extends 'integer' | 'duration' ? number : S['multiple'] extends true ? string[] : string
+
 export interface ParsedFlags {
   values: Record<string, FlagValue>
   /** Flags the user gave (not defaults). */
@@ -64,13 +76,20 @@ function usage(message: string): FnrError {
 }
 
 /** Converts one raw string to the flag's type (durations to ms); throws Usage errors. */
-export function convertFlagValue(name: string, spec: FlagSpec, raw: string): string | number {
+export function convertFlagValue(name: string, spec: FlagSpec, raw: string): string | number | boolean {
   if (spec.kind === 'integer') {
     if (!/^-?\d+$/.test(raw)) throw usage(`Parsing --${name}: expected an integer, got ${JSON.stringify(raw)}`)
     const n = Number(raw)
     if (spec.min !== undefined && n < spec.min) throw usage(`Parsing --${name}: expected an integer greater than or equal to ${spec.min}, got ${raw}`)
+    if (spec.max !== undefined && n > spec.max) throw usage(`Parsing --${name}: expected an integer less than or equal to ${spec.max}, got ${raw}`)
     return n
   }
+  if (spec.kind === 'go-bool') {
+    const v = parseGoBool(raw)
+    if (v === undefined) throw usage(`Parsing --${name}: expected true or false, got ${JSON.stringify(raw)}`)
+    return v
+  }
+  if (spec.options && !spec.options.includes(raw)) throw usage(`Expected --${name}=${raw} to be one of: ${spec.options.join(', ')}`)
   if (spec.kind === 'duration') {
     const ms = parseGoDuration(raw)
     if (ms === undefined) throw usage(`Parsing --${name}: expected a duration like 30m, 1h30m or 500ms, got ${JSON.stringify(raw)}`)
@@ -114,7 +133,8 @@ export function parseWithSpecs(argv: string[], specs: FlagSpecs): ParsedFlags {
     const raw = parsed.values[name] as string | boolean | string[] | undefined
     const negated = spec.allowNo ? parsed.values[`no-${name}`] : undefined
     if (raw === undefined && negated === undefined) {
-      values[name] = spec.default
+      const fromEnv = spec.env === undefined ? undefined : process.env[spec.env]
+      values[name] = fromEnv === undefined || spec.multiple ? spec.default : convertFlagValue(name, spec, fromEnv)
       continue
     }
     given.add(name)

@@ -5,7 +5,9 @@
  */
 import {Command, Errors, type Interfaces} from '@oclif/core'
 
-import {FnrError} from '../errors.js'
+import {FnrError} from '../lib/errors.js'
+import {parseLogFormat, setLogFormat} from '../lib/log.js'
+import {logFormatFlag} from './flags.js'
 import {renderError} from './render-error.js'
 import {flagHint} from './suggest.js'
 
@@ -25,7 +27,10 @@ export abstract class FnrCommand extends Command {
     argv?: string[],
   ): Promise<Interfaces.ParserOutput<F, B, A>> {
     try {
-      return await super.parse(options, argv)
+      const parsed = await super.parse(options, argv)
+      const logFormat = (parsed.flags as FlagOutput)['log-format'] as string | undefined
+      if (logFormat !== undefined) setLogFormat(parseLogFormat(logFormat, '--log-format'))
+      return parsed
     } catch (err) {
       if (err instanceof Errors.ExitError) throw err
       const lines = (err as Error).message.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !/^See more help/.test(l))
@@ -37,6 +42,11 @@ export abstract class FnrCommand extends Command {
       if (unknown) message = `Nonexistent flag: ${unknown[1]!.replace(/,$/, '')}${flagHint(unknown[1]!, Object.keys(options?.flags ?? {}))}`
       throw new FnrError('Usage', message, {cause: err})
     }
+  }
+
+  /** Commands that log (they have --log-level) take --log-format too. */
+  static get baseFlags(): Interfaces.FlagInput {
+    return this.flags && 'log-level' in this.flags ? {'log-format': logFormatFlag} : {}
   }
 
   protected async catch(err: Error & {exitCode?: number; oclif?: {exit?: number}}): Promise<void> {

@@ -1,0 +1,34 @@
+/** src/lib imports no oclif and nothing of src/cli (the CLI adapter): the layering docs/architecture.md states. */
+import {expect} from 'chai'
+import {readdir, readFile} from 'node:fs/promises'
+import path from 'node:path'
+
+import {REPO_ROOT} from '../support/serve.js'
+
+async function sources(dir: string): Promise<string[]> {
+  const out: string[] = []
+  for (const e of await readdir(dir, {withFileTypes: true})) {
+    const p = path.join(dir, e.name)
+    if (e.isDirectory()) out.push(...(await sources(p)))
+    else if (e.name.endsWith('.ts')) out.push(p)
+  }
+  return out
+}
+
+describe('layering: src/lib and the CLI adapter', () => {
+  it('no file under src/lib imports @oclif/* or src/cli/', async () => {
+    const lib = path.join(REPO_ROOT, 'src', 'lib')
+    const files = await sources(lib)
+    expect(files.length).to.be.greaterThan(50)
+    const offending: string[] = []
+    for (const file of files) {
+      const text = await readFile(file, 'utf8')
+      for (const m of text.matchAll(/(?:from\s+|import\s*\(\s*)'([^']+)'/g)) {
+        const spec = m[1]!
+        const target = spec.startsWith('.') ? path.resolve(path.dirname(file), spec) : spec
+        if (spec.startsWith('@oclif/') || target.startsWith(path.join(REPO_ROOT, 'src', 'cli') + path.sep)) offending.push(`${path.relative(REPO_ROOT, file)}: ${spec}`)
+      }
+    }
+    expect(offending).to.deep.equal([])
+  })
+})
