@@ -60,20 +60,7 @@ export const FUNCTION_CONFIG_PLURAL = 'functionconfigs'
 export const FUNCTION_CONFIG_KIND = 'FunctionConfig'
 export const FUNCTION_CONFIG_API_VERSION = `${FUNCTION_CONFIG_GROUP}/${FUNCTION_CONFIG_VERSION}`
 
-/**
- * Where `fnr serve` takes exec mappings, per-image pod settings and template changes from; `auto`
- * (the default) is decided at startup (serve.ts resolveFunctionConfigSource).
- */
-export type FunctionConfigSourceKind = 'files' | 'crd' | 'both' | 'auto'
-export const FUNCTION_CONFIG_SOURCES: readonly FunctionConfigSourceKind[] = ['auto', 'files', 'crd', 'both']
-
-export function parseFunctionConfigSource(value: string): FunctionConfigSourceKind {
-  const v = value.trim().toLowerCase()
-  if (!FUNCTION_CONFIG_SOURCES.includes(v as FunctionConfigSourceKind)) {
-    throw new FnrError('Usage', `--function-config-source must be auto, files, crd or both, got ${JSON.stringify(value)}`)
-  }
-  return v as FunctionConfigSourceKind
-}
+export {FUNCTION_CONFIG_SOURCES, parseFunctionConfigSource, type FunctionConfigSourceKind} from './serve-config.js'
 
 /** A FunctionConfig as read from the API (only what fnr looks at is typed). */
 export interface FunctionConfigObject {
