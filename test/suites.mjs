@@ -16,6 +16,7 @@ export const UNIT = [
   'test/config/exec-config.test.ts',
   'test/config/function-config-crd.test.ts',
   'test/config/go-flags.test.ts',
+  'test/config/layering.test.ts',
   'test/docs.test.ts',
   'test/evaluators/multi.test.ts',
   'test/fntest/compare.test.ts',

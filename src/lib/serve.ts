@@ -321,7 +321,7 @@ async function buildPodEvaluator(options: ServeOptions, logger: Logger, cacheCon
     // The runner's --log-level 3 and up (request lines with trace ids) is passed on to the wrappers.
     wrapperVerbosity: logger.enabled(5) ? 5 : logger.enabled(4) ? 4 : logger.enabled(3) ? 3 : undefined,
     logger,
-    ...(functionConfigs ? {extension: (await import('./config/function-config-crd.js')).podRuntimeExtension(functionConfigs, {namespace: pod.namespace, logger})} : {}),
+    ...(functionConfigs ? {extension: (await import('./pods/function-configs.js')).podRuntimeExtension(functionConfigs, {namespace: pod.namespace, logger})} : {}),
   })
   logger.info('pod runtime ready', {namespace: pod.namespace, kubernetes: built.runtime.clients.server, config: built.runtime.clients.source, warmUp: pod.warmUp, images: cacheConfig.images().length, pinImageDigests: pinDigests})
   return built
