@@ -31,6 +31,7 @@ export const UNIT = [
   'test/pods/naming.test.ts',
   'test/pods/pod-cache-config.test.ts',
   'test/pods/pod-cache.test.ts',
+  'test/pods/pod-events.test.ts',
   'test/pods/replicas-rules.test.ts',
   'test/pods/template.test.ts',
   'test/registry/auth.test.ts',

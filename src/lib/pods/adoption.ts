@@ -10,8 +10,8 @@ import type {V1Pod} from '@kubernetes/client-node'
 import type {ImagePodSettings} from '../config/pod-cache-config.js'
 import {apiStatusCode} from '../k8s/errors.js'
 import type {Logger} from '../log.js'
-import {metrics} from '../metrics.js'
 import type {PodSlot} from './cache.js'
+import type {PodEvents} from './events.js'
 import {observePod} from './gc.js'
 import {noLeaseView, type OwnerState, type ReplicaView} from './lease.js'
 import {podReadiness, type PodManager} from './manager.js'
@@ -24,6 +24,7 @@ export interface AdoptionHost {
   readonly owner: string
   readonly ownerLabel: string
   readonly logger: Logger
+  readonly events: PodEvents
   readonly closed: boolean
   readonly currentTemplates: Templates
   now(): number
@@ -111,14 +112,14 @@ export class PodAdoption {
         if (state === 'none') return 'skipped'
         this.host.logger.info(`deleting a function pod ${why}`, {pod: name, owner: observed.owner, reason})
         if (own) {
-          void manager.deletePodAndService(name, `${why}: ${reason}`).then((deleted) => deleted && metrics().podGcDeletion('pod', 'startup'))
+          void manager.deletePodAndService(name, `${why}: ${reason}`).then((deleted) => deleted && this.host.events.emit({type: 'collected', kind: 'pod', name, code: 'startup'}))
           return 'deleted'
         }
         if (!(await manager.deletePodIfUnchanged(name, pod.metadata?.resourceVersion ?? ''))) {
           this.host.logger.info('another replica took the function pod first', {pod: name, owner: observed.owner})
           return 'lost'
         }
-        metrics().podGcDeletion('pod', 'replica-gone')
+        this.host.events.emit({type: 'collected', kind: 'pod', name, code: 'replica-gone'})
         await manager.deleteService(name).catch(() => {})
         this.host.logger.info('deleted a function pod of a replica that is gone', {pod: name, owner: observed.owner, ownerState: state, reason})
         return 'deleted'
@@ -172,7 +173,7 @@ export class PodAdoption {
       const slot = this.host.addAdoptedSlot(name, image, ip, observed.lastUsed)
       slot.digest = pod.metadata?.annotations?.[ANNOTATION_IMAGE_DIGEST] || undefined
       if (observed.owner !== this.host.ownerLabel) slot.adoptedFrom = observed.owner
-      this.host.logger.info('adopted function pod', {pod: name, image, owner: observed.owner, ownerState: state, why})
+      this.host.events.emit({type: 'adopted', image, pod: name, ...(observed.owner !== undefined ? {owner: observed.owner} : {}), ownerState: state, why})
       return 'adopted'
     } catch (err) {
       this.host.logger.warn('cannot adopt a function pod', {pod: name, error: (err as Error).message})

@@ -11,6 +11,7 @@ import {FnrError} from '../errors.js'
 import {connectKube, runnerNamespace, type KubeClients, type KubeConnectOptions} from '../k8s/client.js'
 import {silentLogger, type Logger} from '../log.js'
 import {PodCache, type PodAddressMode} from './cache.js'
+import {observePodEvents} from './event-sinks.js'
 import {pullSecretPreparer, type PullSecret} from './launcher.js'
 import {PodGarbageCollector} from './gc.js'
 import {DEFAULT_LEASE_DURATION_MS, LeaseObserver, ReplicaLease, noLeaseView, type ReplicaView} from './lease.js'
@@ -194,6 +195,9 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
     pinDigests: options.pinImageDigests,
     wrapperVerbosity: options.wrapperVerbosity,
   })
+  // The runtime's log lines and metrics follow its events (event-sinks.ts), to the end (a pod
+  // evicted after close, when its last call ends, is still logged).
+  observePodEvents(cache.events, logger)
   cleanups.push(templates.onChange((t) => cache.setTemplates(t)))
   cleanups.push(manager.onPodChange((type, pod) => cache.onPodEvent(type, pod)))
 
