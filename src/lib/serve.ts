@@ -271,7 +271,7 @@ async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logge
     }, logger)
     responseCache = responseCacheSetup(options.responseCache, cacheConfig)
     if (podRuntime) {
-      const {evaluator: pod, runtime} = await buildPodEvaluator(options, logger, cacheConfig, responseCache !== undefined, functionConfigs?.store)
+      const {evaluator: pod, runtime} = await buildPodEvaluator(options, logger, {cacheConfig, responseCacheOn: responseCache !== undefined, functionConfigs: functionConfigs?.store})
       metrics().setPodSource(() => runtime.cache.snapshot())
       evaluators.push(pod)
       ready.push(pod.ready)
@@ -285,7 +285,11 @@ async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logge
 }
 
 /** The pod runtime: loaded only when enabled (it brings @kubernetes/client-node). */
-async function buildPodEvaluator(options: ServeOptions, logger: Logger, cacheConfig: PodCacheConfig, responseCacheOn: boolean, functionConfigs?: import('./config/function-config-crd.js').FunctionConfigStore): Promise<Awaited<ReturnType<typeof import('./evaluators/pod.js').createPodEvaluator>>> {
+async function buildPodEvaluator(
+  options: ServeOptions,
+  logger: Logger,
+  {cacheConfig, responseCacheOn, functionConfigs}: {cacheConfig: PodCacheConfig; responseCacheOn: boolean; functionConfigs?: import('./config/function-config-crd.js').FunctionConfigStore},
+): Promise<Awaited<ReturnType<typeof import('./evaluators/pod.js').createPodEvaluator>>> {
   const [{createPodEvaluator}, {podRegistry}] = await Promise.all([import('./evaluators/pod.js'), import('./pods/launcher.js')])
   const pod = options.pod
   // auto: pinned when the response cache may serve this runtime's responses (its correctness rests on
