@@ -7,7 +7,7 @@ import {parseResourceFlags} from '../lib/config/pod-cache-config.js'
 import {DEFAULT_MAX_PARALLEL_PODS, DEFAULT_MAX_WAITLIST_LENGTH, parseFunctionConfigSource, parsePinImageDigests, parsePodAddress, podRuntimeEnv, positiveOr} from '../lib/config/serve-config.js'
 import {normaliseGoStyleArgs} from '../lib/config/go-flags.js'
 import {parseLimitFlags} from '../lib/grpc/limits.js'
-import {createLogger} from '../lib/log.js'
+import {createLogger} from '../lib/telemetry/log.js'
 import {startServe, validateServeOptions, type ServeOptions} from '../lib/serve.js'
 import {parsePassEnv} from '../lib/process/run.js'
 

@@ -18,9 +18,9 @@ import {gracefulStopper} from './grpc/lifecycle.js'
 import {defaultBindHost, EvaluatorServer} from './grpc/server.js'
 import {serverLimits, type ListenerLimits} from './grpc/limits.js'
 import {loadListenerTls, validateListenerTlsFlags, type ListenerTlsFiles} from './grpc/tls.js'
-import type {Logger} from './log.js'
-import {metrics, prometheusFromOtelEnv, startServeMetrics} from './metrics.js'
-import {startProcessTracing} from './otel.js'
+import type {Logger} from './telemetry/log.js'
+import {metrics, prometheusFromOtelEnv, startServeMetrics} from './telemetry/metrics.js'
+import {startProcessTracing} from './telemetry/otel.js'
 
 export type Runtime = 'exec' | 'pod'
 export const RUNTIMES: readonly Runtime[] = ['exec', 'pod']

@@ -7,7 +7,7 @@ import {PodCacheConfig} from '../../src/lib/config/pod-cache-config.js'
 import {FnrError} from '../../src/lib/errors.js'
 import {identityKey, type EvaluationRequest, type EvaluationResponse, type Evaluator, type ImageIdentity} from '../../src/lib/evaluators/evaluator.js'
 import {binaryIdentity} from '../../src/lib/evaluators/exec.js'
-import {createMetrics, useMetrics} from '../../src/lib/metrics.js'
+import {createMetrics, useMetrics} from '../../src/lib/telemetry/metrics.js'
 import {TempDirs} from '../support/tmp.js'
 import {parseExposition} from '../metrics/prom-text.js'
 

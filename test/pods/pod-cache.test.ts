@@ -11,7 +11,7 @@ import {expect} from 'chai'
 
 import type {ImagePodSettings} from '../../src/lib/config/pod-cache-config.js'
 import {FnrError} from '../../src/lib/errors.js'
-import {silentLogger} from '../../src/lib/log.js'
+import {silentLogger} from '../../src/lib/telemetry/log.js'
 import {PodCache, type PodCacheOptions} from '../../src/lib/pods/cache.js'
 import type {PodClaim} from '../../src/lib/pods/claim.js'
 import type {PodEvent} from '../../src/lib/pods/events.js'

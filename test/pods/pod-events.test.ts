@@ -4,7 +4,7 @@
  */
 import {expect} from 'chai'
 
-import {createMetrics, useMetrics} from '../../src/lib/metrics.js'
+import {createMetrics, useMetrics} from '../../src/lib/telemetry/metrics.js'
 import {countPodEvent, logPodEvent, observePodEvents} from '../../src/lib/pods/event-sinks.js'
 import {PodEvents, type PodEvent} from '../../src/lib/pods/events.js'
 import {memoryLogger} from '../config/function-config-crd.helpers.js'

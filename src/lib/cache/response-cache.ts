@@ -30,8 +30,8 @@ import {createHash} from 'node:crypto'
 import {LRUCache} from 'lru-cache'
 
 import {identityKey, type EvaluationRequest, type EvaluationResponse, type Evaluator, type ImageIdentity} from '../evaluators/evaluator.js'
-import {silentLogger, type Logger} from '../log.js'
-import {metrics, type ResponseCacheMissReason} from '../metrics.js'
+import {silentLogger, type Logger} from '../telemetry/log.js'
+import {metrics, type ResponseCacheMissReason} from '../telemetry/metrics.js'
 
 export interface ResponseCacheSettings {
   /** --cache-ttl: TTL of every image's responses; 0 caches only images switched on per image. */

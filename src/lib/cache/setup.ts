@@ -7,7 +7,7 @@
 import type {PodCacheConfig} from '../config/pod-cache-config.js'
 import type {Evaluator} from '../evaluators/evaluator.js'
 import {FnrError} from '../errors.js'
-import type {Logger} from '../log.js'
+import type {Logger} from '../telemetry/log.js'
 import type {ResponseCacheSettings} from './response-cache.js'
 
 /** The response cache as `fnr serve` runs it: the flags and the per-image switches of the pod cache config. */

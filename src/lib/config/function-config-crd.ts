@@ -44,7 +44,7 @@ import {createHash} from 'node:crypto'
 import path from 'node:path'
 
 import {FnrError} from '../errors.js'
-import {silentLogger, type Logger} from '../log.js'
+import {silentLogger, type Logger} from '../telemetry/log.js'
 import {isQuantity, resourceRequirementsProblems} from '../k8s/quantity.js'
 import {ExecConfig, resolveBinary, type ExecFunction} from './exec-config.js'
 import {parseGoDuration} from './go-flags.js'

@@ -11,7 +11,7 @@
  *   cache), with Porch's tolerance unless --strict-config.
  */
 import {FnrError} from '../errors.js'
-import type {Logger} from '../log.js'
+import type {Logger} from '../telemetry/log.js'
 import {PodCacheConfig} from './pod-cache-config.js'
 
 /** Porch's defaults for the two scale-up flags, used when a flag is 0 or less. */

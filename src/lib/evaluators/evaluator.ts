@@ -13,7 +13,7 @@ export interface EvaluationRequest {
   deadline?: number
   /** Aborted when the caller goes away. */
   signal?: AbortSignal
-  /** W3C trace context for the next hop (lib/trace.ts). */
+  /** W3C trace context for the next hop (lib/telemetry/trace.ts). */
   trace?: {traceparent: string; tracestate?: string}
 }
 

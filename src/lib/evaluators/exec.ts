@@ -15,7 +15,7 @@ import path from 'node:path'
 import {FnrError} from '../errors.js'
 import type {ExecConfig, ExecFunction} from '../config/exec-config.js'
 // Type only: `fnr eval` bundles this module, and log.ts would bring pino into it.
-import type {Logger} from '../log.js'
+import type {Logger} from '../telemetry/log.js'
 import {emptyOutputError, functionFailedError} from '../process/failure.js'
 import {execEnvironment, notStartable, runFunctionProcess} from '../process/run.js'
 import type {EvaluationRequest, EvaluationResponse, Evaluator, ImageIdentity} from './evaluator.js'

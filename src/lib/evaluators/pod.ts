@@ -13,8 +13,8 @@
  */
 import {FnrError, toFnrError} from '../errors.js'
 import {readFailure} from '../grpc/metadata.js'
-import {silentLogger, type Logger} from '../log.js'
-import {tracing} from '../otel.js'
+import {silentLogger, type Logger} from '../telemetry/log.js'
+import {tracing} from '../telemetry/otel.js'
 import type {PodCache} from '../pods/cache.js'
 import type {PodRuntime, PodRuntimeOptions} from '../pods/runtime.js'
 import type {EvaluationRequest, EvaluationResponse, Evaluator, ImageIdentity} from './evaluator.js'

@@ -9,7 +9,7 @@ import type {V1Pod} from '@kubernetes/client-node'
 
 import type {ImagePodSettings} from '../config/pod-cache-config.js'
 import {apiStatusCode} from '../k8s/errors.js'
-import type {Logger} from '../log.js'
+import type {Logger} from '../telemetry/log.js'
 import type {PodSlot} from './cache.js'
 import type {PodEvents} from './events.js'
 import {observePod} from './gc.js'

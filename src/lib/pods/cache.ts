@@ -27,7 +27,7 @@ import type {V1Pod} from '@kubernetes/client-node'
 
 import type {ImagePodSettings} from '../config/pod-cache-config.js'
 import {FnrError, toFnrError} from '../errors.js'
-import {silentLogger, type Logger} from '../log.js'
+import {silentLogger, type Logger} from '../telemetry/log.js'
 import type {WatchEventType} from '../k8s/watch.js'
 import type {CachedPodState, GcCode} from './gc.js'
 import {noLeaseView, type ObservedLease, type OwnerState, type ReplicaView} from './lease.js'

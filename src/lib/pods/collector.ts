@@ -7,7 +7,7 @@
  */
 import type {V1Pod, V1Service} from '@kubernetes/client-node'
 
-import type {Logger} from '../log.js'
+import type {Logger} from '../telemetry/log.js'
 import type {TakeOverResult} from './adoption.js'
 import type {PodEvents} from './events.js'
 import {observePod, observeService, planGc, type CachedPodState, type GcCode, type GcPlan} from './gc.js'

@@ -7,7 +7,7 @@
 import type {V1Pod} from '@kubernetes/client-node'
 
 import type {ContainerOverrides, FunctionConfigStore, TemplateOverrides} from '../config/function-config-crd.js'
-import {silentLogger, type Logger} from '../log.js'
+import {silentLogger, type Logger} from '../telemetry/log.js'
 import {overridePodSecurityContext} from './pod-security.js'
 import type {PodRuntimeExtension} from './runtime.js'
 

@@ -14,7 +14,7 @@
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
 
-import {FnrError} from './errors.js'
+import {FnrError} from '../errors.js'
 
 export type PodCacheResult = 'hit' | 'starting' | 'miss'
 export type RegistryCacheResult = 'hit' | 'revalidated' | 'miss'
