@@ -17,7 +17,8 @@ import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 
-import {binaryIdentity, CachingEvaluator, DEFAULT_RESPONSE_CACHE} from '../src/lib/cache/response-cache.js'
+import {CachingEvaluator, DEFAULT_RESPONSE_CACHE} from '../src/lib/cache/response-cache.js'
+import {binaryIdentity} from '../src/lib/evaluators/exec.js'
 import type {EvaluationRequest, EvaluationResponse, Evaluator} from '../src/lib/evaluators/evaluator.js'
 import {EvaluatorClient} from '../src/lib/grpc/client.js'
 import {makeResourceList, startServe} from './fixture.js'
@@ -86,12 +87,14 @@ async function benchInProcess(binary: string, input: Buffer, iterations: number)
     async evaluate(request: EvaluationRequest): Promise<EvaluationResponse> {
       return {resourceList: Buffer.from(request.resourceList), log: Buffer.alloc(0), evaluator: 'exec'}
     },
+    async identify() {
+      return binaryIdentity(binary)
+    },
     async close() {},
   }
   const cache = new CachingEvaluator({
     inner,
     settings: {...DEFAULT_RESPONSE_CACHE, ttlMs: 10 * 60_000},
-    resolver: {identify: () => binaryIdentity(binary)},
     purgeIntervalMs: 0,
   })
   const request = {image: 'example.com/cat:v1', resourceList: input}

@@ -23,7 +23,7 @@ import path from 'node:path'
 
 import {firstLine, toFnrError} from '../lib/errors.js'
 import {useEmbeddedEvaluatorDescriptor} from '../lib/grpc/proto.js'
-import {createLogger} from '../lib/log.js'
+import {createLogger} from '../lib/telemetry/log.js'
 import {parseWrapperArgs, restoreLauncherEnvironment, splitEntrypoint, startWrapperServer} from '../lib/wrapper.js'
 import {runHealthProbe} from './health-probe.js'
 

@@ -6,7 +6,7 @@
 import {Command, Errors, type Interfaces} from '@oclif/core'
 
 import {FnrError} from '../lib/errors.js'
-import {parseLogFormat, setLogFormat} from '../lib/log.js'
+import {parseLogFormat, setLogFormat} from '../lib/telemetry/log.js'
 import {logFormatFlag} from './flags.js'
 import {renderError} from './render-error.js'
 import {flagHint} from './suggest.js'

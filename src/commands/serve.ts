@@ -4,9 +4,10 @@ import {FnrCommand} from '../cli/command.js'
 import {execFlags, functionConfigFlags, goDuration, listenerLimitFlags, listenerTlsFlags, logLevelFlag, maxRequestBodySizeFlag, metricsFlags, podFlags, registryFlags, responseCacheFlags} from '../cli/flags.js'
 import {resolveExecPaths} from '../lib/config/embedded.js'
 import {parseResourceFlags} from '../lib/config/pod-cache-config.js'
+import {DEFAULT_MAX_PARALLEL_PODS, DEFAULT_MAX_WAITLIST_LENGTH, parseFunctionConfigSource, parsePinImageDigests, parsePodAddress, podRuntimeEnv, positiveOr} from '../lib/config/serve-config.js'
 import {normaliseGoStyleArgs} from '../lib/config/go-flags.js'
 import {parseLimitFlags} from '../lib/grpc/limits.js'
-import {createLogger} from '../lib/log.js'
+import {createLogger} from '../lib/telemetry/log.js'
 import {startServe, validateServeOptions, type ServeOptions} from '../lib/serve.js'
 import {parsePassEnv} from '../lib/process/run.js'
 
@@ -78,12 +79,12 @@ unless --replica-id is given), KUBECONFIG.`
         cacheConfigPath: flags['pod-cache-config'],
         warmUp: flags['warm-up-pod-cache'],
         templateConfigMap: flags['function-pod-template'],
-        maxWaitlistLength: flags['max-waitlist-length'] > 0 ? flags['max-waitlist-length'] : 2,
-        maxParallelPodsPerFunction: flags['max-parallel-pods-per-function'] > 0 ? flags['max-parallel-pods-per-function'] : 1,
-        wrapperServerImage: process.env.WRAPPER_SERVER_IMAGE || undefined,
+        maxWaitlistLength: positiveOr(flags['max-waitlist-length'], DEFAULT_MAX_WAITLIST_LENGTH),
+        maxParallelPodsPerFunction: positiveOr(flags['max-parallel-pods-per-function'], DEFAULT_MAX_PARALLEL_PODS),
+        wrapperServerImage: podRuntimeEnv().wrapperServerImage,
         podReadyTimeoutMs: flags['pod-ready-timeout'],
         callRetries: flags['pod-call-retries'],
-        podAddress: flags['pod-address'] as 'service' | 'pod-ip',
+        podAddress: parsePodAddress(flags['pod-address']),
         clusterDomain: flags['cluster-domain'],
         kubeconfig: flags.kubeconfig || undefined,
         resources: parseResourceFlags(flags['pod-requests'], flags['pod-limits']),
@@ -92,10 +93,10 @@ unless --replica-id is given), KUBECONFIG.`
         collectPorchPods: flags['collect-porch-pods'],
         owner: flags['replica-id'] || undefined,
         leaseDurationMs: flags['replica-lease-duration'],
-        pinImageDigests: flags['pin-image-digests'] === 'auto' ? 'auto' : flags['pin-image-digests'] === 'true',
+        pinImageDigests: parsePinImageDigests(flags['pin-image-digests']),
       },
       functionConfig: {
-        source: flags['function-config-source'] as 'files' | 'crd' | 'both' | 'auto',
+        source: parseFunctionConfigSource(flags['function-config-source']),
         filesGiven: !metadata.flags.config?.setFromDefault || !metadata.flags['pod-cache-config']?.setFromDefault,
         ...(flags['function-config-namespace'] ? {namespace: flags['function-config-namespace']} : {}),
       },

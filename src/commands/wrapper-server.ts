@@ -2,7 +2,7 @@ import {FnrCommand} from '../cli/command.js'
 import {listenerLimitFlags, logLevelFlag, maxRequestBodySizeFlag, oclifFlag} from '../cli/flags.js'
 import {normaliseGoStyleArgs} from '../lib/config/go-flags.js'
 import {parseLimitFlags} from '../lib/grpc/limits.js'
-import {createLogger} from '../lib/log.js'
+import {createLogger} from '../lib/telemetry/log.js'
 import {WRAPPER_DEFAULTS, WRAPPER_FLAGS, splitEntrypoint, startWrapperServer} from '../lib/wrapper.js'
 
 export default class WrapperServer extends FnrCommand {

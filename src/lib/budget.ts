@@ -26,8 +26,8 @@ import v8 from 'node:v8'
 import vm from 'node:vm'
 
 import {FnrError} from './errors.js'
-import {silentLogger, type Logger} from './log.js'
-import {metrics} from './metrics.js'
+import {silentLogger, type Logger} from './telemetry/log.js'
+import {metrics} from './telemetry/metrics.js'
 
 /** A running call's working set, as a multiple of its request: request, output, parsed results. */
 export const RUNNING_COST_FACTOR = 3

@@ -4,11 +4,13 @@
  */
 import {existsSync} from 'node:fs'
 
-import {validateResponseCacheSettings} from './cache/setup.js'
+import {responseCacheSetup, validateResponseCacheSettings, type ResponseCacheSetup} from './cache/setup.js'
 import {FnrError} from './errors.js'
 import {checkPodResources} from './k8s/quantity.js'
 import {loadExecConfig} from './config/exec-config.js'
 import type {ExecPaths} from './config/embedded.js'
+import type {PodCacheConfig} from './config/pod-cache-config.js'
+import {pinsImageDigests, podRuntimeEnv, type PinImageDigests, type PodAddressMode} from './config/serve-config.js'
 import {ExecEvaluator} from './evaluators/exec.js'
 import type {Evaluator} from './evaluators/evaluator.js'
 import {MultiEvaluator} from './evaluators/multi.js'
@@ -16,9 +18,9 @@ import {gracefulStopper} from './grpc/lifecycle.js'
 import {defaultBindHost, EvaluatorServer} from './grpc/server.js'
 import {serverLimits, type ListenerLimits} from './grpc/limits.js'
 import {loadListenerTls, validateListenerTlsFlags, type ListenerTlsFiles} from './grpc/tls.js'
-import type {Logger} from './log.js'
-import {metrics, prometheusFromOtelEnv, startServeMetrics} from './metrics.js'
-import {startProcessTracing} from './otel.js'
+import type {Logger} from './telemetry/log.js'
+import {metrics, prometheusFromOtelEnv, startServeMetrics} from './telemetry/metrics.js'
+import {startProcessTracing} from './telemetry/otel.js'
 import {logEscapedProcesses} from './process/sweep.js'
 
 export type Runtime = 'exec' | 'pod'
@@ -48,7 +50,7 @@ export interface ServeOptions {
     /** Extra attempts of a call whose pod turned out unavailable; default 1. */
     callRetries?: number
     /** How fnr reaches function pods: their Service's DNS name (default) or the pod IP. */
-    podAddress?: 'service' | 'pod-ip'
+    podAddress?: PodAddressMode
     /** Cluster domain of Service DNS names; default cluster.local. */
     clusterDomain?: string
     /** DNS server (`ip[:port]`) for Service names; default $FNR_DNS_SERVER, else the system resolver. */
@@ -74,7 +76,7 @@ export interface ServeOptions {
     /** Namespace of the --function-pod-template ConfigMap; default the runner's own. */
     runnerNamespace?: string
     /** --pin-image-digests: run function containers as repo@digest; auto (default): when the response cache is on. */
-    pinImageDigests?: boolean | 'auto'
+    pinImageDigests?: PinImageDigests
   }
   /**
    * Where exec mappings, per-image pod settings and pod template changes come from: `files` (config.yaml,
@@ -137,10 +139,8 @@ export function validateServeOptions(options: ServeOptions): Runtime[] {
 
 interface BuiltEvaluators {
   evaluators: Evaluator[]
-  /** The exec runtime, when on (the response cache identifies its images by binary). */
-  exec?: ExecEvaluator
-  /** The pod runtime's image metadata through its pod cache, when on (the response cache keys pod answers by digest). */
-  podMetadata?: import('./pods/metadata.js').ImageMetadataSource
+  /** The response cache to put around them, when on (decided once, with the pod cache config read once). */
+  responseCache?: ResponseCacheSetup
   /** Resolve when the evaluators are ready to report SERVING (pod warm-up). */
   ready: Array<Promise<unknown>>
   /** Stops what the evaluators share (the FunctionConfig watch). */
@@ -215,8 +215,6 @@ async function startFunctionConfigs(options: ServeOptions, source: 'files' | 'cr
 async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logger: Logger): Promise<BuiltEvaluators> {
   const evaluators: Evaluator[] = []
   const ready: Array<Promise<unknown>> = []
-  let exec: ExecEvaluator | undefined
-  let podMetadata: import('./pods/metadata.js').ImageMetadataSource | undefined
   let source = await resolveFunctionConfigSource(options, runtimes, logger)
   const functionConfigs = await startFunctionConfigs(options, source, logger).catch(async (err: unknown) => {
     // auto chose FunctionConfigs from discovery, but RBAC does not let this runner read them: files, as
@@ -256,43 +254,50 @@ async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logge
       images: config.imageCount,
     })
     if (config.imageCount === 0) logger.warn('the exec runtime serves no images: its config maps none; every exec call will be NOT_FOUND', {config: options.exec.configPath})
-    exec = new ExecEvaluator({config, maxOutputBytes: options.maxRequestBodySize, logger, passEnv: options.exec.passEnv})
-    evaluators.push(exec)
+    evaluators.push(new ExecEvaluator({config, maxOutputBytes: options.maxRequestBodySize, logger, passEnv: options.exec.passEnv}))
   }
-  if (runtimes.includes('pod')) {
-    try {
-      const {evaluator: pod, imageMetadata} = await buildPodEvaluator(options, logger, source, functionConfigs?.store)
-      metrics().setPodSource(() => pod.runtime.cache.snapshot())
-      podMetadata = imageMetadata
+  let responseCache: ResponseCacheSetup | undefined
+  try {
+    // --pod-cache-config, read once for the pod runtime and the response cache.
+    const {loadServePodCacheConfig} = await import('./config/serve-config.js')
+    const podRuntime = runtimes.includes('pod')
+    const cacheConfig = await loadServePodCacheConfig({
+      path: options.pod.cacheConfigPath,
+      podRuntime,
+      responseCache: options.responseCache !== undefined,
+      // With FunctionConfigs as the only source the file is not read: its per-image responseCache
+      // switches do not apply (FunctionConfig has no such field); --cache-ttl does.
+      crdOnly: functionConfigs !== undefined && source === 'crd',
+      strict: options.pod.strictConfig === true,
+    }, logger)
+    responseCache = responseCacheSetup(options.responseCache, cacheConfig)
+    if (podRuntime) {
+      const {evaluator: pod, runtime} = await buildPodEvaluator(options, logger, {cacheConfig, responseCacheOn: responseCache !== undefined, functionConfigs: functionConfigs?.store})
+      metrics().setPodSource(() => runtime.cache.snapshot())
       evaluators.push(pod)
       ready.push(pod.ready)
-    } catch (err) {
-      await Promise.allSettled(evaluators.map((e) => e.close()))
-      close()
-      throw err
     }
+  } catch (err) {
+    await Promise.allSettled(evaluators.map((e) => e.close()))
+    close()
+    throw err
   }
-  return {evaluators, ready, close, source, ...(exec ? {exec} : {}), ...(podMetadata ? {podMetadata} : {})}
+  return {evaluators, ready, close, source, ...(responseCache ? {responseCache} : {})}
 }
 
 /** The pod runtime: loaded only when enabled (it brings @kubernetes/client-node). */
-async function buildPodEvaluator(options: ServeOptions, logger: Logger, source: 'files' | 'crd' | 'both', functionConfigs?: import('./config/function-config-crd.js').FunctionConfigStore): Promise<{evaluator: import('./evaluators/pod.js').PodEvaluator & {runtime: import('./pods/runtime.js').PodRuntime; ready: Promise<void>}; imageMetadata: import('./pods/metadata.js').ImageMetadataSource}> {
-  const [{createPodEvaluator}, {PodCacheConfig}, {podRegistry}] = await Promise.all([
-    import('./evaluators/pod.js'),
-    import('./config/pod-cache-config.js'),
-    import('./pods/launcher.js'),
-  ])
+async function buildPodEvaluator(
+  options: ServeOptions,
+  logger: Logger,
+  {cacheConfig, responseCacheOn, functionConfigs}: {cacheConfig: PodCacheConfig; responseCacheOn: boolean; functionConfigs?: import('./config/function-config-crd.js').FunctionConfigStore},
+): Promise<Awaited<ReturnType<typeof import('./evaluators/pod.js').createPodEvaluator>>> {
+  const [{createPodEvaluator}, {podRegistry}] = await Promise.all([import('./evaluators/pod.js'), import('./pods/launcher.js')])
   const pod = options.pod
-  // --function-config-source=crd: the FunctionConfigs replace --pod-cache-config.
-  const onlyCrd = functionConfigs !== undefined && source === 'crd'
-  const {config: cacheConfig, missing} = onlyCrd ? {config: PodCacheConfig.empty(), missing: false} : await PodCacheConfig.load(pod.cacheConfigPath, {lenient: pod.strictConfig !== true})
-  if (missing) logger.info('no pod cache config; using the flag defaults for every image', {path: pod.cacheConfigPath})
-  for (const warning of cacheConfig.warnings) logger.warn(warning)
   // auto: pinned when the response cache may serve this runtime's responses (its correctness rests on
   // the pod running exactly the digest of the key).
-  const pinDigests = pod.pinImageDigests === true || ((pod.pinImageDigests ?? 'auto') === 'auto' && responseCacheOn(options, onlyCrd ? undefined : cacheConfig))
+  const pinDigests = pinsImageDigests(pod.pinImageDigests, responseCacheOn)
   const {metadata, pullSecret} = await podRegistry(options.registry, {metadata: pod.metadata, logger})
-  const evaluator = await createPodEvaluator({
+  const built = await createPodEvaluator({
     namespace: pod.namespace,
     ttlMs: pod.ttlMs,
     scanIntervalMs: pod.scanIntervalMs,
@@ -307,7 +312,7 @@ async function buildPodEvaluator(options: ServeOptions, logger: Logger, source: 
     callRetries: pod.callRetries ?? 1,
     addressMode: pod.podAddress ?? 'service',
     clusterDomain: pod.clusterDomain ?? 'cluster.local',
-    dnsServer: pod.dnsServer ?? (process.env.FNR_DNS_SERVER || undefined),
+    dnsServer: pod.dnsServer ?? podRuntimeEnv().dnsServer,
     metadata,
     kube: {kubeconfig: pod.kubeconfig, kubeConfig: pod.kubeConfig},
     pullSecret,
@@ -321,12 +326,10 @@ async function buildPodEvaluator(options: ServeOptions, logger: Logger, source: 
     // The runner's --log-level 3 and up (request lines with trace ids) is passed on to the wrappers.
     wrapperVerbosity: logger.enabled(5) ? 5 : logger.enabled(4) ? 4 : logger.enabled(3) ? 3 : undefined,
     logger,
-    ...(functionConfigs ? {extension: (await import('./config/function-config-crd.js')).podRuntimeExtension(functionConfigs, {namespace: pod.namespace, logger})} : {}),
+    ...(functionConfigs ? {extension: (await import('./pods/function-configs.js')).podRuntimeExtension(functionConfigs, {namespace: pod.namespace, logger})} : {}),
   })
-  logger.info('pod runtime ready', {namespace: pod.namespace, kubernetes: evaluator.runtime.clients.server, config: evaluator.runtime.clients.source, warmUp: pod.warmUp, images: cacheConfig.images().length, pinImageDigests: pinDigests})
-  // The response cache resolves digests through the pod cache, which retires pods of a digest the tag left.
-  const cache = evaluator.runtime.cache
-  return {evaluator, imageMetadata: {describe: (image: string, o?: {signal?: AbortSignal}) => cache.describe(image, o)}}
+  logger.info('pod runtime ready', {namespace: pod.namespace, kubernetes: built.runtime.clients.server, config: built.runtime.clients.source, warmUp: pod.warmUp, images: cacheConfig.images().length, pinImageDigests: pinDigests})
+  return built
 }
 
 export interface RunningServer {
@@ -359,7 +362,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
   try {
     built = await buildEvaluators(options, runtimes, logger)
     closeBuilt = built.close
-    evaluator = await withResponseCacheIfSet(new MultiEvaluator(built.evaluators), options, built, runtimes, logger)
+    evaluator = await withResponseCacheIfOn(new MultiEvaluator(built.evaluators), built.responseCache, logger)
   } catch (err) {
     closeBuilt?.()
     await observed?.stop()
@@ -418,21 +421,12 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
   return {server, port, done, stop}
 }
 
-/** Whether the response cache will be on: --cache-ttl > 0, or a per-image switch in the pod cache config. */
-function responseCacheOn(options: ServeOptions, cacheConfig: import('./config/pod-cache-config.js').PodCacheConfig | undefined): boolean {
-  if (!options.responseCache) return false
-  return options.responseCache.ttlMs > 0 || (cacheConfig?.enablesResponseCache() ?? false)
-}
-
-/** The response cache around the evaluator chain, when --cache-ttl or a per-image switch turns it on. */
-async function withResponseCacheIfSet(inner: Evaluator, options: ServeOptions, {exec, podMetadata, source}: BuiltEvaluators, runtimes: Runtime[], logger: Logger): Promise<Evaluator> {
-  if (!options.responseCache) return inner
+/** The response cache around the evaluator chain, when on (built.responseCache). */
+async function withResponseCacheIfOn(inner: Evaluator, setup: ResponseCacheSetup | undefined, logger: Logger): Promise<Evaluator> {
+  if (!setup) return inner
   const {withResponseCache} = await import('./cache/setup.js')
   try {
-    // With FunctionConfigs as the only source, --pod-cache-config is not read at all: its per-image
-    // responseCache switches do not apply (FunctionConfig has no such field); --cache-ttl does.
-    const cacheConfigPath = source === 'crd' ? '' : options.pod.cacheConfigPath
-    return await withResponseCache(inner, {settings: options.responseCache, cacheConfigPath, podRuntime: runtimes.includes('pod'), exec, podMetadata, lenient: options.pod.strictConfig !== true}, logger)
+    return await withResponseCache(inner, setup, logger)
   } catch (err) {
     await inner.close()
     throw err

@@ -17,8 +17,8 @@ import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluator
 import {gracefulStopper, type StopHandle} from './grpc/lifecycle.js'
 import {LIMIT_FLAG_NAMES, parseLimitFlags, serverLimits, type ListenerLimits} from './grpc/limits.js'
 import {EvaluatorServer} from './grpc/server.js'
-import type {Logger} from './log.js'
-import {startProcessTracing, tracing} from './otel.js'
+import type {Logger} from './telemetry/log.js'
+import {startProcessTracing, tracing} from './telemetry/otel.js'
 import {logEscapedProcesses} from './process/sweep.js'
 
 export interface WrapperOptions {

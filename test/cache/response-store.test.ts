@@ -2,11 +2,12 @@ import {expect} from 'chai'
 import {utimes, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 
-import {binaryIdentity, CachingEvaluator, DEFAULT_PER_IMAGE_TTL_MS, ResponseStore, sha256, ttlFor, type ResponseCacheSettings} from '../../src/lib/cache/response-cache.js'
+import {CachingEvaluator, DEFAULT_PER_IMAGE_TTL_MS, ResponseStore, sha256, ttlFor, type ResponseCacheSettings} from '../../src/lib/cache/response-cache.js'
 import {PodCacheConfig} from '../../src/lib/config/pod-cache-config.js'
 import {FnrError} from '../../src/lib/errors.js'
-import type {EvaluationRequest, EvaluationResponse, Evaluator} from '../../src/lib/evaluators/evaluator.js'
-import {createMetrics, useMetrics} from '../../src/lib/metrics.js'
+import {identityKey, type EvaluationRequest, type EvaluationResponse, type Evaluator, type ImageIdentity} from '../../src/lib/evaluators/evaluator.js'
+import {binaryIdentity} from '../../src/lib/evaluators/exec.js'
+import {createMetrics, useMetrics} from '../../src/lib/telemetry/metrics.js'
 import {TempDirs} from '../support/tmp.js'
 import {parseExposition} from '../metrics/prom-text.js'
 
@@ -17,6 +18,7 @@ class CountingEvaluator implements Evaluator {
   readonly name = 'multi'
   calls = 0
   fail = false
+  identify?: (image: string) => Promise<ImageIdentity | undefined>
   async evaluate(request: EvaluationRequest): Promise<EvaluationResponse> {
     this.calls++
     if (this.fail) throw new FnrError('Internal', 'function failed')
@@ -25,13 +27,18 @@ class CountingEvaluator implements Evaluator {
   async close(): Promise<void> {}
 }
 
-/** A resolver with an identity per image that the test can change (a tag that moved). */
+/**
+ * The inner evaluator's identify(), with an identity per image that the test can change (a tag
+ * that moved): "pod:<digest>" is a pod runtime's, anything else an exec binary's.
+ */
 class FakeResolver {
   identities = new Map<string, string | undefined>()
   error: Error | undefined
-  async identify(image: string): Promise<string | undefined> {
+  async identify(image: string): Promise<ImageIdentity | undefined> {
     if (this.error) throw this.error
-    return this.identities.has(image) ? this.identities.get(image) : `digest-of-${image}`
+    const id = this.identities.has(image) ? this.identities.get(image) : `digest-of-${image}`
+    if (id === undefined) return undefined
+    return id.startsWith('pod:') ? {runtime: 'pod', digest: id.slice(4)} : {runtime: 'exec', binary: id, stat: '1:1'}
   }
 }
 
@@ -55,7 +62,8 @@ describe('response cache: store, keys and miss reasons', () => {
   function build(settings: Partial<ResponseCacheSettings> = {}, policy?: (image: string) => boolean | number | undefined) {
     const inner = new CountingEvaluator()
     const resolver = new FakeResolver()
-    const cache = new CachingEvaluator({inner, settings: {...SETTINGS, ...settings}, resolver, policy, now, purgeIntervalMs: 0})
+    inner.identify = (image) => resolver.identify(image)
+    const cache = new CachingEvaluator({inner, settings: {...SETTINGS, ...settings}, policy, now, purgeIntervalMs: 0})
     return {inner, resolver, cache}
   }
 
@@ -216,13 +224,14 @@ describe('response cache: exec binary identity', () => {
     const dir = await temp.make()
     const file = path.join(dir, 'fn')
     await writeFile(file, '#!/bin/sh\ncat\n')
-    const a = await binaryIdentity(file)
-    expect(await binaryIdentity(file)).to.equal(a)
+    const key = (f: string): string => identityKey(binaryIdentity(f))
+    const a = key(file)
+    expect(key(file)).to.equal(a)
     await writeFile(file, '#!/bin/sh\nexec cat\n') // rewritten in place (same inode)
-    const b = await binaryIdentity(file)
+    const b = key(file)
     expect(b).not.to.equal(a)
     await utimes(file, new Date(0), new Date(0))
-    expect(await binaryIdentity(file)).not.to.equal(b)
+    expect(key(file)).not.to.equal(b)
     expect(a.startsWith(`exec:${file}:`)).to.equal(true)
   })
 })

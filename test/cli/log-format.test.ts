@@ -10,7 +10,7 @@ import {PassThrough} from 'node:stream'
 import path from 'node:path'
 
 import {FnrError} from '../../src/lib/errors.js'
-import {createLogger, resolveLogFormat, setLogFormat} from '../../src/lib/log.js'
+import {createLogger, resolveLogFormat, setLogFormat} from '../../src/lib/telemetry/log.js'
 import {runCli} from '../support/cli.js'
 import {BIN_RUN, REPO_ROOT} from '../support/serve.js'
 

@@ -1,5 +1,5 @@
 /** Helpers of the FunctionConfig tests. */
-import type {Logger} from '../../src/lib/log.js'
+import type {Logger} from '../../src/lib/telemetry/log.js'
 
 export interface LogLine {
   level: string

@@ -12,6 +12,7 @@ import {
   parseFunctionConfigSource,
   type FunctionConfigObject,
 } from '../../src/lib/config/function-config-crd.js'
+import {functionConfigPodPreparer} from '../../src/lib/pods/function-configs.js'
 import {inlinePodTemplate, inlineTemplates} from '../../src/lib/pods/template.js'
 import {templatesFromPorchObjects} from '../../src/lib/pods/template-porch.js'
 import {SCRIPTS, TempDirs, writeExecutable} from '../support/tmp.js'
@@ -188,9 +189,10 @@ describe('FunctionConfig source: parsing, matching and the store', function () {
     expect(changes).to.equal(1)
     const v1 = store.overridesVersion
     expect(v1).to.match(/^[0-9a-f]{12}$/)
+    const applyOverrides = functionConfigPodPreparer(store)
     const pod: V1Pod = inlinePodTemplate({wrapperServerImage: 'w:v1'})
     pod.spec!.containers.unshift({name: 'sidecar', image: 's'})
-    store.applyOverrides(pod, 'example.com/fn/cat:v1')
+    applyOverrides(pod, 'example.com/fn/cat:v1')
     const fn = pod.spec!.containers.find((c) => c.name === 'function')!
     expect(pod.spec!.containers[0]).to.deep.equal({name: 'sidecar', image: 's'})
     expect(fn.resources).to.deep.equal({requests: {cpu: '100m', memory: '128Mi'}, limits: {memory: '300Mi'}})
@@ -202,7 +204,7 @@ describe('FunctionConfig source: parsing, matching and the store', function () {
     expect(pod.spec!.securityContext).to.deep.equal({...inlinePodTemplate({wrapperServerImage: 'w:v1'}).spec!.securityContext, runAsUser: 1000})
     expect(pod.spec!.securityContext).to.deep.include({runAsNonRoot: true, seccompProfile: {type: 'RuntimeDefault'}})
     const untouched = inlinePodTemplate({wrapperServerImage: 'w:v1'})
-    store.applyOverrides(untouched, 'example.com/other/cat:v1')
+    applyOverrides(untouched, 'example.com/other/cat:v1')
     expect(untouched).to.deep.equal(inlinePodTemplate({wrapperServerImage: 'w:v1'}))
     // a change of something else keeps the overlay version; a change of the overrides changes it
     const spec = o.spec as {podExecutor: object}

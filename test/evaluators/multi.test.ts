@@ -100,6 +100,21 @@ describe('multi evaluator', () => {
     }
   })
 
+  it('identify() is the identity declared by the evaluator its order would call: exec for an image exec knows, else the next one', async () => {
+    const exec = new Knowing('exec', 'ok', ['x.io/known:v1'])
+    const pod = new Fake('pod', 'ok')
+    const asked: string[] = []
+    Object.assign(exec, {identify: async (image: string) => (asked.push(`exec ${image}`), {runtime: 'exec', binary: '/fn/known', stat: '1:2'})})
+    Object.assign(pod, {identify: async (image: string) => (asked.push(`pod ${image}`), {runtime: 'pod', digest: 'sha256:abc'})})
+    const multi = new MultiEvaluator([exec, pod])
+    expect(await multi.identify('x.io/known:v1')).to.deep.equal({runtime: 'exec', binary: '/fn/known', stat: '1:2'})
+    expect(await multi.identify('x.io/other:v1')).to.deep.equal({runtime: 'pod', digest: 'sha256:abc'})
+    // Exec is not asked about an image it does not know, and pod not about one exec serves.
+    expect(asked).to.deep.equal(['exec x.io/known:v1', 'pod x.io/other:v1'])
+    // An evaluator that declares nothing gives no identity (never cached), without falling further.
+    expect(await new MultiEvaluator([new Fake('exec', 'ok'), pod]).identify('x.io/other:v1')).to.equal(undefined)
+  })
+
   it('refuses to exist with no evaluators (upstream panics on the first request instead)', () => {
     expect(() => new MultiEvaluator([])).to.throw(FnrError, /no function runtime is enabled/)
   })

@@ -14,7 +14,7 @@ import {expect} from 'chai'
 
 import type {EvaluationRequest} from '../../src/lib/evaluators/evaluator.js'
 import {receiveWindowFor} from '../../src/lib/grpc/flow-control.js'
-import {silentLogger} from '../../src/lib/log.js'
+import {silentLogger} from '../../src/lib/telemetry/log.js'
 import {EvaluatorServer} from '../../src/lib/grpc/server.js'
 import {startWrapperServer} from '../../src/lib/wrapper.js'
 

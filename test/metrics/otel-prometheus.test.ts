@@ -13,7 +13,7 @@ import {expect} from 'chai'
 import {parseAllDocuments} from 'yaml'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
-import {prometheusFromOtelEnv} from '../../src/lib/metrics.js'
+import {prometheusFromOtelEnv} from '../../src/lib/telemetry/metrics.js'
 import {FnrError} from '../../src/lib/errors.js'
 import {freePort} from '../support/registry/tools.js'
 import {makeFunctionsDir, REPO_ROOT, startServeProcess, type ServeProcess} from '../support/serve.js'

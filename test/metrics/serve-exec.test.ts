@@ -2,7 +2,7 @@ import * as grpc from '@grpc/grpc-js'
 import {expect} from 'chai'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
-import {MAX_IMAGE_LABELS} from '../../src/lib/metrics.js'
+import {MAX_IMAGE_LABELS} from '../../src/lib/telemetry/metrics.js'
 import {freePort} from '../support/registry/tools.js'
 import {makeFunctionsDir, startServeProcess, type ServeProcess} from '../support/serve.js'
 import {SAMPLE_RL, TempDirs} from '../support/tmp.js'

@@ -4,7 +4,7 @@ import {writeFile} from 'node:fs/promises'
 import path from 'node:path'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
-import {metrics, NO_METRICS} from '../../src/lib/metrics.js'
+import {metrics, NO_METRICS} from '../../src/lib/telemetry/metrics.js'
 import {leaseNameFor} from '../../src/lib/pods/lease.js'
 import {functionPodAnnotations, functionPodLabels} from '../../src/lib/pods/naming.js'
 import type {RunningServer} from '../../src/lib/serve.js'

@@ -5,8 +5,8 @@ import type {EvaluationRequest, EvaluationResponse, Evaluator} from '../../src/l
 import {PodEvaluator} from '../../src/lib/evaluators/pod.js'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {EvaluatorServer} from '../../src/lib/grpc/server.js'
-import type {Logger} from '../../src/lib/log.js'
-import {continueTrace, parseTraceparent} from '../../src/lib/trace.js'
+import type {Logger} from '../../src/lib/telemetry/log.js'
+import {continueTrace, parseTraceparent} from '../../src/lib/telemetry/trace.js'
 import {SAMPLE_RL} from '../support/tmp.js'
 
 /** A Logger that keeps the request lines. */

@@ -11,9 +11,10 @@ import {expect} from 'chai'
 
 import type {ImagePodSettings} from '../../src/lib/config/pod-cache-config.js'
 import {FnrError} from '../../src/lib/errors.js'
-import {silentLogger} from '../../src/lib/log.js'
+import {silentLogger} from '../../src/lib/telemetry/log.js'
 import {PodCache, type PodCacheOptions} from '../../src/lib/pods/cache.js'
 import type {PodClaim} from '../../src/lib/pods/claim.js'
+import type {PodEvent} from '../../src/lib/pods/events.js'
 import {PodGarbageCollector, type GcPlan} from '../../src/lib/pods/gc.js'
 import type {PodManager} from '../../src/lib/pods/manager.js'
 import {StaticMetadataSource, type FunctionImageInfo} from '../../src/lib/pods/metadata.js'
@@ -102,6 +103,14 @@ function readyPod(name: string, opts: {version?: string; owner?: string; digest?
   }
 }
 
+/** The events the cache emits from now on (events.ts), to assert what happened to the pods. */
+function recordEvents(cache: PodCache): PodEvent[] {
+  const events: PodEvent[] = []
+  cache.events.on((e) => events.push(e))
+  return events
+}
+const ofType = <T extends PodEvent['type']>(events: PodEvent[], type: T): Array<Extract<PodEvent, {type: T}>> => events.filter((e): e is Extract<PodEvent, {type: T}> => e.type === type)
+
 const loads = (cache: PodCache): Record<string, number> => Object.fromEntries(cache.snapshot().map((s) => [s.name, s.load]))
 const states = (cache: PodCache): Record<string, string> => Object.fromEntries(cache.snapshot().map((s) => [s.name, s.state]))
 
@@ -118,8 +127,12 @@ describe('PodCache (unit: a fake PodManager, no test bed)', () => {
   it('adopts Ready pods of its template version as ready slots, and deletes its own pods of another version', async () => {
     const {manager, calls} = fakeManager()
     const cache = track(makeCache(manager))
+    const events = recordEvents(cache)
     const result = await cache.adopt([readyPod('a'), readyPod('b'), readyPod('old', {version: NEW_TEMPLATES.version})])
     expect(result).to.deep.equal({adopted: ['a', 'b'], deleted: ['old']})
+    expect(ofType(events, 'adopted').map((e) => [e.pod, e.ownerState, e.why]).sort()).to.deep.equal([['a', 'self', 'found at startup'], ['b', 'self', 'found at startup']])
+    await Promise.resolve()
+    expect(ofType(events, 'collected')).to.deep.equal([{type: 'collected', kind: 'pod', name: 'old', code: 'startup'}])
     expect(states(cache)).to.deep.equal({a: 'ready', b: 'ready'})
     expect(calls.deleted.map((d) => d.name)).to.deep.equal(['old'])
     // an adopted pod gets its Service (ensured), the claim is a patch with the owner label
@@ -164,6 +177,7 @@ describe('PodCache (unit: a fake PodManager, no test bed)', () => {
     const {manager, calls} = fakeManager()
     const cache = track(makeCache(manager))
     await cache.adopt([readyPod('a')])
+    const events = recordEvents(cache)
     await cache.acquire(IMG)
     await cache.acquire(IMG)
     expect(calls.created).to.have.length(0)
@@ -182,6 +196,13 @@ describe('PodCache (unit: a fake PodManager, no test bed)', () => {
       expect(err).to.be.instanceOf(FnrError).with.property('kind', 'Cancelled')
     }
     expect(await fifth, 'the fifth call queued on the ready pod').to.have.nested.property('slot.name', 'a')
+    expect(ofType(events, 'placed').map((e) => [e.pod, e.result, e.why])).to.deep.equal([
+      ['a', 'hit', undefined],
+      ['a', 'hit', undefined],
+      [started.name, 'miss', 'scale-up'],
+      [started.name, 'starting', undefined],
+      ['a', 'hit', undefined],
+    ])
     // the cancelled calls let go of their load; the pod keeps starting for later calls
     expect(loads(cache)).to.deep.equal({a: 3, [started.name]: 0})
     expect(calls.created.map((p) => p.metadata?.name)).to.deep.equal([started.name])
@@ -208,11 +229,15 @@ describe('PodCache (unit: a fake PodManager, no test bed)', () => {
       logTail: 'line 1\nwrapper exploded at start',
     })
     const cache = track(makeCache(manager))
+    const events = recordEvents(cache)
     const err = await cache.acquire(IMG).then(() => undefined, (e: unknown) => e)
     expect(err).to.be.instanceOf(FnrError).with.property('kind', 'FailedPrecondition')
     expect((err as Error).message).to.contain('exit code 3').and.contain('last log lines: line 1 | wrapper exploded at start')
     const [first, second] = calls.created.map((p) => p.metadata!.name!)
     expect(first).to.not.equal(second)
+    // created under the second name, failed with the call's error, evicted: in that order
+    expect(events.filter((e) => e.type !== 'placed').map((e) => [e.type, 'pod' in e ? e.pod : ''])).to.deep.equal([['created', second], ['failed', second], ['evicted', second]])
+    expect(ofType(events, 'failed')[0]!.error).to.equal((err as Error).message)
     expect(cache.snapshot()).to.deep.equal([])
     expect(calls.deleted.map((d) => d.name)).to.deep.equal([second])
     expect(calls.deleted[0]!.reason).to.match(/^failed to start: /)
@@ -235,14 +260,18 @@ describe('PodCache (unit: a fake PodManager, no test bed)', () => {
     expect(lease.slot.name).to.equal('idle')
     const busy = await cache.acquire(IMG)
     lease.release()
+    const events = recordEvents(cache)
     cache.setTemplates(NEW_TEMPLATES)
     expect(states(cache)).to.deep.equal({busy: 'retiring'})
+    expect(events.map((e) => [e.type, 'pod' in e ? e.pod : ''])).to.deep.equal([['templates-changed', ''], ['retired', 'idle'], ['evicted', 'idle'], ['retired', 'busy']])
+    expect(ofType(events, 'retired').map((e) => e.cause)).to.deep.equal([{kind: 'template'}, {kind: 'template'}])
     expect(calls.deleted.map((d) => d.name)).to.deep.equal(['idle'])
     const next = cache.acquire(IMG, {deadline: Date.now() + 20})
     next.catch(() => {})
     expect(cache.snapshot().find((s) => s.name !== 'busy')).to.deep.include({state: 'starting', templateVersion: NEW_TEMPLATES.version})
     expect(busy.usable, 'a retiring pod still serves the calls it has').to.equal(true)
     busy.release()
+    expect(ofType(events, 'evicted').map((e) => [e.pod, e.reason])).to.deep.equal([['idle', 'replaced by a new template version'], ['busy', 'replaced by a new template version']])
     expect(calls.deleted.map((d) => d.name)).to.deep.equal(['idle', 'busy'])
     expect(calls.deleted[1]!.reason).to.equal('replaced by a new template version')
   })
@@ -251,8 +280,10 @@ describe('PodCache (unit: a fake PodManager, no test bed)', () => {
     const {manager, calls} = fakeManager()
     const cache = track(makeCache(manager, {settingsFor: () => settings({maxParallelPods: 3})}))
     await cache.adopt([readyPod('old', {digest: 'sha256:aaa'}), readyPod('same', {digest: 'sha256:bbb'}), readyPod('unknown')])
+    const events = recordEvents(cache)
     cache.noteDigest(IMG, 'sha256:bbb')
     expect(Object.keys(states(cache)).sort()).to.deep.equal(['same', 'unknown'])
+    expect(ofType(events, 'retired')).to.deep.equal([{type: 'retired', image: IMG, pod: 'old', reason: 'the image now resolves to sha256:bbb, not sha256:aaa', cause: {kind: 'digest', from: 'sha256:aaa', to: 'sha256:bbb'}}])
     expect(calls.deleted).to.deep.equal([{name: 'old', reason: 'the image now resolves to sha256:bbb, not sha256:aaa'}])
   })
 
@@ -260,6 +291,7 @@ describe('PodCache (unit: a fake PodManager, no test bed)', () => {
     const {manager, calls} = fakeManager()
     const cache = track(makeCache(manager, {settingsFor: () => settings({maxParallelPods: 4})}))
     await cache.adopt([readyPod('deleted'), readyPod('failed'), readyPod('taken'), readyPod('fine')])
+    const events = recordEvents(cache)
     cache.onPodEvent('DELETED', readyPod('deleted'))
     const failed = readyPod('failed')
     failed.status = {phase: 'Failed', reason: 'Evicted', message: 'node pressure'}
@@ -269,6 +301,11 @@ describe('PodCache (unit: a fake PodManager, no test bed)', () => {
     cache.onPodEvent('MODIFIED', taken)
     cache.onPodEvent('MODIFIED', readyPod('fine'))
     expect(Object.keys(states(cache))).to.deep.equal(['fine'])
+    expect(ofType(events, 'evicted').map((e) => [e.pod, e.reason])).to.deep.equal([
+      ['deleted', 'the pod was deleted'],
+      ['failed', 'Evicted: node pressure'],
+      ['taken', 'taken over by replica runner-b'],
+    ])
     await Promise.resolve()
     expect(calls.deleted).to.deep.equal([
       {name: 'deleted', reason: 'the pod was deleted'},
@@ -288,12 +325,15 @@ describe('PodCache (unit: a fake PodManager, no test bed)', () => {
     expect(busy.slot.name).to.equal('busy')
     calls.patched.length = 0
     clock += 61_000
+    const events = recordEvents(cache)
     const pods = [readyPod('idle'), readyPod('busy')]
     const plan = cache.collector.applyGc(pods, [], clock)
     expect(plan.expire.map((e) => e.name)).to.deep.equal(['idle'])
     expect(plan.deletePods).to.deep.equal([])
     expect(Object.keys(states(cache))).to.deep.equal(['busy'])
     expect(calls.deleted.map((d) => d.name)).to.deep.equal(['idle'])
+    await Promise.resolve()
+    expect(ofType(events, 'collected'), 'counted as a GC deletion by its code').to.deep.equal([{type: 'collected', kind: 'pod', name: 'idle', code: 'ttl'}])
     expect(calls.patched.map((p) => p.name), 'the busy pod\'s last-used annotation refreshed').to.deep.equal(['busy'])
     expect(calls.patched[0]!.patch).to.have.nested.property(`annotations.${ANNOTATION_LAST_USED.replace(/\./g, '\\.')}`, new Date(clock).toISOString())
     busy.release()

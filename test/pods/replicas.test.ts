@@ -12,7 +12,7 @@ import type {V1Lease, V1Pod} from '@kubernetes/client-node'
 import {parseAllDocuments} from 'yaml'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
-import type {Logger} from '../../src/lib/log.js'
+import type {Logger} from '../../src/lib/telemetry/log.js'
 import {LEASE_SELECTOR, leaseNameFor} from '../../src/lib/pods/lease.js'
 import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, LABEL_OWNER} from '../../src/lib/pods/naming.js'
 import {RL, WRAPPER_IMAGE, image, startPodBed, startRuntime, storedPods, until, usePodBed, closeAll, type PodBed, type RuntimeHandle} from '../support/pods/index.js'

@@ -9,7 +9,7 @@ import {expect} from 'chai'
 import path from 'node:path'
 
 import {buildGoClient, buildPorchRunner} from '../../scripts/catalog-peers.mjs'
-import {silentLogger} from '../../src/lib/log.js'
+import {silentLogger} from '../../src/lib/telemetry/log.js'
 import {startWrapperServer} from '../../src/lib/wrapper.js'
 import {BUILD_TIMEOUT_MS, readConfig, stableOutput} from '../catalog/support.js'
 import {TempDirs} from '../support/tmp.js'

@@ -16,6 +16,7 @@ import {parse, parseAllDocuments} from 'yaml'
 
 import {FunctionConfigStore, type FunctionConfigObject} from '../../src/lib/config/function-config-crd.js'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
+import {functionConfigPodPreparer} from '../../src/lib/pods/function-configs.js'
 import {hardenPodTemplate, overridePodSecurityContext} from '../../src/lib/pods/pod-security.js'
 import {buildPod, inlineTemplates, templatesFromConfigMap, type Templates} from '../../src/lib/pods/template.js'
 import {templatesFromPorchObjects} from '../../src/lib/pods/template-porch.js'
@@ -205,6 +206,7 @@ spec:
     it('the FunctionConfig store applies it that way and warns once per image about weaker values', async () => {
       const logger = memoryLogger()
       const store = new FunctionConfigStore({functionsDir: '/nonexistent', logger})
+      const applyOverrides = functionConfigPodPreparer(store, logger)
       const fc = (name: string, securityContext: Record<string, unknown>): FunctionConfigObject => ({
         apiVersion: 'config.porch.kpt.dev/v1alpha1',
         kind: 'FunctionConfig',
@@ -214,12 +216,12 @@ spec:
       await store.apply(fc('cat', {runAsUser: 1000}))
       await store.apply(fc('root', {runAsUser: 0}))
       const cat = hardened()
-      store.applyOverrides(cat, 'example.com/fn/cat:v1')
+      applyOverrides(cat, 'example.com/fn/cat:v1')
       expectSecureDefaults(cat)
       expect(cat.spec!.securityContext!.runAsUser).to.equal(1000)
       for (let i = 0; i < 2; i++) {
         const root = hardened()
-        store.applyOverrides(root, 'example.com/fn/root:v1')
+        applyOverrides(root, 'example.com/fn/root:v1')
         expect(root.spec!.securityContext).to.deep.include({runAsUser: 0, seccompProfile: {type: 'RuntimeDefault'}})
         expect(root.spec!.securityContext).to.not.have.property('runAsNonRoot')
       }

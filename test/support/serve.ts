@@ -6,7 +6,7 @@ import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 import {DEFAULT_IMAGE_PREFIX} from '../../src/lib/config/image-ref.js'
-import {silentLogger, type Logger} from '../../src/lib/log.js'
+import {silentLogger, type Logger} from '../../src/lib/telemetry/log.js'
 import {startServe, type RunningServer, type ServeOptions} from '../../src/lib/serve.js'
 import {SCRIPTS, writeExecutable} from './tmp.js'
 

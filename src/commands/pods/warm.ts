@@ -46,7 +46,7 @@ Progress goes to stderr (listr2 on a terminal, one line per image otherwise); st
     if (flags['pod-ttl'] <= 0) throw new FnrError('Usage', '--pod-ttl must be a positive duration')
     if (flags.timeout !== undefined && flags.timeout <= 0) throw new FnrError('Usage', '--timeout must be a positive duration')
     if (flags['enable-private-registries-tls'] && !flags['enable-private-registries']) throw new FnrError('Usage', '--enable-private-registries-tls needs --enable-private-registries=true')
-    const [{warmPods, warmLine}, {runWithProgress}, {createLogger}] = await Promise.all([import('../../lib/pods/admin/warm.js'), import('../../cli/progress.js'), import('../../lib/log.js')])
+    const [{warmPods, warmLine}, {runWithProgress}, {createLogger}] = await Promise.all([import('../../lib/pods/admin/warm.js'), import('../../cli/progress.js'), import('../../lib/telemetry/log.js')])
     const summary = await warmPods({
       namespace: flags.namespace,
       kube: {kubeconfig: flags.kubeconfig, context: flags.context},

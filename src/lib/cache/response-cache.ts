@@ -5,7 +5,8 @@
  *
  * - Key: the image's resolved identity + the image name + the sha256 of the request's
  *   resource_list bytes (the bytes as received; no YAML is parsed).
- *   Identity (see ImageIdentityResolver): for the exec runtime the binary the image maps to, by
+ *   Identity (Evaluator.identify, declared by the evaluator that would serve the call; the multi
+ *   evaluator asks the one its order picks): for the exec runtime the binary the image maps to, by
  *   path, device, inode, size and modification/change times (a replaced or rewritten binary is a
  *   new identity); for the pod runtime the image's digest from the registry client, never the tag
  *   (a tag that moved resolves to another digest and misses). An image with no known identity
@@ -25,13 +26,12 @@
  *   skips (no-identity, identity-error, failed, too-large, digest-mismatch), evictions, entries and bytes.
  */
 import {createHash} from 'node:crypto'
-import {statSync} from 'node:fs'
 
 import {LRUCache} from 'lru-cache'
 
-import type {EvaluationRequest, EvaluationResponse, Evaluator} from '../evaluators/evaluator.js'
-import {silentLogger, type Logger} from '../log.js'
-import {metrics, type ResponseCacheMissReason} from '../metrics.js'
+import {identityKey, type EvaluationRequest, type EvaluationResponse, type Evaluator, type ImageIdentity} from '../evaluators/evaluator.js'
+import {silentLogger, type Logger} from '../telemetry/log.js'
+import {metrics, type ResponseCacheMissReason} from '../telemetry/metrics.js'
 
 export interface ResponseCacheSettings {
   /** --cache-ttl: TTL of every image's responses; 0 caches only images switched on per image. */
@@ -61,11 +61,6 @@ const ENTRY_OVERHEAD = 256
  * in ms (0: never), undefined follows --cache-ttl.
  */
 export type ImageCachePolicy = (image: string) => boolean | number | undefined
-
-/** Which function would run for an image, as a stable string; undefined when it cannot be known. */
-export interface ImageIdentityResolver {
-  identify(image: string, signal?: AbortSignal): Promise<string | undefined>
-}
 
 /** The TTL for an image (0: not cached). */
 export function ttlFor(settings: ResponseCacheSettings, policy: ImageCachePolicy | undefined, image: string): number {
@@ -193,9 +188,9 @@ export function sha256(bytes: Buffer): string {
 }
 
 export interface CachingEvaluatorOptions {
+  /** The evaluator chain; its identify() keys the entries (without it nothing is cached). */
   inner: Evaluator
   settings: ResponseCacheSettings
-  resolver: ImageIdentityResolver
   policy?: ImageCachePolicy
   logger?: Logger
   /** Tests: the store's clock (ms) and purge interval. */
@@ -217,12 +212,12 @@ export class CachingEvaluator implements Evaluator {
   }
 
   async evaluate(request: EvaluationRequest): Promise<EvaluationResponse> {
-    const {inner, settings, resolver, policy} = this.options
+    const {inner, settings, policy} = this.options
     const ttl = ttlFor(settings, policy, request.image)
     if (ttl <= 0) return inner.evaluate(request)
-    let identity: string | undefined
+    let identity: ImageIdentity | undefined
     try {
-      identity = await resolver.identify(request.image, request.signal)
+      identity = await inner.identify?.(request.image, request.signal)
     } catch (err) {
       // The evaluator reports the problem (unknown image, registry down) in its own words.
       this.logger.debug('response cache: cannot identify the image; not cached', {image: request.image, error: (err as Error).message})
@@ -233,8 +228,9 @@ export class CachingEvaluator implements Evaluator {
       metrics().responseCacheSkip('no-identity')
       return inner.evaluate(request)
     }
+    const key = identityKey(identity)
     const inputHash = sha256(request.resourceList)
-    const found = this.store.lookup(identity, request.image, inputHash)
+    const found = this.store.lookup(key, request.image, inputHash)
     if (found.hit) {
       metrics().responseCacheHit()
       if (this.logger.enabled(4)) this.logger.debug('response cache hit', {image: request.image, bytes: found.response.resourceList.length})
@@ -249,49 +245,18 @@ export class CachingEvaluator implements Evaluator {
       throw err
     }
     const servedDigest = response.served?.runtime === 'pod' ? response.served.digest : undefined
-    if (identity.startsWith(POD_IDENTITY) && servedDigest !== identity.slice(POD_IDENTITY.length)) {
+    if (identity.runtime === 'pod' && servedDigest !== identity.digest) {
       // The pod that answered was made for another (or an unknown) digest than the key's.
       metrics().responseCacheSkip('digest-mismatch')
-      if (this.logger.enabled(4)) this.logger.debug('response cache: the serving pod was made for another digest; not stored', {image: request.image, key: identity, pod: response.served?.pod, digest: servedDigest})
+      if (this.logger.enabled(4)) this.logger.debug('response cache: the serving pod was made for another digest; not stored', {image: request.image, key, pod: response.served?.pod, digest: servedDigest})
       return response
     }
-    if (!this.store.store(identity, request.image, inputHash, response, ttl)) metrics().responseCacheSkip('too-large')
+    if (!this.store.store(key, request.image, inputHash, response, ttl)) metrics().responseCacheSkip('too-large')
     return response
   }
 
   async close(): Promise<void> {
     this.store.close()
     await this.options.inner.close()
-  }
-}
-
-/**
- * The identity of an exec function: its binary's path, device, inode, size, and modification and
- * change times (ns), read with one stat per call, so a binary replaced or rewritten in place is a
- * new identity at once, without hashing it. The stat is synchronous: a few microseconds on a
- * local file, where the thread pool round trip of an async stat costs more under load.
- */
-export async function binaryIdentity(path: string): Promise<string> {
-  const s = statSync(path, {bigint: true})
-  return `exec:${path}:${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`
-}
-
-/** Identities of pod-runtime images: this prefix and the digest. */
-export const POD_IDENTITY = 'pod:'
-
-/**
- * The resolver `fnr serve` uses, in the evaluators' order: an image the exec runtime maps is
- * identified by its binary; otherwise, with the pod runtime on, by the digest the registry client
- * resolves (cached by it and re-checked per its revalidation interval); otherwise unknown.
- */
-export function serveIdentityResolver(exec: {binaryFor(image: string): string | undefined} | undefined, pod: {describe(image: string, options?: {signal?: AbortSignal}): Promise<{digest?: string}>} | undefined): ImageIdentityResolver {
-  return {
-    async identify(image, signal) {
-      const binary = exec?.binaryFor(image)
-      if (binary !== undefined) return binaryIdentity(binary)
-      if (!pod) return undefined
-      const info = await pod.describe(image, {signal})
-      return info.digest ? `${POD_IDENTITY}${info.digest}` : undefined
-    },
   }
 }

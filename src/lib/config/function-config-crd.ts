@@ -43,12 +43,9 @@
 import {createHash} from 'node:crypto'
 import path from 'node:path'
 
-import type {V1Pod} from '@kubernetes/client-node'
-
 import {FnrError} from '../errors.js'
-import {silentLogger, type Logger} from '../log.js'
+import {silentLogger, type Logger} from '../telemetry/log.js'
 import {isQuantity, resourceRequirementsProblems} from '../k8s/quantity.js'
-import {overridePodSecurityContext} from '../pods/pod-security.js'
 import {ExecConfig, resolveBinary, type ExecFunction} from './exec-config.js'
 import {parseGoDuration} from './go-flags.js'
 import {DEFAULT_IMAGE_PREFIX, normaliseImage, withPrefix} from './image-ref.js'
@@ -60,20 +57,7 @@ export const FUNCTION_CONFIG_PLURAL = 'functionconfigs'
 export const FUNCTION_CONFIG_KIND = 'FunctionConfig'
 export const FUNCTION_CONFIG_API_VERSION = `${FUNCTION_CONFIG_GROUP}/${FUNCTION_CONFIG_VERSION}`
 
-/**
- * Where `fnr serve` takes exec mappings, per-image pod settings and template changes from; `auto`
- * (the default) is decided at startup (serve.ts resolveFunctionConfigSource).
- */
-export type FunctionConfigSourceKind = 'files' | 'crd' | 'both' | 'auto'
-export const FUNCTION_CONFIG_SOURCES: readonly FunctionConfigSourceKind[] = ['auto', 'files', 'crd', 'both']
-
-export function parseFunctionConfigSource(value: string): FunctionConfigSourceKind {
-  const v = value.trim().toLowerCase()
-  if (!FUNCTION_CONFIG_SOURCES.includes(v as FunctionConfigSourceKind)) {
-    throw new FnrError('Usage', `--function-config-source must be auto, files, crd or both, got ${JSON.stringify(value)}`)
-  }
-  return v as FunctionConfigSourceKind
-}
+export {FUNCTION_CONFIG_SOURCES, parseFunctionConfigSource, type FunctionConfigSourceKind} from './serve-config.js'
 
 /** A FunctionConfig as read from the API (only what fnr looks at is typed). */
 export interface FunctionConfigObject {
@@ -416,8 +400,6 @@ export class FunctionConfigStore {
   readonly defaultImagePrefix: string
   /** Hash of every winning object's templateOverrides ('' when none): part of the template version. */
   overridesVersion = ''
-  /** Weaker securityContext overrides already warned about (image + settings), so each is said once. */
-  private readonly weakerSaid = new Set<string>()
 
   constructor(private readonly options: FunctionConfigStoreOptions) {
     this.logger = options.logger ?? silentLogger
@@ -572,38 +554,9 @@ export class FunctionConfigStore {
     return out
   }
 
-  /**
-   * Applies the image's templateOverrides to a pod built from the base template. They replace, not merge (as
-   * upstream): serviceAccountName, and per container resources.requests, resources.limits, env and envFrom, on the
-   * first init container and on the "function" container. securityContext is merged field by field over the
-   * template's (upstream replaces it, which silently dropped runAsNonRoot and seccomp); weaker values are warned.
-   */
-  applyOverrides(pod: V1Pod, image: string): void {
-    const overrides = this.match(image, 'pod')?.pod?.overrides
-    if (!overrides || !pod.spec) return
-    const spec = pod.spec
-    if (overrides.serviceAccountName) {
-      spec.serviceAccountName = overrides.serviceAccountName
-    }
-    if (overrides.securityContext) {
-      // Merged over the template's securityContext, not replacing it (pods/pod-security.ts).
-      const {securityContext, weaker} = overridePodSecurityContext(spec.securityContext, overrides.securityContext)
-      spec.securityContext = securityContext
-      const said = `${image}\0${weaker.join('\0')}`
-      if (weaker.length > 0 && !this.weakerSaid.has(said)) {
-        this.weakerSaid.add(said)
-        this.logger.warn('a FunctionConfig templateOverrides.securityContext weakens fnr\'s security defaults; keeping its explicit settings', {image, settings: weaker})
-      }
-    }
-    const patch = (container: {resources?: {requests?: Record<string, unknown>; limits?: Record<string, unknown>}; env?: unknown; envFrom?: unknown} | undefined, o: ContainerOverrides | undefined): void => {
-      if (!container || !o) return
-      if (o.resources?.requests) container.resources = {...(container.resources ?? {}), requests: {...o.resources.requests}}
-      if (o.resources?.limits) container.resources = {...(container.resources ?? {}), limits: {...o.resources.limits}}
-      if (o.env) container.env = structuredClone(o.env)
-      if (o.envFrom) container.envFrom = structuredClone(o.envFrom)
-    }
-    patch(spec.initContainers?.[0] as never, overrides.initContainer)
-    patch(spec.containers?.find((c) => c.name === 'function') as never, overrides.container)
+  /** The image's podExecutor.templateOverrides, when a FunctionConfig gives some (pods/function-configs.ts applies them). */
+  templateOverridesFor(image: string): TemplateOverrides | undefined {
+    return this.match(image, 'pod')?.pod?.overrides
   }
 }
 
@@ -632,27 +585,5 @@ export class FunctionConfigExecConfig extends ExecConfig {
 
   override get imageCount(): number {
     return this.store.binaryImageCount + (this.files?.imageCount ?? 0)
-  }
-}
-
-/**
- * The pod runtime's hooks (pods/runtime.ts PodRuntimeExtension) backed by a store; with `templatesNamespace`, the
- * base templates come from Porch's PodTemplate/ServiceTemplate objects there (pods/template-porch.ts).
- */
-export function podRuntimeExtension(store: FunctionConfigStore, templates?: {namespace: string; logger?: Logger}): import('../pods/runtime.js').PodRuntimeExtension {
-  return {
-    ...(templates
-      ? {
-          baseTemplates: async (clients, inline, extra, user) => {
-            const {porchTemplateSource} = await import('../pods/template-porch.js')
-            return porchTemplateSource(clients, {namespace: templates.namespace, inline, extra, logger: templates.logger, harden: user?.harden === true})
-          },
-        }
-      : {}),
-    settingsFor: (image, fallback) => store.settingsFor(image, fallback),
-    warmUpImages: () => store.warmUpImages(),
-    preparePod: (pod, image) => store.applyOverrides(pod, image),
-    overlayVersion: () => (store.overridesVersion ? `fc${store.overridesVersion}` : ''),
-    onChange: (listener) => store.onChange(listener),
   }
 }

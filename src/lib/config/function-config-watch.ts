@@ -12,7 +12,7 @@ import {connectKube, type ClientNode, type KubeClients, type KubeConnectOptions}
 import {apiStatusCode, kubeError} from '../k8s/errors.js'
 import {withApiRetries} from '../k8s/retry.js'
 import {ResourceWatcher, type ObjectList} from '../k8s/watch.js'
-import {silentLogger, type Logger} from '../log.js'
+import {silentLogger, type Logger} from '../telemetry/log.js'
 import {
   FUNCTION_CONFIG_GROUP,
   FUNCTION_CONFIG_PLURAL,

@@ -13,7 +13,7 @@
  *     the whole package.
  */
 import {FnrError} from '../errors.js'
-import {silentLogger, type Logger} from '../log.js'
+import {silentLogger, type Logger} from '../telemetry/log.js'
 import {emptyOutputError, functionFailedError} from '../process/failure.js'
 import {errorResults, readResults} from '../process/results.js'
 import {runFunctionProcess} from '../process/run.js'

@@ -13,7 +13,7 @@ export interface EvaluationRequest {
   deadline?: number
   /** Aborted when the caller goes away. */
   signal?: AbortSignal
-  /** W3C trace context for the next hop (lib/trace.ts). */
+  /** W3C trace context for the next hop (lib/telemetry/trace.ts). */
   trace?: {traceparent: string; tracestate?: string}
 }
 
@@ -45,9 +45,29 @@ export interface EvaluationResponse {
   cached?: true
 }
 
+/**
+ * Which function would run for an image, declared by the evaluator that would run it (the
+ * response cache's key): for exec the mapped binary, by path and a stat of it (a replaced or
+ * rewritten binary is a new identity); for a pod the digest the tag resolves to, never the tag.
+ */
+export type ImageIdentity = {runtime: 'exec'; binary: string; stat: string} | {runtime: 'pod'; digest: string}
+
+/** The identity as one stable string (the response cache's key prefix). */
+export function identityKey(identity: ImageIdentity): string {
+  return identity.runtime === 'exec' ? `exec:${identity.binary}:${identity.stat}` : `pod:${identity.digest}`
+}
+
 export interface Evaluator {
   readonly name: string
   evaluate(request: EvaluationRequest): Promise<EvaluationResponse>
+  /**
+   * Whether this evaluator knows an image, told at once without a call (exec: the image is in its
+   * config). Absent: it may know any image. The multi evaluator passes over one that knows not
+   * without the NotFound error being built and thrown, which every pod-path call would pay for.
+   */
+  knows?(image: string): boolean
+  /** What would serve a call on `image` (undefined: not known, never cached); may throw (registry down). */
+  identify?(image: string, signal?: AbortSignal): Promise<ImageIdentity | undefined>
   /** Stops background work and releases resources. */
   close(): Promise<void>
 }

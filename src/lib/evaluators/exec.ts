@@ -15,11 +15,10 @@ import path from 'node:path'
 import {FnrError} from '../errors.js'
 import type {ExecConfig, ExecFunction} from '../config/exec-config.js'
 // Type only: `fnr eval` bundles this module, and log.ts would bring pino into it.
-import type {Logger} from '../log.js'
+import type {Logger} from '../telemetry/log.js'
 import {emptyOutputError, functionFailedError} from '../process/failure.js'
 import {execEnvironment, notStartable, runFunctionProcess} from '../process/run.js'
-import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluator.js'
-import type {KnowsImages} from './multi.js'
+import type {EvaluationRequest, EvaluationResponse, Evaluator, ImageIdentity} from './evaluator.js'
 
 export interface ExecEvaluatorOptions {
   config: ExecConfig
@@ -54,7 +53,7 @@ function fileIdentity(file: string): string | undefined {
   }
 }
 
-export class ExecEvaluator implements Evaluator, KnowsImages {
+export class ExecEvaluator implements Evaluator {
   readonly name = 'exec'
   private readonly config: ExecConfig
   private readonly maxOutputBytes: number
@@ -112,6 +111,12 @@ export class ExecEvaluator implements Evaluator, KnowsImages {
     return this.config.lookup(image)?.binary
   }
 
+  /** The binary the image maps to, by path and a stat of it; undefined for an image not mapped. */
+  async identify(image: string): Promise<ImageIdentity | undefined> {
+    const binary = this.binaryFor(image)
+    return binary === undefined ? undefined : binaryIdentity(binary)
+  }
+
   async evaluate(request: EvaluationRequest): Promise<EvaluationResponse> {
     const fn = this.config.lookup(request.image)
     if (!fn) throw new FnrError('NotFound', `function ${JSON.stringify(request.image)} not found`)
@@ -146,4 +151,15 @@ export class ExecEvaluator implements Evaluator, KnowsImages {
   }
 
   async close(): Promise<void> {}
+}
+
+/**
+ * The identity of an exec function: its binary's path, device, inode, size, and modification and
+ * change times (ns), read with one stat per call, so a binary replaced or rewritten in place is a
+ * new identity at once, without hashing it. The stat is synchronous: a few microseconds on a
+ * local file, where the thread pool round trip of an async stat costs more under load.
+ */
+export function binaryIdentity(binary: string): ImageIdentity {
+  const s = statSync(binary, {bigint: true})
+  return {runtime: 'exec', binary, stat: `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`}
 }

@@ -7,20 +7,10 @@
  * order is deterministic, and a test pins it.
  */
 import {FnrError} from '../errors.js'
-import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluator.js'
-
-/**
- * An evaluator that can tell at once, without a call, whether it knows an image (exec: the image
- * is in its config). The multi evaluator then passes over it without the NotFound error being
- * built and thrown, which every pod-path call would otherwise pay for.
- */
-export interface KnowsImages {
-  knows(image: string): boolean
-}
+import type {EvaluationRequest, EvaluationResponse, Evaluator, ImageIdentity} from './evaluator.js'
 
 function knowsNot(evaluator: Evaluator, image: string): boolean {
-  const knows = (evaluator as Partial<KnowsImages>).knows
-  return typeof knows === 'function' && !knows.call(evaluator, image)
+  return evaluator.knows?.(image) === false
 }
 
 export class MultiEvaluator implements Evaluator {
@@ -48,6 +38,15 @@ export class MultiEvaluator implements Evaluator {
       }
     }
     throw lastNotFound ?? new FnrError('NotFound', `function ${JSON.stringify(request.image)} not found`)
+  }
+
+  /**
+   * The identity declared by the evaluator that would take the call: the first one in the chain
+   * that does not know the image not (an evaluator without identify() has none to give).
+   */
+  async identify(image: string, signal?: AbortSignal): Promise<ImageIdentity | undefined> {
+    const serving = this.evaluators.find((e) => !knowsNot(e, image))
+    return serving?.identify?.(image, signal)
   }
 
   async close(): Promise<void> {

@@ -13,14 +13,14 @@
  */
 import {FnrError, toFnrError} from '../errors.js'
 import {readFailure} from '../grpc/metadata.js'
-import {silentLogger, type Logger} from '../log.js'
-import {tracing} from '../otel.js'
+import {silentLogger, type Logger} from '../telemetry/log.js'
+import {tracing} from '../telemetry/otel.js'
 import type {PodCache} from '../pods/cache.js'
 import type {PodRuntime, PodRuntimeOptions} from '../pods/runtime.js'
-import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluator.js'
+import type {EvaluationRequest, EvaluationResponse, Evaluator, ImageIdentity} from './evaluator.js'
 
 export interface PodEvaluatorOptions {
-  cache: Pick<PodCache, 'acquire' | 'noteUnavailable'>
+  cache: Pick<PodCache, 'acquire' | 'noteUnavailable' | 'describe'>
   /** Extra attempts after an Unavailable call (default 1). */
   callRetries?: number
   logger?: Logger
@@ -33,8 +33,6 @@ export interface PodEvaluatorOptions {
 export class PodEvaluator implements Evaluator {
   readonly name = 'pod'
   readonly ready: Promise<void>
-  /** The runtime behind it, when built by createPodEvaluator (for logs, tests, `fnr pods`). */
-  runtime?: PodRuntime
   private readonly logger: Logger
   private readonly retries: number
 
@@ -45,6 +43,15 @@ export class PodEvaluator implements Evaluator {
       () => undefined,
       () => undefined,
     )
+  }
+
+  /**
+   * The digest the image's tag resolves to (through the pod cache, which retires the image's pods
+   * of another digest: PodCache.noteDigest); undefined when the registry gives none.
+   */
+  async identify(image: string, signal?: AbortSignal): Promise<ImageIdentity | undefined> {
+    const {digest} = await this.options.cache.describe(image, {signal})
+    return digest ? {runtime: 'pod', digest} : undefined
   }
 
   async evaluate(request: EvaluationRequest): Promise<EvaluationResponse> {
@@ -119,7 +126,7 @@ export interface PodEvaluatorRuntimeOptions extends PodRuntimeOptions {
 }
 
 /** Starts the pod runtime (loading @kubernetes/client-node) and wraps it in an evaluator. */
-export async function createPodEvaluator(options: PodEvaluatorRuntimeOptions): Promise<PodEvaluator & {runtime: PodRuntime}> {
+export async function createPodEvaluator(options: PodEvaluatorRuntimeOptions): Promise<{evaluator: PodEvaluator; runtime: PodRuntime}> {
   const {startPodRuntime} = await import('../pods/runtime.js')
   const runtime = await startPodRuntime(options)
   const evaluator = new PodEvaluator({
@@ -128,7 +135,6 @@ export async function createPodEvaluator(options: PodEvaluatorRuntimeOptions): P
     logger: options.logger,
     ready: runtime.warmedUp,
     close: () => runtime.close(),
-  }) as PodEvaluator & {runtime: PodRuntime}
-  evaluator.runtime = runtime
-  return evaluator
+  })
+  return {evaluator, runtime}
 }

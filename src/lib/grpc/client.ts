@@ -18,7 +18,7 @@ export interface CallOptions {
   /** Absolute deadline (ms since the epoch or a Date). */
   deadline?: number | Date
   signal?: AbortSignal
-  /** W3C trace context sent as the traceparent / tracestate metadata (lib/trace.ts). */
+  /** W3C trace context sent as the traceparent / tracestate metadata (lib/telemetry/trace.ts). */
   trace?: {traceparent: string; tracestate?: string}
 }
 

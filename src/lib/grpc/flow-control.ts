@@ -22,7 +22,7 @@ import type {Http2Session} from 'node:http2'
 
 import type * as grpc from '@grpc/grpc-js'
 
-import type {Logger} from '../log.js'
+import type {Logger} from '../telemetry/log.js'
 
 /** HTTP/2's largest window (2^31 - 1). */
 const MAX_WINDOW = 2 ** 31 - 1

@@ -26,8 +26,8 @@ import http2, {type Http2Session, type ServerHttp2Stream} from 'node:http2'
 import type * as grpc from '@grpc/grpc-js'
 
 import type {CallBudget} from '../budget.js'
-import type {Logger} from '../log.js'
-import {metrics} from '../metrics.js'
+import type {Logger} from '../telemetry/log.js'
+import {metrics} from '../telemetry/metrics.js'
 
 export interface GuardSettings {
   /** A request message must be complete this long after its stream opened; 0: no limit. */

@@ -2,7 +2,7 @@
  * Process lifecycle shared by `fnr serve` and `fnr wrapper-server`: the first SIGTERM/SIGINT
  * starts a graceful stop, a second one exits at once with code 1.
  */
-import type {Logger} from '../log.js'
+import type {Logger} from '../telemetry/log.js'
 import {killAllRunningFunctions} from '../process/sweep.js'
 
 export interface StopHandle {

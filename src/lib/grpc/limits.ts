@@ -5,7 +5,7 @@
 import {parseGoDuration} from '../config/go-flags.js'
 import {CallBudget, deriveBudget, fmtBytes, parseByteQuantity, validateBudgetOverrides, type BudgetOverrides} from '../budget.js'
 import {FnrError} from '../errors.js'
-import type {Logger} from '../log.js'
+import type {Logger} from '../telemetry/log.js'
 import type {EvaluatorServerOptions} from './server.js'
 
 export interface ListenerLimits extends BudgetOverrides {

@@ -6,7 +6,7 @@
  */
 import type {KubeConfig} from '@kubernetes/client-node'
 
-import {silentLogger, type Logger} from '../log.js'
+import {silentLogger, type Logger} from '../telemetry/log.js'
 import type {ClientNode} from './client.js'
 import {kubeError} from './errors.js'
 

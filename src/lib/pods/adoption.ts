@@ -9,9 +9,9 @@ import type {V1Pod} from '@kubernetes/client-node'
 
 import type {ImagePodSettings} from '../config/pod-cache-config.js'
 import {apiStatusCode} from '../k8s/errors.js'
-import type {Logger} from '../log.js'
-import {metrics} from '../metrics.js'
+import type {Logger} from '../telemetry/log.js'
 import type {PodSlot} from './cache.js'
+import type {PodEvents} from './events.js'
 import {observePod} from './gc.js'
 import {noLeaseView, type OwnerState, type ReplicaView} from './lease.js'
 import {podReadiness, type PodManager} from './manager.js'
@@ -24,6 +24,7 @@ export interface AdoptionHost {
   readonly owner: string
   readonly ownerLabel: string
   readonly logger: Logger
+  readonly events: PodEvents
   readonly closed: boolean
   readonly currentTemplates: Templates
   now(): number
@@ -100,83 +101,94 @@ export class PodAdoption {
   }
 
   private async takeOverOnce(pod: V1Pod, name: string, state: OwnerState, why: string): Promise<TakeOverResult> {
-    const {manager} = this.host
     const observed = observePod(pod)
-    const own = state === 'self'
     try {
       const {reason, image, ip} = this.unusable(pod)
-      if (reason !== undefined || !image || !ip) {
-        // A runner without a Lease may be alive: its pods this replica cannot use are left to the
-        // lone-runner GC rule (well past their TTL) instead of being deleted now.
-        if (state === 'none') return 'skipped'
-        this.host.logger.info(`deleting a function pod ${why}`, {pod: name, owner: observed.owner, reason})
-        if (own) {
-          void manager.deletePodAndService(name, `${why}: ${reason}`).then((deleted) => deleted && metrics().podGcDeletion('pod', 'startup'))
-          return 'deleted'
-        }
-        if (!(await manager.deletePodIfUnchanged(name, pod.metadata?.resourceVersion ?? ''))) {
-          this.host.logger.info('another replica took the function pod first', {pod: name, owner: observed.owner})
-          return 'lost'
-        }
-        metrics().podGcDeletion('pod', 'replica-gone')
-        await manager.deleteService(name).catch(() => {})
-        this.host.logger.info('deleted a function pod of a replica that is gone', {pod: name, owner: observed.owner, ownerState: state, reason})
-        return 'deleted'
-      }
-      const now = this.host.now()
-      let resourceVersion = pod.metadata?.resourceVersion
-      // Counted against the image's pod limit while the claim is in flight, so that claims made
-      // in parallel never take more pods than the limit.
-      this.claiming.set(image, (this.claiming.get(image) ?? 0) + 1)
-      const claimed = (): void => {
-        const left = (this.claiming.get(image) ?? 1) - 1
-        if (left > 0) this.claiming.set(image, left)
-        else this.claiming.delete(image)
-      }
-      try {
-      for (let attempt = 0; ; attempt++) {
-        try {
-          await manager.patchPodMetadata(
-            name,
-            {labels: {[LABEL_OWNER]: this.host.ownerLabel}, annotations: {[ANNOTATION_OWNER]: this.host.owner, [ANNOTATION_CLAIMED_AT]: new Date(now).toISOString()}},
-            {resourceVersion},
-          )
-          break
-        } catch (err) {
-          const code = apiStatusCode(err)
-          if (code === 409 && attempt < 2) {
-            // The pod changed since it was listed (e.g. a status update): claim it again if it
-            // still has the owner it had and is not being deleted; else another replica was first.
-            const fresh = await manager.readPod(name)
-            if (fresh && !fresh.metadata?.deletionTimestamp && fresh.metadata?.labels?.[LABEL_OWNER] === observed.owner) {
-              resourceVersion = fresh.metadata?.resourceVersion
-              continue
-            }
-          }
-          if (code === 409 || code === 404) {
-            this.host.logger.info('another replica took the function pod first', {pod: name, owner: observed.owner})
-            return 'lost'
-          }
-          // The outcome is unknown (the API failed): use it; a replica that did take it is seen
-          // through the pod watch (onPodEvent), which lets it go then.
-          this.host.logger.warn('cannot take ownership of a function pod; using it anyway', {pod: name, error: (err as Error).message})
-          break
-        }
-      }
-      } finally {
-        claimed()
-      }
+      if (reason !== undefined || !image || !ip) return await this.dropUnusable(pod, state, why, reason ?? 'unusable')
+      if (!(await this.claimCounted(pod, name, image, observed.owner))) return 'lost'
       // Now this replica's (even if a call started another pod of the image meanwhile: the pod
       // may still have calls in flight from its previous owner, so it is never deleted here).
       if (this.host.closed || this.host.slotFor(name)) return 'skipped'
       const slot = this.host.addAdoptedSlot(name, image, ip, observed.lastUsed)
       slot.digest = pod.metadata?.annotations?.[ANNOTATION_IMAGE_DIGEST] || undefined
       if (observed.owner !== this.host.ownerLabel) slot.adoptedFrom = observed.owner
-      this.host.logger.info('adopted function pod', {pod: name, image, owner: observed.owner, ownerState: state, why})
+      this.host.events.emit({type: 'adopted', image, pod: name, ...(observed.owner !== undefined ? {owner: observed.owner} : {}), ownerState: state, why})
       return 'adopted'
     } catch (err) {
       this.host.logger.warn('cannot adopt a function pod', {pod: name, error: (err as Error).message})
       return 'skipped'
+    }
+  }
+
+  /**
+   * A pod this replica cannot use: its own is deleted, a gone owner's only if unchanged since it
+   * was observed; a lone runner's (no Lease: it may be alive) is left to the lone-runner GC rule
+   * (well past its TTL).
+   */
+  private async dropUnusable(pod: V1Pod, state: OwnerState, why: string, reason: string): Promise<TakeOverResult> {
+    const {manager} = this.host
+    const {name, owner} = observePod(pod)
+    if (state === 'none') return 'skipped'
+    this.host.logger.info(`deleting a function pod ${why}`, {pod: name, owner, reason})
+    if (state === 'self') {
+      void manager.deletePodAndService(name, `${why}: ${reason}`).then((deleted) => deleted && this.host.events.emit({type: 'collected', kind: 'pod', name, code: 'startup'}))
+      return 'deleted'
+    }
+    if (!(await manager.deletePodIfUnchanged(name, pod.metadata?.resourceVersion ?? ''))) {
+      this.host.logger.info('another replica took the function pod first', {pod: name, owner})
+      return 'lost'
+    }
+    this.host.events.emit({type: 'collected', kind: 'pod', name, code: 'replica-gone'})
+    await manager.deleteService(name).catch(() => {})
+    this.host.logger.info('deleted a function pod of a replica that is gone', {pod: name, owner, ownerState: state, reason})
+    return 'deleted'
+  }
+
+  /**
+   * claim(), counted against the image's pod limit while in flight, so that claims made in
+   * parallel never take more pods than the limit.
+   */
+  private async claimCounted(pod: V1Pod, name: string, image: string, owner: string | undefined): Promise<boolean> {
+    this.claiming.set(image, (this.claiming.get(image) ?? 0) + 1)
+    try {
+      return await this.claim(pod, name, owner)
+    } finally {
+      const left = (this.claiming.get(image) ?? 1) - 1
+      if (left > 0) this.claiming.set(image, left)
+      else this.claiming.delete(image)
+    }
+  }
+
+  /**
+   * Makes the pod this replica's with a patch under a resourceVersion precondition. False when
+   * another replica was first; true when claimed, or when the API failed and the outcome is
+   * unknown (the pod is used: a replica that did take it is seen through the pod watch, which
+   * lets it go then).
+   */
+  private async claim(pod: V1Pod, name: string, owner: string | undefined): Promise<boolean> {
+    const {manager} = this.host
+    const claimedAt = new Date(this.host.now()).toISOString()
+    let resourceVersion = pod.metadata?.resourceVersion
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await manager.patchPodMetadata(name, {labels: {[LABEL_OWNER]: this.host.ownerLabel}, annotations: {[ANNOTATION_OWNER]: this.host.owner, [ANNOTATION_CLAIMED_AT]: claimedAt}}, {resourceVersion})
+        return true
+      } catch (err) {
+        const code = apiStatusCode(err)
+        // The pod changed since it was listed (e.g. a status update): claim it again if it still
+        // has the owner it had and is not being deleted; else another replica was first.
+        const fresh = code === 409 && attempt < 2 ? await manager.readPod(name) : undefined
+        if (fresh && !fresh.metadata?.deletionTimestamp && fresh.metadata?.labels?.[LABEL_OWNER] === owner) {
+          resourceVersion = fresh.metadata?.resourceVersion
+          continue
+        }
+        if (code === 409 || code === 404) {
+          this.host.logger.info('another replica took the function pod first', {pod: name, owner})
+          return false
+        }
+        this.host.logger.warn('cannot take ownership of a function pod; using it anyway', {pod: name, error: (err as Error).message})
+        return true
+      }
     }
   }
 }

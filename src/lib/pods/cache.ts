@@ -1,55 +1,52 @@
 /**
- * PodCache: the single owner of the pod runtime's per-image state.
+ * PodCache: the single owner of the pod runtime's per-image state: which pods (slots) an image
+ * has, which one takes a call, when to start another, and when one goes.
  *
- * Node runs JavaScript on one thread, so every decision here (which pod takes a call, whether to
- * start another, eviction, expiry, adoption) is made in one synchronous step that no other code
- * can interleave with; the slow work (registry, API server, readiness, gRPC connect) runs
- * outside and comes back into the same synchronous methods. That is what upstream needs an event
- * loop goroutine and channels for, without the goroutine's hazards (spec §4.3-§4.5, §4.17).
+ * Node runs JavaScript on one thread, so every decision here is made in one synchronous step that
+ * no other code can interleave with; the slow work (registry, API server, readiness, gRPC connect)
+ * runs outside and comes back into the same synchronous methods. Upstream needs an event loop
+ * goroutine and channels for that.
  *
  * Per image there is a list of pod slots. A call takes the live slot with the least load
  * (calls in flight or waiting), round-robin among ties. A new pod is started when the image has
  * none, or when the best slot's load has reached maxWaitlistLength and fewer than
  * maxParallelPods live slots exist (per-image overrides from --pod-cache-config); otherwise the
- * call queues on the best slot (upstream semantics: the waitlist length is a scale-up threshold,
- * never a rejection, spec §10.6).
+ * call queues on the best slot (as upstream: the waitlist length is a scale-up threshold, never
+ * a rejection).
  *
- * Load accounting: a lease is taken synchronously with the load increment and released exactly
+ * Load accounting: a claim is taken synchronously with the load increment and released exactly
  * once, whatever happens (timeout while waiting for the pod, cancellation, failure, success), so
- * load never leaks (upstream leaks it on timeout, §10.21).
+ * load never leaks (upstream leaks it on a timeout).
+ *
+ * Around it: starting a slot's pod (bring-up.ts, launcher.ts, connect.ts), retiring on digest and
+ * template changes (retire.ts), the pod watch's reactions (pod-watch.ts), adoption and claims
+ * (adoption.ts, claim.ts), the GC pass (collector.ts). What happens is emitted as typed events
+ * (events.ts) that logs and metrics subscribe to (event-sinks.ts).
  */
 import type {V1Pod} from '@kubernetes/client-node'
 
 import type {ImagePodSettings} from '../config/pod-cache-config.js'
 import {FnrError, toFnrError} from '../errors.js'
-import {EvaluatorClient} from '../grpc/client.js'
-import {dnsServerTarget} from '../grpc/dns-server.js'
-import {silentLogger, type Logger} from '../log.js'
-import {metrics} from '../metrics.js'
+import {silentLogger, type Logger} from '../telemetry/log.js'
 import type {WatchEventType} from '../k8s/watch.js'
-import {WRAPPER_SERVER_PORT} from '../registry/image-config.js'
 import type {CachedPodState, GcCode} from './gc.js'
 import {noLeaseView, type ObservedLease, type OwnerState, type ReplicaView} from './lease.js'
 import type {PodManager} from './manager.js'
-import {podReadiness} from './manager.js'
 import type {ImageMetadataSource} from './metadata.js'
 import {PodAdoption, type TakeOverResult} from './adoption.js'
 import {PodClaim} from './claim.js'
+import {PodConnector, type PodAddressMode} from './connect.js'
+import {PodEvents} from './events.js'
 import {PodSlot, pickLeastLoaded, type SlotSnapshot} from './slot.js'
 import {PodCollector} from './collector.js'
-import {functionService, launchPod, raceDeadline, secondsText, type LaunchContext, type PreparePod} from './launcher.js'
-import {
-  ANNOTATION_IMAGE,
-  ANNOTATION_LAST_USED,
-  ANNOTATION_TTL,
-  LABEL_OWNER,
-  WARM_OWNER,
-  labelValueFor,
-  podNameFor,
-} from './naming.js'
+import {bringUp, type BringUpHost} from './bring-up.js'
+import {functionService, raceDeadline, type LaunchContext, type PreparePod} from './launcher.js'
+import {ANNOTATION_LAST_USED, ANNOTATION_TTL, labelValueFor, podNameFor} from './naming.js'
+import {reactToPodEvent} from './pod-watch.js'
+import {retireOtherDigests, retireOtherTemplates} from './retire.js'
 import type {Templates} from './template.js'
 
-export type PodAddressMode = 'service' | 'pod-ip'
+export type {PodAddressMode} from './connect.js'
 
 export interface PodCacheOptions {
   manager: PodManager
@@ -86,6 +83,8 @@ export interface PodCacheOptions {
   pinDigests?: boolean
   /** `--verbosity N` for the wrapper server of new pods (the runner's --log-level when 3 or more). */
   wrapperVerbosity?: number
+  /** Where the cache's events go (events.ts); default a stream of its own, which logs and metrics may subscribe to. */
+  events?: PodEvents
 }
 
 interface ImageEntry {
@@ -112,10 +111,13 @@ export class PodCache {
   closed = false
   private startup: Promise<void> = Promise.resolve()
   private startupDone = true
-  private readonly launch: LaunchContext
+  private readonly bringUpHost: BringUpHost
   private readonly adoption: PodAdoption
+  private readonly connector: PodConnector
   /** This cache's GC pass (collector.ts), run by PodGarbageCollector every --scan-interval. */
   readonly collector: PodCollector
+  /** What happens to the pods (events.ts): logs and metrics subscribe. */
+  readonly events: PodEvents
 
   constructor(private readonly options: PodCacheOptions) {
     this.logger = options.logger ?? silentLogger
@@ -124,9 +126,11 @@ export class PodCache {
     this.ownerLabel = labelValueFor(options.owner)
     this.owner = options.owner
     this.manager = options.manager
+    this.events = options.events ?? new PodEvents()
+    this.connector = new PodConnector({addressMode: options.addressMode, namespace: options.manager.namespace, clusterDomain: options.clusterDomain, dnsServer: options.dnsServer, maxMessageSize: options.maxMessageSize})
     this.adoption = new PodAdoption(this)
     this.collector = new PodCollector(this, {manager: options.manager, logger: this.logger, orphanMinAgeMs: options.orphanMinAgeMs, foreignGraceMs: options.foreignGraceMs, replicas: options.replicas})
-    this.launch = {
+    const launch: LaunchContext = {
       manager: options.manager,
       metadata: options.metadata,
       owner: options.owner,
@@ -138,10 +142,24 @@ export class PodCache {
       logger: this.logger,
       now: this.now,
     }
+    this.bringUpHost = {
+      launch,
+      connector: this.connector,
+      events: this.events,
+      podReadyTimeoutMs: options.podReadyTimeoutMs,
+      now: this.now,
+      noteDigest: (image, digest, except) => this.noteDigest(image, digest, except),
+      evict: (slot, reason) => this.evict(slot, reason),
+    }
   }
 
   get currentTemplates(): Templates {
     return this.templates
+  }
+
+  /** Startup adoption is done. */
+  get started(): boolean {
+    return this.startupDone
   }
 
   /** Calls wait for this (bounded by their deadline) before the first decision, e.g. adoption. */
@@ -218,10 +236,11 @@ export class PodCache {
     const live = entry.slots.filter((s) => (s.state === 'starting' || s.state === 'ready') && s.templateVersion === version)
     let best = pickLeastLoaded(entry, live)
     if (!best || (allowScaleUp && best.load >= settings.maxWaitlistLength && live.length < settings.maxParallelPods)) {
-      this.logger.debug(best ? 'scaling up: every pod of the image is at the waitlist length' : 'no pod for the image; starting one', {image, pods: live.length, load: best?.load})
+      const why = best ? 'scale-up' : 'no-pod'
+      const load = best?.load
       best = this.startSlot(entry, settings)
-      metrics().podCacheLookup(image, 'miss')
-    } else metrics().podCacheLookup(image, best.state === 'ready' ? 'hit' : 'starting')
+      this.events.emit({type: 'placed', image, pod: best.name, result: 'miss', why, live: live.length, ...(load !== undefined ? {load} : {})})
+    } else this.events.emit({type: 'placed', image, pod: best.name, result: best.state === 'ready' ? 'hit' : 'starting', live: live.length, load: best.load})
     best.load++
     best.lastUsed = this.now()
     if (best.state === 'ready') this.maybeAnnotateLastUse(best, settings)
@@ -247,20 +266,15 @@ export class PodCache {
     return info
   }
 
-  /**
-   * The image now resolves to `digest`: its pods made for another digest take no new calls and
-   * are deleted once idle (a pod still starting is retired when ready), so new calls start pods
-   * of the new content. Pods whose digest is unknown (made by an older fnr or `fnr pods warm`)
-   * are left alone; the response cache never stores their responses.
-   */
+  /** The image now resolves to `digest`: its pods made for another digest are retired (retire.ts). */
   noteDigest(image: string, digest: string, except?: PodSlot): void {
-    const entry = this.entries.get(image)
-    if (!entry) return
-    for (const slot of [...entry.slots]) {
-      if (slot === except || slot.digest === undefined || slot.digest === digest) continue
-      if (slot.state === 'ready') this.logger.info('function image changed; retiring its pod', {image, pod: slot.name, from: slot.digest, to: digest})
-      this.retire(slot, `the image now resolves to ${digest}, not ${slot.digest}`)
-    }
+    retireOtherDigests(this, image, digest, except)
+  }
+
+  /** A copy of the slots of one image, or of every image. */
+  slots(image?: string): PodSlot[] {
+    if (image !== undefined) return [...(this.entries.get(image)?.slots ?? [])]
+    return [...this.entries.values()].flatMap((e) => e.slots)
   }
 
   /**
@@ -279,78 +293,9 @@ export class PodCache {
     const templates = this.templates
     const slot = new PodSlot(entry.image, podNameFor(entry.image), templates.version, this.now())
     entry.slots.push(slot)
-    slot.ready = this.bringUp(slot, templates, settings)
+    slot.ready = bringUp(this.bringUpHost, slot, templates, settings)
     slot.ready.catch(() => {})
     return slot
-  }
-
-  /** Launches the pod (launcher.ts), then connects; the slot is ready after. */
-  private async bringUp(slot: PodSlot, templates: Templates, settings: ImagePodSettings): Promise<void> {
-    const started = this.now()
-    const deadline = started + this.options.podReadyTimeoutMs
-    const deadlineName = `the pod-ready timeout (${secondsText(this.options.podReadyTimeoutMs)})`
-    const signal = slot.abort.signal
-    try {
-      const launched = await launchPod(this.launch, slot.image, {
-        templates,
-        settings,
-        deadline,
-        deadlineName,
-        signal,
-        name: slot.name,
-        abandonedReason: () => slot.goneReason,
-        onProgress: (detail) => (slot.detail = detail),
-        // This lookup saw the image's current digest: pods of an older one are replaced.
-        onDigest: (digest) => {
-          slot.digest = digest
-          this.noteDigest(slot.image, digest, slot)
-        },
-        onCreated: (name) => {
-          slot.name = name
-          slot.created = true
-          slot.annotatedAt = this.now()
-        },
-      })
-      slot.timings = {...launched.timings}
-      const t = this.now()
-      slot.detail = 'connecting'
-      slot.address = this.addressOf(slot.name, launched.ip)
-      slot.client = this.connect(slot.address)
-      await raceDeadline(
-        slot.client.waitForReady(deadline),
-        {deadline, signal},
-        () => new FnrError('DeadlineExceeded', `function pod ${slot.name} for image "${slot.image}" was not ready within ${deadlineName} (connecting to ${slot.address})`),
-        () => new FnrError('Unavailable', `function pod ${slot.name} for image "${slot.image}" was abandoned (${slot.goneReason ?? 'the runner is shutting down'})`),
-      )
-      slot.timings.connectMs = this.now() - t
-      slot.timings.totalMs = this.now() - started
-      if (isGone(slot)) throw new FnrError('Unavailable', `function pod ${slot.name} for image "${slot.image}" was evicted while starting (${slot.goneReason})`)
-      if (slot.state === 'starting') slot.state = 'ready'
-      slot.detail = 'ready'
-      this.logger.info('function pod ready', {image: slot.image, pod: slot.name, address: slot.address, ...slot.timings})
-    } catch (err) {
-      let e = toFnrError(err)
-      // "Not found" from the registry or the API means something else here: the evaluator chain
-      // must never see NotFound from the pod runtime (it means "not an exec function").
-      if (e.kind === 'NotFound') e = new FnrError('FailedPrecondition', e.message, {cause: e, details: e.details})
-      this.logger.warn('function pod failed to start', {image: slot.image, pod: slot.name, error: e.message})
-      this.evict(slot, `failed to start: ${e.message}`)
-      throw e
-    }
-  }
-
-  /** A gRPC channel to a pod (no retries: a failed call is retried by the evaluator on another pod). */
-  private connect(address: string): EvaluatorClient {
-    return new EvaluatorClient(address, {
-      maxMessageSize: this.options.maxMessageSize,
-      channelOptions: {'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2000, 'grpc.enable_retries': 0},
-    })
-  }
-
-  private addressOf(podName: string, ip: string): string {
-    if (this.options.addressMode === 'pod-ip') return ip.includes(':') ? `[${ip}]:${WRAPPER_SERVER_PORT}` : `${ip}:${WRAPPER_SERVER_PORT}`
-    const name = `${podName}.${this.options.manager.namespace}.svc.${this.options.clusterDomain}:${WRAPPER_SERVER_PORT}`
-    return this.options.dnsServer ? dnsServerTarget(this.options.dnsServer, name) : name
   }
 
   private maybeAnnotateLastUse(slot: PodSlot, settings: ImagePodSettings): void {
@@ -378,7 +323,7 @@ export class PodCache {
       if (entry.slots.length === 0) this.entries.delete(slot.image)
     }
     if (wasStarting) slot.abort.abort()
-    this.logger.info('function pod evicted', {image: slot.image, pod: slot.name, reason, load: slot.load})
+    this.events.emit({type: 'evicted', image: slot.image, pod: slot.name, reason, load: slot.load})
     if (slot.load === 0 || wasStarting) this.finish(slot)
   }
 
@@ -392,7 +337,7 @@ export class PodCache {
     if (slot.disowned) return
     const gcCode = slot.gcCode
     void this.options.manager.deletePodAndService(slot.name, slot.goneReason ?? 'evicted').then((deleted) => {
-      if (deleted && gcCode !== undefined) metrics().podGcDeletion('pod', gcCode)
+      if (deleted && gcCode !== undefined) this.events.emit({type: 'collected', kind: 'pod', name: slot.name, code: gcCode})
     })
   }
 
@@ -401,75 +346,23 @@ export class PodCache {
     this.evict(slot, `call failed: ${reason}`)
   }
 
-  /** Pod watch events: evict a slot whose pod failed, ended, crashed or was deleted. */
+  /** Pod watch events (pod-watch.ts): evictions, pods another replica took, pods of `fnr pods warm`. */
   onPodEvent(type: WatchEventType, pod: V1Pod): void {
-    const name = pod.metadata?.name
-    if (!name) return
-    const slot = this.findSlot(name)
-    if (!slot) {
-      // A pod `fnr pods warm` made while this runner runs: adopt it once ready (after startup,
-      // which adopts the ones already there), without waiting for the next GC scan.
-      if (type !== 'DELETED' && this.startupDone && !this.closed && pod.metadata?.labels?.[LABEL_OWNER] === WARM_OWNER && !pod.metadata?.deletionTimestamp) {
-        const image = pod.metadata?.annotations?.[ANNOTATION_IMAGE]
-        if (image && podReadiness(pod, image).state === 'ready') void this.takeOver(pod, 'none', 'warmed by fnr pods warm')
-      }
-      return
-    }
-    if (slot.state === 'starting' || slot.state === 'gone') return
-    if (type === 'DELETED') {
-      this.evict(slot, 'the pod was deleted')
-      return
-    }
-    const owner = pod.metadata?.labels?.[LABEL_OWNER]
-    if (owner !== undefined && owner !== this.ownerLabel && owner !== slot.adoptedFrom && slot.created) {
-      // Another replica took it over (this one's lease had expired): let it go, never delete it.
-      slot.disowned = true
-      this.evict(slot, `taken over by replica ${owner}`)
-      return
-    }
-    const r = podReadiness(pod, slot.image)
-    if (r.state === 'failed') this.evict(slot, r.detail)
+    reactToPodEvent(this, type, pod)
   }
 
   /** The slot of a pod, if the cache holds it (tests, `fnr pods ls`). */
   slotFor(name: string): PodSlot | undefined {
-    return this.findSlot(name)
-  }
-
-  private findSlot(name: string): PodSlot | undefined {
     for (const entry of this.entries.values()) for (const s of entry.slots) if (s.name === name) return s
     return undefined
   }
 
-  /**
-   * New templates: pods made from other versions get no new calls and are replaced as they go
-   * idle (new pods are started on demand).
-   */
+  /** New templates: pods made from other versions are replaced as they go idle (retire.ts). */
   setTemplates(templates: Templates): void {
     if (templates.version === this.templates.version) return
-    this.logger.info('function pod template changed; replacing pods as they go idle', {from: this.templates.version, to: templates.version, origin: templates.origin})
+    this.events.emit({type: 'templates-changed', from: this.templates.version, to: templates.version, origin: templates.origin})
     this.templates = templates
-    for (const entry of [...this.entries.values()]) {
-      for (const slot of [...entry.slots]) {
-        if (slot.templateVersion !== templates.version) this.retire(slot, slot.retireReason ?? 'replaced by a new template version')
-      }
-    }
-  }
-
-  /**
-   * No new calls for the slot: evicted now when idle, else once its last call ends (state
-   * 'retiring'); a slot still starting is retired once ready.
-   */
-  private retire(slot: PodSlot, reason: string): void {
-    if (slot.state === 'starting') {
-      slot.retireReason = reason
-      slot.ready.then(() => slot.state === 'ready' && this.retire(slot, reason), () => {})
-      return
-    }
-    if (slot.state !== 'ready') return
-    slot.retireReason = reason
-    if (slot.load === 0) this.evict(slot, reason)
-    else slot.state = 'retiring'
+    retireOtherTemplates(this, templates.version)
   }
 
   /** Startup: takes over fnr's pods (adoption.ts). */
@@ -497,14 +390,13 @@ export class PodCache {
     slot.created = true
     slot.state = 'ready'
     slot.annotatedAt = lastUsed ?? 0
-    slot.address = this.addressOf(name, ip)
-    slot.client = this.connect(slot.address)
+    this.connector.attach(slot, ip)
     slot.ready = Promise.resolve()
     entry.slots.push(slot)
     const service = functionService(this.templates, name, this.options.manager.namespace, this.ownerLabel)
     this.options.manager.ensureService(service, {deadline: now + this.options.podReadyTimeoutMs}).catch((err: unknown) => {
       this.logger.warn('adopted pod has no usable Service', {pod: name, error: (err as Error).message})
-      if (this.options.addressMode === 'service') this.evict(slot, 'its Service cannot be created')
+      if (this.connector.addressMode === 'service') this.evict(slot, 'its Service cannot be created')
     })
     return slot
   }
@@ -520,7 +412,7 @@ export class PodCache {
 
   /** GC expired a cached pod: evicted when still idle and not starting (its deletion is counted under `code`). */
   expire(name: string, reason: string, code: GcCode): void {
-    const slot = this.findSlot(name)
+    const slot = this.slotFor(name)
     if (!slot || slot.load > 0 || slot.state === 'starting') return
     slot.gcCode = code
     this.evict(slot, reason)
@@ -547,9 +439,4 @@ export class PodCache {
     }
     this.entries.clear()
   }
-}
-
-/** Reads the state afresh (TypeScript narrows it across awaits otherwise). */
-function isGone(slot: PodSlot): boolean {
-  return slot.state === 'gone'
 }

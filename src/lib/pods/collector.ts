@@ -7,9 +7,9 @@
  */
 import type {V1Pod, V1Service} from '@kubernetes/client-node'
 
-import type {Logger} from '../log.js'
-import {metrics} from '../metrics.js'
+import type {Logger} from '../telemetry/log.js'
 import type {TakeOverResult} from './adoption.js'
+import type {PodEvents} from './events.js'
 import {observePod, observeService, planGc, type CachedPodState, type GcCode, type GcPlan} from './gc.js'
 import type {ObservedLease, OwnerState, ReplicaView} from './lease.js'
 import type {PodManager} from './manager.js'
@@ -18,6 +18,7 @@ import {LABEL_OWNER} from './naming.js'
 /** What a GC pass needs from the pod cache. */
 export interface CollectorHost {
   readonly ownerLabel: string
+  readonly events: PodEvents
   now(): number
   gcState(): CachedPodState[]
   slotFor(name: string): unknown
@@ -59,14 +60,11 @@ export class PodCollector {
     for (const e of plan.expire) this.cache.expire(e.name, e.reason, e.code)
     for (const d of plan.deletePods) {
       if (this.cache.slotFor(d.name)) continue
-      void manager.deletePodAndService(d.name, d.reason).then((deleted) => deleted && metrics().podGcDeletion('pod', d.code))
+      void manager.deletePodAndService(d.name, d.reason).then((deleted) => deleted && this.cache.events.emit({type: 'collected', kind: 'pod', name: d.name, code: d.code}))
     }
     for (const s of plan.deleteServices) {
       manager.deleteService(s.name).then(
-        (deleted) => {
-          if (deleted) metrics().podGcDeletion('service', s.code)
-          logger.info('deleted orphan Service', {service: s.name})
-        },
+        (deleted) => deleted && this.cache.events.emit({type: 'collected', kind: 'service', name: s.name, code: s.code}),
         (err: unknown) => logger.warn('cannot delete orphan Service', {service: s.name, error: (err as Error).message}),
       )
     }

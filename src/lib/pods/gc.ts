@@ -30,9 +30,9 @@
  */
 import type {V1Pod, V1Service} from '@kubernetes/client-node'
 
-import {silentLogger, type Logger} from '../log.js'
+import {silentLogger, type Logger} from '../telemetry/log.js'
 import type {OwnerState} from './lease.js'
-import {metrics} from '../metrics.js'
+import {metrics} from '../telemetry/metrics.js'
 import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, ANNOTATION_TTL, LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER, LABEL_POD, MANAGED_BY_FNR, WARM_OWNER} from './naming.js'
 
 export interface CachedPodState {

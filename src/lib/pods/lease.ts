@@ -21,7 +21,7 @@
  */
 import type {CoordinationV1Api, V1Lease} from '@kubernetes/client-node'
 
-import {silentLogger, type Logger} from '../log.js'
+import {silentLogger, type Logger} from '../telemetry/log.js'
 import type {ClientNode} from '../k8s/client.js'
 import {apiStatusCode, kubeError} from '../k8s/errors.js'
 import {withApiRetries} from '../k8s/retry.js'

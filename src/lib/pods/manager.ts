@@ -10,7 +10,7 @@
 import type {CoreV1Api, KubeConfig, V1ContainerStatus, V1Pod, V1Service} from '@kubernetes/client-node'
 
 import {FnrError} from '../errors.js'
-import {silentLogger, type Logger} from '../log.js'
+import {silentLogger, type Logger} from '../telemetry/log.js'
 import type {ClientNode} from '../k8s/client.js'
 import {apiStatusCode, apiStatusReason, kubeError} from '../k8s/errors.js'
 import {podResourceProblems} from '../k8s/quantity.js'

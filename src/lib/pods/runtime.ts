@@ -9,9 +9,10 @@ import {PodCacheConfig, type ImagePodSettings, type ResourceRequirements} from '
 import {parseDnsServer} from '../grpc/dns-server.js'
 import {FnrError} from '../errors.js'
 import {connectKube, runnerNamespace, type KubeClients, type KubeConnectOptions} from '../k8s/client.js'
-import {silentLogger, type Logger} from '../log.js'
+import {silentLogger, type Logger} from '../telemetry/log.js'
 import {PodCache, type PodAddressMode} from './cache.js'
-import {pullSecretPreparer, type PullSecret} from './launcher.js'
+import {observePodEvents} from './event-sinks.js'
+import {pullSecretPreparer, type PreparePod, type PullSecret} from './launcher.js'
 import {PodGarbageCollector} from './gc.js'
 import {DEFAULT_LEASE_DURATION_MS, LeaseObserver, ReplicaLease, noLeaseView, type ReplicaView} from './lease.js'
 import {PodManager} from './manager.js'
@@ -89,26 +90,46 @@ export interface PodRuntimeExtension {
   onChange(listener: () => void): () => void
 }
 
+/** The parts of a started pod runtime. */
+export interface PodRuntimeParts {
+  clients: KubeClients
+  manager: PodManager
+  templates: TemplateSource
+  cache: PodCache
+  gc: PodGarbageCollector
+  lease: ReplicaLease | undefined
+  /** Resolves when startup adoption is done. */
+  started: Promise<void>
+  /** Resolves when warm-up has finished (at once without warm-up). */
+  warmedUp: Promise<WarmUpResult | undefined>
+  /** Run at close, before the parts stop (watch subscriptions, timers). */
+  cleanups: Array<() => void>
+}
+
 export class PodRuntime {
+  readonly clients: KubeClients
+  readonly manager: PodManager
+  readonly templates: TemplateSource
+  readonly cache: PodCache
+  readonly gc: PodGarbageCollector
+  readonly lease: ReplicaLease | undefined
   /** Resolves when startup adoption is done. */
   readonly started: Promise<void>
   /** Resolves when warm-up has finished (at once without warm-up). */
   readonly warmedUp: Promise<WarmUpResult | undefined>
+  private readonly cleanups: Array<() => void>
   private closed = false
 
-  constructor(
-    readonly clients: KubeClients,
-    readonly manager: PodManager,
-    readonly templates: TemplateSource,
-    readonly cache: PodCache,
-    readonly gc: PodGarbageCollector,
-    readonly lease: ReplicaLease | undefined,
-    started: Promise<void>,
-    warmedUp: Promise<WarmUpResult | undefined>,
-    private readonly cleanups: Array<() => void>,
-  ) {
-    this.started = started
-    this.warmedUp = warmedUp
+  constructor(parts: PodRuntimeParts) {
+    this.clients = parts.clients
+    this.manager = parts.manager
+    this.templates = parts.templates
+    this.cache = parts.cache
+    this.gc = parts.gc
+    this.lease = parts.lease
+    this.started = parts.started
+    this.warmedUp = parts.warmedUp
+    this.cleanups = parts.cleanups
   }
 
   async close(): Promise<void> {
@@ -124,43 +145,127 @@ export class PodRuntime {
   }
 }
 
-export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRuntime> {
-  const logger = options.logger ?? silentLogger
+function checkRuntimeOptions(options: PodRuntimeOptions): void {
   if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(options.namespace) || options.namespace.length > 63) {
     throw new FnrError('Config', `--pod-namespace ${JSON.stringify(options.namespace)} is not a valid namespace name (lowercase letters, digits and "-", at most 63)`)
   }
-  if (options.dnsServer !== undefined) {
-    try {
-      parseDnsServer(options.dnsServer)
-    } catch (err) {
-      throw new FnrError('Config', `FNR_DNS_SERVER: ${(err as Error).message}`)
-    }
+  if (options.dnsServer === undefined) return
+  try {
+    parseDnsServer(options.dnsServer)
+  } catch (err) {
+    throw new FnrError('Config', `FNR_DNS_SERVER: ${(err as Error).message}`)
   }
-  const clients = await connectKube(options.kube)
-  const owner = options.owner ?? defaultRunnerIdentity()
+}
+
+/** The templates new pods are made from: --function-pod-template's ConfigMap, Porch's PodTemplate (FunctionConfigs), or the inline one. */
+async function openTemplates(options: PodRuntimeOptions, clients: KubeClients, logger: Logger): Promise<TemplateSource> {
   // The wrapper's --verbosity is left out of the template version on purpose: a pod logging more
   // or less is as good, and `fnr pods warm|gc` (which do not know the runner's log level) must
   // compute the same version as the runner.
-  const templateExtra = {maxRequestBodySize: options.maxRequestBodySize}
-  let templates: TemplateSource
+  const extra = {maxRequestBodySize: options.maxRequestBodySize}
+  const harden = options.hardenTemplates === true
   if (options.templateConfigMap) {
-    const ns = options.runnerNamespace ?? runnerNamespace(clients)
-    templates = await TemplateSource.fromConfigMap({...clients, namespace: ns, name: options.templateConfigMap, extra: templateExtra, logger, watchRetryMs: options.watchRetryMs, harden: options.hardenTemplates === true})
-  } else if (options.extension?.baseTemplates) {
-    templates = await options.extension.baseTemplates(clients, {wrapperServerImage: options.wrapperServerImage, resources: options.inlineResources}, templateExtra, {harden: options.hardenTemplates === true})
-  } else {
-    if (!options.wrapperServerImage) {
-      throw new FnrError('Config', 'environment variable WRAPPER_SERVER_IMAGE must be set to use the pod runtime with the inline template (or pass --function-pod-template, or --disable-runtimes=pod)')
-    }
-    templates = TemplateSource.inline({wrapperServerImage: options.wrapperServerImage, resources: options.inlineResources}, templateExtra)
+    const namespace = options.runnerNamespace ?? runnerNamespace(clients)
+    return TemplateSource.fromConfigMap({...clients, namespace, name: options.templateConfigMap, extra, logger, watchRetryMs: options.watchRetryMs, harden})
   }
+  const inline = {wrapperServerImage: options.wrapperServerImage, resources: options.inlineResources}
+  if (options.extension?.baseTemplates) return options.extension.baseTemplates(clients, inline, extra, {harden})
+  if (!options.wrapperServerImage) {
+    throw new FnrError('Config', 'environment variable WRAPPER_SERVER_IMAGE must be set to use the pod runtime with the inline template (or pass --function-pod-template, or --disable-runtimes=pod)')
+  }
+  return TemplateSource.inline({...inline, wrapperServerImage: options.wrapperServerImage}, extra)
+}
 
+/** Per-image settings: --pod-cache-config over the flags, and a live source (FunctionConfigs) over both. */
+function settingsSource(options: PodRuntimeOptions): (image: string) => ImagePodSettings {
+  const defaults = {ttlMs: options.ttlMs, maxWaitlistLength: options.maxWaitlistLength, maxParallelPods: options.maxParallelPods}
+  const extension = options.extension
+  return extension ? (image) => extension.settingsFor(image, options.cacheConfig.settingsFor(image, defaults)) : (image) => options.cacheConfig.settingsFor(image, defaults)
+}
+
+/** What a new pod gets before it is created: the extension's changes, then the pull Secret. */
+function podPreparer(options: PodRuntimeOptions, clients: KubeClients, logger: Logger): PreparePod | undefined {
+  const base = options.pullSecret ? pullSecretPreparer(clients.core, options.namespace, options.pullSecret, 'ensure', logger) : undefined
+  const extension = options.extension
+  if (!extension) return base
+  return async (pod: V1Pod, image: string, signal: AbortSignal) => {
+    extension.preparePod(pod, image)
+    await base?.(pod, image, signal)
+  }
+}
+
+/** After a swap from Porch's runner: its leftover pods are collected (--collect-porch-pods) or only counted. */
+function handlePorchLeftovers(started: Promise<void>, options: PodRuntimeOptions, clients: KubeClients, logger: Logger): void {
+  const done = started.then(async () => {
+    const {collectPorchLeftovers, findPorchLeftovers} = await import('./porch-leftovers.js')
+    if (options.collectPorchPods) {
+      await collectPorchLeftovers({core: clients.core, namespace: options.namespace, logger})
+      return
+    }
+    const {pods} = await findPorchLeftovers(clients.core, options.namespace, {services: false})
+    if (pods.length > 0) logger.info("function pods left by Porch's runner; --collect-porch-pods (or `fnr pods gc --porch-leftovers`) deletes them", {namespace: options.namespace, pods: pods.length})
+  })
+  done.catch((err: unknown) => logger.warn("cannot look for the function pods left by Porch's runner", {error: (err as Error).message}))
+}
+
+/**
+ * Warm-up of the --pod-cache-config and FunctionConfig images, after adoption but not waiting
+ * forever: a runner whose API server stays away still reports SERVING after the pod-ready timeout
+ * (its exec runtime works), with a warning. FunctionConfigs created or changed later (a new image
+ * or podExecutor.tags[0]) are warmed when the watch sees them, not only at the next start.
+ */
+function startWarmUp(options: PodRuntimeOptions, {cache, started, cleanups}: Pick<PodRuntimeParts, 'cache' | 'started' | 'cleanups'>, logger: Logger): Promise<WarmUpResult | undefined> {
+  if (!options.warmUp) return Promise.resolve(undefined)
+  let syncTimer: NodeJS.Timeout | undefined
+  const startedInTime = Promise.race([
+    started.then(() => true),
+    new Promise<boolean>((resolve) => {
+      syncTimer = setTimeout(() => resolve(false), options.podReadyTimeoutMs)
+      syncTimer.unref()
+    }),
+  ]).finally(() => clearTimeout(syncTimer))
+  cleanups.push(() => clearTimeout(syncTimer))
+  const extension = options.extension
+  const warmedImages = new Set<string>()
+  const warmedUp = startedInTime.then((inTime) => {
+    if (!inTime) {
+      logger.warn('the pod runtime could not list its pods in time; skipping warm-up', {timeoutMs: options.podReadyTimeoutMs})
+      return undefined
+    }
+    const fromExtension = extension?.warmUpImages() ?? []
+    for (const image of fromExtension) warmedImages.add(image)
+    const images = [...new Set([...options.cacheConfig.images(), ...fromExtension])]
+    return warmUpPods(cache, images, {concurrency: options.warmUpConcurrency, logger})
+  })
+  if (!extension) return warmedUp
+  let ready = false
+  const warmNew = (): void => {
+    if (!ready) return
+    const fresh = extension.warmUpImages().filter((image) => !warmedImages.has(image))
+    if (fresh.length === 0) return
+    for (const image of fresh) warmedImages.add(image)
+    logger.info('warming up the images of new or changed FunctionConfigs', {images: fresh})
+    void warmUpPods(cache, fresh, {concurrency: options.warmUpConcurrency, logger})
+  }
+  cleanups.push(extension.onChange(warmNew))
+  void warmedUp.then(() => {
+    ready = true
+    warmNew()
+  })
+  return warmedUp
+}
+
+export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRuntime> {
+  const logger = options.logger ?? silentLogger
+  checkRuntimeOptions(options)
+  const clients = await connectKube(options.kube)
+  const owner = options.owner ?? defaultRunnerIdentity()
+  const templates = await openTemplates(options, clients, logger)
   const ownerLabel = labelValueFor(owner)
   const leaseDurationMs = options.leaseDurationMs ?? DEFAULT_LEASE_DURATION_MS
   const lease = leaseDurationMs > 0 ? new ReplicaLease({...clients, namespace: options.namespace, identity: owner, ownerLabel, durationMs: leaseDurationMs, logger}) : undefined
   const observer = leaseDurationMs > 0 ? new LeaseObserver({...clients, namespace: options.namespace, self: ownerLabel}) : undefined
   const manager = new PodManager({...clients, namespace: options.namespace, logger, pollMs: options.pollMs, watchRetryMs: options.watchRetryMs})
-  const defaults = {ttlMs: options.ttlMs, maxWaitlistLength: options.maxWaitlistLength, maxParallelPods: options.maxParallelPods}
 
   const extension = options.extension
   const cleanups: Array<() => void> = []
@@ -169,24 +274,18 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
     syncOverlay()
     cleanups.push(extension.onChange(syncOverlay))
   }
-  const basePrepare = options.pullSecret ? pullSecretPreparer(clients.core, options.namespace, options.pullSecret, 'ensure', logger) : undefined
   const cache = new PodCache({
     manager,
     metadata: options.metadata,
     templates: templates.current(),
-    settingsFor: extension ? (image) => extension.settingsFor(image, options.cacheConfig.settingsFor(image, defaults)) : (image) => options.cacheConfig.settingsFor(image, defaults),
+    settingsFor: settingsSource(options),
     owner,
     podReadyTimeoutMs: options.podReadyTimeoutMs,
     addressMode: options.addressMode,
     clusterDomain: options.clusterDomain,
     dnsServer: options.dnsServer,
     maxMessageSize: options.maxRequestBodySize,
-    preparePod: extension
-      ? async (pod: V1Pod, image: string, signal: AbortSignal) => {
-          extension.preparePod(pod, image)
-          await basePrepare?.(pod, image, signal)
-        }
-      : basePrepare,
+    preparePod: podPreparer(options, clients, logger),
     logger,
     orphanMinAgeMs: options.orphanMinAgeMs,
     foreignGraceMs: options.foreignGraceMs,
@@ -194,6 +293,9 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
     pinDigests: options.pinImageDigests,
     wrapperVerbosity: options.wrapperVerbosity,
   })
+  // The runtime's log lines and metrics follow its events (event-sinks.ts), to the end (a pod
+  // evicted after close, when its last call ends, is still logged).
+  observePodEvents(cache.events, logger)
   cleanups.push(templates.onChange((t) => cache.setTemplates(t)))
   cleanups.push(manager.onPodChange((type, pod) => cache.onPodEvent(type, pod)))
 
@@ -214,60 +316,9 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
     logger.info('pod runtime started', {namespace: options.namespace, owner, lease: lease?.name, leaseDurationSeconds: lease?.durationSeconds, template: templates.current().origin, templateVersion: templates.current().version, adopted: adopted.length, deleted: deleted.length})
   })
   cache.setStartup(started)
-  // After a swap from Porch's runner: its leftover pods are collected (--collect-porch-pods) or only counted.
-  const porchLeftovers = started.then(async () => {
-    const {collectPorchLeftovers, findPorchLeftovers} = await import('./porch-leftovers.js')
-    if (options.collectPorchPods) {
-      await collectPorchLeftovers({core: clients.core, namespace: options.namespace, logger})
-      return
-    }
-    const {pods} = await findPorchLeftovers(clients.core, options.namespace, {services: false})
-    if (pods.length > 0) logger.info("function pods left by Porch's runner; --collect-porch-pods (or `fnr pods gc --porch-leftovers`) deletes them", {namespace: options.namespace, pods: pods.length})
-  })
-  porchLeftovers.catch((err: unknown) => logger.warn("cannot look for the function pods left by Porch's runner", {error: (err as Error).message}))
+  handlePorchLeftovers(started, options, clients, logger)
   const gc = new PodGarbageCollector(cache.collector, options.scanIntervalMs, logger)
   void started.then(() => gc.start())
-  // Warm-up waits for adoption, but not forever: a runner whose API server stays away still
-  // reports SERVING after the pod-ready timeout (its exec runtime works), with a warning.
-  let syncTimer: NodeJS.Timeout | undefined
-  const startedInTime = Promise.race([
-    started.then(() => true),
-    new Promise<boolean>((resolve) => {
-      syncTimer = setTimeout(() => resolve(false), options.podReadyTimeoutMs)
-      syncTimer.unref()
-    }),
-  ]).finally(() => clearTimeout(syncTimer))
-  cleanups.push(() => clearTimeout(syncTimer))
-  // The FunctionConfig images warmed so far: a FunctionConfig created or changed later (a new
-  // image or podExecutor.tags[0]) is warmed when the watch sees it, not only at the next start.
-  const warmedImages = new Set<string>()
-  const warmedUp = options.warmUp
-    ? startedInTime.then((inTime) => {
-        if (!inTime) {
-          logger.warn('the pod runtime could not list its pods in time; skipping warm-up', {timeoutMs: options.podReadyTimeoutMs})
-          return undefined
-        }
-        const fromExtension = extension?.warmUpImages() ?? []
-        for (const image of fromExtension) warmedImages.add(image)
-        const images = [...new Set([...options.cacheConfig.images(), ...fromExtension])]
-        return warmUpPods(cache, images, {concurrency: options.warmUpConcurrency, logger})
-      })
-    : Promise.resolve(undefined)
-  if (options.warmUp && extension) {
-    let ready = false
-    const warmNew = (): void => {
-      if (!ready) return
-      const fresh = extension.warmUpImages().filter((image) => !warmedImages.has(image))
-      if (fresh.length === 0) return
-      for (const image of fresh) warmedImages.add(image)
-      logger.info('warming up the images of new or changed FunctionConfigs', {images: fresh})
-      void warmUpPods(cache, fresh, {concurrency: options.warmUpConcurrency, logger})
-    }
-    cleanups.push(extension.onChange(warmNew))
-    void warmedUp.then(() => {
-      ready = true
-      warmNew()
-    })
-  }
-  return new PodRuntime(clients, manager, templates, cache, gc, lease, started, warmedUp, cleanups)
+  const warmedUp = startWarmUp(options, {cache, started, cleanups}, logger)
+  return new PodRuntime({clients, manager, templates, cache, gc, lease, started, warmedUp, cleanups})
 }

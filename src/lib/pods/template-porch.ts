@@ -23,7 +23,7 @@ import type {KubeClients} from '../k8s/client.js'
 import {apiStatusCode} from '../k8s/errors.js'
 import {withApiRetries} from '../k8s/retry.js'
 import {ResourceWatcher, type ObjectList} from '../k8s/watch.js'
-import {silentLogger, type Logger} from '../log.js'
+import {silentLogger, type Logger} from '../telemetry/log.js'
 import {inlinePodTemplate, inlineServiceTemplate, inlineTemplates, templateVersion, userPodTemplate, validatePodTemplate, validateServiceTemplate, type InlineTemplateOptions, type Templates} from './template.js'
 import {TemplateSource} from './template-source.js'
 

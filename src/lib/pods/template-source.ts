@@ -7,7 +7,7 @@
 import type {CoreV1Api, KubeConfig, V1ConfigMap} from '@kubernetes/client-node'
 
 import {FnrError} from '../errors.js'
-import {silentLogger, type Logger} from '../log.js'
+import {silentLogger, type Logger} from '../telemetry/log.js'
 import type {ClientNode} from '../k8s/client.js'
 import {apiStatusCode, kubeError} from '../k8s/errors.js'
 import {withApiRetries} from '../k8s/retry.js'

@@ -27,8 +27,8 @@ import http from 'node:http'
 import https from 'node:https'
 
 import {FnrError, firstLine, type ErrorKind} from '../errors.js'
-import type {Logger} from '../log.js'
-import {metrics} from '../metrics.js'
+import type {Logger} from '../telemetry/log.js'
+import {metrics} from '../telemetry/metrics.js'
 import {DockerConfig, TokenCache, basicAuthorization, findChallenge, parseWwwAuthenticate, type RegistryCredentials} from './auth.js'
 import {BodyTooLargeError, RequestTimeoutError, formatMs, httpRequest, type HttpResponse} from './http.js'
 import {

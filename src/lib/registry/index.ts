@@ -5,7 +5,7 @@
 import {access} from 'node:fs/promises'
 
 import {readConfigFile} from '../config/read-file.js'
-import type {Logger} from '../log.js'
+import type {Logger} from '../telemetry/log.js'
 import {DockerConfig, defaultAuthFile} from './auth.js'
 import {RegistryClient, type RegistryClientOptions} from './client.js'
 import {loadCaFromDirectory} from './tls.js'

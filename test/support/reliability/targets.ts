@@ -10,7 +10,7 @@
 import {expect} from 'chai'
 
 import {EvaluatorClient} from '../../../src/lib/grpc/client.js'
-import {silentLogger} from '../../../src/lib/log.js'
+import {silentLogger} from '../../../src/lib/telemetry/log.js'
 import type {RunningServer} from '../../../src/lib/serve.js'
 import {startWrapperServer, type RunningWrapper} from '../../../src/lib/wrapper.js'
 import {checkHealth, healthClient} from '../health.js'

@@ -38,7 +38,7 @@ import type {V1Pod, V1Service} from '@kubernetes/client-node'
 
 import {FnrError} from '../../errors.js'
 import {connectKube, type KubeClients, type KubeConnectOptions} from '../../k8s/client.js'
-import {silentLogger, type Logger} from '../../log.js'
+import {silentLogger, type Logger} from '../../telemetry/log.js'
 import {observePod, observeService, planGc} from '../gc.js'
 import {judgeLeasesAt, listReplicaLeases, type OwnerState} from '../lease.js'
 import {PodManager, podReadiness} from '../manager.js'

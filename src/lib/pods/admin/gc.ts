@@ -14,7 +14,7 @@
  */
 import {FnrError} from '../../errors.js'
 import type {KubeConnectOptions} from '../../k8s/client.js'
-import type {Logger} from '../../log.js'
+import type {Logger} from '../../telemetry/log.js'
 import {CHANGED_SINCE_LISTED, PodOperator, type GcItem, type GcItemResult} from './admin.js'
 import {templatesConfigured, type RunnerTemplateOptions} from './templates.js'
 

@@ -14,8 +14,8 @@
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
 
-import {FnrError} from './errors.js'
-import {escapedProcesses} from './process/sweep.js'
+import {FnrError} from '../errors.js'
+import {escapedProcesses} from '../process/sweep.js'
 
 export type PodCacheResult = 'hit' | 'starting' | 'miss'
 export type RegistryCacheResult = 'hit' | 'revalidated' | 'miss'

@@ -19,7 +19,7 @@ import {isatty} from 'node:tty'
 import {pino, type Logger as PinoLogger} from 'pino'
 import {PinoPretty} from 'pino-pretty'
 
-import {FnrError} from './errors.js'
+import {FnrError} from '../errors.js'
 
 export const LOG_LEVELS = ['warn', 'lifecycle', 'info', 'request', 'debug', 'trace'] as const
 
