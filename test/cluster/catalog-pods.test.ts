@@ -11,7 +11,7 @@
  * Porch's namespaces are fixed names: like function-pods.test.ts, this file owns them while it runs.
  */
 import {expect} from 'chai'
-import {mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
+import {mkdtemp, readFile, rm} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 
@@ -25,8 +25,8 @@ import {buildCatalogFunctions, CATALOG} from '../../scripts/catalog-peers.mjs'
 import {argsConfigMap, corpusPackages, corpusResourceList, CORPUS_CONFIGS, exampleCases, KPT, runBinary, stableOutput, writePackage} from '../catalog/support.js'
 import type {ControlPlane} from '../support/cluster/controlplane.js'
 import {adminClient, sharedControlPlane, waitForClusterBinaries} from '../support/cluster/shared.js'
+import {applyRunnerManifests, deletePorchNamespaces, POD_NS, porchNamespacesGone, RUNNER_NS, runnerKubeconfig} from '../support/cluster/porch-namespaces.js'
 import type {KubeRestClient} from '../support/k8s/client.js'
-import {eventually} from '../support/k8s/fixtures.js'
 import type {KubeObject} from '../support/k8s/status.js'
 import {pushWrapperServerImage} from '../support/node/fixtures.js'
 import {TestDnsServer} from '../support/node/index.js'
@@ -35,8 +35,6 @@ import {TestRegistry} from '../support/registry/registry.js'
 import {REPO_ROOT, makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
 import {PACKAGE_TIMEOUT_MS} from '../wrapper/support/package.js'
 
-const RUNNER_NS = 'porch-system'
-const POD_NS = 'porch-fn-system'
 
 /** The ResourceList kpt hands a function for a catalog example (kpt fn source + its function config). */
 async function exampleResourceList(dir: string, c: {configPath?: string; args: string[]}): Promise<Buffer> {
@@ -62,22 +60,13 @@ describe('the real catalog functions in function pods on the real control plane 
   const fnrPods = async (): Promise<KubeObject[]> =>
     (await admin.get(`/api/v1/namespaces/${POD_NS}/pods`, {labelSelector: 'app.kubernetes.io/managed-by=fnr'})).items as KubeObject[]
 
-  async function kubectlOk(args: string[]): Promise<string> {
-    const r = await cp.kubectl(args)
-    expect(r.code, `kubectl ${args.join(' ')}: ${r.stderr}`).to.equal(0)
-    return r.stdout
-  }
-
   before(async function () {
     this.timeout(PACKAGE_TIMEOUT_MS)
     functionsDir = buildCatalogFunctions()
     cp = await sharedControlPlane()
     admin = adminClient(cp)
     // An earlier suite may still be deleting Porch's namespaces.
-    await eventually(async () => {
-      for (const ns of [RUNNER_NS, POD_NS]) if ((await admin.raw('GET', `/api/v1/namespaces/${ns}`)).code !== 404) return false
-      return true
-    }, 90_000, 250)
+    await porchNamespacesGone(admin)
     dir = await mkdtemp(path.join(tmpdir(), 'fnr-cluster-catalog-'))
     registry = await TestRegistry.start({mode: 'none'})
     const t = Date.now()
@@ -91,13 +80,8 @@ describe('the real catalog functions in function pods on the real control plane 
     console.log(`      wrapper-server and ${CATALOG.length} catalog function images built and pushed in ${Date.now() - t} ms`)
     dns = await TestDnsServer.start(admin)
 
-    await kubectlOk(['apply', '-k', path.join(REPO_ROOT, 'manifests')])
-    await kubectlOk(['scale', '-n', RUNNER_NS, 'deployment/function-runner', '--replicas=0'])
-    await kubectlOk(['label', '--overwrite', 'namespace', POD_NS, 'pod-security.kubernetes.io/enforce=restricted'])
-    await eventually(async () => (await admin.raw('GET', `/api/v1/namespaces/${RUNNER_NS}/serviceaccounts/porch-fn-runner`)).code === 200, 20_000, 100)
-    const token = (await kubectlOk(['create', 'token', 'porch-fn-runner', '-n', RUNNER_NS, '--duration=1h'])).trim()
-    const kubeconfig = path.join(dir, 'runner.kubeconfig')
-    await writeFile(kubeconfig, cp.kubeconfigFor(token, RUNNER_NS))
+    await applyRunnerManifests(cp, path.join(REPO_ROOT, 'manifests'))
+    const kubeconfig = await runnerKubeconfig(cp, admin, dir)
 
     // fnr's own exec functions only (none of them is a catalog image): every catalog call goes to a pod.
     const fns = await makeFunctionsDir(dir)
@@ -126,11 +110,7 @@ describe('the real catalog functions in function pods on the real control plane 
     client?.close()
     await running?.stop()
     if (admin) {
-      for (const ns of [RUNNER_NS, POD_NS]) await admin.delete(`/api/v1/namespaces/${ns}`).catch(() => undefined)
-      await eventually(async () => {
-        for (const ns of [RUNNER_NS, POD_NS]) if ((await admin.raw('GET', `/api/v1/namespaces/${ns}`)).code !== 404) return false
-        return true
-      }, 90_000, 250).catch(() => undefined)
+      await deletePorchNamespaces(admin)
     }
     await dns?.stop()
     await registry?.stop()

@@ -21,6 +21,7 @@ import {RegistryClient} from '../../src/lib/registry/client.js'
 import type {RunningServer, ServeOptions} from '../../src/lib/serve.js'
 import type {AuditEvent, ControlPlane} from '../support/cluster/controlplane.js'
 import {adminClient, sharedControlPlane, waitForClusterBinaries} from '../support/cluster/shared.js'
+import {applyRunnerManifests, deletePorchNamespaces, POD_NS, porchNamespacesGone, RUNNER_NS, RUNNER_USER, runnerKubeconfig} from '../support/cluster/porch-namespaces.js'
 import type {KubeRestClient} from '../support/k8s/client.js'
 import {eventually} from '../support/k8s/fixtures.js'
 import type {KubeObject} from '../support/k8s/status.js'
@@ -33,9 +34,7 @@ import {TestRegistry} from '../support/registry/registry.js'
 import {REPO_ROOT, makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
 import {PACKAGE_TIMEOUT_MS} from '../wrapper/support/package.js'
 
-const RUNNER_NS = 'porch-system'
-const POD_NS = 'porch-fn-system'
-const SA = `system:serviceaccount:${RUNNER_NS}:porch-fn-runner`
+const SA = RUNNER_USER
 const FUNCTION_PATH = '/usr/local/bin/function'
 
 describe('function pods on the real control plane: manifests/, porch-fn-runner token, runc node, --pod-address=service', function () {
@@ -53,12 +52,6 @@ describe('function pods on the real control plane: manifests/, porch-fn-runner t
   let fnImage: string
   let privateImage: string
   let privateAuthFile: string
-
-  async function kubectlOk(args: string[]): Promise<string> {
-    const r = await cp.kubectl(args)
-    expect(r.code, `kubectl ${args.join(' ')}: ${r.stderr}`).to.equal(0)
-    return r.stdout
-  }
 
   const saAudit = async (from: number): Promise<AuditEvent[]> =>
     (await cp.auditEvents()).slice(from).filter((e) => e.user.username === SA && e.stage === 'ResponseComplete')
@@ -78,10 +71,7 @@ describe('function pods on the real control plane: manifests/, porch-fn-runner t
     expect(cp.runtime, 'the shared control plane runs pods under runc').to.not.equal(undefined)
     admin = adminClient(cp)
     // An earlier suite (manifests-rbac.test.ts) may still be deleting Porch's namespaces.
-    await eventually(async () => {
-      for (const ns of [RUNNER_NS, POD_NS]) if ((await admin.raw('GET', `/api/v1/namespaces/${ns}`)).code !== 404) return false
-      return true
-    }, 90_000, 250)
+    await porchNamespacesGone(admin)
     dir = await mkdtemp(path.join(tmpdir(), 'fnr-cluster-fnpods-'))
     fns = await makeFunctionsDir(dir)
     registry = await TestRegistry.start({mode: 'none'})
@@ -94,27 +84,15 @@ describe('function pods on the real control plane: manifests/, porch-fn-runner t
     privateImage = `${privateRegistry.host}/fn/private-cat:v1`
     dns = await TestDnsServer.start(admin)
 
-    const out = await kubectlOk(['apply', '-k', path.join(REPO_ROOT, 'manifests')])
+    const out = await applyRunnerManifests(cp, path.join(REPO_ROOT, 'manifests'))
     expect(out).to.match(/serviceaccount\/porch-fn-runner (created|configured|unchanged)/)
-    // fnr serve runs in this process: the runner Deployment's own pod (the fnr image) is not run here.
-    await kubectlOk(['scale', '-n', RUNNER_NS, 'deployment/function-runner', '--replicas=0'])
-    await kubectlOk(['label', '--overwrite', 'namespace', POD_NS, 'pod-security.kubernetes.io/enforce=restricted'])
-    await eventually(async () => (await admin.raw('GET', `/api/v1/namespaces/${RUNNER_NS}/serviceaccounts/porch-fn-runner`)).code === 200, 20_000, 100)
-    const token = (await kubectlOk(['create', 'token', 'porch-fn-runner', '-n', RUNNER_NS, '--duration=1h'])).trim()
-    kubeconfig = path.join(dir, 'runner.kubeconfig')
-    await writeFile(kubeconfig, cp.kubeconfigFor(token, RUNNER_NS))
+    kubeconfig = await runnerKubeconfig(cp, admin, dir)
   })
 
   after(async function () {
     this.timeout(120_000)
     if (admin) {
-      for (const ns of [RUNNER_NS, POD_NS]) await admin.delete(`/api/v1/namespaces/${ns}`).catch(() => undefined)
-      // Pods go with their namespace; wait for the node to have stopped them (no runc container or netns left).
-      // (and the next suite that owns Porch's namespaces can create them again).
-      await eventually(async () => {
-        for (const ns of [RUNNER_NS, POD_NS]) if ((await admin.raw('GET', `/api/v1/namespaces/${ns}`)).code !== 404) return false
-        return true
-      }, 90_000, 250).catch(() => undefined)
+      await deletePorchNamespaces(admin)
     }
     await dns?.stop()
     await registry?.stop()

@@ -31,8 +31,8 @@ import {argsConfigMap, corpusPackages, corpusResourceList, CORPUS_CONFIGS, runBi
 import {memoryLogger} from '../config/function-config-crd.helpers.js'
 import type {AuditEvent, ControlPlane} from '../support/cluster/controlplane.js'
 import {adminClient, sharedControlPlane, waitForClusterBinaries} from '../support/cluster/shared.js'
+import {deletePorchNamespaces, POD_NS, porchNamespacesGone, RUNNER_NS, RUNNER_USER, runnerKubeconfig} from '../support/cluster/porch-namespaces.js'
 import type {KubeRestClient} from '../support/k8s/client.js'
-import {eventually} from '../support/k8s/fixtures.js'
 import type {KubeObject} from '../support/k8s/status.js'
 import {pushWrapperServerImage} from '../support/node/fixtures.js'
 import {TestDnsServer} from '../support/node/index.js'
@@ -42,9 +42,7 @@ import {REPO_ROOT, serveOptions, startInProcess} from '../support/serve.js'
 import {PACKAGE_TIMEOUT_MS} from '../wrapper/support/package.js'
 
 const HEAD = path.join(REPO_ROOT, '..', 'shared', 'compat', 'porch', 'head')
-const RUNNER_NS = 'porch-system'
-const POD_NS = 'porch-fn-system'
-const SA = `system:serviceaccount:${RUNNER_NS}:porch-fn-runner`
+const SA = RUNNER_USER
 const CATALOG_PREFIX = 'ghcr.io/kptdev/krm-functions-catalog'
 /** Porch's CRDs and RBAC are cluster-scoped: removed again after this file (the control plane is shared). */
 const CLUSTER_FILES = ['config.porch.kpt.dev_servicetemplates.yaml', 'porch_5-rbac.yaml', 'porch_6-rbac-bind.yaml']
@@ -97,10 +95,7 @@ describe("Porch at HEAD's files on the real control plane, fnr as the runner: CR
     functionsDir = buildCatalogFunctions()
     cp = await sharedControlPlane()
     admin = adminClient(cp)
-    await eventually(async () => {
-      for (const ns of [RUNNER_NS, POD_NS]) if ((await admin.raw('GET', `/api/v1/namespaces/${ns}`)).code !== 404) return false
-      return true
-    }, 90_000, 250)
+    await porchNamespacesGone(admin)
     dir = await mkdtemp(path.join(tmpdir(), 'fnr-cluster-porch-head-'))
     registry = await TestRegistry.start({mode: 'none'})
     mirror = `${registry.host}/kptdev/krm-functions-catalog`
@@ -135,9 +130,7 @@ describe("Porch at HEAD's files on the real control plane, fnr as the runner: CR
     }
 
     dns = await TestDnsServer.start(admin)
-    const token = (await kubectlOk(['create', 'token', 'porch-fn-runner', '-n', RUNNER_NS, '--duration=1h'])).trim()
-    const kubeconfig = path.join(dir, 'runner.kubeconfig')
-    await writeFile(kubeconfig, cp.kubeconfigFor(token, RUNNER_NS))
+    const kubeconfig = await runnerKubeconfig(cp, admin, dir)
     auditFrom = (await cp.auditEvents()).length
 
     // Porch's Deployment: --pod-namespace=porch-fn-system --max-request-body-size=6291456
@@ -172,11 +165,7 @@ describe("Porch at HEAD's files on the real control plane, fnr as the runner: CR
     client?.close()
     await running?.stop()
     if (admin) {
-      for (const ns of [RUNNER_NS, POD_NS]) await admin.delete(`/api/v1/namespaces/${ns}`).catch(() => undefined)
-      await eventually(async () => {
-        for (const ns of [RUNNER_NS, POD_NS]) if ((await admin.raw('GET', `/api/v1/namespaces/${ns}`)).code !== 404) return false
-        return true
-      }, 90_000, 250).catch(() => undefined)
+      await deletePorchNamespaces(admin)
       await cp.kubectl(['delete', '--ignore-not-found', ...CLUSTER_FILES.flatMap((f) => ['-f', path.join(HEAD, f)])])
     }
     await dns?.stop()

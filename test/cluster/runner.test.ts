@@ -28,6 +28,7 @@ import type {RunningServer, ServeOptions} from '../../src/lib/serve.js'
 import {memoryLogger} from '../config/function-config-crd.helpers.js'
 import type {AuditEvent, ControlPlane} from '../support/cluster/controlplane.js'
 import {adminClient, sharedControlPlane, waitForClusterBinaries} from '../support/cluster/shared.js'
+import {applyRunnerManifests, deletePorchNamespaces, POD_NS, porchNamespacesGone, RUNNER_NS, RUNNER_USER, runnerKubeconfig} from '../support/cluster/porch-namespaces.js'
 import {runCli} from '../support/cli.js'
 import type {KubeRestClient} from '../support/k8s/client.js'
 import {eventually} from '../support/k8s/fixtures.js'
@@ -40,9 +41,7 @@ import {TestRegistry} from '../support/registry/registry.js'
 import {REPO_ROOT, makeFunctionsDir, serveOptions, startInProcess, startServeProcess, type ServeProcess} from '../support/serve.js'
 import {PACKAGE_TIMEOUT_MS} from '../wrapper/support/package.js'
 
-const RUNNER_NS = 'porch-system'
-const POD_NS = 'porch-fn-system'
-const SA = `system:serviceaccount:${RUNNER_NS}:porch-fn-runner`
+const SA = RUNNER_USER
 const FUNCTION_PATH = '/usr/local/bin/function'
 const STDERR_FUNCTION_SCRIPT = '#!/bin/sh\necho "working on it" >&2\nexec /bin/busybox cat\n'
 
@@ -59,12 +58,6 @@ describe('the runner on the real control plane: template ConfigMap and PodTempla
   let wrapperImage: string
   let fnImage: string
   let stderrImage: string
-
-  async function kubectlOk(args: string[], input?: string): Promise<string> {
-    const r = await cp.kubectl(args, input === undefined ? {} : {input})
-    expect(r.code, `kubectl ${args.join(' ')}: ${r.stderr}`).to.equal(0)
-    return r.stdout
-  }
 
   const saAudit = async (from: number): Promise<AuditEvent[]> =>
     (await cp.auditEvents()).slice(from).filter((e) => e.user.username === SA && e.stage === 'ResponseComplete')
@@ -84,10 +77,7 @@ describe('the runner on the real control plane: template ConfigMap and PodTempla
     expect(cp.runtime, 'the shared control plane runs pods under runc').to.not.equal(undefined)
     admin = adminClient(cp)
     // An earlier suite may still be deleting Porch's namespaces.
-    await eventually(async () => {
-      for (const ns of [RUNNER_NS, POD_NS]) if ((await admin.raw('GET', `/api/v1/namespaces/${ns}`)).code !== 404) return false
-      return true
-    }, 90_000, 250)
+    await porchNamespacesGone(admin)
     dir = await mkdtemp(path.join(tmpdir(), 'fnr-cluster-runner-'))
     fns = await makeFunctionsDir(dir)
     registry = await TestRegistry.start({mode: 'none'})
@@ -105,14 +95,9 @@ describe('the runner on the real control plane: template ConfigMap and PodTempla
       resources: [path.relative(overlay, manifests)],
       components: [path.relative(overlay, path.join(manifests, 'function-config')), path.relative(overlay, path.join(manifests, 'function-config', 'crds'))],
     }))
-    const out = await kubectlOk(['apply', '-k', overlay])
+    const out = await applyRunnerManifests(cp, overlay)
     expect(out).to.match(/configmap\/function-pod-template (created|configured|unchanged)/)
-    await kubectlOk(['scale', '-n', RUNNER_NS, 'deployment/function-runner', '--replicas=0'])
-    await kubectlOk(['label', '--overwrite', 'namespace', POD_NS, 'pod-security.kubernetes.io/enforce=restricted'])
-    await eventually(async () => (await admin.raw('GET', `/api/v1/namespaces/${RUNNER_NS}/serviceaccounts/porch-fn-runner`)).code === 200, 20_000, 100)
-    const token = (await kubectlOk(['create', 'token', 'porch-fn-runner', '-n', RUNNER_NS, '--duration=1h'])).trim()
-    kubeconfig = path.join(dir, 'runner.kubeconfig')
-    await writeFile(kubeconfig, cp.kubeconfigFor(token, RUNNER_NS))
+    kubeconfig = await runnerKubeconfig(cp, admin, dir)
     console.log(`      setup (manifests, token, images pushed): ${Date.now() - t} ms`)
   })
 
@@ -125,11 +110,7 @@ describe('the runner on the real control plane: template ConfigMap and PodTempla
   after(async function () {
     this.timeout(120_000)
     if (admin) {
-      for (const ns of [RUNNER_NS, POD_NS]) await admin.delete(`/api/v1/namespaces/${ns}`).catch(() => undefined)
-      await eventually(async () => {
-        for (const ns of [RUNNER_NS, POD_NS]) if ((await admin.raw('GET', `/api/v1/namespaces/${ns}`)).code !== 404) return false
-        return true
-      }, 90_000, 250).catch(() => undefined)
+      await deletePorchNamespaces(admin)
     }
     await dns?.stop()
     await registry?.stop()
