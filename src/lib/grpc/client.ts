@@ -5,6 +5,7 @@
 import * as grpc from '@grpc/grpc-js'
 
 import {FnrError, kindForGrpcCode} from '../errors.js'
+import {CONNECTION_WINDOW, receiveWindowFor} from './flow-control.js'
 import {readFailure} from './metadata.js'
 import {evaluatorClientConstructor, type EvaluateFunctionRequest, type EvaluateFunctionResponse} from './proto.js'
 
@@ -58,11 +59,12 @@ export class EvaluatorClient {
     this.client = new Ctor(address, options.credentials ?? grpc.credentials.createInsecure(), {
       'grpc.max_receive_message_length': max,
       'grpc.max_send_message_length': max,
-      // An HTTP/2 receive window as large as the largest response, instead of the 64 KiB
-      // default: a large response then arrives without waiting for a WINDOW_UPDATE round trip
-      // every 64 KiB (~10% less latency for 1-5 MiB responses). Memory is bounded by the
-      // message size limit either way.
-      'grpc-node.flow_control_window': Math.min(2 ** 31 - 1, max + 64 * 1024),
+      // An HTTP/2 receive window of 1 MiB (grpc-js uses it for each stream and the connection),
+      // instead of the 64 KiB default: a large response arrives without a WINDOW_UPDATE round trip
+      // every 64 KiB. Not larger: Node stops reading a connection while its own write is not
+      // complete, and a server that is Node too (a wrapper server) could then have more in flight
+      // than the socket buffers hold and wait for a read that never comes (flow-control.ts).
+      'grpc-node.flow_control_window': Math.min(receiveWindowFor(max), CONNECTION_WINDOW),
       // Channelz keeps per-call counters nothing here reads: off, the client spends ~10% less
       // CPU per small call (the pod path makes one such call per request).
       'grpc.enable_channelz': 0,
