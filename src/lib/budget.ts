@@ -34,6 +34,9 @@ export const RUNNING_COST_FACTOR = 3
 /** Fixed cost of any running call (its process, pipes, buffers), counted on top. */
 export const RUNNING_COST_BASE = 256 * 1024
 
+/** Collections after the one an idle runner asks for (at 0.4 s, 1.6 s and 6.4 s after it). */
+const IDLE_FOLLOW_UPS = 3
+
 /** v1's "no limit" is a page-rounded 2^63 - 1; anything this large is no limit. */
 const UNLIMITED_THRESHOLD = 2 ** 60
 
@@ -245,13 +248,28 @@ export class CallBudget {
     // after freeing at least 16 MiB (a quiet runner answering small calls never collects here).
     const idle = this.held === 0 && this.running === 0 && this.freed >= 16 * MiB
     if ((this.freed < this.reclaimAfter && !idle) || this.gcTimer) return
+    this.collectSoon(100, IDLE_FOLLOW_UPS)
+  }
+
+  /**
+   * A full collection in `ms`; while the runner stays idle, `followUps` more, each a little later.
+   * Bytes released while connections close (a slowloris client leaving: hundreds of streams reset
+   * at once) are still reachable from sessions and streams Node finishes closing over the next
+   * turns; a single collection right after the first release kept them, and an idle runner
+   * allocates nothing that would start another one: RSS stayed at 570-880 MiB until V8's own
+   * memory reducer ran, if it did (test/reliability/memory-limit.test.ts).
+   */
+  private collectSoon(ms: number, followUps: number): void {
     const gc = fullGc()
     if (!gc) return
     this.gcTimer = setTimeout(() => {
       this.gcTimer = undefined
       this.freed = 0
+      const before = process.memoryUsage().external
       gc()
-    }, 100)
+      this.logger.debug('collected garbage', {externalBefore: fmtBytes(before), externalAfter: fmtBytes(process.memoryUsage().external), followUps})
+      if (followUps > 0 && this.held === 0 && this.running === 0 && this.queue.length === 0) this.collectSoon(ms * 4, followUps - 1)
+    }, ms)
     this.gcTimer.unref()
   }
 
@@ -275,6 +293,17 @@ export class CallBudget {
     // Bytes of a message that completed move on to the call (admit counts them again); bytes of
     // a stream reset or abandoned are garbage now.
     if (discarded) this.noteFreed(bytes)
+  }
+
+  /**
+   * A connection that received `bytesRead` bytes closed. Whatever it buffered (partial messages
+   * in grpc-js and Node's streams, beyond the bytes counted while received) is garbage now: a
+   * slowloris client that leaves frees hundreds of MiB this way, with no call released and no
+   * allocation after it to start a collection (RSS stayed at 570-880 MiB). Counted as freed, so
+   * that an idle runner collects (noteFreed).
+   */
+  connectionClosed(bytesRead: number): void {
+    if (bytesRead >= MiB) this.noteFreed(bytesRead)
   }
 
   /**

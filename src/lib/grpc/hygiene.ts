@@ -79,13 +79,18 @@ export function installGuard(server: grpc.Server, budget: CallBudget, settings: 
       metrics().connectionGuard('accept-error')
       warn('accept', 'cannot accept a connection', {error: err.message, code: err.code, hint: err.code === 'EMFILE' || err.code === 'ENFILE' ? 'out of file descriptors: idle connections are closed after --handshake-timeout and --connection-idle-timeout' : undefined})
     })
-    h2.on('session', (session) => guardSession(session, settings, warn))
+    h2.on('session', (session) => guardSession(session, budget, settings, warn))
     h2.on('stream', (stream) => guardStream(stream, budget, settings, warn))
   }
   return true
 }
 
-function guardSession(session: Http2Session, settings: GuardSettings, warn: ReturnType<typeof rateLimited>): void {
+function guardSession(session: Http2Session, budget: CallBudget, settings: GuardSettings, warn: ReturnType<typeof rateLimited>): void {
+  // What the connection buffered is garbage once it closes: the budget collects when the runner is
+  // idle (budget.ts, connectionClosed). session.socket is unbound by then; the net.Socket it wraps
+  // (Node keeps it under a 'socket' symbol) still has its count.
+  const socket = rawSocket(session)
+  session.once('close', () => budget.connectionClosed(socket?.bytesRead ?? 0))
   if (settings.handshakeTimeoutMs <= 0) return
   const timer = setTimeout(() => {
     if (session.destroyed) return
@@ -96,6 +101,13 @@ function guardSession(session: Http2Session, settings: GuardSettings, warn: Retu
   timer.unref()
   session.once('remoteSettings', () => clearTimeout(timer))
   session.once('close', () => clearTimeout(timer))
+}
+
+/** The net.Socket under an HTTP/2 session (session.socket is a proxy that throws once unbound). */
+function rawSocket(session: Http2Session): {bytesRead: number} | undefined {
+  const key = Object.getOwnPropertySymbols(session).find((k) => k.description === 'socket')
+  const socket = key ? (session as unknown as Record<symbol, unknown>)[key] : undefined
+  return socket && typeof (socket as {bytesRead?: unknown}).bytesRead === 'number' ? (socket as {bytesRead: number}) : undefined
 }
 
 function guardStream(stream: ServerHttp2Stream, budget: CallBudget, settings: GuardSettings, warn: ReturnType<typeof rateLimited>): void {
