@@ -66,8 +66,8 @@ describe('call budget', () => {
   it('derives the Deployment\'s budget from 1 GiB, and the flags override it', () => {
     const b = deriveBudget({}, () => ({bytes: GiB, source: 'cgroup-v1'}))
     expect(b).to.deep.include({maxConcurrentCalls: 16, maxQueuedCalls: 1024, maxConcurrentStreams: 16})
-    expect(b.maxHeldBytes).to.equal(Math.floor(GiB * 0.35))
-    expect(b.maxRunningBytes).to.be.at.most(GiB / 4)
+    expect(b.maxHeldBytes).to.equal(Math.floor(GiB * 0.25))
+    expect(b.maxRunningBytes).to.be.at.most(GiB / 6)
     const o = deriveBudget({memoryLimitBytes: 4 * GiB, maxConcurrentCalls: 3, maxQueuedCalls: 0, maxHeldBytes: 10 * MiB, maxConcurrentStreams: 50})
     expect(o).to.deep.include({maxConcurrentCalls: 3, maxQueuedCalls: 0, maxHeldBytes: 10 * MiB, maxConcurrentStreams: 50})
     expect(o.memoryLimit).to.deep.equal({bytes: 4 * GiB, source: 'flag'})

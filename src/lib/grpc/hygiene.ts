@@ -146,4 +146,18 @@ function guardStream(stream: ServerHttp2Stream, budget: CallBudget, settings: Gu
   stream.on('data', onData)
   stream.once('end', () => release(true))
   stream.once('close', () => release(false))
+  // The response counts against the budget until the stream closes (all sent, or reset).
+  let sending = 0
+  const write = stream.write
+  stream.write = function (this: ServerHttp2Stream, chunk: unknown, ...rest: unknown[]): boolean {
+    if (chunk instanceof Uint8Array && chunk.length > 0) {
+      budget.holdSend(chunk.length)
+      sending += chunk.length
+    }
+    return (write as (...args: unknown[]) => boolean).call(this, chunk, ...rest)
+  } as typeof stream.write
+  stream.once('close', () => {
+    if (sending > 0) budget.releaseSend(sending)
+    sending = 0
+  })
 }
