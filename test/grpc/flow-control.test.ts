@@ -11,8 +11,9 @@
  * Regression: the connection window is 1 MiB, not a message: with 6 MiB windows both ways, a burst
  * of 40 x 6 MiB calls on one connection (test/reliability/memory-limit.test.ts) stopped for good
  * under machine load, server and client sockets both full, because Node stops reading a
- * connection while its own write is incomplete (flow-control.ts). fnr's client keeps its window at
- * 1 MiB for the same reason.
+ * connection while its own write is incomplete (flow-control.ts). fnr's client keeps its window
+ * as large as a response (a 1 MiB client window made large responses wait out their
+ * deadline in the soak).
  */
 import http2 from 'node:http2'
 
@@ -20,7 +21,6 @@ import {expect} from 'chai'
 
 import type {EvaluationRequest} from '../../src/lib/evaluators/evaluator.js'
 import {CONNECTION_WINDOW, connectionWindowFor, receiveWindowFor} from '../../src/lib/grpc/flow-control.js'
-import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {silentLogger} from '../../src/lib/log.js'
 import {EvaluatorServer} from '../../src/lib/grpc/server.js'
 import {startWrapperServer} from '../../src/lib/wrapper.js'
@@ -66,26 +66,4 @@ describe('gRPC servers: HTTP/2 receive windows', function () {
       }
     })
   }
-
-  it('fnr\'s client announces a window of at most 1 MiB (per stream and connection), whatever its message size', async () => {
-    const h2 = http2.createServer()
-    const sessions: http2.ServerHttp2Session[] = []
-    h2.on('session', (s) => sessions.push(s))
-    await new Promise<void>((resolve) => h2.listen(0, '127.0.0.1', resolve))
-    const port = (h2.address() as {port: number}).port
-    const client = new EvaluatorClient(`127.0.0.1:${port}`, {maxMessageSize: 64 * 1024 * 1024})
-    try {
-      // The call fails (this server answers nothing); what counts is what the client announced.
-      const call = client.evaluateRaw('x', Buffer.from('x'), {deadline: Date.now() + 500}).catch(() => undefined)
-      for (let i = 0; i < 200 && !(sessions[0]?.remoteSettings.initialWindowSize && sessions[0].state.remoteWindowSize! > 65_535); i++) await new Promise((r) => setTimeout(r, 10))
-      expect(sessions[0]!.remoteSettings.initialWindowSize).to.equal(CONNECTION_WINDOW)
-      expect(sessions[0]!.state.remoteWindowSize).to.equal(CONNECTION_WINDOW)
-      client.close()
-      await call
-    } finally {
-      client.close()
-      for (const s of sessions) s.destroy()
-      await new Promise((resolve) => h2.close(resolve))
-    }
-  })
 })

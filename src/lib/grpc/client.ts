@@ -5,7 +5,7 @@
 import * as grpc from '@grpc/grpc-js'
 
 import {FnrError, kindForGrpcCode} from '../errors.js'
-import {CONNECTION_WINDOW, receiveWindowFor} from './flow-control.js'
+import {receiveWindowFor} from './flow-control.js'
 import {readFailure} from './metadata.js'
 import {evaluatorClientConstructor, type EvaluateFunctionRequest, type EvaluateFunctionResponse} from './proto.js'
 
@@ -59,12 +59,13 @@ export class EvaluatorClient {
     this.client = new Ctor(address, options.credentials ?? grpc.credentials.createInsecure(), {
       'grpc.max_receive_message_length': max,
       'grpc.max_send_message_length': max,
-      // An HTTP/2 receive window of 1 MiB (grpc-js uses it for each stream and the connection),
-      // instead of the 64 KiB default: a large response arrives without a WINDOW_UPDATE round trip
-      // every 64 KiB. Not larger: Node stops reading a connection while its own write is not
-      // complete, and a server that is Node too (a wrapper server) could then have more in flight
-      // than the socket buffers hold and wait for a read that never comes (flow-control.ts).
-      'grpc-node.flow_control_window': Math.min(receiveWindowFor(max), CONNECTION_WINDOW),
+      // An HTTP/2 receive window as large as the largest response (grpc-js uses it for each stream
+      // and the connection), instead of the 64 KiB default: a large response arrives without a
+      // WINDOW_UPDATE round trip every 64 KiB. Not 1 MiB, like the servers' connection window
+      // (flow-control.ts): with 1 MiB here, the 2-minute soak (long-run.ts) had 32 calls whose large
+      // responses (a function flooding stderr) waited out their 60 s deadline. The servers' 1 MiB
+      // connection window is what keeps two Node peers from blocking each other.
+      'grpc-node.flow_control_window': receiveWindowFor(max),
       // Channelz keeps per-call counters nothing here reads: off, the client spends ~10% less
       // CPU per small call (the pod path makes one such call per request).
       'grpc.enable_channelz': 0,

@@ -27,9 +27,9 @@
  * sent; test/reliability/memory-limit.test.ts, under machine load). A client can have no more
  * unacknowledged request bytes in flight than the connection window, and 1 MiB fits the socket
  * buffers (Linux: up to 4 MiB send + 6 MiB receive by default), so a client's write always
- * completes, it reads again, and the server's write drains. Node returns connection window as
- * soon as its session has read the bytes from the socket (whether or not the stream is read), so a
- * smaller connection window only costs a WINDOW_UPDATE round trip every 512 KiB.
+ * completes, it reads again, and the server's write drains. A smaller connection window costs a
+ * WINDOW_UPDATE round trip every 512 KiB. (fnr's client keeps a window as large as a response:
+ * 1 MiB there made large responses wait out their deadline in the soak, client.ts.)
  */
 import type {Http2Session} from 'node:http2'
 
