@@ -300,7 +300,7 @@ export class CallBudget {
     return true
   }
 
-  releaseReceive(bytes: number, discarded = false): void {
+  releaseReceive(bytes: number): void {
     this.held = Math.max(0, this.held - bytes)
     // Bytes of a stream reset or abandoned are garbage now. Those of a message that completed move
     // on to the call (admit counts them again), but the chunks they came in are garbage too:

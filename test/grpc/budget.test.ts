@@ -176,7 +176,7 @@ describe('call budget', () => {
     const budget = new CallBudget(settings({maxHeldBytes: 100}))
     expect(budget.reserveReceive(60)).to.equal(true)
     expect(budget.reserveReceive(50)).to.equal(false)
-    budget.releaseReceive(60, true)
+    budget.releaseReceive(60)
     expect(budget.reserveReceive(100)).to.equal(true)
   })
 })

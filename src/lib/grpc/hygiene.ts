@@ -113,18 +113,18 @@ function rawSocket(session: Http2Session): {bytesRead: number} | undefined {
 function guardStream(stream: ServerHttp2Stream, budget: CallBudget, settings: GuardSettings, warn: ReturnType<typeof rateLimited>): void {
   let reserved = 0
   let done = false
-  const release = (complete: boolean): void => {
+  const release = (): void => {
     if (done) return
     done = true
     if (timer) clearTimeout(timer)
-    budget.releaseReceive(reserved, !complete)
+    budget.releaseReceive(reserved)
     reserved = 0
     stream.removeListener('data', onData)
   }
   const reset = (code: number, action: string, msg: string, fields: Record<string, unknown>): void => {
     metrics().connectionGuard(action)
     warn(action, msg, {...fields, remote: stream.session?.socket?.remoteAddress})
-    release(false)
+    release()
     if (!stream.destroyed) stream.close(code)
   }
   const onData = (chunk: Buffer): void => {
@@ -144,8 +144,8 @@ function guardStream(stream: ServerHttp2Stream, budget: CallBudget, settings: Gu
       : undefined
   timer?.unref()
   stream.on('data', onData)
-  stream.once('end', () => release(true))
-  stream.once('close', () => release(false))
+  stream.once('end', () => release())
+  stream.once('close', () => release())
   // The response counts against the budget until the stream closes (all sent, or reset).
   let sending = 0
   const write = stream.write
