@@ -13,7 +13,10 @@
  * Run: `node --import tsx bench/limits.ts` (after `npm run build`). Prints a markdown table and
  * writes bench/results/limits.json. Numbers only: nothing here fails on a missed target.
  */
+import {spawn, spawnSync} from 'node:child_process'
+import {once} from 'node:events'
 import {writeFile} from 'node:fs/promises'
+import {fileURLToPath} from 'node:url'
 import {mkdtemp, rm} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
@@ -52,14 +55,34 @@ async function stopBed(bed: Bed): Promise<void> {
   bed.cg.remove()
 }
 
-/** A bare grpc-js server: the evaluator proto, an echo handler, grpc-js's defaults plus the message limit. */
-async function bareServer(): Promise<{port: number; stop(): void}> {
+/**
+ * A bare grpc-js server: the evaluator proto, an echo handler, grpc-js's defaults plus the message
+ * limit; in a process of its own (this file with --bare-server) inside the same 1 GiB cgroup setup,
+ * so that it does not share the bench clients' event loop.
+ */
+async function bareServer(): Promise<{port: number; stop(): Promise<void>}> {
+  const cg = createMemoryCgroup(GiB)
+  const [cmd, ...rest] = cg.wrap([process.execPath, '--import', 'tsx', fileURLToPath(import.meta.url), '--bare-server'])
+  const child = spawn(cmd!, rest, {stdio: ['ignore', 'pipe', 'inherit'], cwd: ROOT})
+  const [line] = (await once(child.stdout!, 'data')) as [Buffer]
+  const port = Number(line.toString().trim())
+  return {
+    port,
+    stop: async () => {
+      child.kill('SIGKILL')
+      if (child.exitCode === null && child.signalCode === null) await once(child, 'exit')
+      cg.remove()
+    },
+  }
+}
+
+async function runBareServer(): Promise<void> {
   const server = new grpc.Server({'grpc.max_receive_message_length': 6 * MiB, 'grpc.max_send_message_length': 6 * MiB})
   server.addService(evaluatorServiceDefinition(), {
     EvaluateFunction: (call: grpc.ServerUnaryCall<{resourceList: Buffer}, unknown>, cb: grpc.sendUnaryData<unknown>) => cb(null, {resourceList: call.request.resourceList, log: Buffer.alloc(0)}),
   })
   const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))))
-  return {port, stop: () => server.forceShutdown()}
+  process.stdout.write(`${port}\n`)
 }
 
 /** Small calls (one at a time) while 8 workers send 5 MiB calls back to back; small-call latencies in ms. */
@@ -104,10 +127,11 @@ async function main(): Promise<void> {
     const fnr = await smallUnderLoad(bed.address, fns.image.catBinary!, smallCalls)
     const fnrOom = bed.cg.oomKills()
     await stopBed(bed)
+    const fnrLoad = loadAverage()
     const bare = await bareServer()
     const base = await smallUnderLoad(`127.0.0.1:${bare.port}`, 'any', smallCalls)
-    bare.stop()
-    rows.push({case: 'L1 small call while 8 x 5 MiB run: fnr serve (exec cat, 1 GiB cgroup)', ...fnr, oomKills: fnrOom}, {case: 'L1 same on a bare grpc-js echo server (no cgroup)', ...base})
+    await bare.stop()
+    rows.push({case: 'L1 small call (ms) while 8 x 5 MiB run: fnr serve (exec cat, 1 GiB cgroup)', ...fnr, oomKills: fnrOom, load: fnrLoad}, {case: 'L1 same on a bare grpc-js echo server (own process, 1 GiB cgroup)', ...base, load: loadAverage()})
 
     // L2
     let largest = 0
@@ -124,7 +148,8 @@ async function main(): Promise<void> {
       const alive = b.server.child.exitCode === null && b.server.child.signalCode === null
       const peak = Math.round(b.cg.usage().maxBytes / MiB)
       await stopBed(b)
-      rows.push({case: `L2 burst of ${burst} x 6 MiB, 4 connections, no deadline`, ok, failed: burst - ok, oomKills: oom, alive, peakMiB: peak, seconds: round((performance.now() - t) / 1000, 1)})
+      const refused = results.filter((r) => r.status === 'rejected' && (r.reason as {code?: number}).code === 8).length
+      rows.push({case: `L2 burst of ${burst} x 6 MiB, 4 connections, no deadline`, ok, refusedResourceExhausted: refused, otherFailures: burst - ok - refused, oomKills: oom, alive, peakMiB: peak, seconds: round((performance.now() - t) / 1000, 1), load: loadAverage()})
       if (oom === 0 && alive) largest = burst
       else break
     }
@@ -154,8 +179,14 @@ async function main(): Promise<void> {
       duringSlowloris: `${during.fds} / ${Math.round(during.rssKiB / 1024)} MiB`,
       afterSlowloris: `${afterSlow.fds} / ${h.cg.pids().length} / ${Math.round(afterSlow.rssKiB / 1024)}`,
       oomKills: h.cg.oomKills(),
+      load: loadAverage(),
     })
     await stopBed(h)
+
+    // Time to read 6 MB of structured results (bench/results-parse.ts, a fresh process).
+    const parse = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/results-parse.ts'), 'structured-6MB'], {cwd: ROOT, encoding: 'utf8'})
+    const parsed = JSON.parse(parse.stdout.trim().split('\n').at(-1) ?? '{}') as Record<string, unknown>
+    rows.push({case: 'parse 6 MB of structured results (bench/results-parse.ts structured-6MB)', ...parsed, load: loadAverage()})
   } finally {
     await rm(dir, {recursive: true, force: true})
   }
@@ -164,4 +195,5 @@ async function main(): Promise<void> {
   await writeFile(path.join(ROOT, 'bench/results/limits.json'), `${JSON.stringify({date: new Date().toISOString(), load, rows}, null, 2)}\n`)
 }
 
-await main()
+if (process.argv.includes('--bare-server')) await runBareServer()
+else await main()

@@ -34,6 +34,9 @@ export const RUNNING_COST_FACTOR = 3
 /** Fixed cost of any running call (its process, pipes, buffers), counted on top. */
 export const RUNNING_COST_BASE = 256 * 1024
 
+/** Collections after the one an idle runner asks for (at 0.4 s, 1.6 s and 6.4 s after it). */
+const IDLE_FOLLOW_UPS = 3
+
 /** v1's "no limit" is a page-rounded 2^63 - 1; anything this large is no limit. */
 const UNLIMITED_THRESHOLD = 2 ** 60
 
@@ -138,15 +141,22 @@ const MiB = 1024 * 1024
  * HTTP/2 chunks and grpc-js's joined copy both live until the next GC (measured: ~2.5x the
  * request bytes at peak with 4 MB requests), hence well under half.
  */
-const HELD_SHARE = 0.35
+const HELD_SHARE = 0.25
+/**
+ * Share of the limit (1 / RUNNING_DIVISOR) for the working sets of running calls. At 35 % held and
+ * a quarter running, a burst of 80 x 6 MiB calls over 4 connections got the runner OOM-killed
+ * under 1 GiB (bench/limits.ts L2; responses waiting for slow clients count too: holdSend): receiving costs ~2x the bytes counted (HTTP/2 chunks, then
+ * grpc-js's joined copy) and a running 6 MiB call ~5x (request, function output, response frame).
+ */
+const RUNNING_DIVISOR = 6
 
 function clamp(n: number, lo: number, hi: number): number {
   return Math.max(lo, Math.min(hi, Math.floor(n)))
 }
 
 /**
- * The budget for a memory limit (docs/limits.md has the table): 35% of the limit for request
- * bytes held, a quarter for running calls' working sets, one running call per 64 MiB (2 to 256),
+ * The budget for a memory limit (docs/limits.md has the table): 25% of the limit for request
+ * (and response) bytes held, a sixth for running calls' working sets, one running call per 64 MiB (2 to 256),
  * as many HTTP/2 streams per connection, 64 queued calls per running one (at most 10,000). Node's own heap limit caps the derivation too:
  * parsed results live on the heap.
  */
@@ -160,7 +170,7 @@ export function deriveBudget(overrides: BudgetOverrides = {}, detected: () => Me
     maxConcurrentCalls,
     maxQueuedCalls: overrides.maxQueuedCalls ?? clamp(maxConcurrentCalls * 64, 64, 10_000),
     maxHeldBytes: overrides.maxHeldBytes ?? Math.floor(limit * HELD_SHARE),
-    maxRunningBytes: Math.floor(Math.min(limit / 4, heap / 2)),
+    maxRunningBytes: Math.floor(Math.min(limit / RUNNING_DIVISOR, heap / 2)),
     // As many streams per connection as calls may run: a client with more calls keeps them
     // itself (grpc-go waits for stream quota, in order), so a single connection can never make
     // the server hold more requests than it can work on; several connections queue here, fairly.
@@ -245,14 +255,34 @@ export class CallBudget {
     // after freeing at least 16 MiB (a quiet runner answering small calls never collects here).
     const idle = this.held === 0 && this.running === 0 && this.freed >= 16 * MiB
     if ((this.freed < this.reclaimAfter && !idle) || this.gcTimer) return
+    this.collectSoon(100, IDLE_FOLLOW_UPS)
+  }
+
+  /**
+   * A full collection in `ms`; while the runner stays idle, `followUps` more, each a little later.
+   * Bytes released while connections close (a slowloris client leaving: hundreds of streams reset
+   * at once) are still reachable from sessions and streams Node finishes closing over the next
+   * turns; a single collection right after the first release kept them, and an idle runner
+   * allocates nothing that would start another one: RSS stayed at 570-880 MiB until V8's own
+   * memory reducer ran, if it did (test/reliability/memory-limit.test.ts).
+   */
+  private collectSoon(ms: number, followUps: number): void {
     const gc = fullGc()
     if (!gc) return
     this.gcTimer = setTimeout(() => {
       this.gcTimer = undefined
       this.freed = 0
-      gc()
-    }, 100)
+      this.collect(gc)
+      if (followUps > 0 && this.held === 0 && this.running === 0 && this.queue.length === 0) this.collectSoon(ms * 4, followUps - 1)
+    }, ms)
     this.gcTimer.unref()
+  }
+
+  /** Runs a full collection (logged at debug level with what it gave back). */
+  private collect(gc: () => void): void {
+    const before = process.memoryUsage().external
+    gc()
+    this.logger.debug('collected garbage', {externalBefore: fmtBytes(before), externalAfter: fmtBytes(process.memoryUsage().external)})
   }
 
   /** Calls being evaluated, calls waiting, and request bytes held. */
@@ -270,11 +300,39 @@ export class CallBudget {
     return true
   }
 
-  releaseReceive(bytes: number, discarded = false): void {
+  releaseReceive(bytes: number): void {
     this.held = Math.max(0, this.held - bytes)
-    // Bytes of a message that completed move on to the call (admit counts them again); bytes of
-    // a stream reset or abandoned are garbage now.
-    if (discarded) this.noteFreed(bytes)
+    // Bytes of a stream reset or abandoned are garbage now. Those of a message that completed move
+    // on to the call (admit counts them again), but the chunks they came in are garbage too:
+    // grpc-js joins them into one copy.
+    this.noteFreed(bytes)
+  }
+
+  /**
+   * A response of `bytes` bytes is being sent: it stays in memory (the HTTP/2 stream's queue) until
+   * the client has read it, which a busy or slow client does long after the call released its
+   * turn. Held, never refused (hygiene.ts calls releaseSend when the stream closes). Without it,
+   * responses queued for 4 connections took the runner past 1 GiB while the budget saw room.
+   */
+  holdSend(bytes: number): void {
+    this.held += bytes
+  }
+
+  releaseSend(bytes: number): void {
+    this.held = Math.max(0, this.held - bytes)
+    this.noteFreed(bytes)
+    this.drain()
+  }
+
+  /**
+   * A connection that received `bytesRead` bytes closed. Whatever it buffered (partial messages
+   * in grpc-js and Node's streams, beyond the bytes counted while received) is garbage now: a
+   * slowloris client that leaves frees hundreds of MiB this way, with no call released and no
+   * allocation after it to start a collection (RSS stayed at 570-880 MiB). Counted as freed, so
+   * that an idle runner collects (noteFreed).
+   */
+  connectionClosed(bytesRead: number): void {
+    if (bytesRead >= MiB) this.noteFreed(bytesRead)
   }
 
   /**

@@ -33,12 +33,16 @@ async function deploymentLimit(): Promise<number> {
  */
 const STALL_MS = 1000
 /**
- * Cases whose stalls are not yet under STALL_MS on the shared development machine (3,000 streams
- * with cancellation: 2.8 s; the wrapper with 4 MB calls under a slowloris: up to 6 s before the
- * start pacing of budget.ts): held to "no freeze" until they are (docs/limits.md, open items).
+ * Cases whose stalls are not yet under STALL_MS on a loaded machine (3,000 streams: 1.5-3.5 s; the
+ * wrapper with 4 MB calls under a slowloris: 2 s): held to "no freeze" until they are. A CPU profile
+ * of the server (3,000 streams, load 12) puts them in child_process.spawn(): 15 of 32 s of the
+ * server's time, single calls up to 1.2 s, which fork the runner and wait for the child to exec;
+ * nothing else ran for more than a few ms (docs/limits.md, open items).
  */
 const FREEZE_MS = 8000
 const MiB = 1024 * 1024
+/** RSS the server must be back under within 5 s of a slowloris client leaving (baseline ~75 MiB). */
+const RSS_AFTER_ATTACK = 256 * MiB
 
 function portOf(stderr: string, msg: RegExp): number {
   const line = stderr.split('\n').find((l) => msg.test(l))
@@ -225,8 +229,9 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
       const p = await probe.stop()
       const stall = await stallMs(bed, p)
       let after = resourceUsage(pid)
-      // The runner collects garbage once enough is freed (budget.ts); give it a moment on a busy machine.
-      for (let i = 0; i < 40 && after.rssKiB / 1024 > before.rssKiB / 1024 + 200; i++) {
+      // The runner collects garbage when the connections close (budget.ts: connectionClosed); give
+      // it up to 5 s on a busy machine.
+      for (let i = 0; i < 20 && after.rssKiB * 1024 > RSS_AFTER_ATTACK; i++) {
         await new Promise((r) => setTimeout(r, 250))
         after = resourceUsage(pid)
       }
@@ -234,9 +239,9 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
       expect(during.reset, 'streams refused over the budget').to.be.greaterThan(0)
       await stillHealthy(bed, fns.image.catBinary!)
       expect(after.fds).to.be.at.most(before.fds + 5)
-      // Memory comes back in most runs (RSS 73 -> 94-125 MiB), not in all (up to ~790 MiB seen:
-      // docs/limits.md, open items); what is kept must leave room under the limit.
-      expect(after.rssKiB * 1024, 'RSS after the client left').to.be.below(limit * 0.8)
+      // Memory comes back: RSS 73 -> 107-128 MiB within 0.5 s (it stayed at 570-900 MiB in most
+      // runs before the runner collected on connection close).
+      expect(after.rssKiB * 1024, 'RSS after the client left').to.be.at.most(RSS_AFTER_ATTACK)
       expect(bed.cg.pids().length, 'processes in the cgroup').to.equal(1)
       expect(stall, 'longest event-loop stall (ms)').to.be.below(STALL_MS)
     } finally {

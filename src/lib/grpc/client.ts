@@ -5,6 +5,7 @@
 import * as grpc from '@grpc/grpc-js'
 
 import {FnrError, kindForGrpcCode} from '../errors.js'
+import {receiveWindowFor} from './flow-control.js'
 import {readFailure} from './metadata.js'
 import {evaluatorClientConstructor, type EvaluateFunctionRequest, type EvaluateFunctionResponse} from './proto.js'
 
@@ -58,11 +59,13 @@ export class EvaluatorClient {
     this.client = new Ctor(address, options.credentials ?? grpc.credentials.createInsecure(), {
       'grpc.max_receive_message_length': max,
       'grpc.max_send_message_length': max,
-      // An HTTP/2 receive window as large as the largest response, instead of the 64 KiB
-      // default: a large response then arrives without waiting for a WINDOW_UPDATE round trip
-      // every 64 KiB (~10% less latency for 1-5 MiB responses). Memory is bounded by the
-      // message size limit either way.
-      'grpc-node.flow_control_window': Math.min(2 ** 31 - 1, max + 64 * 1024),
+      // An HTTP/2 receive window as large as the largest response (grpc-js uses it for each stream
+      // and the connection), instead of the 64 KiB default: a large response arrives without a
+      // WINDOW_UPDATE round trip every 64 KiB. Not 1 MiB, like the servers' connection window
+      // (flow-control.ts): with 1 MiB here, the 2-minute soak (long-run.ts) had 32 calls whose large
+      // responses (a function flooding stderr) waited out their 60 s deadline. The servers' 1 MiB
+      // connection window is what keeps two Node peers from blocking each other.
+      'grpc-node.flow_control_window': receiveWindowFor(max),
       // Channelz keeps per-call counters nothing here reads: off, the client spends ~10% less
       // CPU per small call (the pod path makes one such call per request).
       'grpc.enable_channelz': 0,

@@ -17,6 +17,19 @@
  * as the message size limit already bounds each call. grpc-js keeps its HTTP/2 servers in a
  * private field, so this reaches into it; when a grpc-js version no longer has it, the server
  * works as before with the default windows, and says so at debug level.
+ *
+ * The connection window is capped (CONNECTION_WINDOW, 1 MiB), below the stream windows: Node's
+ * HTTP/2 session stops reading its socket while one of its own writes is not complete
+ * (node_http2.cc, MaybeStopReading). When both ends are Node (fnr's own client, the pod runtime
+ * calling a wrapper server, the tests) and each has more in flight towards the other than the
+ * kernel's socket buffers hold, both writes wait for a read that never comes: a connection with
+ * 40 x 6 MiB calls stopped for good (server and client sockets both full, both with MiBs not
+ * sent; test/reliability/memory-limit.test.ts, under machine load). A client can have no more
+ * unacknowledged request bytes in flight than the connection window, and 1 MiB fits the socket
+ * buffers (Linux: up to 4 MiB send + 6 MiB receive by default), so a client's write always
+ * completes, it reads again, and the server's write drains. A smaller connection window costs a
+ * WINDOW_UPDATE round trip every 512 KiB. (fnr's client keeps a window as large as a response:
+ * 1 MiB there made large responses wait out their deadline in the soak, client.ts.)
  */
 import type {Http2Session} from 'node:http2'
 
@@ -30,6 +43,17 @@ const MAX_WINDOW = 2 ** 31 - 1
 /** The receive window for a server whose largest message is `maxMessageSize` bytes. */
 export function receiveWindowFor(maxMessageSize: number): number {
   return Math.min(MAX_WINDOW, Math.max(65_535, maxMessageSize + 64 * 1024))
+}
+
+/**
+ * Largest connection receive window of fnr's servers and its client (see the top of the file:
+ * larger, two Node peers can block each other for good).
+ */
+export const CONNECTION_WINDOW = 1024 * 1024
+
+/** The connection window for a stream window of `streamWindow` bytes. */
+export function connectionWindowFor(streamWindow: number): number {
+  return Math.min(streamWindow, CONNECTION_WINDOW)
 }
 
 interface SessionEmitter {
@@ -59,7 +83,7 @@ function applyWindows(session: Http2Session, windowBytes: number, logger?: Logge
   try {
     // The connection's own window (a WINDOW_UPDATE on stream 0, queued) first: Node sends what is
     // queued when it sends the SETTINGS below; queued last, it would wait for the next write.
-    session.setLocalWindowSize(windowBytes)
+    session.setLocalWindowSize(connectionWindowFor(windowBytes))
     // SETTINGS_INITIAL_WINDOW_SIZE: each new stream's window.
     session.settings({initialWindowSize: windowBytes})
   } catch (err) {

@@ -79,13 +79,18 @@ export function installGuard(server: grpc.Server, budget: CallBudget, settings: 
       metrics().connectionGuard('accept-error')
       warn('accept', 'cannot accept a connection', {error: err.message, code: err.code, hint: err.code === 'EMFILE' || err.code === 'ENFILE' ? 'out of file descriptors: idle connections are closed after --handshake-timeout and --connection-idle-timeout' : undefined})
     })
-    h2.on('session', (session) => guardSession(session, settings, warn))
+    h2.on('session', (session) => guardSession(session, budget, settings, warn))
     h2.on('stream', (stream) => guardStream(stream, budget, settings, warn))
   }
   return true
 }
 
-function guardSession(session: Http2Session, settings: GuardSettings, warn: ReturnType<typeof rateLimited>): void {
+function guardSession(session: Http2Session, budget: CallBudget, settings: GuardSettings, warn: ReturnType<typeof rateLimited>): void {
+  // What the connection buffered is garbage once it closes: the budget collects when the runner is
+  // idle (budget.ts, connectionClosed). session.socket is unbound by then; the net.Socket it wraps
+  // (Node keeps it under a 'socket' symbol) still has its count.
+  const socket = rawSocket(session)
+  session.once('close', () => budget.connectionClosed(socket?.bytesRead ?? 0))
   if (settings.handshakeTimeoutMs <= 0) return
   const timer = setTimeout(() => {
     if (session.destroyed) return
@@ -98,21 +103,28 @@ function guardSession(session: Http2Session, settings: GuardSettings, warn: Retu
   session.once('close', () => clearTimeout(timer))
 }
 
+/** The net.Socket under an HTTP/2 session (session.socket is a proxy that throws once unbound). */
+function rawSocket(session: Http2Session): {bytesRead: number} | undefined {
+  const key = Object.getOwnPropertySymbols(session).find((k) => k.description === 'socket')
+  const socket = key ? (session as unknown as Record<symbol, unknown>)[key] : undefined
+  return socket && typeof (socket as {bytesRead?: unknown}).bytesRead === 'number' ? (socket as {bytesRead: number}) : undefined
+}
+
 function guardStream(stream: ServerHttp2Stream, budget: CallBudget, settings: GuardSettings, warn: ReturnType<typeof rateLimited>): void {
   let reserved = 0
   let done = false
-  const release = (complete: boolean): void => {
+  const release = (): void => {
     if (done) return
     done = true
     if (timer) clearTimeout(timer)
-    budget.releaseReceive(reserved, !complete)
+    budget.releaseReceive(reserved)
     reserved = 0
     stream.removeListener('data', onData)
   }
   const reset = (code: number, action: string, msg: string, fields: Record<string, unknown>): void => {
     metrics().connectionGuard(action)
     warn(action, msg, {...fields, remote: stream.session?.socket?.remoteAddress})
-    release(false)
+    release()
     if (!stream.destroyed) stream.close(code)
   }
   const onData = (chunk: Buffer): void => {
@@ -132,6 +144,20 @@ function guardStream(stream: ServerHttp2Stream, budget: CallBudget, settings: Gu
       : undefined
   timer?.unref()
   stream.on('data', onData)
-  stream.once('end', () => release(true))
-  stream.once('close', () => release(false))
+  stream.once('end', () => release())
+  stream.once('close', () => release())
+  // The response counts against the budget until the stream closes (all sent, or reset).
+  let sending = 0
+  const write = stream.write
+  stream.write = function (this: ServerHttp2Stream, chunk: unknown, ...rest: unknown[]): boolean {
+    if (chunk instanceof Uint8Array && chunk.length > 0) {
+      budget.holdSend(chunk.length)
+      sending += chunk.length
+    }
+    return (write as (...args: unknown[]) => boolean).call(this, chunk, ...rest)
+  } as typeof stream.write
+  stream.once('close', () => {
+    if (sending > 0) budget.releaseSend(sending)
+    sending = 0
+  })
 }

@@ -133,8 +133,8 @@ export const IMAGE_MALLOC_ENV = {MALLOC_TRIM_THRESHOLD_: '65536', MALLOC_MMAP_TH
  * Starts the built CLI (`fnr ARGS`) inside the cgroup, with FNR_BIND_ADDRESS=127.0.0.1 and the
  * image's malloc settings, and waits for the line matching `ready`.
  */
-export async function startInCgroup(cg: MemoryCgroup, args: string[], ready: RegExp, env: NodeJS.ProcessEnv = {}, readyMs = 30_000): Promise<CgroupServer> {
-  const [cmd, ...rest] = cg.wrap([process.execPath, BIN_RUN, ...args])
+export async function startInCgroup(cg: MemoryCgroup, args: string[], ready: RegExp, env: NodeJS.ProcessEnv = {}, readyMs = 30_000, nodeArgs: string[] = []): Promise<CgroupServer> {
+  const [cmd, ...rest] = cg.wrap([process.execPath, ...nodeArgs, BIN_RUN, ...args])
   const child = spawn(cmd!, rest, {env: {...process.env, FNR_BIND_ADDRESS: '127.0.0.1', ...IMAGE_MALLOC_ENV, ...env}, stdio: ['ignore', 'ignore', 'pipe']})
   let err = ''
   child.stderr!.on('data', (c: Buffer) => {
