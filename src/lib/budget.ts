@@ -395,16 +395,18 @@ export class CallBudget {
       this.running--
       this.runningBytes -= cost
       this.held = Math.max(0, this.held - bytes)
-      // The request, the output and whatever the call parsed are garbage now.
-      this.noteFreed(cost)
+      // The request, the output and whatever the call parsed are garbage now. The fixed
+      // RUNNING_COST_BASE is an allowance, not memory the call held: counting it made a runner
+      // answering small calls one at a time run full collections every ~64 calls.
+      this.noteFreed(cost - RUNNING_COST_BASE)
       this.drain()
     }
   }
 
   /**
    * At most one call starts per turn of the event loop. Starting a call spawns its function
-   * process, and spawn() forks the runner in its own thread: ~10 ms each for a runner of a few
-   * hundred MiB, more on a busy machine. Sixteen calls started in one turn held every other call,
+   * process, and spawn() forks the runner on the event loop's thread and returns once the child has
+   * exec'd: ~3-10 ms each for a runner of a few hundred MiB, more on a busy machine. Sixteen calls started in one turn held every other call,
    * health checks included, for seconds (test/reliability/memory-limit.test.ts); one per turn
    * lets the event loop serve its sockets between two.
    */
