@@ -1,7 +1,7 @@
 import {FnrCommand} from '../cli/command.js'
 import {EVAL_FLAG_SPECS, evalOptionsFromFlags, splitFunctionConfigArgs} from '../cli/eval-flags.js'
 import {oclifFlags} from '../cli/flags.js'
-import {normalizeBooleanFlags} from '../cli/spec.js'
+import {normalizeBooleanFlags} from '../lib/flags/spec.js'
 import {colorEnabled, consoleStream} from '../cli/color.js'
 import {onInterrupt} from '../cli/interrupt.js'
 import {FnrError} from '../lib/errors.js'

@@ -5,7 +5,7 @@ import {FnrCommand} from '../cli/command.js'
 import {oclifFlags} from '../cli/flags.js'
 import {colorEnabled, consoleStream} from '../cli/color.js'
 import {onInterrupt} from '../cli/interrupt.js'
-import {EXEC_FLAG_SPECS, normalizeBooleanFlags, type FlagSpecs} from '../cli/spec.js'
+import {EXEC_FLAG_SPECS, normalizeBooleanFlags, type FlagSpecs} from '../lib/flags/spec.js'
 import {FnrError} from '../lib/errors.js'
 import {runRender} from '../lib/render.js'
 

@@ -1,7 +1,5 @@
-import {Flags} from '@oclif/core'
-
 import {FnrCommand} from '../../cli/command.js'
-import {clusterFlags, goDuration, runnerTemplateFlags} from '../../cli/flags.js'
+import {clusterFlags, oclifFlags, runnerTemplateFlags} from '../../cli/flags.js'
 import {FnrError} from '../../lib/errors.js'
 
 export default class PodsGc extends FnrCommand {
@@ -29,13 +27,15 @@ Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdo
   ]
 
   static flags = {
-    'dry-run': Flags.boolean({summary: 'List what would be deleted; delete nothing.', default: false}),
-    all: Flags.boolean({summary: 'Delete every fnr pod and Service in the namespace, in use or not (pods of live replicas only when failed or ended).', default: false}),
-    'include-live-replicas': Flags.boolean({summary: 'With --all: also the pods of live replicas (calls in flight on them fail; the replicas make new pods on demand).', default: false}),
-    'older-than': goDuration({summary: 'Treat pods idle for longer than this as expired, whatever their TTL (e.g. 1h; not live replicas\' pods).'}),
-    json: Flags.boolean({summary: 'Print a JSON summary.', default: false}),
-    'porch-leftovers': Flags.boolean({summary: 'Also delete the function pods and Services Porch\'s runner left (label fn.kpt.dev/image without fnr\'s labels), after a swap; with --dry-run, list them.', default: false}),
-    'stale-grace': goDuration({summary: 'Pods of another template version are deleted once idle for this long.', default: 600_000, defaultHelp: async () => '10m'}),
+    ...oclifFlags({
+      'dry-run': {kind: 'boolean', summary: 'List what would be deleted; delete nothing.', default: false},
+      all: {kind: 'boolean', summary: 'Delete every fnr pod and Service in the namespace, in use or not (pods of live replicas only when failed or ended).', default: false},
+      'include-live-replicas': {kind: 'boolean', summary: 'With --all: also the pods of live replicas (calls in flight on them fail; the replicas make new pods on demand).', default: false},
+      'older-than': {kind: 'duration', summary: 'Treat pods idle for longer than this as expired, whatever their TTL (e.g. 1h; not live replicas\' pods).'},
+      json: {kind: 'boolean', summary: 'Print a JSON summary.', default: false},
+      'porch-leftovers': {kind: 'boolean', summary: 'Also delete the function pods and Services Porch\'s runner left (label fn.kpt.dev/image without fnr\'s labels), after a swap; with --dry-run, list them.', default: false},
+      'stale-grace': {kind: 'duration', summary: 'Pods of another template version are deleted once idle for this long.', default: 600_000, defaultHelp: '10m'},
+    }),
     ...runnerTemplateFlags,
     ...clusterFlags,
   }

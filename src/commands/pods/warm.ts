@@ -1,9 +1,7 @@
 import {existsSync} from 'node:fs'
 
-import {Flags} from '@oclif/core'
-
 import {FnrCommand} from '../../cli/command.js'
-import {clusterFlags, goDuration, podFlags, registryFlags, runnerTemplateFlags} from '../../cli/flags.js'
+import {clusterFlags, oclifFlag, oclifFlags, podFlags, registryFlags, runnerTemplateFlags} from '../../cli/flags.js'
 import {FnrError} from '../../lib/errors.js'
 
 export default class PodsWarm extends FnrCommand {
@@ -24,13 +22,15 @@ Progress goes to stderr (listr2 on a terminal, one line per image otherwise); st
   ]
 
   static flags = {
-    image: Flags.string({summary: 'A function image to warm (repeatable), as callers request it.', multiple: true}),
+    image: oclifFlag({kind: 'string', summary: 'A function image to warm (repeatable), as callers request it.', multiple: true}),
     'pod-cache-config': podFlags['pod-cache-config'],
     'pod-ttl': podFlags['pod-ttl'],
     'pod-ready-timeout': podFlags['pod-ready-timeout'],
-    timeout: goDuration({summary: 'Give up on images not ready by then (default: only --pod-ready-timeout per pod).'}),
-    'pin-image-digests': Flags.string({summary: 'Run function containers as repo@digest (the digest the registry resolved), as a runner with --pin-image-digests does; the fnr.dev/image-digest annotation is written either way.', default: 'true', options: ['true', 'false']}),
-    json: Flags.boolean({summary: 'Print a JSON summary.', default: false}),
+    ...oclifFlags({
+      timeout: {kind: 'duration', summary: 'Give up on images not ready by then (default: only --pod-ready-timeout per pod).'},
+      'pin-image-digests': {kind: 'string', summary: 'Run function containers as repo@digest (the digest the registry resolved), as a runner with --pin-image-digests does; the fnr.dev/image-digest annotation is written either way.', default: 'true', options: ['true', 'false']},
+      json: {kind: 'boolean', summary: 'Print a JSON summary.', default: false},
+    }),
     ...runnerTemplateFlags,
     ...registryFlags,
     ...clusterFlags,

@@ -4,7 +4,7 @@
  * runner, so its Deployment args carry over unchanged. A file of its own, apart from spec.ts, so
  * the eval fast path's bundle does not carry them.
  */
-import {LIMIT_FLAG_NAMES, LIMIT_FLAGS, type LimitFlagName} from '../lib/grpc/limits.js'
+import {LIMIT_FLAG_NAMES, LIMIT_FLAGS, type LimitFlagName} from '../grpc/limits.js'
 import type {FlagSpec, FlagSpecs} from './spec.js'
 
 export const DEFAULT_MAX_REQUEST_BODY_SIZE = 6 * 1024 * 1024
