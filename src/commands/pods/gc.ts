@@ -5,7 +5,7 @@ import {FnrError} from '../../lib/errors.js'
 export default class PodsGc extends FnrCommand {
   static summary = 'Delete the function pods (and Services) the runner\'s garbage collector would delete.'
 
-  static description = `Uses the runner's GC rules (src/lib/pods/gc.ts) from outside the runner: deletes fnr's pods that failed or ended, and pods whose last use (fnr.dev/last-used) is older than their TTL (fnr.dev/ttl-seconds) or than --older-than; each pod goes with its Service. fnr Services whose pod is gone are deleted once older than a minute.
+  static description = `Uses the runner's GC rules (src/lib/pods/model/gc.ts) from outside the runner: deletes fnr's pods that failed or ended, and pods whose last use (fnr.dev/last-used) is older than their TTL (fnr.dev/ttl-seconds) or than --older-than; each pod goes with its Service. fnr Services whose pod is gone are deleted once older than a minute.
 
 The CLI cannot see a runner's calls in flight; it reads fnr.dev/last-used, which the runner writes when a call takes a pod and, while calls are in flight on it, again at each of its GC passes (--scan-interval), each time at most once per TTL/10 (5s to 5m). Every pod is deleted with a resourceVersion precondition: a pod that changed since it was listed (a call took it, a replica took it over) is left alone and reported as such.
 
@@ -45,7 +45,7 @@ Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdo
     this.verbosity = flags['log-level']
     const [{collectPods, gcLine}, {runWithProgress}] = await Promise.all([import('../../lib/pods/admin/gc.js'), import('../../cli/progress.js')])
     if (flags['porch-leftovers']) {
-      const [{connectKube}, {collectPorchLeftovers}] = await Promise.all([import('../../lib/k8s/client.js'), import('../../lib/pods/porch-leftovers.js')])
+      const [{connectKube}, {collectPorchLeftovers}] = await Promise.all([import('../../lib/k8s/client.js'), import('../../lib/pods/cluster/porch-leftovers.js')])
       const clients = await connectKube({kubeconfig: flags.kubeconfig, context: flags.context})
       const leftovers = await collectPorchLeftovers({core: clients.core, namespace: flags.namespace, dryRun: flags['dry-run']})
       for (const o of leftovers) {

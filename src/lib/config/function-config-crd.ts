@@ -554,7 +554,7 @@ export class FunctionConfigStore {
     return out
   }
 
-  /** The image's podExecutor.templateOverrides, when a FunctionConfig gives some (pods/function-configs.ts applies them). */
+  /** The image's podExecutor.templateOverrides, when a FunctionConfig gives some (pods/runtime/function-configs.ts applies them). */
   templateOverridesFor(image: string): TemplateOverrides | undefined {
     return this.match(image, 'pod')?.pod?.overrides
   }

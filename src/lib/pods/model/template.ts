@@ -17,9 +17,9 @@
 import type {V1ConfigMap, V1Container, V1Pod, V1ResourceRequirements, V1Service} from '@kubernetes/client-node'
 import {parse as parseYaml} from 'yaml'
 
-import type {ResourceRequirements} from '../config/pod-cache-config.js'
-import {FnrError} from '../errors.js'
-import {WRAPPER_SERVER_PATH, WRAPPER_SERVER_PORT, wrapperServerArgs} from '../registry/image-config.js'
+import type {ResourceRequirements} from '../../config/pod-cache-config.js'
+import {FnrError} from '../../errors.js'
+import {WRAPPER_SERVER_PATH, WRAPPER_SERVER_PORT, wrapperServerArgs} from '../../registry/image-config.js'
 import {sha256Hex} from './naming.js'
 import {hardenPodTemplate, weakPodTemplateSettings} from './pod-security.js'
 
