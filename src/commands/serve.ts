@@ -4,6 +4,7 @@ import {resolveExecPaths} from '../lib/config/embedded.js'
 import {parseResourceFlags} from '../lib/config/pod-cache-config.js'
 import {DEFAULT_MAX_PARALLEL_PODS, DEFAULT_MAX_WAITLIST_LENGTH, parseFunctionConfigSource, parsePinImageDigests, parsePodAddress, podRuntimeEnv, positiveOr} from '../lib/config/serve-config.js'
 import {normaliseGoStyleArgs} from '../lib/config/go-flags.js'
+import {registrySettings} from '../lib/flags/runner-flag-specs.js'
 import {parseLimitFlags} from '../lib/grpc/limits.js'
 import {createLogger} from '../lib/telemetry/log.js'
 import {startServe, validateServeOptions, type ServeOptions} from '../lib/serve.js'
@@ -98,13 +99,7 @@ unless --replica-id is given), KUBECONFIG.`
         filesGiven: !metadata.flags.config?.setFromDefault || !metadata.flags['pod-cache-config']?.setFromDefault,
         ...(flags['function-config-namespace'] ? {namespace: flags['function-config-namespace']} : {}),
       },
-      registry: {
-        enablePrivateRegistries: flags['enable-private-registries'],
-        authSecretPath: flags['registry-auth-secret-path'],
-        authSecretName: flags['registry-auth-secret-name'],
-        enableTls: flags['enable-private-registries-tls'],
-        tlsSecretPath: flags['tls-secret-path'],
-      },
+      registry: registrySettings(flags),
       metricsPort: flags['metrics-port'],
       responseCache: {ttlMs: flags['cache-ttl'], maxTtlMs: flags['cache-max-ttl'], maxBytes: flags['cache-max-bytes'], maxEntries: flags['cache-max-entries']},
     }

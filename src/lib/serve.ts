@@ -14,8 +14,8 @@ import {pinsImageDigests, podRuntimeEnv, type PinImageDigests, type PodAddressMo
 import {ExecEvaluator} from './evaluators/exec.js'
 import type {Evaluator} from './evaluators/evaluator.js'
 import {MultiEvaluator} from './evaluators/multi.js'
-import {gracefulStopper} from './grpc/lifecycle.js'
 import {defaultBindHost, EvaluatorServer} from './grpc/server.js'
+import {drainOnStop} from './drain.js'
 import {serverLimits, type ListenerLimits} from './grpc/limits.js'
 import {loadListenerTls, validateListenerTlsFlags, type ListenerTlsFiles} from './grpc/tls.js'
 import type {Logger} from './telemetry/log.js'
@@ -400,22 +400,19 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
     })
   }
 
-  const {done, stop} = gracefulStopper(
-    async () => {
-      logger.lifecycle('draining', {activeCalls: server.activeCalls, gracePeriodMs: options.gracePeriodMs})
-      const result = await server.shutdown(options.gracePeriodMs)
+  const {done, stop} = drainOnStop(server, {
+    gracePeriodMs: options.gracePeriodMs,
+    logger,
+    handleSignals,
+    drainingFields: {gracePeriodMs: options.gracePeriodMs},
+    release: async () => {
       await evaluator.close()
       built.close?.()
       await observed?.stop()
       await traced.stop()
       unlogEscapes()
-      logger.lifecycle('stopped', {forced: result.forced})
-      return result
     },
-    () => server.forceShutdown(),
-    logger,
-    handleSignals,
-  )
+  })
 
   logger.lifecycle('fnr serve is ready', {port, runtimes, maxRequestBodySize: options.maxRequestBodySize, tls: tls?.mode ?? 'off', ...(observed ? {metricsPort: observed.port} : {})})
   return {server, port, done, stop}

@@ -12,9 +12,10 @@
 import {normaliseGoStyleArgs} from './config/go-flags.js'
 import {EntrypointEvaluator} from './evaluators/entrypoint.js'
 import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluators/evaluator.js'
-import {gracefulStopper, type StopHandle} from './grpc/lifecycle.js'
+import type {StopHandle} from './grpc/lifecycle.js'
 import {parseLimitFlags, serverLimits, type ListenerLimits} from './grpc/limits.js'
 import {EvaluatorServer} from './grpc/server.js'
+import {drainOnStop} from './drain.js'
 import {LISTENER_LIMIT_FLAG_SPECS, LOG_FORMAT_SPEC, LOG_LEVEL_SPEC, MAX_REQUEST_BODY_SIZE_SPEC} from './flags/runner-flag-specs.js'
 import {parseWithSpecs, type FlagSpecs} from './flags/spec.js'
 import {parseLogFormat, type LogFormat, type Logger} from './telemetry/log.js'
@@ -148,19 +149,15 @@ export async function startWrapperServer(options: WrapperOptions, logger: Logger
   }
   server.setServing(true)
   const unlogEscapes = logEscapedProcesses(logger)
-  const handle = gracefulStopper(
-    async () => {
-      logger.lifecycle('draining', {activeCalls: server.activeCalls})
-      const result = await server.shutdown(options.gracePeriodMs)
-      await traced.stop()
-      unlogEscapes()
-      logger.lifecycle('stopped', {forced: result.forced})
-      return result
-    },
-    () => server.forceShutdown(),
+  const handle = drainOnStop(server, {
+    gracePeriodMs: options.gracePeriodMs,
     logger,
     handleSignals,
-  )
+    release: async () => {
+      await traced.stop()
+      unlogEscapes()
+    },
+  })
   logger.lifecycle('wrapper server is ready', {port, entrypoint: options.entrypoint})
   return {server, port, ...handle}
 }

@@ -1,6 +1,7 @@
 import {FnrCommand} from '../../cli/command.js'
 import {clusterFlags, oclifFlags, runnerTemplateFlags} from '../../cli/flags.js'
 import {FnrError} from '../../lib/errors.js'
+import {runnerTemplateSettings} from '../../lib/flags/runner-flag-specs.js'
 
 export default class PodsGc extends FnrCommand {
   static summary = 'Delete the function pods (and Services) the runner\'s garbage collector would delete.'
@@ -57,15 +58,7 @@ Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdo
     const summary = await collectPods({
       namespace: flags.namespace,
       kube: {kubeconfig: flags.kubeconfig, context: flags.context},
-      template: {
-        templateConfigMap: flags['function-pod-template'],
-        wrapperServerImage: flags['wrapper-server-image'] || undefined,
-        runnerNamespace: flags['runner-namespace'],
-        podRequests: flags['pod-requests'],
-        hardenTemplates: flags['harden-pod-templates'],
-        podLimits: flags['pod-limits'],
-        maxRequestBodySize: flags['max-request-body-size'],
-      },
+      template: runnerTemplateSettings(flags),
       dryRun: flags['dry-run'],
       all: flags.all,
       includeLive: flags['include-live-replicas'],

@@ -3,6 +3,7 @@ import {existsSync} from 'node:fs'
 import {FnrCommand} from '../../cli/command.js'
 import {clusterFlags, oclifFlag, oclifFlags, podFlags, registryFlags, runnerTemplateFlags} from '../../cli/flags.js'
 import {FnrError} from '../../lib/errors.js'
+import {registrySettings, runnerTemplateSettings} from '../../lib/flags/runner-flag-specs.js'
 
 export default class PodsWarm extends FnrCommand {
   static summary = 'Create a ready function pod for each image of a pod-cache-config file and/or --image, as the runner would.'
@@ -52,26 +53,12 @@ Progress goes to stderr (listr2 on a terminal, one line per image otherwise); st
       kube: {kubeconfig: flags.kubeconfig, context: flags.context},
       images: flags.image ?? [],
       cacheConfigPath,
-      template: {
-        templateConfigMap: flags['function-pod-template'],
-        wrapperServerImage: flags['wrapper-server-image'] || undefined,
-        runnerNamespace: flags['runner-namespace'],
-        podRequests: flags['pod-requests'],
-        hardenTemplates: flags['harden-pod-templates'],
-        podLimits: flags['pod-limits'],
-        maxRequestBodySize: flags['max-request-body-size'],
-      },
+      template: runnerTemplateSettings(flags),
       ttlMs: flags['pod-ttl'],
       podReadyTimeoutMs: flags['pod-ready-timeout'],
       timeoutMs: flags.timeout,
       pinImageDigests: flags['pin-image-digests'] === 'true',
-      registry: {
-        enablePrivateRegistries: flags['enable-private-registries'],
-        authSecretPath: flags['registry-auth-secret-path'],
-        authSecretName: flags['registry-auth-secret-name'],
-        enableTls: flags['enable-private-registries-tls'],
-        tlsSecretPath: flags['tls-secret-path'],
-      },
+      registry: registrySettings(flags),
       run: (tasks) => runWithProgress(tasks),
       logger: createLogger({verbosity: flags['log-level'], name: 'fnr-pods-warm'}),
     })
