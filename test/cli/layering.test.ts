@@ -37,4 +37,23 @@ describe('layering: src/lib and the CLI adapter', () => {
     }
     expect(offending).to.deep.equal([])
   })
+
+  // docs/architecture.md: src/lib/pods/model/ is the pure part of the pod runtime.
+  it('src/lib/pods/model/ imports at run time nothing but itself and pure helpers (no Kubernetes client, cluster/, runtime/, admin/ or telemetry)', async () => {
+    const model = path.join(REPO_ROOT, 'src', 'lib', 'pods', 'model')
+    const files = await sources(model)
+    expect(files.map((f) => path.basename(f))).to.include.members(['naming.ts', 'gc.ts', 'template.ts', 'pod-security.ts', 'slot.ts', 'events.ts'])
+    const allowed = new Set(['node:crypto', 'node:os', 'yaml', 'src/lib/errors.js', 'src/lib/config/canonical-json.js', 'src/lib/registry/image-config.js'])
+    const offending: string[] = []
+    for (const file of files) {
+      const text = await readFile(file, 'utf8')
+      for (const m of text.matchAll(/^import\s+(?!type\b)[^;']*?from\s+'([^']+)'/gm)) {
+        const spec = m[1]!
+        const target = spec.startsWith('.') ? path.relative(REPO_ROOT, path.resolve(path.dirname(file), spec)) : spec
+        if (!target.startsWith('src/lib/pods/model/') && !allowed.has(target)) offending.push(`${path.relative(REPO_ROOT, file)}: ${spec}`)
+      }
+    }
+    expect(offending).to.deep.equal([])
+  })
 })
+
