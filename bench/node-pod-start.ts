@@ -10,7 +10,7 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 
-import { inlinePodTemplate } from '../src/lib/pods/template.js';
+import { inlinePodTemplate } from '../src/lib/pods/model/template.js';
 import { wrapperServerArgs } from '../src/lib/registry/image-config.js';
 import { pushScriptFunctionImage, pushWrapperServerImage } from '../test/support/node/fixtures.js';
 import { type NodePod, RuncRuntime } from '../test/support/node/index.js';

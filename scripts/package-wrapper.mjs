@@ -54,7 +54,7 @@ import {fileURLToPath, pathToFileURL} from 'node:url'
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url))
 export const DEFAULT_OUT = path.join(ROOT, 'build', 'wrapper-server')
-/** Where function pods mount the folder (Porch's inline pod template; src/lib/pods/template.ts). */
+/** Where function pods mount the folder (Porch's inline pod template; src/lib/pods/model/template.ts). */
 export const MOUNT_POINT = '/wrapper-server-tools'
 const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'
 /** The Node single-executable application in the folder; `wrapper-server` is the launcher that runs it. */

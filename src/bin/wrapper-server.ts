@@ -2,11 +2,11 @@
  * Main of the packaged wrapper-server: the single executable that scripts/package-wrapper.mjs
  * builds (esbuild bundle → Node single-executable application) and that function pods run as
  * /wrapper-server-tools/wrapper-server. It is `fnr wrapper-server` without oclif: the flags
- * (names, defaults, limits, Go spellings) come from lib/wrapper.ts, which the oclif command
- * shares, and the server is the same startWrapperServer.
+ * (names, defaults, limits, Go spellings) are lib/wrapper.ts's FlagSpecs, which the oclif command
+ * makes its flags from, and the server is the same startWrapperServer.
  *
  *   wrapper-server [--port 9446] [--max-request-body-size N] [--verbosity V | --log-level V]
- *                  [--grace-period 25s] -- ENTRYPOINT [ARGS…]
+ *                  [--log-format json|text] [--grace-period 25s] -- ENTRYPOINT [ARGS…]
  *
  * In the packaged folder this file is `wrapper-server-sea`; `wrapper-server` is the launcher
  * (docker/wrapper-launcher.sh), which as PID 1 of a pod runs it as a child and reaps zombies, and
@@ -23,7 +23,7 @@ import path from 'node:path'
 
 import {firstLine, toFnrError} from '../lib/errors.js'
 import {useEmbeddedEvaluatorDescriptor} from '../lib/grpc/proto.js'
-import {createLogger} from '../lib/telemetry/log.js'
+import {createLogger, setLogFormat} from '../lib/telemetry/log.js'
 import {parseWrapperArgs, restoreLauncherEnvironment, splitEntrypoint, startWrapperServer} from '../lib/wrapper.js'
 import {runHealthProbe} from './health-probe.js'
 
@@ -45,6 +45,7 @@ Flags (Porch's spellings; -flag and --flag, "--flag value" and "--flag=value" al
   --bind-address           listen address; default FNR_BIND_ADDRESS, else every address family (IPv4 and IPv6)
   --max-request-body-size  maximum gRPC message size in bytes, received and sent (default 6291456)
   --verbosity, --log-level log verbosity 0-5 (default 2)
+  --log-format             json or text; default FNR_LOG_FORMAT, else text on a terminal and json otherwise
   --grace-period           how long calls in flight may run after SIGTERM (default 25s)
 
 Limits (docs/limits.md; defaults derived from the cgroup's memory limit):
@@ -69,6 +70,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const cli = parseWrapperArgs(argv)
   verbosity = cli.verbosity
+  setLogFormat(cli.logFormat)
   const logger = createLogger({verbosity: cli.verbosity, name: 'fnr-wrapper'})
   const running = await startWrapperServer(cli.options, logger)
   await running.done

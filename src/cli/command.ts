@@ -9,7 +9,7 @@ import {FnrError} from '../lib/errors.js'
 import {parseLogFormat, setLogFormat} from '../lib/telemetry/log.js'
 import {logFormatFlag} from './flags.js'
 import {renderError} from './render-error.js'
-import {flagHint} from './suggest.js'
+import {flagHint} from '../lib/flags/suggest.js'
 
 // The shapes oclif's parse() is generic over (not exported from @oclif/core's entry point).
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

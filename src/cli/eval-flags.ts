@@ -7,7 +7,7 @@ import {resolveExecPaths} from '../lib/config/embedded.js'
 import {FnrError} from '../lib/errors.js'
 import type {EvalOptions} from '../lib/eval.js'
 import type {Selector} from '../lib/resourcelist/select.js'
-import {EXEC_FLAG_SPECS, type FlagSpecs, type FlagValue} from './spec.js'
+import {EXEC_FLAG_SPECS, type FlagSpecs, type FlagValue} from '../lib/flags/spec.js'
 
 export const EVAL_FLAG_SPECS = {
   input: {kind: 'string', char: 'i', multiple: true, summary: 'File or directory of KRM resources (repeatable); "-" or none means stdin.'},

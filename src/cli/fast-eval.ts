@@ -8,7 +8,7 @@ import {EVAL_FLAG_SPECS, evalOptionsFromFlags, splitFunctionConfigArgs} from './
 import {colorEnabled, consoleStream} from './color.js'
 import {onInterrupt} from './interrupt.js'
 import {renderError} from './render-error.js'
-import {parseWithSpecs} from './spec.js'
+import {parseWithSpecs} from '../lib/flags/spec.js'
 
 export async function runEvalFast(argv: string[]): Promise<number> {
   const interrupt = onInterrupt()

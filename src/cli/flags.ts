@@ -21,10 +21,10 @@ import {
   REGISTRY_FLAG_SPECS,
   RESPONSE_CACHE_FLAG_SPECS,
   RUNNER_TEMPLATE_FLAG_SPECS,
-} from './runner-flag-specs.js'
-import {EXEC_FLAG_SPECS, type FlagSpec, type FlagSpecs, type SpecValue} from './spec.js'
+} from '../lib/flags/runner-flag-specs.js'
+import {EXEC_FLAG_SPECS, type FlagSpec, type FlagSpecs, type SpecValue} from '../lib/flags/spec.js'
 
-export {DEFAULT_MAX_REQUEST_BODY_SIZE} from './runner-flag-specs.js'
+export {DEFAULT_MAX_REQUEST_BODY_SIZE} from '../lib/flags/runner-flag-specs.js'
 
 export const goBool = Flags.custom<boolean>({
   parse: async (input) => {

@@ -6,7 +6,7 @@ import os from 'node:os'
 
 import {resolveExecPaths} from '../lib/config/embedded.js'
 import {FnrError} from '../lib/errors.js'
-import {EXEC_FLAG_SPECS, type FlagSpecs, type FlagValue} from './spec.js'
+import {EXEC_FLAG_SPECS, type FlagSpecs, type FlagValue} from '../lib/flags/spec.js'
 import {writeJunit} from '../lib/fntest/junit.js'
 import {formatCaseResult, formatSummary, jsonSummary} from '../lib/fntest/report.js'
 import {runFnTest, type FnTestOptions} from '../lib/fntest/run.js'

@@ -1,9 +1,9 @@
 import {FnrCommand} from '../cli/command.js'
 import {EVAL_FLAG_SPECS, evalOptionsFromFlags, splitFunctionConfigArgs} from '../cli/eval-flags.js'
 import {oclifFlags} from '../cli/flags.js'
-import {normalizeBooleanFlags} from '../cli/spec.js'
+import {normalizeBooleanFlags} from '../lib/flags/spec.js'
 import {colorEnabled, consoleStream} from '../cli/color.js'
-import {onInterrupt} from '../cli/interrupt.js'
+import {runInterruptible} from '../cli/interrupt.js'
 import {FnrError} from '../lib/errors.js'
 import {runEval, type FunctionRunner} from '../lib/eval.js'
 
@@ -45,27 +45,22 @@ and 143 interrupted (SIGINT, SIGTERM).`
     const {flagArgs, fnConfigArgs} = splitFunctionConfigArgs(this.argv)
     const {flags, argv, metadata} = await this.parse(Eval, normalizeBooleanFlags(flagArgs, EVAL_FLAG_SPECS))
     const given = new Set(Object.keys(flags).filter((name) => !metadata.flags[name]?.setFromDefault))
-    const interrupt = onInterrupt()
-    let close: (() => void) | undefined
-    try {
-      const options = {...evalOptionsFromFlags(flags, given, fnConfigArgs, argv as string[]), signal: interrupt.signal}
-      let runner: FunctionRunner | undefined
-      if (options.runnerAddress !== undefined) {
-        // Only here (bin/run.js sends --runner to oclif): the fast path never loads gRPC.
-        if (options.image === undefined) throw new FnrError('Usage', '--runner runs images: give --image')
-        const remote = await import('../lib/fntest/remote.js')
-        const client = await remote.connectRunner({address: options.runnerAddress}, options.maxOutputBytes)
-        close = () => client.close()
-        const image = options.image
-        runner = (_label, input) => remote.callRunner(client, image, input, options.timeoutMs, options.signal)
-      }
-      await runEval(options, {stdin: process.stdin, stdout: process.stdout, stderr: consoleStream(process.stderr, colorEnabled(process.stderr, flags.color as boolean))}, runner)
-    } catch (err) {
-      await this.catch(err as Error)
-      if (interrupt.exitCode !== undefined) process.exitCode = interrupt.exitCode
-    } finally {
-      close?.()
-      interrupt.dispose()
-    }
+    await runInterruptible(
+      async (interrupt, onClose) => {
+        const options = {...evalOptionsFromFlags(flags, given, fnConfigArgs, argv as string[]), signal: interrupt.signal}
+        let runner: FunctionRunner | undefined
+        if (options.runnerAddress !== undefined) {
+          // Only here (bin/run.js sends --runner to oclif): the fast path never loads gRPC.
+          if (options.image === undefined) throw new FnrError('Usage', '--runner runs images: give --image')
+          const remote = await import('../lib/fntest/remote.js')
+          const client = await remote.connectRunner({address: options.runnerAddress}, options.maxOutputBytes)
+          onClose(() => client.close())
+          const image = options.image
+          runner = (_label, input) => remote.callRunner(client, image, input, options.timeoutMs, options.signal)
+        }
+        await runEval(options, {stdin: process.stdin, stdout: process.stdout, stderr: consoleStream(process.stderr, colorEnabled(process.stderr, flags.color as boolean))}, runner)
+      },
+      (err) => this.catch(err),
+    )
   }
 }

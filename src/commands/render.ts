@@ -4,8 +4,8 @@ import {resolveExecPaths} from '../lib/config/embedded.js'
 import {FnrCommand} from '../cli/command.js'
 import {oclifFlags} from '../cli/flags.js'
 import {colorEnabled, consoleStream} from '../cli/color.js'
-import {onInterrupt} from '../cli/interrupt.js'
-import {EXEC_FLAG_SPECS, normalizeBooleanFlags, type FlagSpecs} from '../cli/spec.js'
+import {runInterruptible} from '../cli/interrupt.js'
+import {EXEC_FLAG_SPECS, normalizeBooleanFlags, type FlagSpecs} from '../lib/flags/spec.js'
 import {FnrError} from '../lib/errors.js'
 import {runRender} from '../lib/render.js'
 
@@ -51,40 +51,35 @@ functions run only with --allow-exec.`
     const given = new Set(Object.keys(flags).filter((name) => !metadata.flags[name]?.setFromDefault))
     const str = (name: string): string | undefined => (flags as Record<string, unknown>)[name] as string | undefined
     if (str('runner-ca-file') && !str('runner')) throw new FnrError('Usage', '--runner-ca-file needs --runner')
-    const interrupt = onInterrupt()
-    let close: (() => void) | undefined
-    try {
-      let imageRunner
-      if (str('runner')) {
-        const remote = await import('../lib/fntest/remote.js')
-        const client = await remote.connectRunner({address: str('runner')!, ...(str('runner-ca-file') ? {caFile: str('runner-ca-file')} : {})}, flags['max-output-size'] as number)
-        close = () => client.close()
-        imageRunner = (image: string, input: Buffer) => remote.callRunner(client, image, input, flags.timeout as number, interrupt.signal)
-      }
-      await runRender(
-        {
-          dir: args.dir ?? '.',
-          allowExec: flags['allow-exec'] as boolean,
-          output: str('output') ?? '',
-          resultsDir: str('results-dir'),
-          timeoutMs: flags.timeout as number,
-          maxOutputBytes: flags['max-output-size'] as number,
-          truncateOutput: flags['truncate-output'] as boolean,
-          execPaths: {
-            ...resolveExecPaths(str('config')!, str('functions')!, given.has('config'), given.has('functions'), {cli: true}),
-            defaultImagePrefix: str('default-image-prefix')!,
+    await runInterruptible(
+      async (interrupt, onClose) => {
+        let imageRunner
+        if (str('runner')) {
+          const remote = await import('../lib/fntest/remote.js')
+          const client = await remote.connectRunner({address: str('runner')!, ...(str('runner-ca-file') ? {caFile: str('runner-ca-file')} : {})}, flags['max-output-size'] as number)
+          onClose(() => client.close())
+          imageRunner = (image: string, input: Buffer) => remote.callRunner(client, image, input, flags.timeout as number, interrupt.signal)
+        }
+        await runRender(
+          {
+            dir: args.dir ?? '.',
+            allowExec: flags['allow-exec'] as boolean,
+            output: str('output') ?? '',
+            resultsDir: str('results-dir'),
+            timeoutMs: flags.timeout as number,
+            maxOutputBytes: flags['max-output-size'] as number,
+            truncateOutput: flags['truncate-output'] as boolean,
+            execPaths: {
+              ...resolveExecPaths(str('config')!, str('functions')!, given.has('config'), given.has('functions'), {cli: true}),
+              defaultImagePrefix: str('default-image-prefix')!,
+            },
+            imageRunner,
+            signal: interrupt.signal,
           },
-          imageRunner,
-          signal: interrupt.signal,
-        },
-        {stdin: process.stdin, stdout: process.stdout, stderr: consoleStream(process.stderr, colorEnabled(process.stderr, flags.color as boolean))},
-      )
-    } catch (err) {
-      await this.catch(err as Error)
-      if (interrupt.exitCode !== undefined) process.exitCode = interrupt.exitCode
-    } finally {
-      close?.()
-      interrupt.dispose()
-    }
+          {stdin: process.stdin, stdout: process.stdout, stderr: consoleStream(process.stderr, colorEnabled(process.stderr, flags.color as boolean))},
+        )
+      },
+      (err) => this.catch(err),
+    )
   }
 }

@@ -1,11 +1,10 @@
-import {Flags} from '@oclif/core'
-
 import {FnrCommand} from '../cli/command.js'
-import {execFlags, functionConfigFlags, goDuration, listenerLimitFlags, listenerTlsFlags, logLevelFlag, maxRequestBodySizeFlag, metricsFlags, podFlags, registryFlags, responseCacheFlags} from '../cli/flags.js'
+import {execFlags, functionConfigFlags, listenerLimitFlags, listenerTlsFlags, logLevelFlag, maxRequestBodySizeFlag, metricsFlags, oclifFlag, podFlags, registryFlags, responseCacheFlags} from '../cli/flags.js'
 import {resolveExecPaths} from '../lib/config/embedded.js'
 import {parseResourceFlags} from '../lib/config/pod-cache-config.js'
 import {DEFAULT_MAX_PARALLEL_PODS, DEFAULT_MAX_WAITLIST_LENGTH, parseFunctionConfigSource, parsePinImageDigests, parsePodAddress, podRuntimeEnv, positiveOr} from '../lib/config/serve-config.js'
 import {normaliseGoStyleArgs} from '../lib/config/go-flags.js'
+import {registrySettings} from '../lib/flags/runner-flag-specs.js'
 import {parseLimitFlags} from '../lib/grpc/limits.js'
 import {createLogger} from '../lib/telemetry/log.js'
 import {startServe, validateServeOptions, type ServeOptions} from '../lib/serve.js'
@@ -37,13 +36,13 @@ unless --replica-id is given), KUBECONFIG.`
   ]
 
   static flags = {
-    port: Flags.integer({summary: 'gRPC listen port.', default: 9445, min: 0, max: 65535}),
-    'disable-runtimes': Flags.string({summary: 'Comma-separated runtimes to disable: exec, pod.', default: ''}),
+    port: oclifFlag({kind: 'integer', summary: 'gRPC listen port.', default: 9445, min: 0, max: 65535}),
+    'disable-runtimes': oclifFlag({kind: 'string', summary: 'Comma-separated runtimes to disable: exec, pod.', default: ''}),
     'log-level': logLevelFlag,
     'max-request-body-size': maxRequestBodySizeFlag,
-    'grace-period': goDuration({summary: 'How long calls in flight may run after SIGTERM before they are cancelled.', default: 25_000, defaultHelp: async () => '25s'}),
+    'grace-period': oclifFlag({kind: 'duration', summary: 'How long calls in flight may run after SIGTERM before they are cancelled.', default: 25_000, defaultHelp: '25s'}),
     ...execFlags,
-    'exec-env': Flags.string({summary: 'Runner environment variables to pass to exec functions, besides HTTP_PROXY, HTTPS_PROXY and NO_PROXY (any case), which always pass (comma-separated or repeated).', multiple: true}),
+    'exec-env': oclifFlag({kind: 'string', summary: 'Runner environment variables to pass to exec functions, besides HTTP_PROXY, HTTPS_PROXY and NO_PROXY (any case), which always pass (comma-separated or repeated).', multiple: true}),
     ...podFlags,
     ...registryFlags,
     ...functionConfigFlags,
@@ -100,13 +99,7 @@ unless --replica-id is given), KUBECONFIG.`
         filesGiven: !metadata.flags.config?.setFromDefault || !metadata.flags['pod-cache-config']?.setFromDefault,
         ...(flags['function-config-namespace'] ? {namespace: flags['function-config-namespace']} : {}),
       },
-      registry: {
-        enablePrivateRegistries: flags['enable-private-registries'],
-        authSecretPath: flags['registry-auth-secret-path'],
-        authSecretName: flags['registry-auth-secret-name'],
-        enableTls: flags['enable-private-registries-tls'],
-        tlsSecretPath: flags['tls-secret-path'],
-      },
+      registry: registrySettings(flags),
       metricsPort: flags['metrics-port'],
       responseCache: {ttlMs: flags['cache-ttl'], maxTtlMs: flags['cache-max-ttl'], maxBytes: flags['cache-max-bytes'], maxEntries: flags['cache-max-entries']},
     }

@@ -2,7 +2,7 @@ import {Args} from '@oclif/core'
 
 import {FnrCommand} from '../cli/command.js'
 import {oclifFlags} from '../cli/flags.js'
-import {onInterrupt} from '../cli/interrupt.js'
+import {runInterruptible} from '../cli/interrupt.js'
 import {runTestCommand, TEST_FLAG_SPECS, testOptionsFromFlags} from '../cli/test-command.js'
 
 export default class Test extends FnrCommand {
@@ -44,15 +44,12 @@ config is invalid, 4 the function (--image, --exec) was not found.`
   async run(): Promise<void> {
     const {flags, argv, metadata} = await this.parse(Test)
     const given = new Set(Object.keys(flags).filter((name) => !metadata.flags[name]?.setFromDefault))
-    const interrupt = onInterrupt()
-    try {
-      const options = {...testOptionsFromFlags(flags, given, argv as string[]), signal: interrupt.signal}
-      process.exitCode = await runTestCommand(options, {stdout: process.stdout, stderr: process.stderr})
-    } catch (err) {
-      await this.catch(err as Error)
-      if (interrupt.exitCode !== undefined) process.exitCode = interrupt.exitCode
-    } finally {
-      interrupt.dispose()
-    }
+    await runInterruptible(
+      async (interrupt) => {
+        const options = {...testOptionsFromFlags(flags, given, argv as string[]), signal: interrupt.signal}
+        process.exitCode = await runTestCommand(options, {stdout: process.stdout, stderr: process.stderr})
+      },
+      (err) => this.catch(err),
+    )
   }
 }

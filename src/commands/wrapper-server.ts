@@ -1,9 +1,9 @@
 import {FnrCommand} from '../cli/command.js'
-import {listenerLimitFlags, logLevelFlag, maxRequestBodySizeFlag, oclifFlag} from '../cli/flags.js'
+import {oclifFlags} from '../cli/flags.js'
 import {normaliseGoStyleArgs} from '../lib/config/go-flags.js'
 import {parseLimitFlags} from '../lib/grpc/limits.js'
 import {createLogger} from '../lib/telemetry/log.js'
-import {WRAPPER_DEFAULTS, WRAPPER_FLAGS, splitEntrypoint, startWrapperServer} from '../lib/wrapper.js'
+import {WRAPPER_FLAG_SPECS, WRAPPER_FLAGS, splitEntrypoint, startWrapperServer} from '../lib/wrapper.js'
 
 export default class WrapperServer extends FnrCommand {
   static summary = 'Run the in-pod gRPC server that executes a function image\'s entrypoint.'
@@ -19,16 +19,9 @@ same flags.`
 
   static strict = false
 
-  // The names and defaults are shared with the packaged executable's parser (lib/wrapper.ts
-  // WRAPPER_FLAGS, WRAPPER_DEFAULTS, parseWrapperArgs); test/wrapper/flags.test.ts keeps them equal.
-  static flags = {
-    port: oclifFlag({kind: 'integer', summary: 'gRPC listen port.', default: WRAPPER_DEFAULTS.port, min: 0, max: 65535}),
-    'max-request-body-size': maxRequestBodySizeFlag,
-    verbosity: oclifFlag({kind: 'integer', summary: 'Log verbosity (Porch\'s spelling of --log-level).', min: 0, max: 5}),
-    'log-level': logLevelFlag,
-    'grace-period': oclifFlag({kind: 'duration', summary: 'How long calls in flight may run after SIGTERM.', default: WRAPPER_DEFAULTS.gracePeriodMs, defaultHelp: '25s'}),
-    ...listenerLimitFlags,
-  } satisfies Record<(typeof WRAPPER_FLAGS)[number], unknown>
+  // One definition with the packaged executable's parser (lib/wrapper.ts WRAPPER_FLAG_SPECS,
+  // parseWrapperArgs); test/wrapper/flags.test.ts checks they agree.
+  static flags = oclifFlags(WRAPPER_FLAG_SPECS)
 
   async run(): Promise<void> {
     const split = splitEntrypoint(this.argv)

@@ -11,7 +11,7 @@
 import type {Hook} from '@oclif/core'
 
 import {renderError} from '../cli/render-error.js'
-import {closest} from '../cli/suggest.js'
+import {closest} from '../lib/flags/suggest.js'
 import {FnrError} from '../lib/errors.js'
 
 const hook: Hook.CommandNotFound = async function ({id, argv, config}) {

@@ -14,8 +14,8 @@ import {pinsImageDigests, podRuntimeEnv, type PinImageDigests, type PodAddressMo
 import {ExecEvaluator} from './evaluators/exec.js'
 import type {Evaluator} from './evaluators/evaluator.js'
 import {MultiEvaluator} from './evaluators/multi.js'
-import {gracefulStopper} from './grpc/lifecycle.js'
 import {defaultBindHost, EvaluatorServer} from './grpc/server.js'
+import {drainOnStop} from './drain.js'
 import {serverLimits, type ListenerLimits} from './grpc/limits.js'
 import {loadListenerTls, validateListenerTlsFlags, type ListenerTlsFiles} from './grpc/tls.js'
 import type {Logger} from './telemetry/log.js'
@@ -70,7 +70,7 @@ export interface ServeOptions {
     /** --replica-lease-duration (default 30 s; 0 holds no Lease). */
     leaseDurationMs?: number
     /** Tests: a fixed image metadata source instead of the registry. */
-    metadata?: import('./pods/metadata.js').ImageMetadataSource
+    metadata?: import('./pods/cluster/metadata.js').ImageMetadataSource
     /** Tests: a ready client-node KubeConfig. */
     kubeConfig?: import('@kubernetes/client-node').KubeConfig
     /** Namespace of the --function-pod-template ConfigMap; default the runner's own. */
@@ -291,7 +291,7 @@ async function buildPodEvaluator(
   logger: Logger,
   {cacheConfig, responseCacheOn, functionConfigs}: {cacheConfig: PodCacheConfig; responseCacheOn: boolean; functionConfigs?: import('./config/function-config-crd.js').FunctionConfigStore},
 ): Promise<Awaited<ReturnType<typeof import('./evaluators/pod.js').createPodEvaluator>>> {
-  const [{createPodEvaluator}, {podRegistry}] = await Promise.all([import('./evaluators/pod.js'), import('./pods/launcher.js')])
+  const [{createPodEvaluator}, {podRegistry}] = await Promise.all([import('./evaluators/pod.js'), import('./pods/cluster/launcher.js')])
   const pod = options.pod
   // auto: pinned when the response cache may serve this runtime's responses (its correctness rests on
   // the pod running exactly the digest of the key).
@@ -326,7 +326,7 @@ async function buildPodEvaluator(
     // The runner's --log-level 3 and up (request lines with trace ids) is passed on to the wrappers.
     wrapperVerbosity: logger.enabled(5) ? 5 : logger.enabled(4) ? 4 : logger.enabled(3) ? 3 : undefined,
     logger,
-    ...(functionConfigs ? {extension: (await import('./pods/function-configs.js')).podRuntimeExtension(functionConfigs, {namespace: pod.namespace, logger})} : {}),
+    ...(functionConfigs ? {extension: (await import('./pods/runtime/function-configs.js')).podRuntimeExtension(functionConfigs, {namespace: pod.namespace, logger})} : {}),
   })
   logger.info('pod runtime ready', {namespace: pod.namespace, kubernetes: built.runtime.clients.server, config: built.runtime.clients.source, warmUp: pod.warmUp, images: cacheConfig.images().length, pinImageDigests: pinDigests})
   return built
@@ -400,22 +400,19 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
     })
   }
 
-  const {done, stop} = gracefulStopper(
-    async () => {
-      logger.lifecycle('draining', {activeCalls: server.activeCalls, gracePeriodMs: options.gracePeriodMs})
-      const result = await server.shutdown(options.gracePeriodMs)
+  const {done, stop} = drainOnStop(server, {
+    gracePeriodMs: options.gracePeriodMs,
+    logger,
+    handleSignals,
+    drainingFields: {gracePeriodMs: options.gracePeriodMs},
+    release: async () => {
       await evaluator.close()
       built.close?.()
       await observed?.stop()
       await traced.stop()
       unlogEscapes()
-      logger.lifecycle('stopped', {forced: result.forced})
-      return result
     },
-    () => server.forceShutdown(),
-    logger,
-    handleSignals,
-  )
+  })
 
   logger.lifecycle('fnr serve is ready', {port, runtimes, maxRequestBodySize: options.maxRequestBodySize, tls: tls?.mode ?? 'off', ...(observed ? {metricsPort: observed.port} : {})})
   return {server, port, done, stop}

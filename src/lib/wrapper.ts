@@ -5,19 +5,20 @@
  *
  * Two front ends start it: the oclif command (src/commands/wrapper-server.ts) and the packaged
  * single executable (src/bin/wrapper-server.ts, which cannot carry oclif). Both take the same
- * flags: WRAPPER_FLAGS and WRAPPER_DEFAULTS below are the one list of names and defaults, and
- * parseWrapperArgs is the oclif-free parser of the packaged binary.
+ * flags, defined once as FlagSpecs (WRAPPER_FLAG_SPECS below; flags/spec.ts): the oclif command
+ * makes its flags from them, and parseWrapperArgs, the packaged binary's parser, parses them with
+ * parseWithSpecs.
  */
-import {parseArgs} from 'node:util'
-
-import {normaliseGoStyleArgs, parseGoDuration} from './config/go-flags.js'
-import {FnrError} from './errors.js'
+import {normaliseGoStyleArgs} from './config/go-flags.js'
 import {EntrypointEvaluator} from './evaluators/entrypoint.js'
 import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluators/evaluator.js'
-import {gracefulStopper, type StopHandle} from './grpc/lifecycle.js'
-import {LIMIT_FLAG_NAMES, parseLimitFlags, serverLimits, type ListenerLimits} from './grpc/limits.js'
+import type {StopHandle} from './grpc/lifecycle.js'
+import {parseLimitFlags, serverLimits, type ListenerLimits} from './grpc/limits.js'
 import {EvaluatorServer} from './grpc/server.js'
-import type {Logger} from './telemetry/log.js'
+import {drainOnStop} from './drain.js'
+import {LISTENER_LIMIT_FLAG_SPECS, LOG_FORMAT_SPEC, LOG_LEVEL_SPEC, MAX_REQUEST_BODY_SIZE_SPEC} from './flags/runner-flag-specs.js'
+import {parseWithSpecs, type FlagSpecs} from './flags/spec.js'
+import {parseLogFormat, type LogFormat, type Logger} from './telemetry/log.js'
 import {startProcessTracing, tracing} from './telemetry/otel.js'
 import {logEscapedProcesses} from './process/sweep.js'
 
@@ -36,36 +37,43 @@ export interface RunningWrapper extends StopHandle {
   port: number
 }
 
-/** Porch's wrapper flags (--port, --max-request-body-size, --verbosity) and fnr's additions. */
-export const WRAPPER_FLAGS = ['port', 'max-request-body-size', 'verbosity', 'log-level', 'grace-period', 'bind-address', ...LIMIT_FLAG_NAMES] as const
-
 export const WRAPPER_DEFAULTS = {
   port: 9446,
   /** Porch's default (6 MiB); the function runner passes its own value in the pod args. */
-  maxRequestBodySize: 6 * 1024 * 1024,
-  minMaxRequestBodySize: 1024,
-  logLevel: 2,
+  maxRequestBodySize: MAX_REQUEST_BODY_SIZE_SPEC.default,
+  minMaxRequestBodySize: MAX_REQUEST_BODY_SIZE_SPEC.min,
+  logLevel: LOG_LEVEL_SPEC.default,
   gracePeriodMs: 25_000,
 } as const
+
+/** Porch's wrapper flags (--port, --max-request-body-size, --verbosity) and fnr's additions: the oclif command's flags. */
+export const WRAPPER_FLAG_SPECS = {
+  port: {kind: 'integer', summary: 'gRPC listen port.', default: WRAPPER_DEFAULTS.port, min: 0, max: 65535},
+  'max-request-body-size': MAX_REQUEST_BODY_SIZE_SPEC,
+  verbosity: {kind: 'integer', summary: 'Log verbosity (Porch\'s spelling of --log-level).', min: 0, max: 5},
+  'log-level': LOG_LEVEL_SPEC,
+  'grace-period': {kind: 'duration', summary: 'How long calls in flight may run after SIGTERM.', default: WRAPPER_DEFAULTS.gracePeriodMs, defaultHelp: '25s'},
+  ...LISTENER_LIMIT_FLAG_SPECS,
+} satisfies FlagSpecs
+
+export type WrapperFlagName = keyof typeof WRAPPER_FLAG_SPECS
+export const WRAPPER_FLAGS = Object.keys(WRAPPER_FLAG_SPECS) as WrapperFlagName[]
+
+/** What the packaged binary parses: the command's flags plus --log-format, which oclif commands get from FnrCommand's baseFlags. */
+const PACKAGED_FLAG_SPECS = {...WRAPPER_FLAG_SPECS, 'log-format': LOG_FORMAT_SPEC} satisfies FlagSpecs
 
 /** What the command line of either front end asks for. */
 export interface WrapperCommandLine {
   options: WrapperOptions
   verbosity: number
+  /** --log-format, when given. */
+  logFormat?: LogFormat
 }
 
 /** Splits argv at the first "--": flags before it, the function's command after it. */
 export function splitEntrypoint(argv: readonly string[]): {flagArgs: string[]; entrypoint: string[]} {
   const dash = argv.indexOf('--')
   return dash >= 0 ? {flagArgs: argv.slice(0, dash), entrypoint: argv.slice(dash + 1)} : {flagArgs: [...argv], entrypoint: []}
-}
-
-function integerFlag(name: string, value: string | undefined, fallback: number, min: number, max: number): number {
-  if (value === undefined) return fallback
-  if (!/^[+-]?\d+$/.test(value.trim())) throw new FnrError('Usage', `--${name}: expected an integer, got ${JSON.stringify(value)}`)
-  const n = Number(value)
-  if (n < min || n > max) throw new FnrError('Usage', `--${name}: expected an integer between ${min} and ${max}, got ${n}`)
-  return n
 }
 
 /**
@@ -77,32 +85,21 @@ function integerFlag(name: string, value: string | undefined, fallback: number, 
  */
 export function parseWrapperArgs(argv: readonly string[]): WrapperCommandLine {
   const {flagArgs, entrypoint} = splitEntrypoint(argv)
-  let values: Record<string, string | boolean | undefined>
-  try {
-    ;({values} = parseArgs({
-      args: normaliseGoStyleArgs(flagArgs, new Set(), new Set(WRAPPER_FLAGS)),
-      options: Object.fromEntries(WRAPPER_FLAGS.map((name) => [name, {type: 'string' as const}])),
-      strict: true,
-      allowPositionals: true,
-    }))
-  } catch (err) {
-    throw new FnrError('Usage', (err as Error).message.split('\n', 1)[0]!.replace(/\. To specify a positional argument.*$/, ''), {cause: err})
-  }
-  const str = (name: (typeof WRAPPER_FLAGS)[number]): string | undefined => values[name] as string | undefined
-  const grace = str('grace-period')
-  const gracePeriodMs = grace === undefined ? WRAPPER_DEFAULTS.gracePeriodMs : parseGoDuration(grace)
-  if (gracePeriodMs === undefined) throw new FnrError('Usage', `--grace-period: expected a duration like 30m, 1h30m or 500ms, got ${JSON.stringify(grace)}`)
-  const logLevel = integerFlag('log-level', str('log-level'), WRAPPER_DEFAULTS.logLevel, 0, 5)
-  const verbosity = str('verbosity') === undefined ? logLevel : integerFlag('verbosity', str('verbosity'), logLevel, 0, 5)
+  const args = normaliseGoStyleArgs(flagArgs, new Set(), new Set(Object.keys(PACKAGED_FLAG_SPECS)))
+  const {values} = parseWithSpecs(args, PACKAGED_FLAG_SPECS, 'wrapper')
+  const str = (name: keyof typeof PACKAGED_FLAG_SPECS): string | undefined => values[name] as string | undefined
+  const num = (name: 'port' | 'max-request-body-size' | 'log-level' | 'grace-period'): number => values[name] as number
   const limits = parseLimitFlags((name) => str(name))
   const host = str('bind-address')
+  const logFormat = str('log-format')
   return {
-    verbosity,
+    verbosity: (values.verbosity as number | undefined) ?? num('log-level'),
+    ...(logFormat === undefined ? {} : {logFormat: parseLogFormat(logFormat, '--log-format')}),
     options: {
-      port: integerFlag('port', str('port'), WRAPPER_DEFAULTS.port, 0, 65535),
-      maxRequestBodySize: integerFlag('max-request-body-size', str('max-request-body-size'), WRAPPER_DEFAULTS.maxRequestBodySize, WRAPPER_DEFAULTS.minMaxRequestBodySize, Number.MAX_SAFE_INTEGER),
+      port: num('port'),
+      maxRequestBodySize: num('max-request-body-size'),
       entrypoint,
-      gracePeriodMs,
+      gracePeriodMs: num('grace-period'),
       ...(host ? {host} : {}),
       ...(Object.keys(limits).length ? {limits} : {}),
     },
@@ -152,19 +149,15 @@ export async function startWrapperServer(options: WrapperOptions, logger: Logger
   }
   server.setServing(true)
   const unlogEscapes = logEscapedProcesses(logger)
-  const handle = gracefulStopper(
-    async () => {
-      logger.lifecycle('draining', {activeCalls: server.activeCalls})
-      const result = await server.shutdown(options.gracePeriodMs)
-      await traced.stop()
-      unlogEscapes()
-      logger.lifecycle('stopped', {forced: result.forced})
-      return result
-    },
-    () => server.forceShutdown(),
+  const handle = drainOnStop(server, {
+    gracePeriodMs: options.gracePeriodMs,
     logger,
     handleSignals,
-  )
+    release: async () => {
+      await traced.stop()
+      unlogEscapes()
+    },
+  })
   logger.lifecycle('wrapper server is ready', {port, entrypoint: options.entrypoint})
   return {server, port, ...handle}
 }

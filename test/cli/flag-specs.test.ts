@@ -6,9 +6,11 @@
 import {expect} from 'chai'
 
 import {oclifFlag, podFlags, runnerTemplateFlags} from '../../src/cli/flags.js'
-import {POD_FLAG_SPECS} from '../../src/cli/runner-flag-specs.js'
-import {parseWithSpecs, type FlagSpecs} from '../../src/cli/spec.js'
+import {POD_FLAG_SPECS} from '../../src/lib/flags/runner-flag-specs.js'
+import {parseWithSpecs, type FlagSpecs} from '../../src/lib/flags/spec.js'
+import WrapperServer from '../../src/commands/wrapper-server.js'
 import {FnrError} from '../../src/lib/errors.js'
+import {WRAPPER_FLAG_SPECS, parseWrapperArgs} from '../../src/lib/wrapper.js'
 
 const SPECS = {
   strict: {kind: 'go-bool', summary: 's', default: false},
@@ -68,5 +70,17 @@ describe('flag specs: one definition for oclif and the oclif-free parser', () =>
     // serve's and the pods commands' groups are made from their specs.
     expect(Object.keys(podFlags)).to.deep.equal(Object.keys(POD_FLAG_SPECS))
     expect(runnerTemplateFlags['wrapper-server-image']).to.include({env: 'WRAPPER_SERVER_IMAGE'})
+  })
+
+  it('the wrapper-server\'s oclif command and its packaged parser read the same specs', () => {
+    expect(Object.keys(WrapperServer.flags)).to.deep.equal(Object.keys(WRAPPER_FLAG_SPECS))
+    for (const [name, spec] of Object.entries(WRAPPER_FLAG_SPECS)) {
+      expect(WrapperServer.flags[name as keyof typeof WRAPPER_FLAG_SPECS], name).to.include({summary: spec.summary, default: 'default' in spec ? spec.default : undefined})
+    }
+    // Porch's template args; --log-format as every oclif command with --log-level takes it.
+    const cli = parseWrapperArgs(['--port', '9446', '--max-request-body-size', '4096', '--log-format=text', '--grace-period', '2s', '--', 'fn'])
+    expect(cli).to.deep.equal({verbosity: 2, logFormat: 'text', options: {port: 9446, maxRequestBodySize: 4096, entrypoint: ['fn'], gracePeriodMs: 2000}})
+    expect(parseWrapperArgs(['-log-format', 'json', '--', 'fn']).logFormat).to.equal('json')
+    expect(() => parseWrapperArgs(['--log-format=yaml', '--', 'fn'])).to.throw(FnrError, '--log-format')
   })
 })

@@ -6,7 +6,7 @@
 import {expect} from 'chai'
 import path from 'node:path'
 
-import {closest} from '../../src/cli/suggest.js'
+import {closest} from '../../src/lib/flags/suggest.js'
 import {runCli} from '../support/cli.js'
 import {TempDirs, writeExecutable} from '../support/tmp.js'
 

@@ -7,7 +7,7 @@ import type {V1Pod} from '@kubernetes/client-node'
 import {parse} from 'yaml'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
-import {inlinePodTemplate} from '../../src/lib/pods/template.js'
+import {inlinePodTemplate} from '../../src/lib/pods/model/template.js'
 import type {RunningServer, ServeOptions} from '../../src/lib/serve.js'
 import {customResourceScope, registerCrd, registerCustomResource, type KubeObject} from '../support/k8s/index.js'
 import {RL, WRAPPER_IMAGE, image, startPodBed, storedPods, until, type PodBed} from '../support/pods/index.js'

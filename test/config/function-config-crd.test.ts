@@ -12,9 +12,9 @@ import {
   parseFunctionConfigSource,
   type FunctionConfigObject,
 } from '../../src/lib/config/function-config-crd.js'
-import {functionConfigPodPreparer} from '../../src/lib/pods/function-configs.js'
-import {inlinePodTemplate, inlineTemplates} from '../../src/lib/pods/template.js'
-import {templatesFromPorchObjects} from '../../src/lib/pods/template-porch.js'
+import {functionConfigPodPreparer} from '../../src/lib/pods/runtime/function-configs.js'
+import {inlinePodTemplate, inlineTemplates} from '../../src/lib/pods/model/template.js'
+import {templatesFromPorchObjects} from '../../src/lib/pods/cluster/template-porch.js'
 import {SCRIPTS, TempDirs, writeExecutable} from '../support/tmp.js'
 import {memoryLogger} from './function-config-crd.helpers.js'
 

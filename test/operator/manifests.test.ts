@@ -9,7 +9,7 @@ import type {V1ConfigMap, V1Deployment, V1Pod} from '@kubernetes/client-node'
 import {parseAllDocuments, stringify} from 'yaml'
 
 import {PodCacheConfig} from '../../src/lib/config/pod-cache-config.js'
-import {inlineTemplates, templatesFromConfigMap} from '../../src/lib/pods/template.js'
+import {inlineTemplates, templatesFromConfigMap} from '../../src/lib/pods/model/template.js'
 import {KUBECTL_PATH} from '../support/k8s/kubectl.js'
 import {startTestBed, type TestBed} from '../support/k8s/index.js'
 import {freePort} from '../support/reliability/serve-process.js'

@@ -1,7 +1,7 @@
 import {expect} from 'chai'
 import {execa} from 'execa'
 
-import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, ANNOTATION_TTL, LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER, LABEL_POD} from '../../src/lib/pods/naming.js'
+import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, ANNOTATION_TTL, LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER, LABEL_POD} from '../../src/lib/pods/model/naming.js'
 import {runCli} from '../support/cli.js'
 import {BIN_RUN} from '../support/serve.js'
 import {RL, WRAPPER_IMAGE, image, podNames, startRuntime, startedCalls, storedPods, storedServices, until, usePodBed, type PodBed, type RuntimeHandle} from '../support/pods/index.js'

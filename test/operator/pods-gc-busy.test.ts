@@ -7,7 +7,7 @@
  */
 import {expect} from 'chai'
 
-import {ANNOTATION_LAST_USED, ANNOTATION_TTL} from '../../src/lib/pods/naming.js'
+import {ANNOTATION_LAST_USED, ANNOTATION_TTL} from '../../src/lib/pods/model/naming.js'
 import {PATCH_TYPES} from '../support/k8s/index.js'
 import {runCli} from '../support/cli.js'
 import {RL, image, podNames, startRuntime, startedCalls, storedPods, storedServices, until, usePodBed, type PodBed, type RuntimeHandle} from '../support/pods/index.js'

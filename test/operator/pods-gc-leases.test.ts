@@ -8,8 +8,8 @@ import {expect} from 'chai'
 
 import type {V1Lease} from '@kubernetes/client-node'
 
-import {judgeLeasesAt} from '../../src/lib/pods/lease.js'
-import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, ANNOTATION_TTL, LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER} from '../../src/lib/pods/naming.js'
+import {judgeLeasesAt} from '../../src/lib/pods/cluster/lease.js'
+import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, ANNOTATION_TTL, LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER} from '../../src/lib/pods/model/naming.js'
 import {runCli} from '../support/cli.js'
 import {RL, WRAPPER_IMAGE, image, podNames, startRuntime, storedPods, until, usePodBed, closeAll, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
 

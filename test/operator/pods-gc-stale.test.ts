@@ -5,8 +5,8 @@
  */
 import {expect} from 'chai'
 
-import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, ANNOTATION_TEMPLATE_VERSION, ANNOTATION_TTL, LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER} from '../../src/lib/pods/naming.js'
-import {inlineTemplates, templatesFromConfigMap} from '../../src/lib/pods/template.js'
+import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, ANNOTATION_TEMPLATE_VERSION, ANNOTATION_TTL, LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER} from '../../src/lib/pods/model/naming.js'
+import {inlineTemplates, templatesFromConfigMap} from '../../src/lib/pods/model/template.js'
 import {inlineResources} from '../../src/lib/pods/admin/templates.js'
 import {runCli} from '../support/cli.js'
 import {RL, RUNNER_NS, WRAPPER_IMAGE, image, podNames, startRuntime, startedCalls, until, usePodBed, type PodBed, type RuntimeHandle} from '../support/pods/index.js'

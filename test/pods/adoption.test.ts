@@ -1,6 +1,6 @@
 import {expect} from 'chai'
 
-import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, LABEL_OWNER} from '../../src/lib/pods/naming.js'
+import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, LABEL_OWNER} from '../../src/lib/pods/model/naming.js'
 import {RL, createdCount, image, podNames, startRuntime, startedCalls, storedPods, until, usePodBed, closeAll, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
 
 describe('pod runtime: startup adoption (runner restart with pods present)', function () {

@@ -21,7 +21,7 @@ describe('pod runtime: API and watch faults', function () {
   const evaluate = (img = image('cat')) => h!.evaluator.evaluate({image: img, resourceList: RL, deadline: Date.now() + 60_000})
 
   it('an invalid pod namespace is a Config error at start (upstream: invalid namespace)', async () => {
-    const {startPodRuntime} = await import('../../src/lib/pods/runtime.js')
+    const {startPodRuntime} = await import('../../src/lib/pods/runtime/runtime.js')
     const {runtimeOptions} = await import('../support/pods/index.js')
     const err = await startPodRuntime(runtimeOptions(pb, {namespace: 'not a valid namespace'})).catch((e: unknown) => e)
     expect(err).to.be.instanceOf(FnrError)

@@ -1,7 +1,7 @@
 import {expect} from 'chai'
 
-import {PodSlot, pickLeastLoaded} from '../../src/lib/pods/cache.js'
-import {planGc, type CachedPodState, type GcInput, type ObservedPod} from '../../src/lib/pods/gc.js'
+import {PodSlot, pickLeastLoaded} from '../../src/lib/pods/runtime/cache.js'
+import {planGc, type CachedPodState, type GcInput, type ObservedPod} from '../../src/lib/pods/model/gc.js'
 
 const NOW = 10_000_000
 const TTL = 600_000

@@ -1,6 +1,6 @@
 import {expect} from 'chai'
 
-import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, ANNOTATION_TTL, LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER, LABEL_POD} from '../../src/lib/pods/naming.js'
+import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, ANNOTATION_TTL, LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER, LABEL_POD} from '../../src/lib/pods/model/naming.js'
 import {RL, WRAPPER_IMAGE, image, podNames, startRuntime, startedCalls, storedPods, storedServices, until, usePodBed, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
 
 /** A pod object as another runner (or Porch) would have left it; runs as a no-process 'skip' pod. */

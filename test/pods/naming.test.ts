@@ -1,6 +1,6 @@
 import {expect} from 'chai'
 
-import {imageParts, isDns1035Label, isValidLabelValue, labelValueFor, podNameBase, podNameFor} from '../../src/lib/pods/naming.js'
+import {imageParts, isDns1035Label, isValidLabelValue, labelValueFor, podNameBase, podNameFor} from '../../src/lib/pods/model/naming.js'
 
 const ODD_IMAGES = [
   'gcr.io/kpt-fn/apply-replacements:latest',

@@ -5,8 +5,8 @@
 import {expect} from 'chai'
 
 import {createMetrics, useMetrics} from '../../src/lib/telemetry/metrics.js'
-import {countPodEvent, logPodEvent, observePodEvents} from '../../src/lib/pods/event-sinks.js'
-import {PodEvents, type PodEvent} from '../../src/lib/pods/events.js'
+import {countPodEvent, logPodEvent, observePodEvents} from '../../src/lib/pods/runtime/event-sinks.js'
+import {PodEvents, type PodEvent} from '../../src/lib/pods/model/events.js'
 import {memoryLogger} from '../config/function-config-crd.helpers.js'
 import {parseExposition} from '../metrics/prom-text.js'
 

@@ -3,9 +3,9 @@ import {expect} from 'chai'
 
 import type {V1Lease} from '@kubernetes/client-node'
 
-import {planGc, type GcInput, type ObservedPod, type ObservedService} from '../../src/lib/pods/gc.js'
-import {LeaseObserver, judgeLeasesAt, leaseNameFor, leaseSeconds, microTime, type OwnerState} from '../../src/lib/pods/lease.js'
-import {defaultRunnerIdentity, labelValueFor} from '../../src/lib/pods/naming.js'
+import {planGc, type GcInput, type ObservedPod, type ObservedService} from '../../src/lib/pods/model/gc.js'
+import {LeaseObserver, judgeLeasesAt, leaseNameFor, leaseSeconds, microTime, type OwnerState} from '../../src/lib/pods/cluster/lease.js'
+import {defaultRunnerIdentity, labelValueFor} from '../../src/lib/pods/model/naming.js'
 
 const NOW = 1_700_000_000_000
 const TTL = 600_000

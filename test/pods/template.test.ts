@@ -2,7 +2,7 @@ import {expect} from 'chai'
 
 import type {V1ConfigMap} from '@kubernetes/client-node'
 
-import {buildPod, buildService, inlineTemplates, templatesFromConfigMap} from '../../src/lib/pods/template.js'
+import {buildPod, buildService, inlineTemplates, templatesFromConfigMap} from '../../src/lib/pods/model/template.js'
 
 const POD_TEMPLATE = `apiVersion: v1
 kind: Pod

@@ -8,8 +8,8 @@ import {randomUUID} from 'node:crypto'
 import {expect} from 'chai'
 import type {V1Pod} from '@kubernetes/client-node'
 
-import {podReadiness} from '../../src/lib/pods/manager.js'
-import {ANNOTATION_TEMPLATE_VERSION, LABEL_OWNER, WARM_OWNER, functionPodAnnotations, functionPodLabels} from '../../src/lib/pods/naming.js'
+import {podReadiness} from '../../src/lib/pods/cluster/manager.js'
+import {ANNOTATION_TEMPLATE_VERSION, LABEL_OWNER, WARM_OWNER, functionPodAnnotations, functionPodLabels} from '../../src/lib/pods/model/naming.js'
 import {RL, createdCount, image, startRuntime, storedPods, until, usePodBed, closeAll, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
 
 describe('pod runtime: adopting warmed pods at a GC pass', function () {

@@ -1,7 +1,7 @@
 import {expect} from 'chai'
 
 import {PodCacheConfig} from '../../src/lib/config/pod-cache-config.js'
-import {startPodRuntime} from '../../src/lib/pods/runtime.js'
+import {startPodRuntime} from '../../src/lib/pods/runtime/runtime.js'
 import {RL, RUNNER_NS, createdCount, image, podNames, runtimeOptions, startRuntime, startedCalls, storedPods, until, usePodBed, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
 
 const SERVICE_TEMPLATE = 'apiVersion: v1\nkind: Service\nspec:\n  ports: [{port: 9446, targetPort: 9446}]\n'

@@ -14,7 +14,7 @@ import {expect} from 'chai'
 
 import {PodCacheConfig} from '../../src/lib/config/pod-cache-config.js'
 import {FnrError} from '../../src/lib/errors.js'
-import {templatesFromConfigMap} from '../../src/lib/pods/template.js'
+import {templatesFromConfigMap} from '../../src/lib/pods/model/template.js'
 import {registerSummary, tally, withinHangLimit} from '../support/reliability/tally.js'
 import {TempDirs} from '../support/tmp.js'
 

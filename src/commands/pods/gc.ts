@@ -1,13 +1,12 @@
-import {Flags} from '@oclif/core'
-
 import {FnrCommand} from '../../cli/command.js'
-import {clusterFlags, goDuration, runnerTemplateFlags} from '../../cli/flags.js'
+import {clusterFlags, oclifFlags, runnerTemplateFlags} from '../../cli/flags.js'
 import {FnrError} from '../../lib/errors.js'
+import {runnerTemplateSettings} from '../../lib/flags/runner-flag-specs.js'
 
 export default class PodsGc extends FnrCommand {
   static summary = 'Delete the function pods (and Services) the runner\'s garbage collector would delete.'
 
-  static description = `Uses the runner's GC rules (src/lib/pods/gc.ts) from outside the runner: deletes fnr's pods that failed or ended, and pods whose last use (fnr.dev/last-used) is older than their TTL (fnr.dev/ttl-seconds) or than --older-than; each pod goes with its Service. fnr Services whose pod is gone are deleted once older than a minute.
+  static description = `Uses the runner's GC rules (src/lib/pods/model/gc.ts) from outside the runner: deletes fnr's pods that failed or ended, and pods whose last use (fnr.dev/last-used) is older than their TTL (fnr.dev/ttl-seconds) or than --older-than; each pod goes with its Service. fnr Services whose pod is gone are deleted once older than a minute.
 
 The CLI cannot see a runner's calls in flight; it reads fnr.dev/last-used, which the runner writes when a call takes a pod and, while calls are in flight on it, again at each of its GC passes (--scan-interval), each time at most once per TTL/10 (5s to 5m). Every pod is deleted with a resourceVersion precondition: a pod that changed since it was listed (a call took it, a replica took it over) is left alone and reported as such.
 
@@ -29,13 +28,15 @@ Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdo
   ]
 
   static flags = {
-    'dry-run': Flags.boolean({summary: 'List what would be deleted; delete nothing.', default: false}),
-    all: Flags.boolean({summary: 'Delete every fnr pod and Service in the namespace, in use or not (pods of live replicas only when failed or ended).', default: false}),
-    'include-live-replicas': Flags.boolean({summary: 'With --all: also the pods of live replicas (calls in flight on them fail; the replicas make new pods on demand).', default: false}),
-    'older-than': goDuration({summary: 'Treat pods idle for longer than this as expired, whatever their TTL (e.g. 1h; not live replicas\' pods).'}),
-    json: Flags.boolean({summary: 'Print a JSON summary.', default: false}),
-    'porch-leftovers': Flags.boolean({summary: 'Also delete the function pods and Services Porch\'s runner left (label fn.kpt.dev/image without fnr\'s labels), after a swap; with --dry-run, list them.', default: false}),
-    'stale-grace': goDuration({summary: 'Pods of another template version are deleted once idle for this long.', default: 600_000, defaultHelp: async () => '10m'}),
+    ...oclifFlags({
+      'dry-run': {kind: 'boolean', summary: 'List what would be deleted; delete nothing.', default: false},
+      all: {kind: 'boolean', summary: 'Delete every fnr pod and Service in the namespace, in use or not (pods of live replicas only when failed or ended).', default: false},
+      'include-live-replicas': {kind: 'boolean', summary: 'With --all: also the pods of live replicas (calls in flight on them fail; the replicas make new pods on demand).', default: false},
+      'older-than': {kind: 'duration', summary: 'Treat pods idle for longer than this as expired, whatever their TTL (e.g. 1h; not live replicas\' pods).'},
+      json: {kind: 'boolean', summary: 'Print a JSON summary.', default: false},
+      'porch-leftovers': {kind: 'boolean', summary: 'Also delete the function pods and Services Porch\'s runner left (label fn.kpt.dev/image without fnr\'s labels), after a swap; with --dry-run, list them.', default: false},
+      'stale-grace': {kind: 'duration', summary: 'Pods of another template version are deleted once idle for this long.', default: 600_000, defaultHelp: '10m'},
+    }),
     ...runnerTemplateFlags,
     ...clusterFlags,
   }
@@ -45,7 +46,7 @@ Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdo
     this.verbosity = flags['log-level']
     const [{collectPods, gcLine}, {runWithProgress}] = await Promise.all([import('../../lib/pods/admin/gc.js'), import('../../cli/progress.js')])
     if (flags['porch-leftovers']) {
-      const [{connectKube}, {collectPorchLeftovers}] = await Promise.all([import('../../lib/k8s/client.js'), import('../../lib/pods/porch-leftovers.js')])
+      const [{connectKube}, {collectPorchLeftovers}] = await Promise.all([import('../../lib/k8s/client.js'), import('../../lib/pods/cluster/porch-leftovers.js')])
       const clients = await connectKube({kubeconfig: flags.kubeconfig, context: flags.context})
       const leftovers = await collectPorchLeftovers({core: clients.core, namespace: flags.namespace, dryRun: flags['dry-run']})
       for (const o of leftovers) {
@@ -57,15 +58,7 @@ Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdo
     const summary = await collectPods({
       namespace: flags.namespace,
       kube: {kubeconfig: flags.kubeconfig, context: flags.context},
-      template: {
-        templateConfigMap: flags['function-pod-template'],
-        wrapperServerImage: flags['wrapper-server-image'] || undefined,
-        runnerNamespace: flags['runner-namespace'],
-        podRequests: flags['pod-requests'],
-        hardenTemplates: flags['harden-pod-templates'],
-        podLimits: flags['pod-limits'],
-        maxRequestBodySize: flags['max-request-body-size'],
-      },
+      template: runnerTemplateSettings(flags),
       dryRun: flags['dry-run'],
       all: flags.all,
       includeLive: flags['include-live-replicas'],

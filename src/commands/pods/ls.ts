@@ -1,7 +1,5 @@
-import {Flags} from '@oclif/core'
-
 import {FnrCommand} from '../../cli/command.js'
-import {clusterFlags} from '../../cli/flags.js'
+import {clusterFlags, oclifFlags} from '../../cli/flags.js'
 import type {FunctionPodInfo} from '../../lib/pods/admin/admin.js'
 
 export default class PodsLs extends FnrCommand {
@@ -18,8 +16,10 @@ With --json, stdout is {"namespace": …, "pods": [{pod, service, image, phase, 
   ]
 
   static flags = {
-    image: Flags.string({summary: 'Only pods of this image (the reference exactly as requested).'}),
-    json: Flags.boolean({summary: 'Print JSON.', default: false}),
+    ...oclifFlags({
+      image: {kind: 'string', summary: 'Only pods of this image (the reference exactly as requested).'},
+      json: {kind: 'boolean', summary: 'Print JSON.', default: false},
+    }),
     ...clusterFlags,
   }
 

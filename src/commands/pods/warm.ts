@@ -1,10 +1,9 @@
 import {existsSync} from 'node:fs'
 
-import {Flags} from '@oclif/core'
-
 import {FnrCommand} from '../../cli/command.js'
-import {clusterFlags, goDuration, podFlags, registryFlags, runnerTemplateFlags} from '../../cli/flags.js'
+import {clusterFlags, oclifFlag, oclifFlags, podFlags, registryFlags, runnerTemplateFlags} from '../../cli/flags.js'
 import {FnrError} from '../../lib/errors.js'
+import {registrySettings, runnerTemplateSettings} from '../../lib/flags/runner-flag-specs.js'
 
 export default class PodsWarm extends FnrCommand {
   static summary = 'Create a ready function pod for each image of a pod-cache-config file and/or --image, as the runner would.'
@@ -24,13 +23,15 @@ Progress goes to stderr (listr2 on a terminal, one line per image otherwise); st
   ]
 
   static flags = {
-    image: Flags.string({summary: 'A function image to warm (repeatable), as callers request it.', multiple: true}),
+    image: oclifFlag({kind: 'string', summary: 'A function image to warm (repeatable), as callers request it.', multiple: true}),
     'pod-cache-config': podFlags['pod-cache-config'],
     'pod-ttl': podFlags['pod-ttl'],
     'pod-ready-timeout': podFlags['pod-ready-timeout'],
-    timeout: goDuration({summary: 'Give up on images not ready by then (default: only --pod-ready-timeout per pod).'}),
-    'pin-image-digests': Flags.string({summary: 'Run function containers as repo@digest (the digest the registry resolved), as a runner with --pin-image-digests does; the fnr.dev/image-digest annotation is written either way.', default: 'true', options: ['true', 'false']}),
-    json: Flags.boolean({summary: 'Print a JSON summary.', default: false}),
+    ...oclifFlags({
+      timeout: {kind: 'duration', summary: 'Give up on images not ready by then (default: only --pod-ready-timeout per pod).'},
+      'pin-image-digests': {kind: 'string', summary: 'Run function containers as repo@digest (the digest the registry resolved), as a runner with --pin-image-digests does; the fnr.dev/image-digest annotation is written either way.', default: 'true', options: ['true', 'false']},
+      json: {kind: 'boolean', summary: 'Print a JSON summary.', default: false},
+    }),
     ...runnerTemplateFlags,
     ...registryFlags,
     ...clusterFlags,
@@ -52,26 +53,12 @@ Progress goes to stderr (listr2 on a terminal, one line per image otherwise); st
       kube: {kubeconfig: flags.kubeconfig, context: flags.context},
       images: flags.image ?? [],
       cacheConfigPath,
-      template: {
-        templateConfigMap: flags['function-pod-template'],
-        wrapperServerImage: flags['wrapper-server-image'] || undefined,
-        runnerNamespace: flags['runner-namespace'],
-        podRequests: flags['pod-requests'],
-        hardenTemplates: flags['harden-pod-templates'],
-        podLimits: flags['pod-limits'],
-        maxRequestBodySize: flags['max-request-body-size'],
-      },
+      template: runnerTemplateSettings(flags),
       ttlMs: flags['pod-ttl'],
       podReadyTimeoutMs: flags['pod-ready-timeout'],
       timeoutMs: flags.timeout,
       pinImageDigests: flags['pin-image-digests'] === 'true',
-      registry: {
-        enablePrivateRegistries: flags['enable-private-registries'],
-        authSecretPath: flags['registry-auth-secret-path'],
-        authSecretName: flags['registry-auth-secret-name'],
-        enableTls: flags['enable-private-registries-tls'],
-        tlsSecretPath: flags['tls-secret-path'],
-      },
+      registry: registrySettings(flags),
       run: (tasks) => runWithProgress(tasks),
       logger: createLogger({verbosity: flags['log-level'], name: 'fnr-pods-warm'}),
     })

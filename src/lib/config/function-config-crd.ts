@@ -46,6 +46,7 @@ import path from 'node:path'
 import {FnrError} from '../errors.js'
 import {silentLogger, type Logger} from '../telemetry/log.js'
 import {isQuantity, resourceRequirementsProblems} from '../k8s/quantity.js'
+import {canonicalJson} from './canonical-json.js'
 import {ExecConfig, resolveBinary, type ExecFunction} from './exec-config.js'
 import {parseGoDuration} from './go-flags.js'
 import {DEFAULT_IMAGE_PREFIX, normaliseImage, withPrefix} from './image-ref.js'
@@ -359,17 +360,6 @@ function tagMatches(tags: readonly string[], parts: RequestParts): boolean {
   return (parts.tag !== '' && tags.includes(parts.tag)) || (parts.digest !== '' && tags.includes(parts.digest))
 }
 
-/** Sorted-key JSON (stable hashes of overrides). */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
-  if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined)
-    entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`
-  }
-  return JSON.stringify(value)
-}
-
 // ------------------------------------------------------------------------------------------ the store
 
 export type FunctionConfigOutcome = {key: string; generation?: number; error?: string}
@@ -413,7 +403,7 @@ export class FunctionConfigStore {
       this.remove(obj)
       return Promise.resolve()
     }
-    const spec = canonical(obj.spec)
+    const spec = canonicalJson(obj.spec)
     if (this.lastSpec.get(key) === spec && (this.entries.get(key)?.generation ?? obj.metadata?.generation) === obj.metadata?.generation) return Promise.resolve()
     const seq = (this.sequence.get(key) ?? 0) + 1
     this.sequence.set(key, seq)
@@ -491,7 +481,7 @@ export class FunctionConfigStore {
     }
     const withOverrides = [...byImage.values()].filter((e) => e.pod?.overrides).map((e) => ({image: e.image, repositories: e.repositories, tags: e.pod!.tags, overrides: e.pod!.overrides}))
     withOverrides.sort((a, b) => (a.image < b.image ? -1 : 1))
-    this.overridesVersion = withOverrides.length === 0 ? '' : hash12(canonical(withOverrides))
+    this.overridesVersion = withOverrides.length === 0 ? '' : hash12(canonicalJson(withOverrides))
     for (const l of this.listeners) {
       try {
         l()
@@ -554,7 +544,7 @@ export class FunctionConfigStore {
     return out
   }
 
-  /** The image's podExecutor.templateOverrides, when a FunctionConfig gives some (pods/function-configs.ts applies them). */
+  /** The image's podExecutor.templateOverrides, when a FunctionConfig gives some (pods/runtime/function-configs.ts applies them). */
   templateOverridesFor(image: string): TemplateOverrides | undefined {
     return this.match(image, 'pod')?.pod?.overrides
   }

@@ -15,8 +15,8 @@ import {FnrError, toFnrError} from '../errors.js'
 import {readFailure} from '../grpc/metadata.js'
 import {silentLogger, type Logger} from '../telemetry/log.js'
 import {tracing} from '../telemetry/otel.js'
-import type {PodCache} from '../pods/cache.js'
-import type {PodRuntime, PodRuntimeOptions} from '../pods/runtime.js'
+import type {PodCache} from '../pods/runtime/cache.js'
+import type {PodRuntime, PodRuntimeOptions} from '../pods/runtime/runtime.js'
 import type {EvaluationRequest, EvaluationResponse, Evaluator, ImageIdentity} from './evaluator.js'
 
 export interface PodEvaluatorOptions {
@@ -127,7 +127,7 @@ export interface PodEvaluatorRuntimeOptions extends PodRuntimeOptions {
 
 /** Starts the pod runtime (loading @kubernetes/client-node) and wraps it in an evaluator. */
 export async function createPodEvaluator(options: PodEvaluatorRuntimeOptions): Promise<{evaluator: PodEvaluator; runtime: PodRuntime}> {
-  const {startPodRuntime} = await import('../pods/runtime.js')
+  const {startPodRuntime} = await import('../pods/runtime/runtime.js')
   const runtime = await startPodRuntime(options)
   const evaluator = new PodEvaluator({
     cache: runtime.cache,

@@ -24,6 +24,7 @@ import {parseDocument, isMap, isScalar, isSeq} from 'yaml'
 import {parseGoDuration} from '../config/go-flags.js'
 import {readConfigFile} from '../config/read-file.js'
 import {FnrError} from '../errors.js'
+import {pathExists} from '../resourcelist/source.js'
 
 export const EXPECTED_DIR = '.expected'
 export const RESOURCELIST_FILE = 'resourcelist.yaml'
@@ -156,15 +157,6 @@ async function walk(dir: string, out: Set<string>): Promise<void> {
   }
 }
 
-async function exists(p: string): Promise<boolean> {
-  try {
-    await lstat(p)
-    return true
-  } catch {
-    return false
-  }
-}
-
 /** Reads and checks one case directory. */
 export async function readCase(dir: string, name = caseName(dir)): Promise<TestCase> {
   const expectedDir = path.join(dir, EXPECTED_DIR)
@@ -192,11 +184,11 @@ export async function readCase(dir: string, name = caseName(dir)): Promise<TestC
   let fnConfigPath: string | undefined
   if (config.fnConfig !== undefined) {
     fnConfigPath = path.resolve(expectedDir, config.fnConfig)
-    if (!(await exists(fnConfigPath))) throw layoutError(name, `fnConfig ${JSON.stringify(config.fnConfig)} does not exist (paths are relative to ${EXPECTED_DIR}/)`)
+    if (!(await pathExists(fnConfigPath))) throw layoutError(name, `fnConfig ${JSON.stringify(config.fnConfig)} does not exist (paths are relative to ${EXPECTED_DIR}/)`)
   } else if (config.args === undefined && expectedFiles.has('fn-config.yaml')) {
     fnConfigPath = path.join(expectedDir, 'fn-config.yaml')
   }
-  if (config.execPath !== undefined && !(await exists(path.resolve(expectedDir, config.execPath)))) {
+  if (config.execPath !== undefined && !(await pathExists(path.resolve(expectedDir, config.execPath)))) {
     throw layoutError(name, `execPath ${JSON.stringify(config.execPath)} does not exist (paths are relative to ${EXPECTED_DIR}/)`)
   }
   return {name, dir, expectedDir, mode, config, ...(configPath ? {configPath} : {}), ...(fnConfigPath ? {fnConfigPath} : {})}

@@ -185,7 +185,7 @@ async function walk(
     const abs = join(dir, e.name)
     if (e.isDirectory()) {
       if (matcher?.ignores(inPkg, true)) continue
-      const isSubpackage = await exists(join(abs, KPTFILE))
+      const isSubpackage = await pathExists(join(abs, KPTFILE))
       if (isSubpackage) await walk(abs, childRel, await loadIgnore(abs, join(input, childRel)), childRel, input, out)
       else await walk(abs, childRel, matcher, pkgRel, input, out)
       continue
@@ -196,7 +196,8 @@ async function walk(
   }
 }
 
-async function exists(p: string): Promise<boolean> {
+/** Whether anything is at p (lstat: a dangling symlink counts). */
+export async function pathExists(p: string): Promise<boolean> {
   try {
     await lstat(p)
     return true

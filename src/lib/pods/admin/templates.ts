@@ -10,8 +10,8 @@
 import {parseResourceFlags, type ResourceRequirements} from '../../config/pod-cache-config.js'
 import {FnrError} from '../../errors.js'
 import {runnerNamespace, type KubeClients} from '../../k8s/client.js'
-import {inlineTemplates, type Templates} from '../template.js'
-import {readTemplateConfigMap} from '../template-source.js'
+import {inlineTemplates, type Templates} from '../model/template.js'
+import {readTemplateConfigMap} from '../cluster/template-source.js'
 
 export interface RunnerTemplateOptions {
   /** --function-pod-template: a ConfigMap name, or '' for the inline template. */

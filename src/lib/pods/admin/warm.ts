@@ -27,13 +27,13 @@ import {FnrError, toFnrError} from '../../errors.js'
 import {connectKube, type KubeConnectOptions} from '../../k8s/client.js'
 import {silentLogger, type Logger} from '../../telemetry/log.js'
 import type {RunnerRegistrySettings} from '../../registry/index.js'
-import {observePod} from '../gc.js'
-import {launchPod, LaunchError, podRegistry, pullSecretPreparer, secondsText, type LaunchContext, type PullSecret} from '../launcher.js'
+import {observePod} from '../model/gc.js'
+import {launchPod, LaunchError, podRegistry, pullSecretPreparer, secondsText, type LaunchContext, type PullSecret} from '../cluster/launcher.js'
 import {OPERATOR_CONFIG_HINT} from './admin.js'
-import {podReadiness, type PodManager} from '../manager.js'
-import type {ImageMetadataSource} from '../metadata.js'
-import {ANNOTATION_TEMPLATE_VERSION, WARM_OWNER} from '../naming.js'
-import type {Templates} from '../template.js'
+import {podReadiness, type PodManager} from '../cluster/manager.js'
+import type {ImageMetadataSource} from '../cluster/metadata.js'
+import {ANNOTATION_TEMPLATE_VERSION, WARM_OWNER} from '../model/naming.js'
+import type {Templates} from '../model/template.js'
 import {runnerTemplates, type RunnerTemplateOptions} from './templates.js'
 
 /** The owner label (and annotation) of pods made by `fnr pods warm` (defined in naming.ts). */
@@ -216,7 +216,7 @@ export async function warmPods(options: WarmPodsOptions): Promise<WarmSummary> {
   const templates = await runnerTemplates(clients, options.template)
 
   const registry = await podRegistry(options.registry, {metadata: options.metadata, logger})
-  const {PodManager} = await import('../manager.js')
+  const {PodManager} = await import('../cluster/manager.js')
   const manager = new PodManager({...clients, namespace: options.namespace, logger})
   const defaults = {ttlMs: options.ttlMs, maxWaitlistLength: 2, maxParallelPods: 1}
   const warmer = new PodWarmer({

@@ -3,7 +3,7 @@
  * blocking; fnr does it in the background and reports NOT_SERVING until it has finished). A
  * failing image is logged and does not stop the others.
  */
-import {silentLogger, type Logger} from '../telemetry/log.js'
+import {silentLogger, type Logger} from '../../telemetry/log.js'
 import type {PodCache} from './cache.js'
 
 export interface WarmUpResult {

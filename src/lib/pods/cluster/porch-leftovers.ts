@@ -15,10 +15,10 @@
  */
 import type {CoreV1Api, V1Pod, V1Service} from '@kubernetes/client-node'
 
-import {apiStatusCode, kubeError} from '../k8s/errors.js'
-import {withApiRetries} from '../k8s/retry.js'
-import {silentLogger, type Logger} from '../telemetry/log.js'
-import {LABEL_FN_IMAGE, LABEL_MANAGED_BY, MANAGED_BY_FNR} from './naming.js'
+import {apiStatusCode, kubeError} from '../../k8s/errors.js'
+import {withApiRetries} from '../../k8s/retry.js'
+import {silentLogger, type Logger} from '../../telemetry/log.js'
+import {LABEL_FN_IMAGE, LABEL_MANAGED_BY, MANAGED_BY_FNR} from '../model/naming.js'
 
 /** Pods with Porch's label and without fnr's (the API server filters). */
 export const PORCH_POD_SELECTOR = `${LABEL_FN_IMAGE},${LABEL_MANAGED_BY}!=${MANAGED_BY_FNR}`

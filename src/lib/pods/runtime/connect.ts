@@ -3,15 +3,15 @@
  * FNR_DNS_SERVER, or the pod IP), the gRPC channel to its wrapper server, and, for a pod just
  * launched, the wait until that channel is connected, bounded by the pod-ready deadline.
  */
-import {FnrError} from '../errors.js'
-import {EvaluatorClient} from '../grpc/client.js'
-import {dnsServerTarget} from '../grpc/dns-server.js'
-import {WRAPPER_SERVER_PORT} from '../registry/image-config.js'
-import type {PodAddressMode} from '../config/serve-config.js'
-import {raceDeadline} from './launcher.js'
-import type {PodSlot} from './slot.js'
+import {FnrError} from '../../errors.js'
+import {EvaluatorClient} from '../../grpc/client.js'
+import {dnsServerTarget} from '../../grpc/dns-server.js'
+import {WRAPPER_SERVER_PORT} from '../../registry/image-config.js'
+import type {PodAddressMode} from '../../config/serve-config.js'
+import {raceDeadline} from '../cluster/launcher.js'
+import type {PodSlot} from '../model/slot.js'
 
-export type {PodAddressMode} from '../config/serve-config.js'
+export type {PodAddressMode} from '../../config/serve-config.js'
 
 export interface PodConnectOptions {
   /** How fnr dials pods: the Service's DNS name or the pod IP. */

@@ -6,9 +6,9 @@
  */
 import type {V1Pod} from '@kubernetes/client-node'
 
-import type {ContainerOverrides, FunctionConfigStore, TemplateOverrides} from '../config/function-config-crd.js'
-import {silentLogger, type Logger} from '../telemetry/log.js'
-import {overridePodSecurityContext} from './pod-security.js'
+import type {ContainerOverrides, FunctionConfigStore, TemplateOverrides} from '../../config/function-config-crd.js'
+import {silentLogger, type Logger} from '../../telemetry/log.js'
+import {overridePodSecurityContext} from '../model/pod-security.js'
 import type {PodRuntimeExtension} from './runtime.js'
 
 /**
@@ -68,7 +68,7 @@ export function podRuntimeExtension(store: FunctionConfigStore, templates?: {nam
     ...(templates
       ? {
           baseTemplates: async (clients, inline, extra, user) => {
-            const {porchTemplateSource} = await import('./template-porch.js')
+            const {porchTemplateSource} = await import('../cluster/template-porch.js')
             return porchTemplateSource(clients, {namespace: templates.namespace, inline, extra, logger: templates.logger, harden: user?.harden === true})
           },
         }

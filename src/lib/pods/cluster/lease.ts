@@ -21,11 +21,11 @@
  */
 import type {CoordinationV1Api, V1Lease} from '@kubernetes/client-node'
 
-import {silentLogger, type Logger} from '../telemetry/log.js'
-import type {ClientNode} from '../k8s/client.js'
-import {apiStatusCode, kubeError} from '../k8s/errors.js'
-import {withApiRetries} from '../k8s/retry.js'
-import {ANNOTATION_OWNER, COMPONENT_LEASE, LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_OWNER, MANAGED_BY_FNR, sha256Hex} from './naming.js'
+import {silentLogger, type Logger} from '../../telemetry/log.js'
+import type {ClientNode} from '../../k8s/client.js'
+import {apiStatusCode, kubeError} from '../../k8s/errors.js'
+import {withApiRetries} from '../../k8s/retry.js'
+import {ANNOTATION_OWNER, COMPONENT_LEASE, LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_OWNER, MANAGED_BY_FNR, sha256Hex} from '../model/naming.js'
 
 export type OwnerState = 'self' | 'live' | 'expired' | 'released' | 'none'
 

@@ -3,8 +3,8 @@
  * to another digest, or the templates changed. A retired pod takes no new calls and is evicted
  * once idle (at once when idle now; a pod still starting is retired once ready).
  */
-import type {PodEvents} from './events.js'
-import type {PodSlot} from './slot.js'
+import type {PodEvents} from '../model/events.js'
+import type {PodSlot} from '../model/slot.js'
 
 export type RetireCause = {kind: 'digest'; from: string; to: string} | {kind: 'template'}
 

@@ -25,26 +25,26 @@
  */
 import type {V1Pod} from '@kubernetes/client-node'
 
-import type {ImagePodSettings} from '../config/pod-cache-config.js'
-import {FnrError, toFnrError} from '../errors.js'
-import {silentLogger, type Logger} from '../telemetry/log.js'
-import type {WatchEventType} from '../k8s/watch.js'
-import type {CachedPodState, GcCode} from './gc.js'
-import {noLeaseView, type ObservedLease, type OwnerState, type ReplicaView} from './lease.js'
-import type {PodManager} from './manager.js'
-import type {ImageMetadataSource} from './metadata.js'
+import type {ImagePodSettings} from '../../config/pod-cache-config.js'
+import {FnrError, toFnrError} from '../../errors.js'
+import {silentLogger, type Logger} from '../../telemetry/log.js'
+import type {WatchEventType} from '../../k8s/watch.js'
+import type {CachedPodState, GcCode} from '../model/gc.js'
+import {noLeaseView, type ObservedLease, type OwnerState, type ReplicaView} from '../cluster/lease.js'
+import type {PodManager} from '../cluster/manager.js'
+import type {ImageMetadataSource} from '../cluster/metadata.js'
 import {PodAdoption, type TakeOverResult} from './adoption.js'
 import {PodClaim} from './claim.js'
 import {PodConnector, type PodAddressMode} from './connect.js'
-import {PodEvents} from './events.js'
-import {PodSlot, pickLeastLoaded, type SlotSnapshot} from './slot.js'
+import {PodEvents} from '../model/events.js'
+import {PodSlot, pickLeastLoaded, type SlotSnapshot} from '../model/slot.js'
 import {PodCollector} from './collector.js'
 import {bringUp, type BringUpHost} from './bring-up.js'
-import {functionService, raceDeadline, type LaunchContext, type PreparePod} from './launcher.js'
-import {ANNOTATION_LAST_USED, ANNOTATION_TTL, labelValueFor, podNameFor} from './naming.js'
+import {functionService, raceDeadline, type LaunchContext, type PreparePod} from '../cluster/launcher.js'
+import {ANNOTATION_LAST_USED, ANNOTATION_TTL, labelValueFor, podNameFor} from '../model/naming.js'
 import {reactToPodEvent} from './pod-watch.js'
 import {retireOtherDigests, retireOtherTemplates} from './retire.js'
-import type {Templates} from './template.js'
+import type {Templates} from '../model/template.js'
 
 export type {PodAddressMode} from './connect.js'
 
@@ -98,7 +98,7 @@ export interface AcquireOptions {
   signal?: AbortSignal
 }
 
-export {PodSlot, pickLeastLoaded, type SlotSnapshot, type SlotTimings} from './slot.js'
+export {PodSlot, pickLeastLoaded, type SlotSnapshot, type SlotTimings} from '../model/slot.js'
 
 export class PodCache {
   private readonly entries = new Map<string, ImageEntry>()

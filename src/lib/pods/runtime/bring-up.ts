@@ -3,13 +3,13 @@
  * readiness), then the connect step (connect.ts), within the pod-ready timeout and the slot's
  * abort signal. The outcome is an event (ready or failed); a pod that fails to start is evicted.
  */
-import type {ImagePodSettings} from '../config/pod-cache-config.js'
-import {FnrError, toFnrError} from '../errors.js'
+import type {ImagePodSettings} from '../../config/pod-cache-config.js'
+import {FnrError, toFnrError} from '../../errors.js'
 import type {PodConnector} from './connect.js'
-import type {PodEvents} from './events.js'
-import {launchPod, secondsText, type LaunchContext} from './launcher.js'
-import type {PodSlot} from './slot.js'
-import type {Templates} from './template.js'
+import type {PodEvents} from '../model/events.js'
+import {launchPod, secondsText, type LaunchContext} from '../cluster/launcher.js'
+import type {PodSlot} from '../model/slot.js'
+import type {Templates} from '../model/template.js'
 
 /** What starting a slot's pod needs from the pod cache. */
 export interface BringUpHost {

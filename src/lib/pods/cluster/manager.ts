@@ -9,15 +9,15 @@
  */
 import type {CoreV1Api, KubeConfig, V1ContainerStatus, V1Pod, V1Service} from '@kubernetes/client-node'
 
-import {FnrError} from '../errors.js'
-import {silentLogger, type Logger} from '../telemetry/log.js'
-import type {ClientNode} from '../k8s/client.js'
-import {apiStatusCode, apiStatusReason, kubeError} from '../k8s/errors.js'
-import {podResourceProblems} from '../k8s/quantity.js'
-import {sleep, withApiRetries} from '../k8s/retry.js'
-import {ResourceWatcher, type WatchEventType} from '../k8s/watch.js'
-import {ANNOTATION_CREATION_ID, LABEL_FN_IMAGE, POD_SELECTOR, SERVICE_SELECTOR} from './naming.js'
-import {FUNCTION_CONTAINER} from './template.js'
+import {FnrError} from '../../errors.js'
+import {silentLogger, type Logger} from '../../telemetry/log.js'
+import type {ClientNode} from '../../k8s/client.js'
+import {apiStatusCode, apiStatusReason, kubeError} from '../../k8s/errors.js'
+import {podResourceProblems} from '../../k8s/quantity.js'
+import {sleep, withApiRetries} from '../../k8s/retry.js'
+import {ResourceWatcher, type WatchEventType} from '../../k8s/watch.js'
+import {ANNOTATION_CREATION_ID, LABEL_FN_IMAGE, POD_SELECTOR, SERVICE_SELECTOR} from '../model/naming.js'
+import {FUNCTION_CONTAINER} from '../model/template.js'
 
 export interface PodManagerOptions {
   k8s: ClientNode

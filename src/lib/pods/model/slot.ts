@@ -2,7 +2,7 @@
  * One pod of an image in the pod cache, from the decision to start it until it is gone, and the
  * placement rule that picks the slot for a call (least load, round-robin among ties).
  */
-import type {EvaluatorClient} from '../grpc/client.js'
+import type {EvaluatorClient} from '../../grpc/client.js'
 import type {GcCode} from './gc.js'
 
 export type SlotState = 'starting' | 'ready' | 'retiring' | 'gone'

@@ -1,15 +1,16 @@
 /**
- * Flag specs in plain data: fnr's one way to define a flag. One definition serves both oclif
- * (help, manifest, parsing: flags.ts oclifFlags) and the fast path of `fnr eval` (bin/run.js),
- * which parses with node:util instead of loading oclif (~80 ms of startup). Nothing here imports
+ * Flag specs in plain data: fnr's one way to define a flag. One definition serves oclif (help,
+ * manifest, parsing: src/cli/flags.ts oclifFlags), the fast path of `fnr eval` (bin/run.js), which
+ * parses with node:util instead of loading oclif (~80 ms of startup), and the packaged
+ * wrapper-server (lib/wrapper.ts parseWrapperArgs), which cannot carry oclif. Nothing here imports
  * oclif.
  */
 import {parseArgs} from 'node:util'
 
-import {FnrError} from '../lib/errors.js'
+import {FnrError} from '../errors.js'
+import {parseGoBool, parseGoDuration} from '../config/go-flags.js'
 import {flagHint} from './suggest.js'
-import {parseGoBool, parseGoDuration} from '../lib/config/go-flags.js'
-import {DEFAULT_IMAGE_PREFIX} from '../lib/config/image-ref.js'
+import {DEFAULT_IMAGE_PREFIX} from '../config/image-ref.js'
 
 export interface FlagSpec {
   /** go-bool: a value-taking true|false (Go's flag package spellings), as Porch's boolean flags. */
@@ -71,19 +72,37 @@ export interface ParsedFlags {
   positionals: string[]
 }
 
+/**
+ * How parse errors read. 'cli': fnr's CLI wording (as oclif words them). 'wrapper': the packaged
+ * wrapper-server's, as Porch's wrapper users know them: node:util's "Unknown option '--x'", integers
+ * as Go's strconv reads them (a sign, surrounding blanks) with "between MIN and MAX".
+ */
+export type ParseDialect = 'cli' | 'wrapper'
+
 function usage(message: string): FnrError {
   return new FnrError('Usage', message)
 }
 
+function wrapperInteger(name: string, spec: FlagSpec, raw: string): number {
+  if (!/^[+-]?\d+$/.test(raw.trim())) throw usage(`--${name}: expected an integer, got ${JSON.stringify(raw)}`)
+  const n = Number(raw)
+  const min = spec.min ?? Number.MIN_SAFE_INTEGER
+  const max = spec.max ?? Number.MAX_SAFE_INTEGER
+  if (n < min || n > max) throw usage(`--${name}: expected an integer between ${min} and ${max}, got ${n}`)
+  return n
+}
+
+function cliInteger(name: string, spec: FlagSpec, raw: string): number {
+  if (!/^-?\d+$/.test(raw)) throw usage(`Parsing --${name}: expected an integer, got ${JSON.stringify(raw)}`)
+  const n = Number(raw)
+  if (spec.min !== undefined && n < spec.min) throw usage(`Parsing --${name}: expected an integer greater than or equal to ${spec.min}, got ${raw}`)
+  if (spec.max !== undefined && n > spec.max) throw usage(`Parsing --${name}: expected an integer less than or equal to ${spec.max}, got ${raw}`)
+  return n
+}
+
 /** Converts one raw string to the flag's type (durations to ms); throws Usage errors. */
-export function convertFlagValue(name: string, spec: FlagSpec, raw: string): string | number | boolean {
-  if (spec.kind === 'integer') {
-    if (!/^-?\d+$/.test(raw)) throw usage(`Parsing --${name}: expected an integer, got ${JSON.stringify(raw)}`)
-    const n = Number(raw)
-    if (spec.min !== undefined && n < spec.min) throw usage(`Parsing --${name}: expected an integer greater than or equal to ${spec.min}, got ${raw}`)
-    if (spec.max !== undefined && n > spec.max) throw usage(`Parsing --${name}: expected an integer less than or equal to ${spec.max}, got ${raw}`)
-    return n
-  }
+export function convertFlagValue(name: string, spec: FlagSpec, raw: string, dialect: ParseDialect = 'cli'): string | number | boolean {
+  if (spec.kind === 'integer') return dialect === 'wrapper' ? wrapperInteger(name, spec, raw) : cliInteger(name, spec, raw)
   if (spec.kind === 'go-bool') {
     const v = parseGoBool(raw)
     if (v === undefined) throw usage(`Parsing --${name}: expected true or false, got ${JSON.stringify(raw)}`)
@@ -110,38 +129,53 @@ export function normalizeBooleanFlags(argv: readonly string[], specs: FlagSpecs)
   })
 }
 
-/** Parses argv against specs with node:util (the oclif-free path). */
-export function parseWithSpecs(argv: string[], specs: FlagSpecs): ParsedFlags {
-  const options: Record<string, {type: 'string' | 'boolean'; short?: string; multiple?: boolean}> = {}
+type NodeOptions = Record<string, {type: 'string' | 'boolean'; short?: string; multiple?: boolean}>
+
+/** node:util's option table for specs (with the --no-NAME forms). */
+function nodeOptions(specs: FlagSpecs): NodeOptions {
+  const options: NodeOptions = {}
   for (const [name, spec] of Object.entries(specs)) {
     options[name] = {type: spec.kind === 'boolean' ? 'boolean' : 'string', ...(spec.char ? {short: spec.char} : {}), ...(spec.multiple ? {multiple: true} : {})}
     if (spec.allowNo) options[`no-${name}`] = {type: 'boolean'}
   }
+  return options
+}
+
+/** node:util's parse error in fnr's words ("Unknown option '--exce'. To specify a positional …"). */
+function parseError(err: unknown, options: NodeOptions, dialect: ParseDialect): FnrError {
+  const message = (err as Error).message
+  const unknown = /^Unknown option '([^']*)'/.exec(message)
+  if (unknown && dialect === 'cli') return usage(`Nonexistent flag: ${unknown[1]}${flagHint(unknown[1]!, Object.keys(options))}`)
+  return new FnrError('Usage', message.split('\n')[0]!.replace(/\. To specify a positional.*$/, ''), {cause: err})
+}
+
+/** One flag's value: given (raw, or negated by --no-NAME), else its environment variable, else its default. */
+function flagValue(name: string, spec: FlagSpec, parsedValues: Record<string, unknown>, dialect: ParseDialect): {value: FlagValue; given: boolean} {
+  const raw = parsedValues[name] as string | boolean | string[] | undefined
+  const negated = spec.allowNo ? parsedValues[`no-${name}`] : undefined
+  if (negated !== undefined) return {value: false, given: true}
+  if (raw === undefined) {
+    const fromEnv = spec.env === undefined ? undefined : process.env[spec.env]
+    return {value: fromEnv === undefined || spec.multiple ? spec.default : convertFlagValue(name, spec, fromEnv, dialect), given: false}
+  }
+  return {value: typeof raw === 'string' ? convertFlagValue(name, spec, raw, dialect) : raw, given: true}
+}
+
+/** Parses argv against specs with node:util (the oclif-free path). */
+export function parseWithSpecs(argv: readonly string[], specs: FlagSpecs, dialect: ParseDialect = 'cli'): ParsedFlags {
+  const options = nodeOptions(specs)
   let parsed: ReturnType<typeof parseArgs>
   try {
     parsed = parseArgs({args: normalizeBooleanFlags(argv, specs), options, strict: true, allowPositionals: true})
   } catch (err) {
-    // node:util's messages: "Unknown option '--exce'. To specify a positional …"; say it in fnr's words.
-    const message = (err as Error).message
-    const unknown = /^Unknown option '([^']*)'/.exec(message)
-    if (unknown) throw usage(`Nonexistent flag: ${unknown[1]}${flagHint(unknown[1]!, Object.keys(options))}`)
-    throw usage(message.split('\n')[0]!.replace(/\. To specify a positional.*$/, ''))
+    throw parseError(err, options, dialect)
   }
   const values: Record<string, FlagValue> = {}
   const given = new Set<string>()
   for (const [name, spec] of Object.entries(specs)) {
-    const raw = parsed.values[name] as string | boolean | string[] | undefined
-    const negated = spec.allowNo ? parsed.values[`no-${name}`] : undefined
-    if (raw === undefined && negated === undefined) {
-      const fromEnv = spec.env === undefined ? undefined : process.env[spec.env]
-      values[name] = fromEnv === undefined || spec.multiple ? spec.default : convertFlagValue(name, spec, fromEnv)
-      continue
-    }
-    given.add(name)
-    if (negated !== undefined) values[name] = false
-    else if (Array.isArray(raw)) values[name] = raw
-    else if (typeof raw === 'boolean') values[name] = raw
-    else values[name] = convertFlagValue(name, spec, raw as string)
+    const v = flagValue(name, spec, parsed.values, dialect)
+    values[name] = v.value
+    if (v.given) given.add(name)
   }
   for (const [name, spec] of Object.entries(specs)) {
     for (const other of spec.exclusive ?? []) {

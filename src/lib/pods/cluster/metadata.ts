@@ -3,8 +3,8 @@
  * image's Entrypoint and Cmd, by the registry client's command rule) and its digest. The default
  * asks the registry (lib/registry); tests and special setups inject a fixed map.
  */
-import {FnrError} from '../errors.js'
-import type {RegistryClient} from '../registry/client.js'
+import {FnrError} from '../../errors.js'
+import type {RegistryClient} from '../../registry/client.js'
 
 export interface FunctionImageInfo {
   /** What the wrapper server runs for each call (never empty). */

@@ -5,12 +5,12 @@
  */
 import type {V1Pod} from '@kubernetes/client-node'
 
-import type {WatchEventType} from '../k8s/watch.js'
+import type {WatchEventType} from '../../k8s/watch.js'
 import type {TakeOverResult} from './adoption.js'
-import type {OwnerState} from './lease.js'
-import {podReadiness} from './manager.js'
-import {ANNOTATION_IMAGE, LABEL_OWNER, WARM_OWNER} from './naming.js'
-import type {PodSlot} from './slot.js'
+import type {OwnerState} from '../cluster/lease.js'
+import {podReadiness} from '../cluster/manager.js'
+import {ANNOTATION_IMAGE, LABEL_OWNER, WARM_OWNER} from '../model/naming.js'
+import type {PodSlot} from '../model/slot.js'
 
 /** What the reaction needs from the pod cache. */
 export interface PodWatchHost {

@@ -17,9 +17,10 @@
 import type {V1ConfigMap, V1Container, V1Pod, V1ResourceRequirements, V1Service} from '@kubernetes/client-node'
 import {parse as parseYaml} from 'yaml'
 
-import type {ResourceRequirements} from '../config/pod-cache-config.js'
-import {FnrError} from '../errors.js'
-import {WRAPPER_SERVER_PATH, WRAPPER_SERVER_PORT, wrapperServerArgs} from '../registry/image-config.js'
+import {canonicalJson} from '../../config/canonical-json.js'
+import type {ResourceRequirements} from '../../config/pod-cache-config.js'
+import {FnrError} from '../../errors.js'
+import {WRAPPER_SERVER_PATH, WRAPPER_SERVER_PORT, wrapperServerArgs} from '../../registry/image-config.js'
 import {sha256Hex} from './naming.js'
 import {hardenPodTemplate, weakPodTemplateSettings} from './pod-security.js'
 
@@ -146,24 +147,13 @@ export function inlineServiceTemplate(): V1Service {
   }
 }
 
-/** Sorted-key JSON, so equal objects hash equally whatever their key order. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
-  if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined)
-    entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`
-  }
-  return JSON.stringify(value)
-}
-
 /**
  * The template version: a hash of everything that shapes a pod (both templates and the settings
  * fnr adds, such as the max message size), so a restarted runner adopts only pods it would have
  * made itself, and a ConfigMap update that changes nothing replaces nothing.
  */
 export function templateVersion(kind: 'inline' | 'cm', pod: V1Pod, service: V1Service, extra: Record<string, unknown> = {}): string {
-  return `${kind}-${sha256Hex(canonical({pod, service, extra})).slice(0, 12)}`
+  return `${kind}-${sha256Hex(canonicalJson({pod, service, extra})).slice(0, 12)}`
 }
 
 export function inlineTemplates(options: InlineTemplateOptions, extra: Record<string, unknown> = {}): Templates {

@@ -4,8 +4,9 @@
  * runner, so its Deployment args carry over unchanged. A file of its own, apart from spec.ts, so
  * the eval fast path's bundle does not carry them.
  */
-import {LIMIT_FLAG_NAMES, LIMIT_FLAGS, type LimitFlagName} from '../lib/grpc/limits.js'
-import type {FlagSpec, FlagSpecs} from './spec.js'
+import {LIMIT_FLAG_NAMES, LIMIT_FLAGS, type LimitFlagName} from '../grpc/limits.js'
+import type {RunnerTemplateOptions} from '../pods/admin/templates.js'
+import type {FlagSpec, FlagSpecs, SpecValue} from './spec.js'
 
 export const DEFAULT_MAX_REQUEST_BODY_SIZE = 6 * 1024 * 1024
 
@@ -130,3 +131,46 @@ export const LISTENER_TLS_FLAG_SPECS = {
   'tls-key-file': {kind: 'string', summary: 'Private key (PEM) of --tls-cert-file.', helpGroup: 'LISTENER TLS'},
   'tls-client-ca-file': {kind: 'string', summary: 'Require client certificates signed by a CA in this PEM file (mutual TLS).', helpGroup: 'LISTENER TLS'},
 } satisfies FlagSpecs
+
+/** What RUNNER_TEMPLATE_FLAG_SPECS parse to (`fnr pods warm|gc`). */
+export interface RunnerTemplateFlagValues {
+  'function-pod-template': string
+  'wrapper-server-image'?: string
+  'runner-namespace'?: string
+  'pod-requests': string
+  'pod-limits': string
+  'harden-pod-templates': boolean
+  'max-request-body-size': number
+}
+
+/** The runner's template settings from its flags, as `fnr pods warm` and `fnr pods gc` read them. */
+export function runnerTemplateSettings(flags: RunnerTemplateFlagValues): RunnerTemplateOptions {
+  return {
+    templateConfigMap: flags['function-pod-template'],
+    wrapperServerImage: flags['wrapper-server-image'] || undefined,
+    runnerNamespace: flags['runner-namespace'],
+    podRequests: flags['pod-requests'],
+    hardenTemplates: flags['harden-pod-templates'],
+    podLimits: flags['pod-limits'],
+    maxRequestBodySize: flags['max-request-body-size'],
+  }
+}
+
+/** The registry settings from REGISTRY_FLAG_SPECS' values (`fnr serve`, `fnr pods warm`). */
+export function registrySettings(flags: {[K in keyof typeof REGISTRY_FLAG_SPECS]: SpecValue<(typeof REGISTRY_FLAG_SPECS)[K]>}): RegistryFlagSettings {
+  return {
+    enablePrivateRegistries: flags['enable-private-registries'],
+    authSecretPath: flags['registry-auth-secret-path'],
+    authSecretName: flags['registry-auth-secret-name'],
+    enableTls: flags['enable-private-registries-tls'],
+    tlsSecretPath: flags['tls-secret-path'],
+  }
+}
+
+export interface RegistryFlagSettings {
+  enablePrivateRegistries: boolean
+  authSecretPath: string
+  authSecretName: string
+  enableTls: boolean
+  tlsSecretPath: string
+}

@@ -3,8 +3,8 @@
  * releases the claim, exactly once, whatever happens. (Not a Kubernetes Lease: those are the
  * replicas' Leases, lease.ts.)
  */
-import {FnrError} from '../errors.js'
-import type {EvaluatorClient} from '../grpc/client.js'
+import {FnrError} from '../../errors.js'
+import type {EvaluatorClient} from '../../grpc/client.js'
 import type {PodCache, PodSlot} from './cache.js'
 
 /** A call's claim on a slot; release() exactly once (extra calls are no-ops). */

@@ -6,13 +6,13 @@
  */
 import type {CoreV1Api, KubeConfig, V1ConfigMap} from '@kubernetes/client-node'
 
-import {FnrError} from '../errors.js'
-import {silentLogger, type Logger} from '../telemetry/log.js'
-import type {ClientNode} from '../k8s/client.js'
-import {apiStatusCode, kubeError} from '../k8s/errors.js'
-import {withApiRetries} from '../k8s/retry.js'
-import {ResourceWatcher} from '../k8s/watch.js'
-import {inlineTemplates, templatesFromConfigMap, type InlineTemplateOptions, type Templates, type UserTemplateOptions} from './template.js'
+import {FnrError} from '../../errors.js'
+import {silentLogger, type Logger} from '../../telemetry/log.js'
+import type {ClientNode} from '../../k8s/client.js'
+import {apiStatusCode, kubeError} from '../../k8s/errors.js'
+import {withApiRetries} from '../../k8s/retry.js'
+import {ResourceWatcher} from '../../k8s/watch.js'
+import {inlineTemplates, templatesFromConfigMap, type InlineTemplateOptions, type Templates, type UserTemplateOptions} from '../model/template.js'
 
 export class TemplateSource {
   private listeners = new Set<(templates: Templates) => void>()

@@ -4,9 +4,9 @@
  * tests assert events instead of log text. Listeners run synchronously, in the order they
  * subscribed; one that throws is isolated (the others and the runtime go on).
  */
-import type {PodCacheResult} from '../telemetry/metrics.js'
+import type {PodCacheResult} from '../../telemetry/metrics.js'
 import type {GcCode} from './gc.js'
-import type {OwnerState} from './lease.js'
+import type {OwnerState} from '../cluster/lease.js'
 import type {SlotTimings} from './slot.js'
 
 export type PodEvent =

@@ -18,13 +18,13 @@
  */
 import type {V1Pod, V1PodTemplate, V1Service} from '@kubernetes/client-node'
 
-import {FnrError} from '../errors.js'
-import type {KubeClients} from '../k8s/client.js'
-import {apiStatusCode} from '../k8s/errors.js'
-import {withApiRetries} from '../k8s/retry.js'
-import {ResourceWatcher, type ObjectList} from '../k8s/watch.js'
-import {silentLogger, type Logger} from '../telemetry/log.js'
-import {inlinePodTemplate, inlineServiceTemplate, inlineTemplates, templateVersion, userPodTemplate, validatePodTemplate, validateServiceTemplate, type InlineTemplateOptions, type Templates} from './template.js'
+import {FnrError} from '../../errors.js'
+import type {KubeClients} from '../../k8s/client.js'
+import {apiStatusCode} from '../../k8s/errors.js'
+import {withApiRetries} from '../../k8s/retry.js'
+import {ResourceWatcher, type ObjectList} from '../../k8s/watch.js'
+import {silentLogger, type Logger} from '../../telemetry/log.js'
+import {inlinePodTemplate, inlineServiceTemplate, inlineTemplates, templateVersion, userPodTemplate, validatePodTemplate, validateServiceTemplate, type InlineTemplateOptions, type Templates} from '../model/template.js'
 import {TemplateSource} from './template-source.js'
 
 export const BASE_POD_TEMPLATE = 'base-pod-template'

@@ -7,16 +7,16 @@
  */
 import type {V1Pod} from '@kubernetes/client-node'
 
-import type {ImagePodSettings} from '../config/pod-cache-config.js'
-import {apiStatusCode} from '../k8s/errors.js'
-import type {Logger} from '../telemetry/log.js'
+import type {ImagePodSettings} from '../../config/pod-cache-config.js'
+import {apiStatusCode} from '../../k8s/errors.js'
+import type {Logger} from '../../telemetry/log.js'
 import type {PodSlot} from './cache.js'
-import type {PodEvents} from './events.js'
-import {observePod} from './gc.js'
-import {noLeaseView, type OwnerState, type ReplicaView} from './lease.js'
-import {podReadiness, type PodManager} from './manager.js'
-import {ANNOTATION_CLAIMED_AT, ANNOTATION_IMAGE, ANNOTATION_OWNER, ANNOTATION_TEMPLATE_VERSION, LABEL_OWNER} from './naming.js'
-import {ANNOTATION_IMAGE_DIGEST, type Templates} from './template.js'
+import type {PodEvents} from '../model/events.js'
+import {observePod} from '../model/gc.js'
+import {noLeaseView, type OwnerState, type ReplicaView} from '../cluster/lease.js'
+import {podReadiness, type PodManager} from '../cluster/manager.js'
+import {ANNOTATION_CLAIMED_AT, ANNOTATION_IMAGE, ANNOTATION_OWNER, ANNOTATION_TEMPLATE_VERSION, LABEL_OWNER} from '../model/naming.js'
+import {ANNOTATION_IMAGE_DIGEST, type Templates} from '../model/template.js'
 
 /** What adoption needs from the pod cache. */
 export interface AdoptionHost {

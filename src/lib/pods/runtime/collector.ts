@@ -7,13 +7,13 @@
  */
 import type {V1Pod, V1Service} from '@kubernetes/client-node'
 
-import type {Logger} from '../telemetry/log.js'
+import type {Logger} from '../../telemetry/log.js'
 import type {TakeOverResult} from './adoption.js'
-import type {PodEvents} from './events.js'
-import {observePod, observeService, planGc, type CachedPodState, type GcCode, type GcPlan} from './gc.js'
-import type {ObservedLease, OwnerState, ReplicaView} from './lease.js'
-import type {PodManager} from './manager.js'
-import {LABEL_OWNER} from './naming.js'
+import type {PodEvents} from '../model/events.js'
+import {observePod, observeService, planGc, type CachedPodState, type GcCode, type GcPlan} from '../model/gc.js'
+import type {ObservedLease, OwnerState, ReplicaView} from '../cluster/lease.js'
+import type {PodManager} from '../cluster/manager.js'
+import {LABEL_OWNER} from '../model/naming.js'
 
 /** What a GC pass needs from the pod cache. */
 export interface CollectorHost {

@@ -2,9 +2,9 @@
  * The subscribers of the pod runtime's events (events.ts): the log lines and the metrics that
  * PodCache, adoption and the GC pass used to write themselves.
  */
-import type {Logger} from '../telemetry/log.js'
-import {metrics} from '../telemetry/metrics.js'
-import type {PodEvent, PodEvents} from './events.js'
+import type {Logger} from '../../telemetry/log.js'
+import {metrics} from '../../telemetry/metrics.js'
+import type {PodEvent, PodEvents} from '../model/events.js'
 
 /** The log line of an event, as the runtime has always written it (none for the quiet ones). */
 export function logPodEvent(logger: Logger, e: PodEvent): void {

@@ -5,21 +5,21 @@
  */
 import type {V1Pod} from '@kubernetes/client-node'
 
-import {PodCacheConfig, type ImagePodSettings, type ResourceRequirements} from '../config/pod-cache-config.js'
-import {parseDnsServer} from '../grpc/dns-server.js'
-import {FnrError} from '../errors.js'
-import {connectKube, runnerNamespace, type KubeClients, type KubeConnectOptions} from '../k8s/client.js'
-import {silentLogger, type Logger} from '../telemetry/log.js'
+import {PodCacheConfig, type ImagePodSettings, type ResourceRequirements} from '../../config/pod-cache-config.js'
+import {parseDnsServer} from '../../grpc/dns-server.js'
+import {FnrError} from '../../errors.js'
+import {connectKube, runnerNamespace, type KubeClients, type KubeConnectOptions} from '../../k8s/client.js'
+import {silentLogger, type Logger} from '../../telemetry/log.js'
 import {PodCache, type PodAddressMode} from './cache.js'
 import {observePodEvents} from './event-sinks.js'
-import {pullSecretPreparer, type PreparePod, type PullSecret} from './launcher.js'
-import {PodGarbageCollector} from './gc.js'
-import {DEFAULT_LEASE_DURATION_MS, LeaseObserver, ReplicaLease, noLeaseView, type ReplicaView} from './lease.js'
-import {PodManager} from './manager.js'
-import type {ImageMetadataSource} from './metadata.js'
-import {defaultRunnerIdentity, labelValueFor} from './naming.js'
-import type {InlineTemplateOptions} from './template.js'
-import {TemplateSource} from './template-source.js'
+import {pullSecretPreparer, type PreparePod, type PullSecret} from '../cluster/launcher.js'
+import {PodGarbageCollector} from './gc-scheduler.js'
+import {DEFAULT_LEASE_DURATION_MS, LeaseObserver, ReplicaLease, noLeaseView, type ReplicaView} from '../cluster/lease.js'
+import {PodManager} from '../cluster/manager.js'
+import type {ImageMetadataSource} from '../cluster/metadata.js'
+import {defaultRunnerIdentity, labelValueFor} from '../model/naming.js'
+import type {InlineTemplateOptions} from '../model/template.js'
+import {TemplateSource} from '../cluster/template-source.js'
 import {warmUpPods, type WarmUpResult} from './warmup.js'
 
 export interface PodRuntimeOptions {
@@ -197,7 +197,7 @@ function podPreparer(options: PodRuntimeOptions, clients: KubeClients, logger: L
 /** After a swap from Porch's runner: its leftover pods are collected (--collect-porch-pods) or only counted. */
 function handlePorchLeftovers(started: Promise<void>, options: PodRuntimeOptions, clients: KubeClients, logger: Logger): void {
   const done = started.then(async () => {
-    const {collectPorchLeftovers, findPorchLeftovers} = await import('./porch-leftovers.js')
+    const {collectPorchLeftovers, findPorchLeftovers} = await import('../cluster/porch-leftovers.js')
     if (options.collectPorchPods) {
       await collectPorchLeftovers({core: clients.core, namespace: options.namespace, logger})
       return
