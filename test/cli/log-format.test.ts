@@ -98,7 +98,7 @@ describe('--log-format', function () {
   })
 
   it('a real terminal gets coloured text lines, NO_COLOR plain text; a pipe gets JSON', async () => {
-    const script = `import {createLogger} from ${JSON.stringify(path.join(REPO_ROOT, 'dist', 'lib', 'log.js'))}; createLogger({verbosity: 2, name: 'fnr-serve'}).info('hello', {port: 1})`
+    const script = `import {createLogger} from ${JSON.stringify(path.join(REPO_ROOT, 'dist', 'lib', 'telemetry', 'log.js'))}; createLogger({verbosity: 2, name: 'fnr-serve'}).info('hello', {port: 1})`
     const node = `${process.execPath} --input-type=module -e ${JSON.stringify(script).replace(/\$/g, '\\$')}`
     const onTty = async (env: Record<string, string>): Promise<string> =>
       String((await execa('script', ['-qec', node, '/dev/null'], {env: {...env, TERM: 'xterm'}, extendEnv: true})).stdout)
