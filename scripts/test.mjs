@@ -33,10 +33,18 @@ function startPeerBuild() {
 
 const mocha = path.join(ROOT, 'node_modules', '.bin', 'mocha')
 const child = spawn(mocha, [...mochaSelection(set), ...args], {cwd: ROOT, stdio: ['inherit', 'pipe', 'inherit']})
-let tail = ''
+// mocha's summary ("N passing (…)", "N pending", "N failing") is read line by line as it comes:
+// the failures printed after it can be long enough to push it out of any fixed-size tail.
+const summary = {passing: 0, failing: 0, pending: 0}
+let partial = ''
 child.stdout.on('data', (chunk) => {
   process.stdout.write(chunk)
-  tail = (tail + chunk.toString()).slice(-4000)
+  const lines = (partial + chunk.toString()).split('\n')
+  partial = lines.pop() ?? ''
+  for (const line of lines) {
+    const m = /^ {2}(\d+) (passing|failing|pending)\b/.exec(line)
+    if (m) summary[m[2]] = Number(m[1])
+  }
 })
 child.on('close', (code, signal) => {
   // A run that needed no peer (--grep, say) leaves no build running behind it.
@@ -47,9 +55,7 @@ child.on('close', (code, signal) => {
       // already gone
     }
   }
-  const passing = Number(/(\d+) passing/.exec(tail)?.[1] ?? 0)
-  const failing = Number(/(\d+) failing/.exec(tail)?.[1] ?? 0)
-  const pending = Number(/(\d+) pending/.exec(tail)?.[1] ?? 0)
+  const {passing, failing, pending} = summary
   // A plain summary line that CI reads in any language.
   process.stdout.write(`\n${passing} passed, ${failing} failed${pending ? `, ${pending} skipped` : ''}\n`)
   if (signal) process.exit(1)
