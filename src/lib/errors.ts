@@ -77,9 +77,40 @@ export const EXIT_CODE_BY_KIND: Record<ErrorKind, number> = {
   Unavailable: 8,
 }
 
+/**
+ * What an FnrError carries besides its message. The keys code reads to decide what to do are
+ * declared here with their types (a reader needs no cast, a writer cannot put the wrong type);
+ * other keys are context for logs.
+ */
+export interface FnrErrorDetails {
+  /**
+   * A function that exited non-zero: exit code, results and stderr tail (process/failure.ts);
+   * partial when it was decoded from another runner's fnr-failure-bin trailer.
+   */
+  failure?: Partial<import('./process/failure.js').FunctionFailure>
+  /** The runtime that produced the error (`exec`, `pod`, …): the evaluation metric's label. */
+  runtime?: string
+  /** HTTP status of a Kubernetes or registry answer. */
+  status?: number
+  /** Kubernetes Status reason, or the budget limit that refused a call. */
+  reason?: string
+  /** A pod name was taken (409 on create): pick another name and retry. */
+  nameTaken?: boolean
+  /** The caller cancelled or its deadline passed (not the pod's fault). */
+  caller?: boolean
+  /** A render stopped at a failing function (its results are written, like kpt). */
+  renderFailed?: boolean
+  /** The function process could not be started (spawn failed). */
+  startFailed?: boolean
+  /** What the function wrote, where the error keeps it. */
+  stdout?: Buffer
+  stderr?: Buffer
+  [key: string]: unknown
+}
+
 export interface FnrErrorOptions {
   cause?: unknown
-  details?: Record<string, unknown>
+  details?: FnrErrorDetails
 }
 
 /** Marks FnrErrors across copies of this module (see FnrError[Symbol.hasInstance]). */
@@ -87,7 +118,7 @@ const FNR_ERROR_BRAND = Symbol.for('fnr.FnrError')
 
 export class FnrError extends Error {
   readonly kind: ErrorKind
-  readonly details: Record<string, unknown>
+  readonly details: FnrErrorDetails
   readonly [FNR_ERROR_BRAND] = true
 
   /**

@@ -25,7 +25,6 @@ import {loadExecConfig} from './config/exec-config.js'
 import type {ExecPaths} from './config/embedded.js'
 import {FnrError} from './errors.js'
 import {ExecEvaluator} from './evaluators/exec.js'
-import type {FunctionFailure} from './process/failure.js'
 import {functionFailedError} from './process/failure.js'
 import {runFunctionProcess} from './process/run.js'
 import * as rl from './resourcelist/index.js'
@@ -171,11 +170,12 @@ export async function runFunction(
     const res = await evaluator.evaluate({image: options.image!, resourceList: input, deadline, signal: options.signal})
     return {stdout: res.resourceList, stderr: res.log, exitCode: 0, durationMs: performance.now() - started}
   } catch (err) {
-    const failure = err instanceof FnrError ? (err.details.failure as FunctionFailure | undefined) : undefined
-    if (!failure || failure.exitCode === null) throw err
+    if (!(err instanceof FnrError)) throw err
+    const failure = err.details.failure
+    if (typeof failure?.exitCode !== 'number') throw err
     return {
-      stdout: err instanceof FnrError && Buffer.isBuffer(err.details.stdout) ? err.details.stdout : Buffer.alloc(0),
-      stderr: err instanceof FnrError && Buffer.isBuffer(err.details.stderr) ? err.details.stderr : Buffer.alloc(0),
+      stdout: err.details.stdout ?? Buffer.alloc(0),
+      stderr: err.details.stderr ?? Buffer.alloc(0),
       exitCode: failure.exitCode,
       durationMs: performance.now() - started,
     }

@@ -70,7 +70,7 @@ export interface ServeOptions {
     /** --replica-lease-duration (default 30 s; 0 holds no Lease). */
     leaseDurationMs?: number
     /** Tests: a fixed image metadata source instead of the registry. */
-    metadata?: import('./pods/cluster/metadata.js').ImageMetadataSource
+    metadata?: import('./pods/cluster/image-metadata.js').ImageMetadataSource
     /** Tests: a ready client-node KubeConfig. */
     kubeConfig?: import('@kubernetes/client-node').KubeConfig
     /** Namespace of the --function-pod-template ConfigMap; default the runner's own. */

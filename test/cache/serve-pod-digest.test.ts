@@ -3,7 +3,7 @@ import {readFile} from 'node:fs/promises'
 
 import {DEFAULT_RESPONSE_CACHE} from '../../src/lib/cache/response-cache.js'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
-import {RegistryMetadataSource} from '../../src/lib/pods/cluster/metadata.js'
+import {RegistryMetadataSource} from '../../src/lib/pods/cluster/image-metadata.js'
 import {ANNOTATION_IMAGE_DIGEST} from '../../src/lib/pods/model/template.js'
 import {RegistryClient} from '../../src/lib/registry/client.js'
 import type {RunningServer} from '../../src/lib/serve.js'

@@ -18,7 +18,7 @@ import path from 'node:path'
 import {execa} from 'execa'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
-import {RegistryMetadataSource} from '../../src/lib/pods/cluster/metadata.js'
+import {RegistryMetadataSource} from '../../src/lib/pods/cluster/image-metadata.js'
 import {RegistryClient} from '../../src/lib/registry/client.js'
 import type {RunningServer, ServeOptions} from '../../src/lib/serve.js'
 import {buildCatalogFunctions, CATALOG} from '../../scripts/catalog-peers.mjs'

@@ -16,7 +16,7 @@ import {tmpdir} from 'node:os'
 import path from 'node:path'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
-import {RegistryMetadataSource, StaticMetadataSource} from '../../src/lib/pods/cluster/metadata.js'
+import {RegistryMetadataSource, StaticMetadataSource} from '../../src/lib/pods/cluster/image-metadata.js'
 import {RegistryClient} from '../../src/lib/registry/client.js'
 import type {RunningServer, ServeOptions} from '../../src/lib/serve.js'
 import type {AuditEvent, ControlPlane} from '../support/cluster/controlplane.js'

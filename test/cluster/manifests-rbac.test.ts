@@ -12,7 +12,7 @@ import {tmpdir} from 'node:os'
 import path from 'node:path'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
-import {StaticMetadataSource} from '../../src/lib/pods/cluster/metadata.js'
+import {StaticMetadataSource} from '../../src/lib/pods/cluster/image-metadata.js'
 import type {ServeOptions} from '../../src/lib/serve.js'
 import {memoryLogger} from '../config/function-config-crd.helpers.js'
 import {runCli} from '../support/cli.js'

@@ -23,7 +23,7 @@ import {parse, stringify} from 'yaml'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {ANNOTATION_IMAGE, LABEL_OWNER} from '../../src/lib/pods/model/naming.js'
-import {StaticMetadataSource} from '../../src/lib/pods/cluster/metadata.js'
+import {StaticMetadataSource} from '../../src/lib/pods/cluster/image-metadata.js'
 import type {RunningServer, ServeOptions} from '../../src/lib/serve.js'
 import {memoryLogger} from '../config/function-config-crd.helpers.js'
 import type {AuditEvent, ControlPlane} from '../support/cluster/controlplane.js'

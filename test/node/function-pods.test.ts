@@ -9,7 +9,7 @@
 import { expect } from 'chai';
 
 import { EvaluatorClient } from '../../src/lib/grpc/client.js';
-import { RegistryMetadataSource } from '../../src/lib/pods/cluster/metadata.js';
+import { RegistryMetadataSource } from '../../src/lib/pods/cluster/image-metadata.js';
 import { RegistryClient } from '../../src/lib/registry/client.js';
 import type { RunningServer } from '../../src/lib/serve.js';
 import { KubeRestClient } from '../support/k8s/client.js';

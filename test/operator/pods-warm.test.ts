@@ -12,7 +12,7 @@ import type {V1Pod} from '@kubernetes/client-node'
 import {execa} from 'execa'
 
 import {podReadiness} from '../../src/lib/pods/cluster/manager.js'
-import {StaticMetadataSource} from '../../src/lib/pods/cluster/metadata.js'
+import {StaticMetadataSource} from '../../src/lib/pods/cluster/image-metadata.js'
 import {ANNOTATION_IMAGE, ANNOTATION_OWNER, ANNOTATION_TEMPLATE_VERSION, ANNOTATION_TTL, LABEL_OWNER} from '../../src/lib/pods/model/naming.js'
 import {ANNOTATION_IMAGE_DIGEST, inlineTemplates} from '../../src/lib/pods/model/template.js'
 import {inlineResources} from '../../src/lib/pods/admin/templates.js'

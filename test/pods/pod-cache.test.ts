@@ -18,7 +18,7 @@ import type {PodEvent} from '../../src/lib/pods/model/events.js'
 import type {GcPlan} from '../../src/lib/pods/model/gc.js'
 import {PodGarbageCollector} from '../../src/lib/pods/runtime/gc-scheduler.js'
 import type {PodManager} from '../../src/lib/pods/cluster/manager.js'
-import {StaticMetadataSource, type FunctionImageInfo} from '../../src/lib/pods/cluster/metadata.js'
+import {StaticMetadataSource, type FunctionImageInfo} from '../../src/lib/pods/cluster/image-metadata.js'
 import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, LABEL_OWNER, WARM_OWNER, functionPodAnnotations, functionPodLabels, labelValueFor} from '../../src/lib/pods/model/naming.js'
 import {ANNOTATION_IMAGE_DIGEST, inlineTemplates} from '../../src/lib/pods/model/template.js'
 

@@ -1,7 +1,7 @@
 import {expect} from 'chai'
 
 import {FnrError} from '../../src/lib/errors.js'
-import {RegistryMetadataSource} from '../../src/lib/pods/cluster/metadata.js'
+import {RegistryMetadataSource} from '../../src/lib/pods/cluster/image-metadata.js'
 import {DockerConfig} from '../../src/lib/registry/auth.js'
 import {RegistryClient} from '../../src/lib/registry/client.js'
 import {RL, image, resetGate, startPodBed, startRuntime, storedPods, type PodBed, type RuntimeHandle} from '../support/pods/index.js'

@@ -26,8 +26,8 @@ With --json, stdout is {"namespace": …, "pods": [{pod, service, image, phase, 
   async run(): Promise<void> {
     const {flags} = await this.parse(PodsLs)
     this.verbosity = flags['log-level']
-    const {PodOperator} = await import('../../lib/pods/admin/admin.js')
-    const operator = await PodOperator.connect({namespace: flags.namespace, kube: {kubeconfig: flags.kubeconfig, context: flags.context}})
+    const {PodAdmin} = await import('../../lib/pods/admin/admin.js')
+    const operator = await PodAdmin.connect({namespace: flags.namespace, kube: {kubeconfig: flags.kubeconfig, context: flags.context}})
     try {
       const pods = await operator.list({image: flags.image})
       if (flags.json) {

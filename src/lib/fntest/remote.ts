@@ -18,7 +18,6 @@ import {readConfigFile} from '../config/read-file.js'
 import {FnrError} from '../errors.js'
 import {runEval, type EvalIO, type EvalOptions, type RunOutcome} from '../eval.js'
 import {EvaluatorClient} from '../grpc/client.js'
-import * as rl from '../resourcelist/index.js'
 
 export interface RunnerTarget {
   /** HOST:PORT of the runner. */
@@ -53,7 +52,7 @@ export async function callRunner(client: EvaluatorClient, image: string, input: 
       if (err instanceof FnrError && err.kind === 'Unavailable') throw new FnrError('Unavailable', `function runner ${client.address}: ${err.message}`, {cause: err})
       throw err
     }
-    const failure = err.details.failure as {exitCode?: number | null; results?: rl.FunctionResult[]; stderrTail?: string} | undefined
+    const failure = err.details.failure
     return {
       stdout: Buffer.alloc(0),
       // The trailer's tail has its trailing white space cut: one newline is put back, as stderr lines end.

@@ -274,7 +274,7 @@ export class EvaluatorServer {
         release?.()
         const e = toFnrError(err)
         if (e.kind === 'Internal' && !(err instanceof FnrError)) this.logger.error('unexpected error while evaluating', {image, error: String(err)})
-        finish(statusError(e), undefined, typeof e.details.runtime === 'string' ? e.details.runtime : undefined)
+        finish(statusError(e), undefined, e.details.runtime)
       })
   }
 }

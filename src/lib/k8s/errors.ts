@@ -38,7 +38,7 @@ function parseBody(err: unknown): StatusBody {
 
 /** The Status reason of an API error (AlreadyExists, Conflict, NotFound, …), if the body had one. */
 export function apiStatusReason(err: unknown): string | undefined {
-  if (err instanceof FnrError) return typeof err.details.reason === 'string' ? err.details.reason : undefined
+  if (err instanceof FnrError) return err.details.reason
   return parseBody(err).reason
 }
 

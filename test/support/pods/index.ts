@@ -21,7 +21,7 @@ import type {V1Pod, V1Service} from '@kubernetes/client-node'
 
 import {PodCacheConfig} from '../../../src/lib/config/pod-cache-config.js'
 import {PodEvaluator} from '../../../src/lib/evaluators/pod.js'
-import {StaticMetadataSource} from '../../../src/lib/pods/cluster/metadata.js'
+import {StaticMetadataSource} from '../../../src/lib/pods/cluster/image-metadata.js'
 import {startPodRuntime, type PodRuntime, type PodRuntimeOptions} from '../../../src/lib/pods/runtime/runtime.js'
 import {startTestBed, type TestBed} from '../k8s/index.js'
 import type {LocalKubelet, LocalKubeletOptions} from '../k8s/kubelet.js'

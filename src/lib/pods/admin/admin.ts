@@ -46,7 +46,7 @@ import {ANNOTATION_TEMPLATE_VERSION} from '../model/naming.js'
 import type {Templates} from '../model/template.js'
 import {runnerTemplates, type RunnerTemplateOptions} from './templates.js'
 
-export interface OperatorOptions {
+export interface AdminOptions {
   namespace: string
   kube?: KubeConnectOptions
   logger?: Logger
@@ -147,7 +147,7 @@ function iso(ms: number | undefined): string | null {
   return ms === undefined ? null : new Date(ms).toISOString()
 }
 
-export class PodOperator {
+export class PodAdmin {
   /** The pods planned for deletion: their resourceVersion when listed (the deletion precondition). */
   private readonly listedVersions = new Map<string, string>()
 
@@ -157,13 +157,13 @@ export class PodOperator {
     readonly namespace: string,
   ) {}
 
-  static async connect(options: OperatorOptions): Promise<PodOperator> {
+  static async connect(options: AdminOptions): Promise<PodAdmin> {
     if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(options.namespace) || options.namespace.length > 63) {
       throw new FnrError('Usage', `--namespace ${JSON.stringify(options.namespace)} is not a valid namespace name`)
     }
     const clients = await connectKube({missingConfigHint: OPERATOR_CONFIG_HINT, ...options.kube})
     const manager = new PodManager({...clients, namespace: options.namespace, logger: options.logger ?? silentLogger})
-    return new PodOperator(clients, manager, options.namespace)
+    return new PodAdmin(clients, manager, options.namespace)
   }
 
   /** Reads the replica Leases of the namespace (after the pods: a replica creates its Lease before its first pod). */
@@ -206,7 +206,7 @@ export class PodOperator {
    * it. Remembers each planned pod's resourceVersion for deleteItem's precondition.
    */
   plan(listing: GcListing, options: GcOptions, leases: LeaseStates): GcItem[] {
-    const items = planOperatorGc(listing.pods, listing.services, {...options, ownerState: options.ownerState ?? leases.stateOf, now: options.now ?? Date.now()}, listing.observedAt)
+    const items = planAdminGc(listing.pods, listing.services, {...options, ownerState: options.ownerState ?? leases.stateOf, now: options.now ?? Date.now()}, listing.observedAt)
     const planned = new Set(items.filter((i) => i.kind === 'pod').map((i) => i.name))
     for (const pod of listing.pods) {
       const name = pod.metadata?.name ?? ''
@@ -270,7 +270,7 @@ export function describePod(pod: V1Pod, service: string | null, now: number, own
 }
 
 /** The GC rules applied from outside a runner (see the top of this file); pure. */
-export function planOperatorGc(pods: readonly V1Pod[], services: readonly V1Service[], options: GcOptions & {now: number}, observedAt = options.now): GcItem[] {
+export function planAdminGc(pods: readonly V1Pod[], services: readonly V1Service[], options: GcOptions & {now: number}, observedAt = options.now): GcItem[] {
   const observedPods = pods.map(observePod)
   const observedServices = services.map(observeService)
   const stateOf = (owner: string | undefined): OwnerState => options.ownerState?.(owner) ?? 'none'

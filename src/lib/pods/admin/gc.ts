@@ -1,6 +1,6 @@
 /**
  * `fnr pods gc`: one garbage collection from outside the runner, with the rules of admin/admin.ts
- * (planOperatorGc, on gc.ts's planGc) and PodOperator's API calls. The flow:
+ * (planAdminGc, on gc.ts's planGc) and PodAdmin's API calls. The flow:
  *   1. check the options (Usage errors before any cluster call);
  *   2. the runner's current templates, when their settings are given (the stale-template rule;
  *      admin/templates.ts builds them as `fnr serve` does);
@@ -15,7 +15,7 @@
 import {FnrError} from '../../errors.js'
 import type {KubeConnectOptions} from '../../k8s/client.js'
 import type {Logger} from '../../telemetry/log.js'
-import {CHANGED_SINCE_LISTED, PodOperator, type GcItem, type GcItemResult} from './admin.js'
+import {CHANGED_SINCE_LISTED, PodAdmin, type GcItem, type GcItemResult} from './admin.js'
 import {templatesConfigured, type RunnerTemplateOptions} from './templates.js'
 
 export interface CollectPodsOptions {
@@ -88,7 +88,7 @@ function defaultRun<R>(tasks: Array<{run: (update: (detail: string) => void) => 
 /** One GC from outside the runner (see the top of this file); never deletes anything that is not fnr's. */
 export async function collectPods(options: CollectPodsOptions): Promise<GcSummary> {
   checkOptions(options)
-  const operator = await PodOperator.connect({namespace: options.namespace, kube: options.kube, logger: options.logger})
+  const operator = await PodAdmin.connect({namespace: options.namespace, kube: options.kube, logger: options.logger})
   try {
     const notices: GcNotice[] = []
     let templateVersion: string | null = null

@@ -21,7 +21,7 @@ import type {DockerConfig} from '../../registry/auth.js'
 import type {RunnerRegistrySettings} from '../../registry/index.js'
 import {attachPullSecret, buildPullSecret, ensurePullSecret} from '../../registry/pull-secret.js'
 import type {PodManager} from './manager.js'
-import type {FunctionImageInfo, ImageMetadataSource} from './metadata.js'
+import type {FunctionImageInfo, ImageMetadataSource} from './image-metadata.js'
 import {LABEL_FN_IMAGE, functionPodAnnotations, functionPodLabels, functionServiceLabels, podNameFor} from '../model/naming.js'
 import {ANNOTATION_IMAGE_DIGEST, buildPod, buildService, pinnedImage, type Templates} from '../model/template.js'
 
@@ -278,7 +278,7 @@ export async function podRegistry(
   options: {metadata?: ImageMetadataSource; logger?: Logger},
 ): Promise<{metadata: ImageMetadataSource; pullSecret?: PullSecret; close(): void}> {
   if (options.metadata && !settings.enablePrivateRegistries) return {metadata: options.metadata, close: () => {}}
-  const [{createRunnerRegistry}, {RegistryMetadataSource}] = await Promise.all([import('../../registry/index.js'), import('./metadata.js')])
+  const [{createRunnerRegistry}, {RegistryMetadataSource}] = await Promise.all([import('../../registry/index.js'), import('./image-metadata.js')])
   const registry = await createRunnerRegistry(settings, {logger: options.logger})
   const pullSecret =
     settings.enablePrivateRegistries && registry.dockerConfigJson ? {name: settings.authSecretName, dockerConfig: registry.dockerConfig, dockerConfigJson: registry.dockerConfigJson} : undefined

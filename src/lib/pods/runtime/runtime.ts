@@ -16,7 +16,7 @@ import {pullSecretPreparer, type PreparePod, type PullSecret} from '../cluster/l
 import {PodGarbageCollector} from './gc-scheduler.js'
 import {DEFAULT_LEASE_DURATION_MS, LeaseObserver, ReplicaLease, noLeaseView, type ReplicaView} from '../cluster/lease.js'
 import {PodManager} from '../cluster/manager.js'
-import type {ImageMetadataSource} from '../cluster/metadata.js'
+import type {ImageMetadataSource} from '../cluster/image-metadata.js'
 import {defaultRunnerIdentity, labelValueFor} from '../model/naming.js'
 import type {InlineTemplateOptions} from '../model/template.js'
 import {TemplateSource} from '../cluster/template-source.js'
