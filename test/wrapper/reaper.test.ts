@@ -13,16 +13,15 @@
  * Skipped, with the reason printed, only where runc cannot run containers (as runc.test.ts).
  */
 import {expect} from 'chai'
-import {mkdir} from 'node:fs/promises'
 import path from 'node:path'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {restoreLauncherEnvironment, LAUNCHER_ENVIRON} from '../../src/lib/wrapper.js'
-import {SAMPLE_RL, TempDirs} from '../support/tmp.js'
+import {SAMPLE_RL} from '../support/tmp.js'
 import {markedInput} from './support/functions.js'
-import {copyFolder, packagedFolder, PACKAGE_TIMEOUT_MS} from './support/package.js'
 import {waitFor} from './support/process.js'
-import {makeRootfs, probeRunc, RuncContainer} from './support/runc.js'
+import {useRuncBed} from './support/runc-bed.js'
+import {makeRootfs, RuncContainer} from './support/runc.js'
 
 const LAUNCHER = '/wrapper-server-tools/wrapper-server'
 const SEA = '/wrapper-server-tools/wrapper-server-sea'
@@ -77,28 +76,21 @@ function status(c: RuncContainer, pid: number, field: string): number {
 
 describe('the packaged wrapper as PID 1 reaps zombies (runc, Porch\'s template command)', function () {
   this.timeout(180_000)
-  const temp = new TempDirs()
-  let work: string
-  let state: string
-  let tools: string
+  const bed = useRuncBed('fnr-reaper-')
   let n = 0
-  const containers: RuncContainer[] = []
-  const clients: EvaluatorClient[] = []
 
   const start = async (args: string[], env: string[] = []): Promise<{c: RuncContainer; readyMs: number}> => {
-    const bundle = path.join(work, `c${++n}`)
+    const bundle = path.join(bed.work, `c${++n}`)
     await makeRootfs(path.join(bundle, 'rootfs'), {busybox: 'applets', files: {'usr/local/bin/orphans': {content: ORPHANS_FUNCTION, mode: 0o755}}})
     const started = performance.now()
-    const c = await RuncContainer.start({bundle, tools, args, env: ['FNR_BIND_ADDRESS=127.0.0.1', 'PATH=/bin', 'HOME=/', ...env], user: NONROOT, tmpfs: ['/tmp']}, state)
+    const c = bed.track(await RuncContainer.start({bundle, tools: bed.tools, args, env: ['FNR_BIND_ADDRESS=127.0.0.1', 'PATH=/bin', 'HOME=/', ...env], user: NONROOT, tmpfs: ['/tmp']}, bed.state))
     const readyMs = performance.now() - started
-    containers.push(c)
     return {c, readyMs}
   }
   const porchArgs = (entry: string): string[] => [entry, '--port', '0', '--max-request-body-size', '6291456', '--', '/usr/local/bin/orphans']
   const client = (c: RuncContainer): EvaluatorClient => {
     const e = new EvaluatorClient(c.address)
-    clients.push(e)
-    return e
+    return bed.closeLater(e)
   }
   /** Six calls, three of them at once; each leaves two orphans. */
   const sixCalls = async (c: RuncContainer): Promise<void> => {
@@ -110,28 +102,6 @@ describe('the packaged wrapper as PID 1 reaps zombies (runc, Porch\'s template c
   /** Until no orphan is running any more (each is a zombie or gone). */
   const orphansDone = (c: RuncContainer): Promise<void> =>
     waitFor(() => processes(c).every((p) => p.comm !== 'sleep' || p.state === 'Z'), 'the orphans to exit or be killed')
-
-  before(async function () {
-    this.timeout(PACKAGE_TIMEOUT_MS)
-    work = await temp.make('fnr-reaper-')
-    state = path.join(work, 'runc-state')
-    await mkdir(state)
-    const reason = await probeRunc(work, state)
-    if (reason) {
-      if (process.env.CI) throw new Error(`the runc tests cannot run in CI: ${reason}`)
-      console.log(`      runc tests skipped: ${reason}`)
-      this.skip()
-    }
-    tools = path.join(work, 'wrapper-server-tools')
-    await mkdir(tools)
-    copyFolder(await packagedFolder(), tools)
-  })
-
-  after(async () => {
-    for (const e of clients.splice(0)) e.close()
-    await Promise.all(containers.splice(0).map((c) => c.destroy()))
-    await temp.cleanup()
-  })
 
   describe('the launcher (wrapper-server) as PID 1', () => {
     let c: RuncContainer

@@ -11,17 +11,16 @@
  */
 import * as grpc from '@grpc/grpc-js'
 import {expect} from 'chai'
-import {mkdir} from 'node:fs/promises'
 import path from 'node:path'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {readFailure} from '../../src/lib/grpc/metadata.js'
 import {checkHealth, healthClient} from '../support/health.js'
-import {SAMPLE_RL, TempDirs} from '../support/tmp.js'
+import {SAMPLE_RL} from '../support/tmp.js'
 import {CONFIGMAP_OLD_NS, MULTI_MODE_FUNCTION, markedInput} from './support/functions.js'
-import {copyFolder, packagedFolder, PACKAGE_TIMEOUT_MS} from './support/package.js'
 import {waitFor} from './support/process.js'
-import {makeRootfs, probeRunc, RuncContainer} from './support/runc.js'
+import {useRuncBed} from './support/runc-bed.js'
+import {makeRootfs, RuncContainer} from './support/runc.js'
 
 const WRAPPER = '/wrapper-server-tools/wrapper-server'
 const PROBE = '/wrapper-server-tools/grpc-health-probe'
@@ -30,47 +29,17 @@ const BIND = 'FNR_BIND_ADDRESS=127.0.0.1'
 
 describe('packaged wrapper in containers without Node or libc (runc)', function () {
   this.timeout(180_000)
-  const temp = new TempDirs()
-  let work: string
-  let state: string
-  let tools: string
-  const containers: RuncContainer[] = []
-  const clients: Array<{close(): void}> = []
+  const bed = useRuncBed('fnr-runc-')
 
   const start = async (name: string, rootfs: Parameters<typeof makeRootfs>[1], spec: {args: string[]; env?: string[]; user?: {uid: number; gid: number}; tmpfs?: string[]}, options: {waitForReady?: boolean} = {}) => {
-    const bundle = path.join(work, name)
+    const bundle = path.join(bed.work, name)
     await makeRootfs(path.join(bundle, 'rootfs'), rootfs)
-    const c = await RuncContainer.start({bundle, tools, ...spec}, state, options)
-    containers.push(c)
-    return c
+    return bed.track(await RuncContainer.start({bundle, tools: bed.tools, ...spec}, bed.state, options))
   }
   const client = (c: RuncContainer): EvaluatorClient => {
     const e = new EvaluatorClient(c.address)
-    clients.push(e)
-    return e
+    return bed.closeLater(e)
   }
-
-  before(async function () {
-    this.timeout(PACKAGE_TIMEOUT_MS)
-    work = await temp.make('fnr-runc-')
-    state = path.join(work, 'runc-state')
-    await mkdir(state)
-    const reason = await probeRunc(work, state)
-    if (reason) {
-      if (process.env.CI) throw new Error(`the runc tests cannot run in CI: ${reason}`)
-      console.log(`      runc tests skipped: ${reason}`)
-      this.skip()
-    }
-    tools = path.join(work, 'wrapper-server-tools')
-    await mkdir(tools)
-    copyFolder(await packagedFolder(), tools)
-  })
-
-  after(async () => {
-    for (const c of clients.splice(0)) c.close()
-    await Promise.all(containers.splice(0).map((c) => c.destroy()))
-    await temp.cleanup()
-  })
 
   describe('image with only a static function binary, as a non-root user', () => {
     let c: RuncContainer
@@ -87,7 +56,7 @@ describe('packaged wrapper in containers without Node or libc (runc)', function 
       const res = await client(c).evaluateRaw('example.com/cat:v1', SAMPLE_RL)
       expect(res.resourceList.equals(SAMPLE_RL)).to.equal(true)
       const health = healthClient(c.address)
-      clients.push(health)
+      bed.closeLater(health)
       expect(await checkHealth(health)).to.equal('SERVING')
     })
 
