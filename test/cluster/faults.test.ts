@@ -13,7 +13,6 @@ import path from 'node:path'
 
 import {parse, parseAllDocuments, stringify} from 'yaml'
 
-import {PodCacheConfig} from '../../src/lib/config/pod-cache-config.js'
 import {FnrError} from '../../src/lib/errors.js'
 import {PodEvaluator} from '../../src/lib/evaluators/pod.js'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
@@ -28,7 +27,7 @@ import {eventually} from '../support/k8s/fixtures.js'
 import type {KubeObject} from '../support/k8s/status.js'
 import {pushScriptFunctionImage} from '../support/node/fixtures.js'
 import {pushFunctionPodImages} from '../support/node/function-images.js'
-import {RL, type RuntimeHandle} from '../support/pods/index.js'
+import {RL, testRuntimeOptions, type RuntimeHandle} from '../support/pods/index.js'
 import {TestRegistry} from '../support/registry/registry.js'
 import {REPO_ROOT, makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
 import {PACKAGE_TIMEOUT_MS} from '../wrapper/support/package.js'
@@ -101,30 +100,9 @@ describe('pod runtime: API and watch faults on the real control plane (through a
   })
 
   function options(extra: Partial<PodRuntimeOptions> = {}): PodRuntimeOptions {
-    return {
-      namespace: ns.name,
-      runnerNamespace: ns.name,
-      ttlMs: 30 * 60_000,
-      scanIntervalMs: 0,
-      cacheConfig: PodCacheConfig.empty(),
-      warmUp: false,
-      templateConfigMap: '',
-      maxWaitlistLength: 2,
-      maxParallelPods: 1,
-      wrapperServerImage: wrapperImage,
-      maxRequestBodySize: 6 * 1024 * 1024,
-      podReadyTimeoutMs: 60_000,
-      addressMode: 'pod-ip',
-      clusterDomain: 'cluster.local',
-      metadata: new StaticMetadataSource((img) => ([fnImage, stderrImage].includes(img) ? [FUNCTION_PATH] : undefined)),
-      kube: {kubeconfig},
-      owner: 'runner-a',
-      leaseDurationMs: 0,
-      orphanMinAgeMs: 0,
-      pollMs: 500,
-      watchRetryMs: 200,
-      ...extra,
-    }
+    const metadata = new StaticMetadataSource((img) => ([fnImage, stderrImage].includes(img) ? [FUNCTION_PATH] : undefined))
+    const place = {namespace: ns.name, runnerNamespace: ns.name, wrapperServerImage: wrapperImage, metadata, kube: {kubeconfig}, owner: 'runner-a'}
+    return testRuntimeOptions(place, {leaseDurationMs: 0, orphanMinAgeMs: 0, ...extra})
   }
 
   async function start(extra: Partial<PodRuntimeOptions> = {}): Promise<NonNullable<typeof h>> {

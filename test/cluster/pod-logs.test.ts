@@ -9,7 +9,6 @@ import {readFileSync} from 'node:fs'
 import {request} from 'node:https'
 
 import {FnrError} from '../../src/lib/errors.js'
-import {PodCacheConfig} from '../../src/lib/config/pod-cache-config.js'
 import {PodEvaluator} from '../../src/lib/evaluators/pod.js'
 import {StaticMetadataSource} from '../../src/lib/pods/cluster/image-metadata.js'
 import {startPodRuntime} from '../../src/lib/pods/runtime/runtime.js'
@@ -21,7 +20,7 @@ import {eventually} from '../support/k8s/fixtures.js'
 import {pushBusyboxImage, pushScriptFunctionImage} from '../support/node/fixtures.js'
 import {findStaticBusybox} from '../support/node/runc.js'
 import {CAT_FUNCTION_SCRIPT} from '../support/node/function-images.js'
-import {RL} from '../support/pods/index.js'
+import {RL, testRuntimeOptions} from '../support/pods/index.js'
 import {pushImage} from '../support/registry/fixtures.js'
 import {TestRegistry} from '../support/registry/registry.js'
 
@@ -116,28 +115,9 @@ describe('pods/log through kube-apiserver: the node serves its kubelet API\'s co
     })
     await pushScriptFunctionImage(registry, 'logs/cat:v1', CAT_FUNCTION_SCRIPT)
     const fnImage = `${registry.host}/logs/cat:v1`
-    const runtime = await startPodRuntime({
-      namespace: ns.name,
-      runnerNamespace: ns.name,
-      ttlMs: 30 * 60_000,
-      scanIntervalMs: 0,
-      cacheConfig: PodCacheConfig.empty(),
-      warmUp: false,
-      templateConfigMap: '',
-      maxWaitlistLength: 2,
-      maxParallelPods: 1,
-      wrapperServerImage: `${registry.host}/logs/crash-wrapper:v1`,
-      maxRequestBodySize: 6 * 1024 * 1024,
-      podReadyTimeoutMs: 60_000,
-      addressMode: 'pod-ip',
-      clusterDomain: 'cluster.local',
-      metadata: new StaticMetadataSource((img) => (img === fnImage ? ['/usr/local/bin/function'] : undefined)),
-      kube: {kubeConfig: await kubeConfigFor(cp)},
-      owner: 'logs',
-      leaseDurationMs: 0,
-      pollMs: 500,
-      watchRetryMs: 200,
-    })
+    const metadata = new StaticMetadataSource((img) => (img === fnImage ? ['/usr/local/bin/function'] : undefined))
+    const place = {namespace: ns.name, runnerNamespace: ns.name, wrapperServerImage: `${registry.host}/logs/crash-wrapper:v1`, metadata, kube: {kubeConfig: await kubeConfigFor(cp)}, owner: 'logs'}
+    const runtime = await startPodRuntime(testRuntimeOptions(place, {leaseDurationMs: 0}))
     const evaluator = new PodEvaluator({cache: runtime.cache, ready: runtime.warmedUp, close: () => runtime.close()})
     try {
       await runtime.started

@@ -119,9 +119,12 @@ export async function startPodBed(options: {kubelet?: Partial<Omit<LocalKubeletO
   }
 }
 
-export function runtimeOptions(pb: PodBed, overrides: Partial<PodRuntimeOptions> = {}): PodRuntimeOptions {
+/** Where a test's pod runtime runs and what it runs; testRuntimeOptions fills in the rest. */
+export type RuntimePlace = Pick<PodRuntimeOptions, 'namespace' | 'runnerNamespace' | 'wrapperServerImage' | 'metadata' | 'kube' | 'owner'>
+
+/** The pod runtime settings the tests share (no GC loop, one pod per image, pod-IP dialling, fast polls). */
+export function testRuntimeOptions(place: RuntimePlace, overrides: Partial<PodRuntimeOptions> = {}): PodRuntimeOptions {
   return {
-    namespace: POD_NS,
     ttlMs: 30 * 60_000,
     scanIntervalMs: 0,
     cacheConfig: PodCacheConfig.empty(),
@@ -129,20 +132,20 @@ export function runtimeOptions(pb: PodBed, overrides: Partial<PodRuntimeOptions>
     templateConfigMap: '',
     maxWaitlistLength: 2,
     maxParallelPods: 1,
-    wrapperServerImage: WRAPPER_IMAGE,
     maxRequestBodySize: 6 * 1024 * 1024,
     podReadyTimeoutMs: 60_000,
     addressMode: 'pod-ip',
     clusterDomain: 'cluster.local',
-    metadata: pb.metadata,
-    kube: {kubeConfig: pb.bed.kubeConfig},
-    owner: 'runner-a',
-    runnerNamespace: RUNNER_NS,
-    orphanMinAgeMs: 0,
     pollMs: 500,
     watchRetryMs: 200,
+    ...place,
     ...overrides,
   }
+}
+
+export function runtimeOptions(pb: PodBed, overrides: Partial<PodRuntimeOptions> = {}): PodRuntimeOptions {
+  const place = {namespace: POD_NS, runnerNamespace: RUNNER_NS, wrapperServerImage: WRAPPER_IMAGE, metadata: pb.metadata, kube: {kubeConfig: pb.bed.kubeConfig}, owner: 'runner-a'}
+  return testRuntimeOptions(place, {orphanMinAgeMs: 0, ...overrides})
 }
 
 export interface RuntimeHandle {
