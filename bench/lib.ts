@@ -161,6 +161,31 @@ export function procCpuMs(pid: number): {self: number; children: number} {
   return {self: (Number(f[11]) + Number(f[12])) * tick, children: (Number(f[13]) + Number(f[14])) * tick}
 }
 
+/**
+ * procCpuMs of a process plus, counted in `children`, that of its live children: a runner's
+ * process spawner (src/lib/process/spawner.ts) lives as long as the runner, and the functions it
+ * starts are its children, so their CPU reaches the runner's counters only when it exits.
+ */
+export function procTreeCpuMs(pid: number): {self: number; children: number} {
+  const own = procCpuMs(pid)
+  let live = 0
+  let kids: number[] = []
+  try {
+    kids = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+  } catch {
+    // no children file (or the process is gone): nothing live to add
+  }
+  for (const kid of kids) {
+    try {
+      const c = procCpuMs(kid)
+      live += c.self + c.children
+    } catch {
+      // exited meanwhile: its CPU is in the parent's reaped-children counters
+    }
+  }
+  return {self: own.self, children: own.children + live}
+}
+
 /** CPU time (ms) this process used since `since` (a process.cpuUsage() value). */
 export function ownCpuMs(since: NodeJS.CpuUsage): number {
   const u = process.cpuUsage(since)

@@ -18,7 +18,7 @@ import path from 'node:path'
 import {buildPorchRunner} from '../scripts/catalog-peers.mjs'
 import {EvaluatorClient} from '../src/lib/grpc/client.js'
 import {makeResourceList, startExecServe, type ServeFixture} from './fixture.js'
-import {percentile, procCpuMs, round, runConcurrent, sleep, type Row} from './lib.js'
+import {percentile, procTreeCpuMs, round, runConcurrent, sleep, type Row} from './lib.js'
 import {CONCURRENCY_LEVELS} from './throughput.js'
 import {PAYLOAD_SIZES} from './payload.js'
 
@@ -123,10 +123,11 @@ export async function benchPorchRunner(iterations: number, p3Calls: number, p4It
       await runConcurrent(Math.min(50, perRound), Math.min(8, c), call(porchClient, small))
       for (let r = 0; r < rounds; r++) {
         for (const [name, client] of (r % 2 === 0 ? [['fnr', fx.client], ['porch', porchClient]] : [['porch', porchClient], ['fnr', fx.client]]) as Array<['fnr' | 'porch', EvaluatorClient]>) {
-          const cpu0 = procCpuMs(pids[name])
+          const cpu0 = procTreeCpuMs(pids[name])
           const res = await runConcurrent(perRound, c, call(client, small))
-          const cpu1 = procCpuMs(pids[name])
-          // the runner's own CPU and its reaped children's (the function processes, fork to exit)
+          const cpu1 = procTreeCpuMs(pids[name])
+          // the runner's own CPU, its reaped children's (the function processes, fork to exit) and
+          // its live children's (fnr's spawner and what it reaped)
           side[name].cpuMs += cpu1.self - cpu0.self + cpu1.children - cpu0.children
           side[name].calls += perRound
           side[name].wallMs += res.wallMs

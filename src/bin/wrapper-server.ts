@@ -25,6 +25,7 @@ import {firstLine, toFnrError} from '../lib/errors.js'
 import {useEmbeddedEvaluatorDescriptor} from '../lib/grpc/proto.js'
 import {createLogger, setLogFormat} from '../lib/telemetry/log.js'
 import {parseWrapperArgs, restoreLauncherEnvironment, splitEntrypoint, startWrapperServer} from '../lib/wrapper.js'
+import {runSpawnerProcess, SPAWNER_MODE_ENV} from '../lib/process/spawner-process.js'
 import {runHealthProbe} from './health-probe.js'
 
 /** Set by the bundle's banner (scripts/package-wrapper.mjs): protobufjs JSON descriptors of the protos and build facts. */
@@ -77,13 +78,19 @@ async function main(argv: string[]): Promise<number> {
   return 0
 }
 
-restoreLauncherEnvironment()
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    const e = toFnrError(err)
-    process.stderr.write(`fnr: ${firstLine(e.message, 2000)}${e.kind === 'Usage' ? ' (see --help)' : ''}\n`)
-    if (verbosity >= 4 || process.env.FNR_DEBUG) process.stderr.write(`${(e.cause instanceof Error ? e.cause : e).stack ?? ''}\n`)
-    process.exit(e.exitCode)
-  },
-)
+if (process.env[SPAWNER_MODE_ENV] === '1') {
+  // Started by its own server as the process spawner (lib/process/spawner.ts): a single executable
+  // has no other module to run for that.
+  runSpawnerProcess()
+} else {
+  restoreLauncherEnvironment()
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      const e = toFnrError(err)
+      process.stderr.write(`fnr: ${firstLine(e.message, 2000)}${e.kind === 'Usage' ? ' (see --help)' : ''}\n`)
+      if (verbosity >= 4 || process.env.FNR_DEBUG) process.stderr.write(`${(e.cause instanceof Error ? e.cause : e).stack ?? ''}\n`)
+      process.exit(e.exitCode)
+    },
+  )
+}

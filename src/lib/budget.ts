@@ -25,7 +25,7 @@ import path from 'node:path'
 import v8 from 'node:v8'
 import vm from 'node:vm'
 
-import {FnrError} from './errors.js'
+import {FnrError, withoutStack} from './errors.js'
 import {silentLogger, type Logger} from './telemetry/log.js'
 import {metrics} from './telemetry/metrics.js'
 
@@ -354,7 +354,7 @@ export class CallBudget {
     if (this.held + bytes > s.maxHeldBytes) {
       return Promise.reject(this.reject('memory', image, bytes, `calls in flight already hold ${fmtBytes(this.held)} of requests, and ${fmtBytes(bytes)} more would pass --max-inflight-bytes=${fmtBytes(s.maxHeldBytes)} (from a memory limit of ${fmtBytes(s.memoryLimit.bytes)}, ${s.memoryLimit.source})`))
     }
-    if (signal?.aborted) return Promise.reject(new FnrError('Cancelled', 'the call was cancelled before it could run'))
+    if (signal?.aborted) return Promise.reject(withoutStack(() => new FnrError('Cancelled', 'the call was cancelled before it could run')))
     this.held += bytes
     return new Promise<Release>((resolve, reject) => {
       const waiter: Waiter = {bytes, cost, resolve, reject, signal, queuedAt: performance.now()}
@@ -365,7 +365,7 @@ export class CallBudget {
           this.queue.splice(i, 1)
           this.held -= bytes
           this.noteFreed(bytes)
-          reject(new FnrError('Cancelled', `the call was cancelled after waiting ${Math.round(performance.now() - waiter.queuedAt)} ms for a turn (${this.running} calls running, --max-concurrent-calls=${s.maxConcurrentCalls})`))
+          reject(withoutStack(() => new FnrError('Cancelled', `the call was cancelled after waiting ${Math.round(performance.now() - waiter.queuedAt)} ms for a turn (${this.running} calls running, --max-concurrent-calls=${s.maxConcurrentCalls})`)))
           this.drain()
         }
         signal.addEventListener('abort', waiter.onAbort, {once: true})

@@ -146,6 +146,21 @@ export class FnrError extends Error {
   }
 }
 
+/**
+ * Runs `make` with stack traces off: for errors made in bulk on hot paths whose stack says
+ * nothing (a call cancelled while queued, a process group already gone), where capturing one
+ * is most of the cost (thousands of streams reset at once, issue 16).
+ */
+export function withoutStack<T>(make: () => T): T {
+  const limit = Error.stackTraceLimit
+  Error.stackTraceLimit = 0
+  try {
+    return make()
+  } finally {
+    Error.stackTraceLimit = limit
+  }
+}
+
 export function isFnrError(err: unknown): err is FnrError {
   return err instanceof FnrError
 }

@@ -21,6 +21,7 @@ import {parseWithSpecs, type FlagSpecs} from './flags/spec.js'
 import {parseLogFormat, type LogFormat, type Logger} from './telemetry/log.js'
 import {startProcessTracing, tracing} from './telemetry/otel.js'
 import {logEscapedProcesses} from './process/sweep.js'
+import {serverLaunchMode, startSpawner} from './process/spawner.js'
 
 export interface WrapperOptions {
   port: number
@@ -135,7 +136,8 @@ function tracedFunction(inner: Evaluator, entrypoint: readonly string[]): Evalua
 
 export async function startWrapperServer(options: WrapperOptions, logger: Logger, handleSignals = true): Promise<RunningWrapper> {
   // Validates the entrypoint before anything listens: no entrypoint is a startup error.
-  const entrypoint = new EntrypointEvaluator({entrypoint: options.entrypoint, maxOutputBytes: options.maxRequestBodySize, logger})
+  const launch = serverLaunchMode()
+  const entrypoint = new EntrypointEvaluator({entrypoint: options.entrypoint, maxOutputBytes: options.maxRequestBodySize, logger, launch})
   // OpenTelemetry export when the pod's env asks for it (OTEL_* through the pod template).
   const traced = await startProcessTracing('fnr-wrapper-server', logger)
   const evaluator = tracing() ? tracedFunction(entrypoint, options.entrypoint) : entrypoint
@@ -148,6 +150,8 @@ export async function startWrapperServer(options: WrapperOptions, logger: Logger
     throw err
   }
   server.setServing(true)
+  // Started once the server listens: a wrapper that cannot start leaves no spawner behind.
+  startSpawner((why) => logger.warn(why))
   const unlogEscapes = logEscapedProcesses(logger)
   const handle = drainOnStop(server, {
     gracePeriodMs: options.gracePeriodMs,

@@ -17,7 +17,7 @@ import {CALL_MARKER_ENV, liveCalls, sweeper} from '../../src/lib/process/sweep.j
 import {SAMPLE_RL, TempDirs, writeExecutable} from '../support/tmp.js'
 import {startWrapperProcess} from '../wrapper/support/process.js'
 import {startServeProcess} from '../support/serve.js'
-import {functionsDirWith} from './support/functions.js'
+import {functionProcesses, functionsDirWith} from './support/functions.js'
 
 function isAlive(pid: number): boolean {
   try {
@@ -115,7 +115,7 @@ describe('function processes never outlive their call', function () {
     try {
       const call = client.evaluateRaw('example.com/fn:v1', SAMPLE_RL).catch((e: unknown) => e)
       const daemon = Number(await waitForFile(`${fn}.pids`))
-      const children = (await readFile(`/proc/${wrapper.child.pid}/task/${wrapper.child.pid}/children`, 'utf8')).trim().split(/\s+/).map(Number)
+      const children = functionProcesses(wrapper.child.pid!)
       expect(children).to.have.length(1)
       wrapper.child.kill('SIGTERM')
       await new Promise((r) => setTimeout(r, 300))
@@ -146,7 +146,7 @@ describe('fnr serve (the built CLI): the second SIGTERM', function () {
     try {
       const call = client.evaluateRaw('example.com/hang:v1', SAMPLE_RL).catch((e: unknown) => e)
       const daemon = Number(await waitForFile(pidFile))
-      const fn = (await readFile(`/proc/${serve.child.pid}/task/${serve.child.pid}/children`, 'utf8')).trim().split(/\s+/).map(Number)
+      const fn = functionProcesses(serve.child.pid!)
       expect(fn).to.have.length(1)
       expect(readFileSync(`/proc/${fn[0]}/environ`, 'latin1').split('\0')).to.include('FNR_TEST_PASSED=yes')
       serve.child.kill('SIGTERM')

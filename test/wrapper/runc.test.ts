@@ -138,8 +138,9 @@ describe('packaged wrapper in containers without Node or libc (runc)', function 
     it('kills the whole process group at the deadline (nothing is left in the container but the wrapper)', async () => {
       const err = (await client(c).evaluateRaw('x', markedInput('hang'), {deadline: Date.now() + 1000}).catch((e: grpc.ServiceError) => e)) as grpc.ServiceError
       expect(err.code).to.equal(grpc.status.DEADLINE_EXCEEDED)
-      // The wrapper is two processes: the launcher (PID 1, reaps zombies) and the executable.
-      await waitFor(() => c.pids().length === 2, `only the wrapper to be left (pids: ${c.pids().join(' ')})`)
+      // The wrapper is three processes: the launcher (PID 1, reaps zombies), the executable and its
+      // process spawner (src/lib/process/spawner.ts).
+      await waitFor(() => c.pids().length === 3, `only the wrapper to be left (pids: ${c.pids().join(' ')})`)
     })
 
     it('cuts off output over the max message size with RESOURCE_EXHAUSTED', async () => {
@@ -149,7 +150,7 @@ describe('packaged wrapper in containers without Node or libc (runc)', function 
 
     it('on SIGTERM finishes the call in flight and exits 0', async () => {
       const inFlight = client(c).evaluateRaw('x', markedInput('slow'))
-      await waitFor(() => c.pids().length > 2, 'the function to be running')
+      await waitFor(() => c.pids().length > 3, 'the function to be running')
       c.signal('TERM')
       expect((await inFlight).resourceList.toString()).to.contain('# mode=slow')
       const {code} = await c.exited

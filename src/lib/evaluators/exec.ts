@@ -18,6 +18,7 @@ import type {ExecConfig, ExecFunction} from '../config/exec-config.js'
 import type {Logger} from '../telemetry/log.js'
 import {emptyOutputError, functionFailedError} from '../process/failure.js'
 import {execEnvironment, notStartable, runFunctionProcess} from '../process/run.js'
+import type {LaunchMode} from '../process/spawner.js'
 import type {EvaluationRequest, EvaluationResponse, Evaluator, ImageIdentity} from './evaluator.js'
 
 export interface ExecEvaluatorOptions {
@@ -29,6 +30,8 @@ export interface ExecEvaluatorOptions {
   passEnv?: readonly string[]
   /** Variables set for every function, over passEnv's (`fnr eval --image … --env KEY=VALUE`). */
   setEnv?: Readonly<Record<string, string>>
+  /** How function processes are started (process/spawner.ts); servers pass 'spawner'. */
+  launch?: LaunchMode
 }
 
 /*
@@ -59,6 +62,7 @@ export class ExecEvaluator implements Evaluator {
   private readonly maxOutputBytes: number
   private readonly logger: Logger | undefined
   private readonly env: NodeJS.ProcessEnv
+  private readonly launch: LaunchMode | undefined
   /** Device and inode of each binary, as at start-up (or when first seen, for functions added later). */
   private readonly identities = new Map<string, string | undefined>()
   /** The functions directory's real path at start-up. */
@@ -68,6 +72,7 @@ export class ExecEvaluator implements Evaluator {
     this.config = options.config
     this.maxOutputBytes = options.maxOutputBytes
     this.logger = options.logger
+    this.launch = options.launch
     this.env = {...execEnvironment(options.passEnv), ...options.setEnv}
     const dir = this.config.functionsDir
     this.dirReal = dir ? realReal(dir) : undefined
@@ -134,6 +139,7 @@ export class ExecEvaluator implements Evaluator {
       // the log keeps as much stderr as a response can carry (the server cuts it to what fits)
       maxStderrBytes: this.maxOutputBytes,
       label: request.image,
+      launch: this.launch,
     })
     if (result.exitCode !== 0) throw await functionFailedError(request.image, result)
     const empty = emptyOutputError(request.image, result)

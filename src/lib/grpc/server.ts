@@ -45,6 +45,8 @@ export interface EvaluatorServerOptions {
 
 /** The --log-level at which each call is logged (log.ts: LOG_LEVELS[3] is 'request'). */
 const REQUEST_LOG_VERBOSITY = 3
+/** The abort reason of every call its caller cancelled (the caller gets no answer to read it in). */
+const CALL_CANCELLED = new FnrError('Cancelled', 'the caller cancelled the call')
 
 /**
  * Longest image name accepted. Real references are a few hundred characters at most (Docker
@@ -205,7 +207,9 @@ export class EvaluatorServer {
     const trace = span?.context ?? continueTrace(traceparent, tracestate)
     this.inFlight++
     const abort = new AbortController()
-    const onCancel = (): void => abort.abort()
+    // With a reason made once: abort() without one builds a DOMException and captures its stack,
+    // most of the cost of a reset stream when a client cancels thousands at once.
+    const onCancel = (): void => abort.abort(CALL_CANCELLED)
     call.once('cancelled', onCancel)
 
     const finish = (

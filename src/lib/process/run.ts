@@ -15,9 +15,8 @@
  * stderr and a stdout cap that stops reading at the limit, and it is on the hot path of every
  * request, where execa's extra work costs about a millisecond per spawn (test-infra.md §5).
  */
-import {spawn} from 'node:child_process'
-
-import {FnrError} from '../errors.js'
+import {FnrError, withoutStack} from '../errors.js'
+import {launchFunction, type FunctionChild, type LaunchMode} from './spawner.js'
 import {CALL_MARKER_ENV, liveCalls, newCallMarker, sweeper} from './sweep.js'
 
 export interface FunctionProcessOptions {
@@ -37,6 +36,11 @@ export interface FunctionProcessOptions {
   maxStderrBytes?: number
   /** A name for messages (the image, or the exec path). */
   label: string
+  /**
+   * How the process is started (spawner.ts): 'spawner' in long-running servers, whose event loop
+   * must not pay for forking a large runner; 'direct' (the default) in one-shot commands.
+   */
+  launch?: LaunchMode
 }
 
 export interface FunctionProcessResult {
@@ -165,15 +169,13 @@ export function claimFramingRoom(stdout: Buffer): number | undefined {
  */
 export function killGroup(pid: number | undefined): void {
   if (pid === undefined) return
-  const stackTraceLimit = Error.stackTraceLimit
-  Error.stackTraceLimit = 0
-  try {
-    process.kill(-pid, 'SIGKILL')
-  } catch {
-    // ESRCH: the group is already gone.
-  } finally {
-    Error.stackTraceLimit = stackTraceLimit
-  }
+  withoutStack(() => {
+    try {
+      process.kill(-pid, 'SIGKILL')
+    } catch {
+      // ESRCH: the group is already gone.
+    }
+  })
 }
 
 /** The error for a call that must not start: cancelled, or its deadline already passed. */
@@ -212,21 +214,26 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
 
     const marker = newCallMarker()
     const startedAt = Date.now()
-    let child: ReturnType<typeof spawn>
+    let child: FunctionChild
     try {
-      child = spawn(options.command, options.args ?? [], {
-        stdio: ['pipe', 'pipe', 'pipe'],
-        env: {...(options.env ?? minimalEnvironment()), [CALL_MARKER_ENV]: marker},
-        cwd: options.cwd,
-        detached: true,
-        windowsHide: true,
-      })
+      child = launchFunction(
+        {command: options.command, args: options.args ?? [], env: {...(options.env ?? minimalEnvironment()), [CALL_MARKER_ENV]: marker}, cwd: options.cwd},
+        options.launch,
+      )
     } catch (err) {
       settled = true
       reject(startError(options, err as NodeJS.ErrnoException))
       return
     }
     if (child.pid !== undefined) liveCalls.set(child.pid, marker)
+    else {
+      // Through the spawner the pid comes a moment later; a call that ended meanwhile (deadline,
+      // cancellation) kills the process as soon as it exists.
+      child.once('spawn', () => {
+        if (settled || ending) killGroup(child.pid)
+        else liveCalls.set(child.pid!, marker)
+      })
+    }
     const swept = (): void => {
       if (child.pid !== undefined && liveCalls.get(child.pid) === marker) liveCalls.delete(child.pid)
       sweeper.request({marker, pid: child.pid, startedAt, label: options.label})
@@ -265,11 +272,11 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
     }
     options.signal?.addEventListener('abort', onAbort, {once: true})
 
-    child.on('error', (err: NodeJS.ErrnoException) => fail(startError(options, err)))
+    child.on('error', (err: NodeJS.ErrnoException) => fail(err instanceof FnrError ? err : startError(options, err)))
 
     // When spawn itself fails (EMFILE: no descriptor left for the pipes), the streams are not
     // there and the 'error' event above ends the call.
-    if (!child.stdout || !child.stderr || !child.stdin) return
+    if (!child.stdout || !child.stderr) return
 
     child.stdout.on('data', (chunk: Buffer) => {
       if (ending) return
@@ -282,9 +289,7 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
     })
     child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk))
 
-    // A function may exit without reading its input: EPIPE on stdin is not an error.
-    child.stdin.on('error', () => {})
-    child.stdin.end(options.input)
+    child.writeInput(options.input)
 
     child.on('exit', () => {
       // stdio normally closes right after exit. If a grandchild holds it open, kill the group;

@@ -1,7 +1,10 @@
 /** Functions directories for the process tests. */
+import {readFileSync} from 'node:fs'
 import {mkdir, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 
+import {SPAWNER_SOCKET_ENV} from '../../../src/lib/process/spawner-process.js'
+import {CALL_MARKER_ENV} from '../../../src/lib/process/sweep.js'
 import {writeExecutable} from '../../support/tmp.js'
 
 /** A functions dir with the given shell functions, each mapped to example.com/<name>:v1. */
@@ -18,3 +21,28 @@ export async function functionsDirWith(dir: string, scripts: Record<string, stri
   return {configPath, functionsDir}
 }
 
+
+/**
+ * The function processes a runner started: its children, and its process spawner's children
+ * (src/lib/process/spawner.ts), that carry a call's marker (FNR_FUNCTION_CALL) in their
+ * environment. A runner's first calls may start directly, before its spawner is ready.
+ */
+export function functionProcesses(runnerPid: number): number[] {
+  const children = (pid: number): number[] => {
+    try {
+      return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+    } catch {
+      return []
+    }
+  }
+  const environ = (pid: number): string[] => {
+    try {
+      return readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0')
+    } catch {
+      return []
+    }
+  }
+  const direct = children(runnerPid)
+  const viaSpawner = direct.filter((pid) => environ(pid).some((v) => v.startsWith(`${SPAWNER_SOCKET_ENV}=`))).flatMap(children)
+  return [...direct, ...viaSpawner].filter((pid) => environ(pid).some((v) => v.startsWith(`${CALL_MARKER_ENV}=`)))
+}

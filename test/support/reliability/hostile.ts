@@ -4,11 +4,11 @@
  * prober that measures how long the server takes to answer while under attack. Every client
  * talks to loopback only and is closed by the caller.
  */
+import {spawn} from 'node:child_process'
 import {once} from 'node:events'
 import http2 from 'node:http2'
 import net from 'node:net'
-
-import * as grpc from '@grpc/grpc-js'
+import path from 'node:path'
 
 const EVALUATE_PATH = '/evaluator.FunctionEvaluator/EvaluateFunction'
 
@@ -88,40 +88,61 @@ export async function idleSockets(host: string, port: number, count: number): Pr
   return {closedByServer: () => closed, opened, close: () => sockets.forEach((s) => s.destroy())}
 }
 
+export interface ProbeResult {
+  /** Longest health-check round trip (ms), its 99th percentile, how many probes ran and failed. */
+  maxMs: number
+  p99: number
+  probes: number
+  failures: number
+  /**
+   * The server's own stall (ms): over every probe, the least of its round trip and the CPU time
+   * the server's event-loop thread spent while it waited; the largest of those. A round trip
+   * stretched by a busy machine (the thread waiting for a core) does not count, the server's own
+   * work holding the loop does.
+   */
+  stallMs: number
+  /** The probe behind stallMs: its round trip and the server thread's CPU time meanwhile (ms). */
+  worst: {wallMs: number; cpuMs: number}
+}
+
 export interface Prober {
-  /** Longest health-check round trip seen (ms), and how many probes ran / failed. */
-  stop(): Promise<{maxMs: number; probes: number; failures: number; p99: number}>
+  stop(): Promise<ProbeResult>
 }
 
 /**
- * Sends grpc.health.v1.Health/Check on its own connection every `everyMs` and records the
- * round trips: the event loop of a server that stalls shows here.
+ * Sends grpc.health.v1.Health/Check on its own connection every `everyMs` from a process of its
+ * own (stall-prober.mjs), so the test's own load does not delay it, and reads the CPU time of the
+ * server's event-loop thread (`serverPid`) meanwhile.
  */
-export function probeHealth(address: string, everyMs = 50): Prober {
-  const client = new grpc.Client(address, grpc.credentials.createInsecure(), {'grpc.use_local_subchannel_pool': 1})
-  const times: number[] = []
-  let failures = 0
-  let stopped = false
-  const loop = (async () => {
-    while (!stopped) {
-      const t = performance.now()
-      await new Promise<void>((resolve) => {
-        client.makeUnaryRequest('/grpc.health.v1.Health/Check', (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(0), {deadline: Date.now() + 30_000}, (err) => {
-          if (err) failures++
-          resolve()
-        })
-      })
-      times.push(performance.now() - t)
-      await new Promise((r) => setTimeout(r, everyMs))
-    }
-  })()
+export function probeHealth(address: string, serverPid: number, everyMs = 50): Prober {
+  const child = spawn(process.execPath, [path.join(import.meta.dirname, 'stall-prober.mjs'), address, String(serverPid), String(everyMs)], {stdio: ['pipe', 'pipe', 'inherit']})
+  let out = ''
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()))
+  const exited = once(child, 'exit')
   return {
     stop: async () => {
-      stopped = true
-      await loop
-      client.close()
-      const sorted = [...times].sort((a, b) => a - b)
-      return {maxMs: Math.round(sorted.at(-1) ?? 0), probes: times.length, failures, p99: Math.round(sorted[Math.floor(sorted.length * 0.99)] ?? 0)}
+      child.stdin.end()
+      await exited
+      const {probes, failures} = JSON.parse(out) as {probes: {wallMs: number; cpuMs?: number}[]; failures: number}
+      const walls = probes.map((p) => p.wallMs).sort((a, b) => a - b)
+      let worst = {wallMs: 0, cpuMs: 0}
+      let stallMs = 0
+      for (const p of probes) {
+        // No CPU reading (the server is gone): the round trip counts whole.
+        const own = Math.min(p.wallMs, p.cpuMs ?? p.wallMs)
+        if (own >= stallMs) {
+          stallMs = own
+          worst = {wallMs: Math.round(p.wallMs), cpuMs: Math.round(p.cpuMs ?? p.wallMs)}
+        }
+      }
+      return {
+        maxMs: Math.round(walls.at(-1) ?? 0),
+        p99: Math.round(walls[Math.floor(walls.length * 0.99)] ?? 0),
+        probes: probes.length,
+        failures,
+        stallMs: Math.round(stallMs),
+        worst,
+      }
     },
   }
 }

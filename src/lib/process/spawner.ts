@@ -1,0 +1,371 @@
+/**
+ * How function processes are started: directly with child_process.spawn (one-shot commands such as
+ * `fnr eval`), or through the spawner process (spawner-process.ts) in long-running servers
+ * (`fnr serve`'s exec runtime and the wrapper server).
+ *
+ * Why a spawner: Node starts a child by forking the whole runner on the event loop's thread. The
+ * fork copies the runner's page tables, so its cost grows with the runner's memory: ~3 ms at
+ * 45 MiB, ~40 ms at 450 MiB, and under a flood of calls those forks add up to stalls of seconds
+ * for every other call (docs/process.md). The spawner is a small Node process that does the forks;
+ * the runner only connects three Unix sockets to it per call, which become the function's stdin,
+ * stdout and stderr, so the data flows between the runner and the function directly, as before.
+ *
+ * There is one spawner per runner process (like the sweeper), started when a server starts
+ * (serverLaunchMode) or at its first call; calls made before it is ready start directly. If it
+ * cannot be started, or dies three times in a row without a call getting through, the runner
+ * keeps starting functions directly and logs why. Calls running when it dies fail UNAVAILABLE.
+ */
+import {spawn, type ChildProcess} from 'node:child_process'
+import {randomBytes} from 'node:crypto'
+import {EventEmitter} from 'node:events'
+import {existsSync} from 'node:fs'
+import {createRequire} from 'node:module'
+import net from 'node:net'
+import path from 'node:path'
+import type {Readable} from 'node:stream'
+import {fileURLToPath} from 'node:url'
+
+import {FnrError} from '../errors.js'
+import {
+  SPAWNER_MODE_ENV,
+  SPAWNER_SOCKET_ENV,
+  TOKEN_BYTES,
+  type SpawnRequest,
+  type SpawnerMessage,
+} from './spawner-process.js'
+
+/** What to start. */
+export interface LaunchSpec {
+  command: string
+  args: readonly string[]
+  env: NodeJS.ProcessEnv
+  cwd?: string
+}
+
+/**
+ * A started function process, however it was started. Events, as node's ChildProcess: 'spawn'
+ * (pid known), 'error' (it could not be started, or the spawner died while it ran), 'exit'
+ * (code, signal) and 'close' (code, signal; after 'exit' and once stdout and stderr closed).
+ */
+export interface FunctionChild extends EventEmitter {
+  readonly pid: number | undefined
+  /** Undefined when the process could not be given stdio (EMFILE), in which case 'error' follows. */
+  readonly stdout: Readable | null | undefined
+  readonly stderr: Readable | null | undefined
+  /** Writes the whole input to stdin and closes it (a process that does not read it is no error). */
+  writeInput(input: Uint8Array): void
+}
+
+export type LaunchMode = 'direct' | 'spawner'
+
+/** Starts a function process the way `mode` says. */
+export function launchFunction(spec: LaunchSpec, mode: LaunchMode = 'direct'): FunctionChild {
+  // Until the spawner is ready (its first ~100 ms, or never when it cannot start), calls start directly.
+  return (mode === 'spawner' ? processSpawner.launch(spec) : undefined) ?? launchDirect(spec)
+}
+
+function launchDirect(spec: LaunchSpec): FunctionChild {
+  const child = spawn(spec.command, spec.args, {stdio: ['pipe', 'pipe', 'pipe'], env: spec.env, cwd: spec.cwd, detached: true, windowsHide: true})
+  return Object.assign(child, {
+    writeInput(input: Uint8Array): void {
+      // A function may exit without reading its input: EPIPE on stdin is not an error.
+      child.stdin?.on('error', () => {})
+      child.stdin?.end(input)
+    },
+  }) as ChildProcess & FunctionChild
+}
+
+/** How the runner starts its spawner: its own executable re-run in spawner mode, or the entry module. */
+function spawnerCommand(): {execPath: string; args: string[]; env: NodeJS.ProcessEnv} {
+  // A single executable (the packaged wrapper-server) has no module files: it runs itself with the
+  // mode variable set, and its main runs the spawner (src/bin/wrapper-server.ts).
+  // Run through its dynamic loader (`ld-linux… wrapper-server-sea`, as the tests do outside a
+  // container), execPath is the loader and argv0 the executable.
+  if (isSingleExecutable()) {
+    const viaLoader = /^ld-.*\.so/.test(path.basename(process.execPath))
+    return {execPath: process.execPath, args: viaLoader ? [process.argv0] : [], env: {[SPAWNER_MODE_ENV]: '1'}}
+  }
+  const entry = fileURLToPath(new URL('./spawner-entry.js', import.meta.url))
+  if (existsSync(entry)) return {execPath: process.execPath, args: [entry], env: {}}
+  // Run from sources (tsx): the .ts module, with the runner's module loader flags (only those: a
+  // runner started with -e would otherwise run its script again).
+  return {execPath: process.execPath, args: [...loaderFlags(process.execArgv), entry.replace(/\.js$/, '.ts')], env: {}}
+}
+
+/** The module loader flags among node's flags (`--import tsx`, `--import=tsx`, `--loader …`, `--require …`). */
+export function loaderFlags(execArgv: readonly string[]): string[] {
+  const out: string[] = []
+  for (let i = 0; i < execArgv.length; i++) {
+    const a = execArgv[i]!
+    const name = /^(--import|--require|-r|--loader|--experimental-loader)(=|$)/.exec(a)
+    if (!name) continue
+    if (name[2] === '=') out.push(a)
+    else if (i + 1 < execArgv.length) out.push(a, execArgv[++i]!)
+  }
+  return out
+}
+
+function isSingleExecutable(): boolean {
+  try {
+    const sea = createRequire(process.execPath)('node:sea') as {isSea?: () => boolean}
+    return sea.isSea?.() === true
+  } catch {
+    return false
+  }
+}
+
+/** A function started through the spawner. */
+class SpawnedFunction extends EventEmitter implements FunctionChild {
+  pid: number | undefined
+  readonly stdin = new net.Socket()
+  readonly stdout = new net.Socket()
+  readonly stderr = new net.Socket()
+  private input: Uint8Array | undefined
+  private spawned = false
+  private ended = false
+  private exit: {code: number | null; signal: NodeJS.Signals | null} | undefined
+  private open = 2
+
+  constructor(
+    readonly id: number,
+    readonly token: Buffer,
+  ) {
+    super()
+    for (const socket of [this.stdin, this.stdout, this.stderr]) {
+      socket.on('error', (err: NodeJS.ErrnoException) => {
+        // Before the function started, a socket that cannot connect means it cannot start. After,
+        // stdin's EPIPE (a function that does not read its input) or a reset ends that stream only.
+        if (!this.spawned) this.failed(err)
+      })
+    }
+    for (const socket of [this.stdout, this.stderr]) {
+      socket.once('close', () => {
+        this.open--
+        this.maybeClose()
+      })
+    }
+  }
+
+  /** Connects the three sockets to the spawner; each first says whose and which descriptor it is. */
+  connect(socketName: string): void {
+    ;[this.stdin, this.stdout, this.stderr].forEach((socket, index) => {
+      socket.connect({path: socketName})
+      socket.write(Buffer.concat([this.token, Buffer.of(index)]))
+    })
+    // Nothing comes from the function's stdin; what a function writes there is dropped.
+    this.stdin.resume()
+  }
+
+  writeInput(input: Uint8Array): void {
+    if (this.spawned) this.stdin.end(input)
+    else this.input = input
+  }
+
+  /** The spawner started it. */
+  started(pid: number): void {
+    if (this.ended) return
+    this.pid = pid
+    this.spawned = true
+    this.emit('spawn')
+    if (this.input) {
+      this.stdin.end(this.input)
+      this.input = undefined
+    }
+  }
+
+  exited(code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.ended || this.exit) return
+    this.exit = {code, signal}
+    this.emit('exit', code, signal)
+    this.maybeClose()
+  }
+
+  failed(err: Error): void {
+    if (this.ended) return
+    this.ended = true
+    for (const socket of [this.stdin, this.stdout, this.stderr]) socket.destroy()
+    this.emit('error', err)
+  }
+
+  private maybeClose(): void {
+    if (this.ended || !this.exit || this.open > 0) return
+    this.ended = true
+    this.stdin.destroy()
+    this.emit('close', this.exit.code, this.exit.signal)
+  }
+}
+
+/** How a spawner process is started (spawnerCommand, or another for tests). */
+export type SpawnerCommand = () => {execPath: string; args: string[]; env: NodeJS.ProcessEnv}
+
+/** A runner's spawner process: started at the first call, restarted when it dies. */
+export class ProcessSpawner {
+  private child: ChildProcess | undefined
+  private socketName = ''
+  private ready = false
+  /** Calls sent to the spawner, until they close or fail. */
+  private calls = new Map<number, SpawnedFunction>()
+  private nextId = 1
+  /** Spawner starts that ended without any call getting through; at 3 the runner spawns directly. */
+  private failedStarts = 0
+  private disabledBecause: string | undefined
+  /** Told once when the spawner is given up (the servers pass their logger's warn). */
+  onDisabled: ((why: string) => void) | undefined
+
+  constructor(private readonly command: SpawnerCommand = spawnerCommand) {}
+
+  usable(): boolean {
+    return this.disabledBecause === undefined
+  }
+
+  /** Why the spawner is not used, if it is not. */
+  disabledReason(): string | undefined {
+    return this.disabledBecause
+  }
+
+  /** The spawner's pid, once it runs (for tests and diagnostics). */
+  pid(): number | undefined {
+    return this.child?.pid
+  }
+
+  /** Starts the spawner ahead of the first call (a server at start-up), so that call does not wait for it. */
+  warm(): void {
+    if (this.usable()) this.ensureChild()
+  }
+
+  /** Starts a function through the spawner; undefined while it is not ready (the caller starts it directly). */
+  launch(spec: LaunchSpec): FunctionChild | undefined {
+    if (!this.usable()) return undefined
+    if (!this.ready) {
+      this.ensureChild()
+      return undefined
+    }
+    const fn = new SpawnedFunction(this.nextId++, randomBytes(TOKEN_BYTES))
+    this.calls.set(fn.id, fn)
+    this.holdLoop()
+    const forget = (): void => {
+      this.calls.delete(fn.id)
+      this.holdLoop()
+    }
+    fn.once('close', forget)
+    fn.once('error', forget)
+    this.send(fn, spec)
+    return fn
+  }
+
+  /** The IPC channel keeps the runner's event loop alive only while calls wait on it. */
+  private holdLoop(): void {
+    if (this.calls.size > 0) this.child?.channel?.ref()
+    else this.child?.channel?.unref()
+  }
+
+  private send(fn: SpawnedFunction, spec: LaunchSpec): void {
+    fn.connect(this.socketName)
+    const env: Record<string, string> = {}
+    for (const [k, v] of Object.entries(spec.env)) if (v !== undefined) env[k] = v
+    const request: SpawnRequest = {t: 'spawn', id: fn.id, token: fn.token.toString('hex'), command: spec.command, args: [...spec.args], env, cwd: spec.cwd}
+    this.child!.send(request)
+  }
+
+  private ensureChild(): void {
+    if (this.child) return
+    // An abstract Unix socket (no file to create or clean up; the runner's root may be read-only).
+    const name = `fnr-spawner-${process.pid}-${randomBytes(8).toString('hex')}`
+    this.socketName = `\0${name}`
+    const how = this.command()
+    let child: ChildProcess
+    try {
+      child = spawn(how.execPath, how.args, {
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+        env: {PATH: process.env.PATH ?? '/usr/bin:/bin', ...how.env, [SPAWNER_SOCKET_ENV]: name},
+        serialization: 'json',
+      })
+    } catch (err) {
+      this.disable(`the process spawner could not be started (${(err as Error).message}); functions are started directly by the runner`)
+      return
+    }
+    this.child = child
+    this.ready = false
+    // The spawner must not keep a runner (or a test) alive: calls in flight hold their sockets.
+    child.unref()
+    child.channel?.unref()
+    child.on('message', (message: SpawnerMessage) => this.onMessage(message))
+    // 'error' at start: the executable cannot be run at all (ENOENT, EACCES), retrying will not help.
+    child.on('error', (err) => {
+      this.onChildGone(child, `could not be started: ${err.message}`)
+      this.disable(`the process spawner could not be started (${err.message}); functions are started directly by the runner`)
+    })
+    child.on('exit', (code, signal) => this.onChildGone(child, signal ? `was killed by ${signal}` : `exited with code ${code}`))
+  }
+
+  private onMessage(message: SpawnerMessage): void {
+    switch (message.t) {
+      case 'ready': {
+        this.ready = true
+        return
+      }
+      case 'spawned': {
+        this.failedStarts = 0
+        this.calls.get(message.id)?.started(message.pid)
+        return
+      }
+      case 'failed': {
+        const err = Object.assign(new Error(message.message), {code: message.code}) as NodeJS.ErrnoException
+        this.calls.get(message.id)?.failed(err)
+        return
+      }
+      case 'exit': {
+        this.calls.get(message.id)?.exited(message.code, message.signal)
+      }
+    }
+  }
+
+  private onChildGone(child: ChildProcess, why: string): void {
+    if (this.child !== child) return
+    this.child = undefined
+    this.ready = false
+    const error = new FnrError('Unavailable', `the runner's process spawner ${why}; retry the call`)
+    const calls = [...this.calls.values()]
+    this.calls.clear()
+    for (const fn of calls) fn.failed(error)
+    this.failedStarts++
+    if (this.failedStarts >= 3) this.disable(`the process spawner ${why}, 3 times in a row; functions are now started directly by the runner`)
+  }
+
+  private disable(why: string): void {
+    if (this.disabledBecause) return
+    this.disabledBecause = why
+    this.onDisabled?.(why)
+  }
+
+  /** Stops the spawner (tests); the next call starts another. */
+  stop(): void {
+    const child = this.child
+    if (!child) return
+    child.kill('SIGKILL')
+  }
+}
+
+/** The runner process's one spawner. */
+export const processSpawner = new ProcessSpawner()
+
+/** Set to `off` in a server's environment, functions are started directly (as `fnr eval` does). */
+export const SPAWNER_SWITCH_ENV = 'FNR_SPAWNER'
+
+/** The launch mode of a long-running server's evaluators: 'spawner' unless FNR_SPAWNER=off. */
+export function serverLaunchMode(env: NodeJS.ProcessEnv = process.env): LaunchMode {
+  return env[SPAWNER_SWITCH_ENV] === 'off' ? 'direct' : 'spawner'
+}
+
+/**
+ * For a server that uses the spawner (serverLaunchMode): starts it now, so the first calls do not
+ * start directly, and reports a give-up through `warn`. Returns the launch mode.
+ */
+export function startSpawner(warn: (message: string) => void, env: NodeJS.ProcessEnv = process.env): LaunchMode {
+  const mode = serverLaunchMode(env)
+  if (mode === 'spawner') {
+    processSpawner.onDisabled = warn
+    processSpawner.warm()
+  }
+  return mode
+}

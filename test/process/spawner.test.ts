@@ -1,0 +1,221 @@
+/**
+ * The process spawner (src/lib/process/spawner.ts, spawner-process.ts): servers start function
+ * processes through a small process of their own, so forks of a large runner do not hold its
+ * event loop (issue 16). A function started through it must behave exactly as one started
+ * directly: the same output, stderr, exit status, limits, deadline and cancellation, and errors.
+ */
+import {spawn} from 'node:child_process'
+import {once} from 'node:events'
+import {readFileSync} from 'node:fs'
+import {chmod} from 'node:fs/promises'
+import net from 'node:net'
+import path from 'node:path'
+
+import {expect} from 'chai'
+
+import {FnrError} from '../../src/lib/errors.js'
+import {runFunctionProcess, type FunctionProcessOptions, type FunctionProcessResult} from '../../src/lib/process/run.js'
+import {HEADER_BYTES, SPAWNER_SOCKET_ENV} from '../../src/lib/process/spawner-process.js'
+import {launchFunction, loaderFlags, processSpawner, ProcessSpawner, type LaunchMode} from '../../src/lib/process/spawner.js'
+import {CALL_MARKER_ENV} from '../../src/lib/process/sweep.js'
+import {TempDirs, writeExecutable} from '../support/tmp.js'
+
+const MODES: LaunchMode[] = ['direct', 'spawner']
+
+/** Waits until the runner's spawner is ready (calls before that start directly). */
+async function spawnerReady(): Promise<number> {
+  processSpawner.warm()
+  for (let i = 0; i < 200; i++) {
+    const child = launchFunction({command: '/bin/true', args: [], env: {}}, 'spawner')
+    const viaSpawner = child.constructor.name !== 'ChildProcess'
+    await once(child, 'close')
+    if (viaSpawner) return processSpawner.pid()!
+    await new Promise((r) => setTimeout(r, 25))
+  }
+  throw new Error('the spawner did not become ready')
+}
+
+function parentOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'latin1')
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+async function waitFor(check: () => boolean, what: string, ms = 5000): Promise<void> {
+  const until = Date.now() + ms
+  while (!check()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
+
+describe('process spawner: functions started through it behave as started directly', function () {
+  this.timeout(60_000)
+  const temp = new TempDirs()
+  let dir: string
+  before(async () => {
+    dir = await temp.make('fnr-spawner-')
+    await spawnerReady()
+  })
+  after(() => temp.cleanup())
+
+  const run = (mode: LaunchMode, o: Partial<FunctionProcessOptions> & {command: string}): Promise<FunctionProcessResult> =>
+    runFunctionProcess({input: Buffer.from('kind: ResourceList\n'), maxStdoutBytes: 8 * 1024 * 1024, label: 'fn', launch: mode, ...o})
+
+  const outcome = async (p: Promise<FunctionProcessResult>): Promise<unknown> => {
+    try {
+      const r = await p
+      return {stdout: r.stdout.toString('base64'), stderr: r.stderr.toString(), exitCode: r.exitCode, signal: r.signal, stderrDropped: r.stderrDropped}
+    } catch (err) {
+      return {kind: (err as FnrError).kind, message: (err as FnrError).message}
+    }
+  }
+
+  const CASES: Record<string, (mode: LaunchMode) => Promise<FunctionProcessResult>> = {
+    'stdin to stdout, 5 MiB each way': (mode) => run(mode, {command: '/bin/cat', input: Buffer.alloc(5 * 1024 * 1024, 0x61)}),
+    'stderr, exit code 3': (mode) => run(mode, {command: '/bin/sh', args: ['-c', 'cat >/dev/null; echo oops >&2; echo half; exit 3']}),
+    'killed by a signal': (mode) => run(mode, {command: '/bin/sh', args: ['-c', 'kill -TERM $$']}),
+    'does not read its input (EPIPE on stdin)': (mode) => run(mode, {command: '/bin/sh', args: ['-c', 'echo done'], input: Buffer.alloc(4 * 1024 * 1024)}),
+    'the environment, exactly, with the call marker': (mode) =>
+      run(mode, {command: '/usr/bin/env', env: {A: '1', 'a.b': 'dotted', EMPTY: ''}}).then((r) => ({...r, stdout: Buffer.from(r.stdout.toString().replace(new RegExp(`^${CALL_MARKER_ENV}=.*$`, 'm'), `${CALL_MARKER_ENV}=…`))})),
+    'the working directory': (mode) => run(mode, {command: '/bin/pwd', cwd: '/usr'}),
+    'stdout over the cap': (mode) => run(mode, {command: '/bin/sh', args: ['-c', 'head -c 3000000 /dev/zero'], maxStdoutBytes: 1_000_000}),
+    'stderr over its cap keeps the tail': (mode) => run(mode, {command: '/bin/sh', args: ['-c', 'i=0; while [ $i -lt 2000 ]; do echo line $i >&2; i=$((i+1)); done'], maxStderrBytes: 1000}),
+    'executable not found': (mode) => run(mode, {command: '/nonexistent/fn'}),
+    'permission denied': (mode) => run(mode, {command: path.join(dir, 'not-executable')}),
+    'deadline': (mode) => run(mode, {command: '/bin/sleep', args: ['30'], deadline: Date.now() + 300}),
+  }
+
+  before(async () => {
+    await chmod(await writeExecutable(path.join(dir, 'not-executable'), '#!/bin/sh\necho hi\n'), 0o644)
+  })
+
+  for (const [name, make] of Object.entries(CASES)) {
+    it(`the same outcome either way: ${name}`, async () => {
+      const [direct, spawned] = [await outcome(make('direct')), await outcome(make('spawner'))]
+      expect(spawned).to.deep.equal(direct)
+    })
+  }
+
+  it('a call cancelled while its function runs ends Cancelled and the function is gone', async () => {
+    for (const mode of MODES) {
+      const abort = new AbortController()
+      const pidFile = path.join(dir, `cancel-${mode}.pid`)
+      const call = run(mode, {command: '/bin/sh', args: ['-c', `echo $$ > ${pidFile}; exec sleep 30`], signal: abort.signal}).catch((e: unknown) => e)
+      await waitFor(() => {
+        try {
+          return readFileSync(pidFile, 'utf8').trim() !== ''
+        } catch {
+          return false
+        }
+      }, 'the function to start')
+      const pid = Number(readFileSync(pidFile, 'utf8'))
+      abort.abort()
+      expect(((await call) as FnrError).kind, mode).to.equal('Cancelled')
+      await waitFor(() => !isAlive(pid), `${mode}: the function to die`)
+    }
+  })
+
+  it('forks in the spawner: the function is its child, not the runner\'s', async () => {
+    const spawnerPid = await spawnerReady()
+    const r = await run('spawner', {command: '/bin/sh', args: ['-c', 'cat /proc/$$/stat']})
+    const stat = r.stdout.toString()
+    expect(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])).to.equal(spawnerPid)
+    expect(parentOf(spawnerPid)).to.equal(process.pid)
+  })
+
+  it('many calls at once through it', async () => {
+    const inputs = Array.from({length: 64}, (_, i) => Buffer.from(`kind: ResourceList\n# ${i}\n`.repeat(100 + i)))
+    const results = await Promise.all(inputs.map((input) => run('spawner', {command: '/bin/cat', input})))
+    results.forEach((r, i) => expect(r.stdout.equals(inputs[i]!)).to.equal(true))
+  })
+
+  it('closes a connection that does not bring a whole valid header, and keeps working', async () => {
+    const spawnerPid = await spawnerReady()
+    const name = readFileSync(`/proc/${spawnerPid}/environ`, 'latin1').split('\0').find((v) => v.startsWith(`${SPAWNER_SOCKET_ENV}=`))!.split('=')[1]!
+    for (const bytes of [Buffer.alloc(HEADER_BYTES + 5, 1), Buffer.concat([Buffer.alloc(16, 7), Buffer.of(9)])]) {
+      const socket = net.connect({path: `\0${name}`})
+      socket.on('error', () => {})
+      socket.write(bytes)
+      await once(socket, 'close')
+    }
+    const r = await run('spawner', {command: '/bin/cat', input: Buffer.from('still fine\n')})
+    expect(r.stdout.toString()).to.equal('still fine\n')
+  })
+
+  it('a spawner that dies fails the calls it ran with UNAVAILABLE, kills their functions, and is started again', async () => {
+    const spawnerPid = await spawnerReady()
+    const pidFile = path.join(dir, 'orphan.pid')
+    const call = run('spawner', {command: '/bin/sh', args: ['-c', `echo $$ > ${pidFile}; exec sleep 30`]}).catch((e: unknown) => e)
+    await waitFor(() => {
+      try {
+        return readFileSync(pidFile, 'utf8').trim() !== ''
+      } catch {
+        return false
+      }
+    }, 'the function to start')
+    const fn = Number(readFileSync(pidFile, 'utf8'))
+    process.kill(spawnerPid, 'SIGKILL')
+    const err = (await call) as FnrError
+    expect(err.kind).to.equal('Unavailable')
+    expect(err.message).to.match(/process spawner was killed by SIGKILL; retry the call/)
+    await waitFor(() => !isAlive(fn), 'the function to die')
+    const next = await spawnerReady()
+    expect(next).to.not.equal(spawnerPid)
+    expect(processSpawner.usable()).to.equal(true)
+  })
+
+  it('exits when its runner exits, even killed', async () => {
+    const script = `
+      import {processSpawner} from ${JSON.stringify(path.resolve('src/lib/process/spawner.ts'))}
+      processSpawner.warm()
+      setInterval(() => {}, 1000)
+      setTimeout(() => console.log(processSpawner.pid()), 500)
+    `
+    const runner = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {stdio: ['ignore', 'pipe', 'inherit']})
+    const [line] = (await once(runner.stdout, 'data')) as [Buffer]
+    const spawnerPid = Number(line.toString().trim())
+    expect(isAlive(spawnerPid)).to.equal(true)
+    runner.kill('SIGKILL')
+    await waitFor(() => !isAlive(spawnerPid) || parentOf(spawnerPid) !== runner.pid, 'the spawner to go')
+    await waitFor(() => !isAlive(spawnerPid), 'the spawner to exit', 5000)
+  })
+})
+
+describe('process spawner: when it cannot run', function () {
+  this.timeout(30_000)
+
+  it('from sources, passes on only the runner\'s module loader flags', () => {
+    expect(loaderFlags(['--import', 'tsx', '--input-type=module', '-e', 'code', '--import=x', '-r', 'y', '--max-old-space-size=100', '--loader'])).to.deep.equal(['--import', 'tsx', '--import=x', '-r', 'y'])
+  })
+
+  it('calls start directly meanwhile, and after three failed starts it is given up, once, with the reason', async () => {
+    const told: string[] = []
+    const spawner = new ProcessSpawner(() => ({execPath: process.execPath, args: ['-e', 'process.exit(7)'], env: {}}))
+    spawner.onDisabled = (why) => told.push(why)
+    for (let i = 0; i < 50 && spawner.usable(); i++) {
+      expect(spawner.launch({command: '/bin/true', args: [], env: {}})).to.equal(undefined)
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    expect(spawner.usable()).to.equal(false)
+    expect(told).to.have.length(1)
+    expect(told[0]).to.match(/process spawner exited with code 7, 3 times in a row; functions are now started directly by the runner/)
+    expect(spawner.launch({command: '/bin/true', args: [], env: {}})).to.equal(undefined)
+  })
+
+  it('an executable that cannot be run is given up at once', () => {
+    const told: string[] = []
+    const spawner = new ProcessSpawner(() => ({execPath: '/nonexistent/node', args: [], env: {}}))
+    spawner.onDisabled = (why) => told.push(why)
+    expect(spawner.launch({command: '/bin/true', args: [], env: {}})).to.equal(undefined)
+    return waitFor(() => !spawner.usable(), 'the spawner to be given up').then(() => expect(told).to.have.length(1))
+  })
+})
