@@ -10,24 +10,9 @@ import {fileURLToPath} from 'node:url'
 
 import {readResults} from '../src/lib/process/results.js'
 import {functionFailedError} from '../src/lib/process/failure.js'
+import {HOSTILE_OUTPUTS} from '../test/support/reliability/hostile-outputs.js'
 
-const HEADER = 'apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nresults:\n'
-const RESULT =
-  '- message: "replicas must be at most 3 for this deployment"\n  severity: error\n' +
-  '  resourceRef: {apiVersion: apps/v1, kind: Deployment, name: web, namespace: prod}\n  field: {path: spec.replicas}\n'
-
-export const SHAPES: Record<string, () => string> = {
-  /** 3 MB of `- a` lines. */
-  'dash-a-3MB': () => HEADER + '- a\n'.repeat(750_000),
-  /** 6 MB of ordinary structured results. */
-  'structured-6MB': () => HEADER + RESULT.repeat(Math.ceil(6e6 / RESULT.length)),
-  /** One result nested 100,000 levels deep in flow style. */
-  'flow-nesting-100k': () => `${HEADER}- message: deep\n  severity: error\n  tags: ${'['.repeat(100_000)}${']'.repeat(100_000)}\n`,
-  /** 1 MB of blank lines inside the results. */
-  'blank-run-1MB': () => `${HEADER}- message: a\n${'\n'.repeat(1_000_000)}- message: b\n`,
-  /** Many aliases to one anchor. */
-  'aliases-100k': () => `${HEADER}- &r {message: a, severity: error}\n${'- *r\n'.repeat(100_000)}`,
-}
+export const SHAPES = HOSTILE_OUTPUTS
 
 async function measureOne(shape: string): Promise<void> {
   const stdout = Buffer.from(SHAPES[shape]!())

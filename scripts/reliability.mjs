@@ -7,6 +7,9 @@
 //   node scripts/reliability.mjs --rounds 10 --calls 2000 --concurrency 128
 //   node scripts/reliability.mjs --pods          also the rounds and a soak on the pod runtime (the
 //                                                Kubernetes test bed; --pod-soak DURATION, default --soak)
+//   node scripts/reliability.mjs --no-cgroup     fnr serve outside a memory cgroup (by default it runs
+//                                                inside one with the Deployment's 1 GiB limit when the
+//                                                machine allows: root and a memory controller)
 //   node scripts/reliability.mjs --audit         the npm audit test (test/reliability/audit.test.ts) must
 //                                                really check: it fails when npm's advisory service cannot
 //                                                be reached (FNR_AUDIT=required) instead of saying so
@@ -19,7 +22,9 @@
 //    descriptors and child processes are sampled every 250 ms; after a warm-up (10 % of the soak,
 //    10-60 s) the last third is compared with the first (soak-judge.ts: RSS median within
 //    max(10 %, 16 MiB), fds floor within max(10 %, 8), processes floor within max(10 %, 4)), and
-//    nothing may be left behind once the soak is over.
+//    nothing may be left behind once the soak is over. The server runs inside a memory cgroup with
+//    the Deployment's limit (OOM kills fail the run) and a health check every 50 ms from a process
+//    of its own measures its stalls (over 1 s of its own time fails the run).
 // Exits non-zero when anything failed.
 import {spawnSync} from 'node:child_process'
 import path from 'node:path'
@@ -35,6 +40,7 @@ for (let i = 0; i < args.length; i++) {
   const [flag, inline] = arg.split('=', 2)
   if (flag === '--skip-suites') suites = false
   else if (flag === '--pods') longRunArgs.push('--pods')
+  else if (flag === '--no-cgroup') longRunArgs.push('--no-cgroup')
   else if (flag === '--audit') audit = true
   else if (['--soak', '--pod-soak', '--rounds', '--calls', '--concurrency'].includes(flag)) {
     const value = inline ?? args[++i]
@@ -44,7 +50,7 @@ for (let i = 0; i < args.length; i++) {
     }
     longRunArgs.push(flag, value)
   } else {
-    process.stderr.write(`reliability: unknown argument ${JSON.stringify(arg)} (expected --soak DURATION, --rounds N, --calls N, --concurrency N, --pods, --pod-soak DURATION, --skip-suites, --audit)\n`)
+    process.stderr.write(`reliability: unknown argument ${JSON.stringify(arg)} (expected --soak DURATION, --rounds N, --calls N, --concurrency N, --pods, --pod-soak DURATION, --no-cgroup, --skip-suites, --audit)\n`)
     process.exit(2)
   }
 }

@@ -11,23 +11,17 @@
  */
 import {expect} from 'chai'
 import {readFileSync} from 'node:fs'
-import {mkdtemp, readFile, rm} from 'node:fs/promises'
+import {mkdtemp, rm} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
-import {createMemoryCgroup, memoryCgroupProblem, startInCgroup, type CgroupServer, type MemoryCgroup} from '../support/reliability/cgroup.js'
+import {createMemoryCgroup, deploymentMemoryLimit, memoryCgroupProblem, startInCgroup, type CgroupServer, type MemoryCgroup} from '../support/reliability/cgroup.js'
 import {makeReliabilityFunctions, type FunctionsDir} from '../support/reliability/functions.js'
 import {bigResourceList, idleSockets, probeHealth, slowloris, startStallControl, type ProbeResult, type StallControl} from '../support/reliability/hostile.js'
+import {HOSTILE_OUTPUTS, hostileInput} from '../support/reliability/hostile-outputs.js'
 import {resourceUsage} from '../support/reliability/processes.js'
 
-/** The Deployment's limit, read from the manifest itself. */
-async function deploymentLimit(): Promise<number> {
-  const text = await readFile(path.join(import.meta.dirname, '../../manifests/deployment.yaml'), 'utf8')
-  const m = /limits:\s*\n\s*memory:\s*(\d+)Gi/.exec(text)
-  expect(m, 'manifests/deployment.yaml sets a memory limit in Gi').to.not.equal(null)
-  return Number(m![1]) * 1024 ** 3
-}
 
 /**
  * A stall of the server over 1 s fails (issue 16). A stall is counted as the server's own: for each
@@ -62,7 +56,7 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
     const problem = memoryCgroupProblem()
     // CI and developer machines run as root with the memory controller (README: reliability); fail loudly elsewhere.
     expect(problem, 'a memory cgroup can be made').to.equal(undefined)
-    limit = await deploymentLimit()
+    limit = deploymentMemoryLimit()
     dir = await mkdtemp(path.join(os.tmpdir(), 'fnr-memlimit-'))
     fns = await makeReliabilityFunctions(dir)
   })
@@ -96,7 +90,7 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
   async function serveBed(extra: string[] = []): Promise<Bed> {
     const cg = createMemoryCgroup(limit)
     try {
-      const server = await startInCgroup(cg, ['serve', '--port=0', '--disable-runtimes=pod', `--config=${fns.configPath}`, `--functions=${fns.functionsDir}`, '--max-request-body-size=6291456', '--log-level=1', ...extra], /"msg":"fnr serve is ready"/)
+      const server = await startInCgroup(cg, ['serve', '--port=0', '--disable-runtimes=pod', `--config=${fns.configPath}`, `--functions=${fns.functionsDir}`, '--max-request-body-size=6291456', '--log-level=1', ...extra], /"msg":"fnr serve is ready"/, {}, 30_000, process.env.PROF ? ['--perf-basic-prof'] : [])
       const port = portOf(server.stderr(), /fnr serve is ready/)
       const bed: Bed = {cg, server, port, address: `127.0.0.1:${port}`}
       beds.add(bed)
@@ -107,10 +101,10 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
     }
   }
 
-  async function wrapperBed(extra: string[] = []): Promise<Bed> {
+  async function wrapperBed(extra: string[] = [], entrypoint = path.join(fns.functionsDir, 'catBinary')): Promise<Bed> {
     const cg = createMemoryCgroup(limit)
     try {
-      const server = await startInCgroup(cg, ['wrapper-server', '--port=0', '--max-request-body-size=6291456', '--log-level=1', ...extra, '--', path.join(fns.functionsDir, 'catBinary')], /"msg":"wrapper server is ready"/)
+      const server = await startInCgroup(cg, ['wrapper-server', '--port=0', '--max-request-body-size=6291456', '--log-level=1', ...extra, '--', entrypoint], /"msg":"wrapper server is ready"/)
       const port = portOf(server.stderr(), /wrapper server is ready/)
       const bed: Bed = {cg, server, port, address: `127.0.0.1:${port}`}
       beds.add(bed)
@@ -321,6 +315,67 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
       for (let i = 0; i < 100 && functionPids(bed).length > 0; i++) await new Promise((r) => setTimeout(r, 100))
       expect(functionPids(bed), 'function processes left after the cancelled calls').to.deep.equal([])
       await stillHealthy(bed, fns.image.catBinary!)
+      expect(p.stallMs, 'longest stall of the server (ms)').to.be.below(STALL_MS)
+      expect(p.maxMs, 'longest health check (ms)').to.be.below(FREEZE_MS)
+    } finally {
+      await teardown(bed)
+    }
+  })
+
+  /**
+   * Hostile outputs (issue 16 items 2 and 8): failing functions whose stdout is 3 MB of `- a`, 6 MB
+   * of structured results, nesting 100,000 deep, a 1 MB blank run or 100,000 aliases, 8 of each at
+   * once. Each call fails INTERNAL with the function's exit code; the results read are bounded.
+   */
+  async function hostileOutputs(bed: Bed, image: string, perShape: number): Promise<{failed: {code: number; details: string}[]; p: ProbeResult; machine: number}> {
+    const prober = probe(bed)
+    const client = new EvaluatorClient(bed.address, {channelOptions: {'grpc.use_local_subchannel_pool': 1}})
+    try {
+      const shapes = Object.keys(HOSTILE_OUTPUTS)
+      const calls = shapes.flatMap((shape) => Array.from({length: perShape}, () => client.evaluateRaw(image, hostileInput(shape), {deadline: Date.now() + 150_000})))
+      const results = await Promise.allSettled(calls)
+      const failed = results.map((r) => (r.status === 'rejected' ? (r.reason as {code: number; details: string}) : {code: 0, details: 'succeeded'}))
+      return {failed, p: await prober.stop(), machine: await machineStall()}
+    } finally {
+      client.close()
+    }
+  }
+
+  it('serve: 40 failing functions with hostile outputs at once (8 of each shape): no OOM, no stall, every failure reported', async function () {
+    let bed: Bed | undefined
+    try {
+      bed = await serveBed()
+      const {failed, p, machine} = await hostileOutputs(bed, fns.image.hostileOutput!, 8)
+      const refused = failed.filter((f) => f.code === 8).length
+      console.log(`      hostile outputs: ${failed.length - refused}/40 failed as the function did, ${refused} refused over the budget; cgroup peak ${Math.round(bed.cg.usage().maxBytes / MiB)} MiB; ${stallReport(p, machine)}`)
+      for (const f of failed) {
+        // INTERNAL with the function's exit code, or RESOURCE_EXHAUSTED over the budget (the outputs are up to 6 MB)
+        expect(f.code, f.details).to.be.oneOf([13, 8])
+        if (f.code === 13) expect(f.details).to.match(/exited with code 1/)
+      }
+      expect(refused, 'calls refused').to.be.below(40)
+      await stillHealthy(bed, fns.image.catBinary!)
+      expect(p.stallMs, 'longest stall of the server (ms)').to.be.below(STALL_MS)
+      expect(p.maxMs, 'longest health check (ms)').to.be.below(FREEZE_MS)
+    } finally {
+      await teardown(bed)
+    }
+  })
+
+  it('wrapper-server: 20 failing calls with hostile outputs at once (4 of each shape): no OOM, no stall, every failure reported', async function () {
+    let bed: Bed | undefined
+    try {
+      bed = await wrapperBed([], path.join(fns.functionsDir, 'hostileOutput'))
+      const {failed, p, machine} = await hostileOutputs(bed, 'example.com/hostile:v1', 4)
+      const refused = failed.filter((f) => f.code === 8).length
+      console.log(`      wrapper hostile outputs: ${failed.length - refused}/20 failed as the function did, ${refused} refused over the budget; cgroup peak ${Math.round(bed.cg.usage().maxBytes / MiB)} MiB; ${stallReport(p, machine)}`)
+      for (const f of failed) {
+        expect(f.code, f.details).to.be.oneOf([13, 8])
+        if (f.code === 13) expect(f.details).to.match(/exited with code 1/)
+      }
+      expect(refused, 'calls refused').to.be.below(20)
+      expect(bed.cg.oomKills(), 'OOM kills in the cgroup').to.equal(0)
+      expect(bed.server.child.exitCode, 'the wrapper exited').to.equal(null)
       expect(p.stallMs, 'longest stall of the server (ms)').to.be.below(STALL_MS)
       expect(p.maxMs, 'longest health check (ms)').to.be.below(FREEZE_MS)
     } finally {

@@ -39,6 +39,14 @@ function ownPath(controller: string): string | undefined {
 let counter = 0
 
 /** Why no memory cgroup can be made here, or undefined when one can. */
+/** The memory limit manifests/deployment.yaml sets for fnr serve (bytes), read from the manifest itself. */
+export function deploymentMemoryLimit(): number {
+  const text = readFileSync(path.join(import.meta.dirname, '../../../manifests/deployment.yaml'), 'utf8')
+  const m = /limits:\s*\n\s*memory:\s*(\d+)Gi/.exec(text)
+  if (!m) throw new Error('manifests/deployment.yaml sets no memory limit in Gi')
+  return Number(m[1]) * 1024 ** 3
+}
+
 export function memoryCgroupProblem(): string | undefined {
   if (process.getuid?.() !== 0) return 'not root'
   if (existsSync('/sys/fs/cgroup/memory/memory.limit_in_bytes') || existsSync('/sys/fs/cgroup/cgroup.controllers')) return undefined

@@ -11,6 +11,7 @@ import {chmod, copyFile, mkdir, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 
 import {SCRIPTS, writeExecutable} from '../tmp.js'
+import {writeHostileOutputs} from './hostile-outputs.js'
 
 const RESOURCE_LIST = `apiVersion: config.kubernetes.io/v1
 kind: ResourceList
@@ -123,6 +124,10 @@ export async function makeReliabilityFunctions(dir: string): Promise<FunctionsDi
   await chmod(path.join(functionsDir, 'catBinary'), 0o755)
   image.catBinary = imageOf('catBinary')
   entries.push(`- function: catBinary\n  images: [${imageOf('catBinary')}]`)
+  // Hostile outputs (hostile-outputs.ts): the input picks the shape; the function fails.
+  await writeHostileOutputs(functionsDir)
+  image.hostileOutput = imageOf('hostileOutput')
+  entries.push(`- function: hostileOutput\n  images: [${imageOf('hostileOutput')}]`)
   // The canary is in the directory but mapped to no image.
   await writeExecutable(path.join(functionsDir, 'canary'), CANARY)
   const configPath = path.join(dir, 'config.yaml')

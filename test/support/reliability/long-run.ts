@@ -1,11 +1,17 @@
 /**
  * The long load and soak run of scripts/reliability.mjs, against a real `fnr serve` process
  * (built CLI): rounds of N concurrent calls, then a soak of a given duration that keeps a mix of
- * good calls, bad inputs, faulty functions, deadlines and cancels in flight. It samples the
+ * good calls, bad inputs, faulty functions (hostile outputs among them), deadlines and cancels in flight. It samples the
  * server's RSS, open file descriptors and processes every 250 ms and exits non-zero when a call
  * failed unexpectedly, the server stopped answering, something was left behind, or the soak's
  * last third grew beyond its first third after the warm-up (soak-judge.ts: RSS max(10 %, 16 MiB),
  * fds max(10 %, 8), processes max(10 %, 4)).
+ *
+ * The server runs inside a memory cgroup with the limit manifests/deployment.yaml sets (1 GiB), as
+ * in its container, when the machine allows (root and a memory controller; `--no-cgroup` to run it
+ * bare): OOM kills in the cgroup fail the run. A health check every 50 ms from a process of its own
+ * measures the server's stalls (hostile.ts, probeHealth): one over 1 s of the server's own time
+ * fails the run (issue 16).
  *
  *   node --import tsx test/support/reliability/long-run.ts --rounds 5 --calls 1000 --soak 60s
  *   … --pods            then the same against the pod runtime on the Kubernetes test bed
@@ -22,6 +28,9 @@ import {makeReliabilityFunctions, type FunctionsDir} from './functions.js'
 import {imageCases, payloadCases} from './inputs.js'
 import {concurrentLoad} from './load.js'
 import {killAllUnder, leftoversAfter, processesUnder, resourceUsage} from './processes.js'
+import {createMemoryCgroup, deploymentMemoryLimit, memoryCgroupProblem, startInCgroup} from './cgroup.js'
+import {probeHealth, type ProbeResult} from './hostile.js'
+import {HOSTILE_OUTPUTS, hostileInput} from './hostile-outputs.js'
 import {freePort, startServeChild} from './serve-process.js'
 import {judgeSoak, soakWarmupMs, startProcSampler} from './soak-judge.js'
 
@@ -32,6 +41,7 @@ interface Options {
   concurrency: number
   pods: boolean
   podSoakMs?: number
+  cgroup: boolean
 }
 
 function parseDuration(text: string): number {
@@ -41,7 +51,7 @@ function parseDuration(text: string): number {
 }
 
 function parseOptions(argv: string[]): Options {
-  const o: Options = {rounds: 5, calls: 1000, soakMs: 60_000, concurrency: 64, pods: false}
+  const o: Options = {rounds: 5, calls: 1000, soakMs: 60_000, concurrency: 64, pods: false, cgroup: true}
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i]!.split('=', 2) as [string, string | undefined]
     const value = (): string => inline ?? argv[++i] ?? ''
@@ -51,6 +61,7 @@ function parseOptions(argv: string[]): Options {
     else if (flag === '--concurrency') o.concurrency = Number(value())
     else if (flag === '--pods') o.pods = true
     else if (flag === '--pod-soak') o.podSoakMs = parseDuration(value())
+    else if (flag === '--no-cgroup') o.cgroup = false
     else throw new Error(`unknown argument ${argv[i]}`)
   }
   return o
@@ -110,9 +121,12 @@ function soakCall(client: EvaluatorClient, fns: FunctionsDir, n: number): Promis
     allowed = p.wrapper === 'blank' ? [S.INTERNAL] : [S.OK]
     what = `payload ${p.label}`
   } else if (pick === 6) {
-    const faults = ['exitMidWrite', 'killedSelf', 'floodStdoutForever', 'floodStderr', 'closeStdin', 'failWithResults', 'hugeErrorResult']
+    const faults = ['exitMidWrite', 'killedSelf', 'floodStdoutForever', 'floodStderr', 'closeStdin', 'failWithResults', 'hugeErrorResult', 'hostileOutput']
     const fault = faults[n % faults.length]!
-    call = client.evaluateRaw(fns.image[fault]!, SAMPLE_RL, {deadline: Date.now() + 60_000})
+    // hostileOutput: the input picks one of the hostile output shapes (hostile-outputs.ts)
+    const shapes = Object.keys(HOSTILE_OUTPUTS)
+    const input = fault === 'hostileOutput' ? hostileInput(shapes[Math.floor(n / faults.length) % shapes.length]!) : SAMPLE_RL
+    call = client.evaluateRaw(fns.image[fault]!, input, {deadline: Date.now() + 60_000})
     allowed = [S.OK, S.INTERNAL, S.RESOURCE_EXHAUSTED]
     what = `fault ${fault}`
   } else if (pick === 7) {
@@ -143,8 +157,15 @@ async function main(): Promise<number> {
   const temp = new TempDirs()
   const fns = await makeReliabilityFunctions(await temp.make('fnr-rel-long-'))
   const port = await freePort()
-  const serve = await startServeChild(port, [`--config=${fns.configPath}`, `--functions=${fns.functionsDir}`, '--log-level=1'])
+  const serveArgs = [`--config=${fns.configPath}`, `--functions=${fns.functionsDir}`, '--log-level=1']
+  const problem = options.cgroup ? memoryCgroupProblem() : 'run with --no-cgroup'
+  const cg = problem === undefined ? createMemoryCgroup(deploymentMemoryLimit()) : undefined
+  const serve = cg
+    ? await startInCgroup(cg, ['serve', `--port=${port}`, '--disable-runtimes=pod', ...serveArgs], /"msg":"fnr serve is ready"/)
+    : await startServeChild(port, serveArgs)
   const pid = serve.child.pid!
+  const prober = probeHealth(`127.0.0.1:${port}`, pid)
+  let probed: ProbeResult | undefined
   const client = new EvaluatorClient(`127.0.0.1:${port}`)
   const health = healthClient(`127.0.0.1:${port}`)
   let failed = false
@@ -153,7 +174,7 @@ async function main(): Promise<number> {
     // Warm up once so the baseline is a running server, not a cold one.
     await concurrentLoad(client, fns.image.catBinary!, 20)
     const before = sample(pid, fns)
-    say(`fnr serve (pid ${pid}) before: RSS ${before.rssMiB} MiB, ${before.fds} fds, ${before.processes} processes`)
+    say(`fnr serve (pid ${pid}) before: RSS ${before.rssMiB} MiB, ${before.fds} fds, ${before.processes} processes; ${cg ? `in a memory cgroup of ${deploymentMemoryLimit() / 1024 ** 3} GiB (manifests/deployment.yaml)` : `no memory cgroup (${problem})`}`)
 
     say(`\nload: ${options.rounds} rounds of ${options.calls} concurrent calls (exec, one channel)`)
     say('round  errors  wrong  total ms  p50 ms  p99 ms  RSS MiB  fds')
@@ -198,6 +219,11 @@ async function main(): Promise<number> {
     await new Promise((r) => setTimeout(r, 2000))
     const after = sample(pid, fns)
     const status = await checkHealth(health)
+    probed = await prober.stop()
+    const oomKills = cg?.oomKills() ?? 0
+    say(`stalls: the server's own ${probed.stallMs} ms (worst health check ${probed.worst.wallMs} ms, ${probed.worst.cpuMs} ms of it on its event-loop thread); longest health check ${probed.maxMs} ms, p99 ${probed.p99} ms, ${probed.probes} probes, ${probed.failures} failed`)
+    if (cg) say(`memory cgroup: peak ${Math.round(cg.usage().maxBytes / 2 ** 20)} MiB of ${deploymentMemoryLimit() / 2 ** 20} MiB, ${oomKills} OOM kills`)
+    if (oomKills > 0 || probed.stallMs >= 1000) failed = true
     say(`\nfnr serve after: RSS ${after.rssMiB} MiB (${after.rssMiB >= before.rssMiB ? '+' : ''}${Math.round((after.rssMiB - before.rssMiB) * 10) / 10}), ${after.fds} fds (${after.fds - before.fds >= 0 ? '+' : ''}${after.fds - before.fds}), ${after.processes} processes; health ${status}; processes left under the functions dir: ${left.length}`)
     if (status !== 'SERVING' || left.length > 0 || after.processes > before.processes || after.fds > before.fds + 4) failed = true
     serve.child.kill('SIGTERM')
@@ -207,8 +233,11 @@ async function main(): Promise<number> {
   } finally {
     client.close()
     health.close()
+    if (!probed) await prober.stop().catch(() => undefined)
     serve.child.kill('SIGKILL')
+    await serve.exited
     killAllUnder([fns.dir])
+    cg?.remove()
     await temp.cleanup()
   }
   if (options.pods) {
