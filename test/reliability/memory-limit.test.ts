@@ -90,7 +90,7 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
   async function serveBed(extra: string[] = []): Promise<Bed> {
     const cg = createMemoryCgroup(limit)
     try {
-      const server = await startInCgroup(cg, ['serve', '--port=0', '--disable-runtimes=pod', `--config=${fns.configPath}`, `--functions=${fns.functionsDir}`, '--max-request-body-size=6291456', '--log-level=1', ...extra], /"msg":"fnr serve is ready"/, {}, 30_000, process.env.PROF ? ['--perf-basic-prof'] : [])
+      const server = await startInCgroup(cg, ['serve', '--port=0', '--disable-runtimes=pod', `--config=${fns.configPath}`, `--functions=${fns.functionsDir}`, '--max-request-body-size=6291456', '--log-level=1', ...extra], /"msg":"fnr serve is ready"/)
       const port = portOf(server.stderr(), /fnr serve is ready/)
       const bed: Bed = {cg, server, port, address: `127.0.0.1:${port}`}
       beds.add(bed)
