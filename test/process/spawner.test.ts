@@ -19,6 +19,7 @@ import {HEADER_BYTES, SPAWNER_SOCKET_ENV} from '../../src/lib/process/spawner-pr
 import {launchFunction, loaderFlags, processSpawner, ProcessSpawner, type LaunchMode} from '../../src/lib/process/spawner.js'
 import {CALL_MARKER_ENV} from '../../src/lib/process/sweep.js'
 import {TempDirs, writeExecutable} from '../support/tmp.js'
+import {isAlive, waitFor} from '../wrapper/support/process.js'
 
 const MODES: LaunchMode[] = ['direct', 'spawner']
 
@@ -40,21 +41,17 @@ function parentOf(pid: number): number {
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
+/** The pid a function wrote to `file` (`echo $$ > file`), once it has. */
+async function pidFrom(file: string): Promise<number> {
+  const read = (): string => {
+    try {
+      return readFileSync(file, 'utf8').trim()
+    } catch {
+      return ''
+    }
   }
-}
-
-async function waitFor(check: () => boolean, what: string, ms = 5000): Promise<void> {
-  const until = Date.now() + ms
-  while (!check()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 20))
-  }
+  await waitFor(() => read() !== '', `the function to write ${file}`)
+  return Number(read())
 }
 
 describe('process spawner: functions started through it behave as started directly', function () {
@@ -110,14 +107,7 @@ describe('process spawner: functions started through it behave as started direct
       const abort = new AbortController()
       const pidFile = path.join(dir, `cancel-${mode}.pid`)
       const call = run(mode, {command: '/bin/sh', args: ['-c', `echo $$ > ${pidFile}; exec sleep 30`], signal: abort.signal}).catch((e: unknown) => e)
-      await waitFor(() => {
-        try {
-          return readFileSync(pidFile, 'utf8').trim() !== ''
-        } catch {
-          return false
-        }
-      }, 'the function to start')
-      const pid = Number(readFileSync(pidFile, 'utf8'))
+      const pid = await pidFrom(pidFile)
       abort.abort()
       expect(((await call) as FnrError).kind, mode).to.equal('Cancelled')
       await waitFor(() => !isAlive(pid), `${mode}: the function to die`)
@@ -155,14 +145,7 @@ describe('process spawner: functions started through it behave as started direct
     const spawnerPid = await spawnerReady()
     const pidFile = path.join(dir, 'orphan.pid')
     const call = run('spawner', {command: '/bin/sh', args: ['-c', `echo $$ > ${pidFile}; exec sleep 30`]}).catch((e: unknown) => e)
-    await waitFor(() => {
-      try {
-        return readFileSync(pidFile, 'utf8').trim() !== ''
-      } catch {
-        return false
-      }
-    }, 'the function to start')
-    const fn = Number(readFileSync(pidFile, 'utf8'))
+    const fn = await pidFrom(pidFile)
     process.kill(spawnerPid, 'SIGKILL')
     const err = (await call) as FnrError
     expect(err.kind).to.equal('Unavailable')
@@ -186,7 +169,7 @@ describe('process spawner: functions started through it behave as started direct
     expect(isAlive(spawnerPid)).to.equal(true)
     runner.kill('SIGKILL')
     await waitFor(() => !isAlive(spawnerPid) || parentOf(spawnerPid) !== runner.pid, 'the spawner to go')
-    await waitFor(() => !isAlive(spawnerPid), 'the spawner to exit', 5000)
+    await waitFor(() => !isAlive(spawnerPid), 'the spawner to exit', 10_000)
   })
 })
 

@@ -138,6 +138,23 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
     return machine
   }
 
+  /** The server's own stall under STALL_MS, and no health check waited FREEZE_MS whatever the load. */
+  function expectNoStall(p: ProbeResult): void {
+    expect(p.stallMs, 'longest stall of the server (ms)').to.be.below(STALL_MS)
+    expect(p.maxMs, 'longest health check (ms)').to.be.below(FREEZE_MS)
+  }
+
+  /** Hostile-output calls: each failed with the function's exit code, or was refused over the budget (not all). */
+  function expectFunctionFailures(failed: {code: number; details: string}[]): number {
+    for (const f of failed) {
+      expect(f.code, f.details).to.be.oneOf([13, 8])
+      if (f.code === 13) expect(f.details).to.match(/exited with code 1/)
+    }
+    const refused = failed.filter((f) => f.code === 8).length
+    expect(refused, 'calls refused').to.be.below(failed.length)
+    return refused
+  }
+
   /** One line on the stalls of a case. */
   function stallReport(p: ProbeResult, machine: number): string {
     return `stall ${p.stallMs} ms (worst health check ${p.worst.wallMs} ms, ${p.worst.cpuMs} ms of it on the server's event-loop thread; longest ${p.maxMs} ms, p99 ${p.p99} ms, ${p.probes} probes; the machine's own stall ${machine} ms)`
@@ -186,8 +203,7 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
       expect(failed, failed.slice(0, 3).join('\n')).to.deep.equal([])
       for (const r of results) expect((r as PromiseFulfilledResult<{resourceList: Buffer}>).value.resourceList.length).to.equal(input.length)
       await stillHealthy(bed, fns.image.catBinary!)
-      expect(p.stallMs, 'longest stall of the server (ms)').to.be.below(STALL_MS)
-      expect(p.maxMs, 'longest health check (ms)').to.be.below(FREEZE_MS)
+      expectNoStall(p)
     } finally {
       await teardown(bed)
     }
@@ -208,8 +224,7 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
       console.log(`      40x6MiB: ${40 - failed.length}/40 ok, cgroup peak ${Math.round(bed.cg.usage().maxBytes / MiB)} MiB, ${stallReport(p, machine)}`)
       for (const f of failed) expect(f.code, f.details).to.equal(8)
       await stillHealthy(bed, fns.image.catBinary!)
-      expect(p.stallMs, 'longest stall of the server (ms)').to.be.below(STALL_MS)
-      expect(p.maxMs, 'longest health check (ms)').to.be.below(FREEZE_MS)
+      expectNoStall(p)
     } finally {
       await teardown(bed)
     }
@@ -249,8 +264,7 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
       // runs before the runner collected on connection close).
       expect(after.rssKiB * 1024, 'RSS after the client left').to.be.at.most(RSS_AFTER_ATTACK)
       expect(functionPids(bed), 'function processes in the cgroup').to.deep.equal([])
-      expect(p.stallMs, 'longest stall of the server (ms)').to.be.below(STALL_MS)
-      expect(p.maxMs, 'longest health check (ms)').to.be.below(FREEZE_MS)
+      expectNoStall(p)
     } finally {
       await teardown(bed)
     }
@@ -276,8 +290,7 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
       expect(idle.closedByServer()).to.equal(idle.opened)
       expect(after.fds).to.be.at.most(before.fds + 5)
       await stillHealthy(bed, fns.image.catBinary!)
-      expect(p.stallMs, 'longest stall of the server (ms)').to.be.below(STALL_MS)
-      expect(p.maxMs, 'longest health check (ms)').to.be.below(FREEZE_MS)
+      expectNoStall(p)
     } finally {
       idle?.close()
       await teardown(bed)
@@ -315,8 +328,7 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
       for (let i = 0; i < 100 && functionPids(bed).length > 0; i++) await new Promise((r) => setTimeout(r, 100))
       expect(functionPids(bed), 'function processes left after the cancelled calls').to.deep.equal([])
       await stillHealthy(bed, fns.image.catBinary!)
-      expect(p.stallMs, 'longest stall of the server (ms)').to.be.below(STALL_MS)
-      expect(p.maxMs, 'longest health check (ms)').to.be.below(FREEZE_MS)
+      expectNoStall(p)
     } finally {
       await teardown(bed)
     }
@@ -346,17 +358,10 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
     try {
       bed = await serveBed()
       const {failed, p, machine} = await hostileOutputs(bed, fns.image.hostileOutput!, 8)
-      const refused = failed.filter((f) => f.code === 8).length
+      const refused = expectFunctionFailures(failed)
       console.log(`      hostile outputs: ${failed.length - refused}/40 failed as the function did, ${refused} refused over the budget; cgroup peak ${Math.round(bed.cg.usage().maxBytes / MiB)} MiB; ${stallReport(p, machine)}`)
-      for (const f of failed) {
-        // INTERNAL with the function's exit code, or RESOURCE_EXHAUSTED over the budget (the outputs are up to 6 MB)
-        expect(f.code, f.details).to.be.oneOf([13, 8])
-        if (f.code === 13) expect(f.details).to.match(/exited with code 1/)
-      }
-      expect(refused, 'calls refused').to.be.below(40)
       await stillHealthy(bed, fns.image.catBinary!)
-      expect(p.stallMs, 'longest stall of the server (ms)').to.be.below(STALL_MS)
-      expect(p.maxMs, 'longest health check (ms)').to.be.below(FREEZE_MS)
+      expectNoStall(p)
     } finally {
       await teardown(bed)
     }
@@ -367,17 +372,11 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
     try {
       bed = await wrapperBed([], path.join(fns.functionsDir, 'hostileOutput'))
       const {failed, p, machine} = await hostileOutputs(bed, 'example.com/hostile:v1', 4)
-      const refused = failed.filter((f) => f.code === 8).length
+      const refused = expectFunctionFailures(failed)
       console.log(`      wrapper hostile outputs: ${failed.length - refused}/20 failed as the function did, ${refused} refused over the budget; cgroup peak ${Math.round(bed.cg.usage().maxBytes / MiB)} MiB; ${stallReport(p, machine)}`)
-      for (const f of failed) {
-        expect(f.code, f.details).to.be.oneOf([13, 8])
-        if (f.code === 13) expect(f.details).to.match(/exited with code 1/)
-      }
-      expect(refused, 'calls refused').to.be.below(20)
       expect(bed.cg.oomKills(), 'OOM kills in the cgroup').to.equal(0)
       expect(bed.server.child.exitCode, 'the wrapper exited').to.equal(null)
-      expect(p.stallMs, 'longest stall of the server (ms)').to.be.below(STALL_MS)
-      expect(p.maxMs, 'longest health check (ms)').to.be.below(FREEZE_MS)
+      expectNoStall(p)
     } finally {
       await teardown(bed)
     }
@@ -402,8 +401,7 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
       console.log(`      wrapper 120x4MB + slowloris: ${120 - failed.length}/120 ok (${failed.filter((f) => f.code === 4).length} past their deadline), cgroup peak ${Math.round(bed.cg.usage().maxBytes / MiB)} MiB, ${stallReport(p, machine)}`)
       for (const f of failed) expect(f.code, f.details).to.be.oneOf([4, 8])
       await stillHealthy(bed, 'any')
-      expect(p.stallMs, 'longest stall of the server (ms)').to.be.below(STALL_MS)
-      expect(p.maxMs, 'longest health check (ms)').to.be.below(FREEZE_MS)
+      expectNoStall(p)
     } finally {
       await teardown(bed)
     }
