@@ -184,5 +184,5 @@ export function runSpawnerProcess(): void {
   process.on('SIGINT', () => {})
   process.on('SIGTERM', () => {})
   // The name is that of an abstract socket (Linux): no file.
-  server.listen({path: `\0${socketName}`}, () => send({t: 'ready'}))
+  server.listen({path: `\0${socketName}`, backlog: 1024}, () => send({t: 'ready'}))
 }

@@ -195,6 +195,13 @@ class SpawnedFunction extends EventEmitter implements FunctionChild {
   }
 }
 
+/**
+ * Calls being started through the spawner at once; more wait in the runner. Each holds three
+ * connections in the spawner's listen backlog until it accepts them, and a connect to a full
+ * backlog of a Unix socket fails EAGAIN (1,000 concurrent calls did).
+ */
+const MAX_STARTING = 128
+
 /** How a spawner process is started (spawnerCommand, or another for tests). */
 export type SpawnerCommand = () => {execPath: string; args: string[]; env: NodeJS.ProcessEnv}
 
@@ -203,6 +210,10 @@ export class ProcessSpawner {
   private child: ChildProcess | undefined
   private socketName = ''
   private ready = false
+  /** Calls whose sockets are connecting or waiting to be paired in the spawner (at most MAX_STARTING). */
+  private starting = 0
+  /** Calls waiting for one of those places. */
+  private waiting: {fn: SpawnedFunction; spec: LaunchSpec}[] = []
   /** Calls sent to the spawner, until they close or fail. */
   private calls = new Map<number, SpawnedFunction>()
   private nextId = 1
@@ -249,7 +260,8 @@ export class ProcessSpawner {
     }
     fn.once('close', forget)
     fn.once('error', forget)
-    this.send(fn, spec)
+    if (this.starting < MAX_STARTING) this.send(fn, spec)
+    else this.waiting.push({fn, spec})
     return fn
   }
 
@@ -260,6 +272,19 @@ export class ProcessSpawner {
   }
 
   private send(fn: SpawnedFunction, spec: LaunchSpec): void {
+    this.starting++
+    let done = false
+    const started = (): void => {
+      if (done) return
+      done = true
+      this.starting--
+      while (this.starting < MAX_STARTING && this.waiting.length > 0) {
+        const next = this.waiting.shift()!
+        if (this.calls.has(next.fn.id)) this.send(next.fn, next.spec)
+      }
+    }
+    fn.once('spawn', started)
+    fn.once('error', started)
     fn.connect(this.socketName)
     const env: Record<string, string> = {}
     for (const [k, v] of Object.entries(spec.env)) if (v !== undefined) env[k] = v
@@ -324,6 +349,8 @@ export class ProcessSpawner {
     if (this.child !== child) return
     this.child = undefined
     this.ready = false
+    this.starting = 0
+    this.waiting = []
     const error = new FnrError('Unavailable', `the runner's process spawner ${why}; retry the call`)
     const calls = [...this.calls.values()]
     this.calls.clear()
