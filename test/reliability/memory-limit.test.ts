@@ -10,7 +10,6 @@
  * (src/lib/process/spawner.ts), which lives in the same cgroup.
  */
 import {expect} from 'chai'
-import {readFileSync} from 'node:fs'
 import {mkdtemp, rm} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
@@ -20,7 +19,7 @@ import {createMemoryCgroup, deploymentMemoryLimit, memoryCgroupProblem, startInC
 import {makeReliabilityFunctions, type FunctionsDir} from '../support/reliability/functions.js'
 import {bigResourceList, idleSockets, probeHealth, slowloris, startStallControl, type ProbeResult, type StallControl} from '../support/reliability/hostile.js'
 import {HOSTILE_OUTPUTS, hostileInput} from '../support/reliability/hostile-outputs.js'
-import {resourceUsage} from '../support/reliability/processes.js'
+import {isSpawnerProcess, resourceUsage} from '../support/reliability/processes.js'
 
 
 /**
@@ -74,17 +73,7 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
 
   /** The processes in the bed's cgroup besides the server and its spawner: function processes. */
   function functionPids(bed: Bed): number[] {
-    return bed.cg.pids().filter((pid) => pid !== bed.server.child.pid && !isSpawner(pid))
-  }
-
-  function isSpawner(pid: number): boolean {
-    try {
-      const argv = readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0')
-      const environ = readFileSync(`/proc/${pid}/environ`, 'latin1')
-      return argv.some((a) => a.endsWith('spawner-entry.js')) || environ.includes('FNR_SPAWNER_SOCKET=')
-    } catch {
-      return false
-    }
+    return bed.cg.pids().filter((pid) => pid !== bed.server.child.pid && !isSpawnerProcess(pid))
   }
 
   async function serveBed(extra: string[] = []): Promise<Bed> {

@@ -3,8 +3,8 @@ import {readFileSync} from 'node:fs'
 import {mkdir, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 
-import {SPAWNER_SOCKET_ENV} from '../../../src/lib/process/spawner-process.js'
 import {CALL_MARKER_ENV} from '../../../src/lib/process/sweep.js'
+import {isSpawnerProcess} from '../../support/reliability/processes.js'
 import {writeExecutable} from '../../support/tmp.js'
 
 /** A functions dir with the given shell functions, each mapped to example.com/<name>:v1. */
@@ -43,6 +43,6 @@ export function functionProcesses(runnerPid: number): number[] {
     }
   }
   const direct = children(runnerPid)
-  const viaSpawner = direct.filter((pid) => environ(pid).some((v) => v.startsWith(`${SPAWNER_SOCKET_ENV}=`))).flatMap(children)
+  const viaSpawner = direct.filter(isSpawnerProcess).flatMap(children)
   return [...direct, ...viaSpawner].filter((pid) => environ(pid).some((v) => v.startsWith(`${CALL_MARKER_ENV}=`)))
 }

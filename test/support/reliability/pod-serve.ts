@@ -18,7 +18,7 @@ import type {V1Pod, V1Service} from '@kubernetes/client-node'
 import {FUNCTION_PATH, WRAPPER_IMAGE, WRAPPER_PATH, startPodBed, wrapperCommand, storedPods, storedServices, type PodBed} from '../pods/index.js'
 import {pushImage} from '../registry/fixtures.js'
 import {TestRegistry} from '../registry/registry.js'
-import {resourceUsage} from './processes.js'
+import {isSpawnerProcess, resourceUsage} from './processes.js'
 import {freePort, startServeChild, type ServeChild} from './serve-process.js'
 
 export const POD_SERVE_FUNCTIONS = ['cat', 'stderr', 'fail', 'gate', 'fastcat', 'slow'] as const
@@ -128,7 +128,8 @@ export function podFootprint(pb: PodBed, ns: string, servePid: number): PodFootp
     serveFds: usage.fds,
     serveRssMiB: Math.round(usage.rssKiB / 102.4) / 10,
     serveChildren: live.filter((p) => p.ppid === servePid).length,
-    functionProcesses: live.filter((p) => podPids.has(p.pgid) && !podPids.has(p.pid)).length,
+    // the pod's processes besides the wrapper itself and its process spawner
+    functionProcesses: live.filter((p) => podPids.has(p.pgid) && !podPids.has(p.pid) && !isSpawnerProcess(p.pid)).length,
   }
 }
 
