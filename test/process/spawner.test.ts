@@ -41,17 +41,21 @@ function parentOf(pid: number): number {
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
 }
 
-/** The pid a function wrote to `file` (`echo $$ > file`), once it has. */
-async function pidFrom(file: string): Promise<number> {
+/** The pid a function wrote to `file` (`echo $$ > file`), once it has; `all`: every pid on its line. */
+async function pidFrom(file: string): Promise<number>
+async function pidFrom(file: string, all: true): Promise<number[]>
+async function pidFrom(file: string, all = false): Promise<number | number[]> {
   const read = (): string => {
     try {
-      return readFileSync(file, 'utf8').trim()
+      const text = readFileSync(file, 'utf8')
+      return text.endsWith('\n') ? text.trim() : ''
     } catch {
       return ''
     }
   }
   await waitFor(() => read() !== '', `the function to write ${file}`)
-  return Number(read())
+  const pids = read().split(/\s+/).map(Number)
+  return all ? pids : pids[0]!
 }
 
 describe('process spawner: functions started through it behave as started directly', function () {
@@ -157,20 +161,30 @@ describe('process spawner: functions started through it behave as started direct
     expect(processSpawner.usable()).to.equal(true)
   })
 
-  it('exits when its runner exits, even killed', async () => {
+  it('exits when its runner is killed (SIGKILL), and kills the functions still running and what they started', async () => {
+    const pidFile = path.join(dir, 'killed-runner.pids')
+    // The function leaves a child in its process group, then waits.
+    const fn = await writeExecutable(path.join(dir, 'long-fn'), `#!/bin/sh\nsleep 60 &\necho "$$ $!" > ${pidFile}\nexec sleep 60\n`)
     const script = `
       import {processSpawner} from ${JSON.stringify(path.resolve('src/lib/process/spawner.ts'))}
+      import {runFunctionProcess} from ${JSON.stringify(path.resolve('src/lib/process/run.ts'))}
       processSpawner.warm()
-      setInterval(() => {}, 1000)
-      setTimeout(() => console.log(processSpawner.pid()), 500)
+      const ready = setInterval(() => {
+        const child = processSpawner.launch({command: '/bin/true', args: [], env: {}})
+        if (!child) return
+        clearInterval(ready)
+        console.log(processSpawner.pid())
+        void runFunctionProcess({command: ${JSON.stringify(fn)}, input: Buffer.alloc(0), maxStdoutBytes: 1024, label: 'long', launch: 'spawner'})
+      }, 50)
     `
     const runner = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {stdio: ['ignore', 'pipe', 'inherit']})
     const [line] = (await once(runner.stdout, 'data')) as [Buffer]
     const spawnerPid = Number(line.toString().trim())
-    expect(isAlive(spawnerPid)).to.equal(true)
+    const [fnPid, childPid] = (await pidFrom(pidFile, true)) as number[]
+    expect(parentOf(fnPid!)).to.equal(spawnerPid)
     runner.kill('SIGKILL')
-    await waitFor(() => !isAlive(spawnerPid) || parentOf(spawnerPid) !== runner.pid, 'the spawner to go')
     await waitFor(() => !isAlive(spawnerPid), 'the spawner to exit', 10_000)
+    await waitFor(() => !isAlive(fnPid!) && !isAlive(childPid!), 'the function and its child to be killed', 10_000)
   })
 })
 

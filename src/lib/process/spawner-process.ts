@@ -16,8 +16,9 @@
  *   its stdio, closes its own copies and sends `spawned` (or `failed`); the runner writes the input
  *   only after `spawned`, so none of it is read here;
  * - when the function exits it sends `exit` with its code and signal.
- * When the IPC channel closes (the runner exited) this process exits; the functions are the
- * runner's to kill (it knows their process groups).
+ * When the IPC channel closes (the runner exited, or was killed) this process kills the process
+ * groups of the functions still running and exits: no function outlives a runner that can no
+ * longer end its call (a runner killed with SIGKILL used to leave them running).
  *
  * It imports nothing of fnr, to stay small.
  */
@@ -103,6 +104,24 @@ class Pairing {
   }
 }
 
+/** Process groups of the functions started and not yet exited (each function leads its own). */
+const running = new Set<number>()
+
+/**
+ * Exits, first killing every function still running: the runner that would have ended their calls
+ * is gone (it exited, or was killed), and a function must not outlive its call.
+ */
+function exitWithFunctions(code: number): never {
+  for (const pid of running) {
+    try {
+      process.kill(-pid, 'SIGKILL')
+    } catch {
+      // already gone
+    }
+  }
+  process.exit(code)
+}
+
 /** Starts a function with the sockets as its stdio and reports on it. */
 function startFunction(request: SpawnRequest, sockets: net.Socket[], send: (message: SpawnerMessage) => void): void {
   let child: ReturnType<typeof spawn>
@@ -122,9 +141,11 @@ function startFunction(request: SpawnRequest, sockets: net.Socket[], send: (mess
   })
   child.on('spawn', () => {
     spawned = true
+    running.add(child.pid!)
     send({t: 'spawned', id: request.id, pid: child.pid!})
   })
   child.on('exit', (code, signal) => {
+    running.delete(child.pid!)
     if (spawned) send({t: 'exit', id: request.id, code, signal})
   })
 }
@@ -158,26 +179,26 @@ export function runSpawnerProcess(): void {
   }
   // A runner that exited (or failed to start) closes the channel: then this process has no work.
   const send = (message: SpawnerMessage): void => {
-    if (!process.connected) process.exit(0)
+    if (!process.connected) exitWithFunctions(0)
     process.send!(message, undefined, {}, (err) => {
-      if (err) process.exit(0)
+      if (err) exitWithFunctions(0)
     })
   }
   const pairing = new Pairing((request, sockets) => startFunction(request, sockets, send), send)
   const server = net.createServer((socket) => acceptSocket(socket, pairing))
   server.on('error', (err) => {
     process.stderr.write(`fnr spawner: ${err.message}\n`)
-    process.exit(1)
+    exitWithFunctions(1)
   })
   process.on('message', (message: SpawnRequest) => {
     if (message?.t === 'spawn') pairing.request(message)
   })
-  process.on('disconnect', () => process.exit(0))
+  process.on('disconnect', () => exitWithFunctions(0))
   // And if the channel's end is missed (the runner exited while this process started), being
   // re-parented says the same.
   const parent = process.ppid
   setInterval(() => {
-    if (process.ppid !== parent || !process.connected) process.exit(0)
+    if (process.ppid !== parent || !process.connected) exitWithFunctions(0)
   }, 1000).unref()
   // Signals meant for the runner's process group (a terminal's ^C, a supervisor's TERM) are the
   // runner's to handle: it drains its calls, which need this process until they end.
