@@ -25,8 +25,8 @@ second signal exits at once.
 Environment: WRAPPER_SERVER_IMAGE (required by the pod runtime's inline template), FNR_BIND_ADDRESS
 (listen address unless --bind-address is given; default every address family), OTEL_METRICS_EXPORTER=prometheus
 with OTEL_EXPORTER_PROMETHEUS_HOST/PORT (Prometheus metrics there, as Porch; --metrics-port wins), POD_NAME (the replica's identity on the pods it owns,
-unless --replica-id is given), KUBECONFIG, FNR_SPAWNER=off (exec functions are forked by the server itself
-instead of its spawner process; docs/process.md).`
+unless --replica-id is given), KUBECONFIG, FNR_SPAWNER=off|on (exec functions are forked by the server itself, or by
+its spawner process even under a 256 MiB memory limit; docs/process.md).`
 
   static examples = [
     {description: 'Serve the functions fnr ships, exec runtime only:', command: '<%= config.bin %> <%= command.id %> --disable-runtimes=pod'},

@@ -16,6 +16,7 @@ import type {Evaluator} from './evaluators/evaluator.js'
 import {MultiEvaluator} from './evaluators/multi.js'
 import {defaultBindHost, EvaluatorServer} from './grpc/server.js'
 import {drainOnStop} from './drain.js'
+import {detectMemoryLimit} from './budget.js'
 import {serverLimits, type ListenerLimits} from './grpc/limits.js'
 import {loadListenerTls, validateListenerTlsFlags, type ListenerTlsFiles} from './grpc/tls.js'
 import type {Logger} from './telemetry/log.js'
@@ -255,7 +256,7 @@ async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logge
       images: config.imageCount,
     })
     if (config.imageCount === 0) logger.warn('the exec runtime serves no images: its config maps none; every exec call will be NOT_FOUND', {config: options.exec.configPath})
-    evaluators.push(new ExecEvaluator({config, maxOutputBytes: options.maxRequestBodySize, logger, passEnv: options.exec.passEnv, launch: startSpawner((why) => logger.warn(why))}))
+    evaluators.push(new ExecEvaluator({config, maxOutputBytes: options.maxRequestBodySize, logger, passEnv: options.exec.passEnv, launch: startSpawner((why) => logger.warn(why), detectMemoryLimit().bytes)}))
   }
   let responseCache: ResponseCacheSetup | undefined
   try {

@@ -16,6 +16,7 @@ import type {StopHandle} from './grpc/lifecycle.js'
 import {parseLimitFlags, serverLimits, type ListenerLimits} from './grpc/limits.js'
 import {EvaluatorServer} from './grpc/server.js'
 import {drainOnStop} from './drain.js'
+import {detectMemoryLimit} from './budget.js'
 import {LISTENER_LIMIT_FLAG_SPECS, LOG_FORMAT_SPEC, LOG_LEVEL_SPEC, MAX_REQUEST_BODY_SIZE_SPEC} from './flags/runner-flag-specs.js'
 import {parseWithSpecs, type FlagSpecs} from './flags/spec.js'
 import {parseLogFormat, type LogFormat, type Logger} from './telemetry/log.js'
@@ -136,7 +137,8 @@ function tracedFunction(inner: Evaluator, entrypoint: readonly string[]): Evalua
 
 export async function startWrapperServer(options: WrapperOptions, logger: Logger, handleSignals = true): Promise<RunningWrapper> {
   // Validates the entrypoint before anything listens: no entrypoint is a startup error.
-  const launch = serverLaunchMode()
+  const memoryLimit = detectMemoryLimit().bytes
+  const launch = serverLaunchMode(memoryLimit)
   const entrypoint = new EntrypointEvaluator({entrypoint: options.entrypoint, maxOutputBytes: options.maxRequestBodySize, logger, launch})
   // OpenTelemetry export when the pod's env asks for it (OTEL_* through the pod template).
   const traced = await startProcessTracing('fnr-wrapper-server', logger)
@@ -151,7 +153,7 @@ export async function startWrapperServer(options: WrapperOptions, logger: Logger
   }
   server.setServing(true)
   // Started once the server listens: a wrapper that cannot start leaves no spawner behind.
-  startSpawner((why) => logger.warn(why))
+  startSpawner((why) => logger.warn(why), memoryLimit)
   const unlogEscapes = logEscapedProcesses(logger)
   const handle = drainOnStop(server, {
     gracePeriodMs: options.gracePeriodMs,

@@ -16,7 +16,7 @@ import {expect} from 'chai'
 import {FnrError} from '../../src/lib/errors.js'
 import {runFunctionProcess, type FunctionProcessOptions, type FunctionProcessResult} from '../../src/lib/process/run.js'
 import {HEADER_BYTES, SPAWNER_SOCKET_ENV} from '../../src/lib/process/spawner-process.js'
-import {launchFunction, loaderFlags, processSpawner, ProcessSpawner, type LaunchMode} from '../../src/lib/process/spawner.js'
+import {launchFunction, loaderFlags, processSpawner, ProcessSpawner, serverLaunchMode, type LaunchMode} from '../../src/lib/process/spawner.js'
 import {CALL_MARKER_ENV} from '../../src/lib/process/sweep.js'
 import {TempDirs, writeExecutable} from '../support/tmp.js'
 import {isAlive, waitFor} from '../wrapper/support/process.js'
@@ -190,6 +190,15 @@ describe('process spawner: functions started through it behave as started direct
 
 describe('process spawner: when it cannot run', function () {
   this.timeout(30_000)
+
+  it('servers use it from a memory limit of 256 MiB (it costs ~16 MiB), and FNR_SPAWNER=off|on decides over that', () => {
+    const MiB = 1024 * 1024
+    expect(serverLaunchMode(1024 * MiB, {})).to.equal('spawner')
+    expect(serverLaunchMode(256 * MiB, {})).to.equal('spawner')
+    expect(serverLaunchMode(255 * MiB, {})).to.equal('direct')
+    expect(serverLaunchMode(1024 * MiB, {FNR_SPAWNER: 'off'})).to.equal('direct')
+    expect(serverLaunchMode(128 * MiB, {FNR_SPAWNER: 'on'})).to.equal('spawner')
+  })
 
   it('from sources, passes on only the runner\'s module loader flags', () => {
     expect(loaderFlags(['--import', 'tsx', '--input-type=module', '-e', 'code', '--import=x', '-r', 'y', '--max-old-space-size=100', '--loader'])).to.deep.equal(['--import', 'tsx', '--import=x', '-r', 'y'])

@@ -376,20 +376,33 @@ export class ProcessSpawner {
 /** The runner process's one spawner. */
 export const processSpawner = new ProcessSpawner()
 
-/** Set to `off` in a server's environment, functions are started directly (as `fnr eval` does). */
+/** `off` in a server's environment: functions are started directly (as `fnr eval` does); `on`: through the spawner whatever the memory limit. */
 export const SPAWNER_SWITCH_ENV = 'FNR_SPAWNER'
 
-/** The launch mode of a long-running server's evaluators: 'spawner' unless FNR_SPAWNER=off. */
-export function serverLaunchMode(env: NodeJS.ProcessEnv = process.env): LaunchMode {
-  return env[SPAWNER_SWITCH_ENV] === 'off' ? 'direct' : 'spawner'
+/**
+ * Below this memory limit a server forks its functions itself. The spawner adds ~16 MiB to the
+ * container's memory (the packaged wrapper in a 1 GiB cgroup: 99 -> 116 MiB), which could push a
+ * function pod with a tight limit (a FunctionConfig's templateOverrides may set one) over it; and
+ * a process that small forks in a few ms, so the spawner would gain it little.
+ */
+export const SPAWNER_MIN_MEMORY = 256 * 1024 * 1024
+
+/**
+ * The launch mode of a long-running server's evaluators: FNR_SPAWNER=off or =on if set, else the
+ * spawner when the memory limit (the container's, else the machine's) is at least SPAWNER_MIN_MEMORY.
+ */
+export function serverLaunchMode(memoryLimitBytes: number, env: NodeJS.ProcessEnv = process.env): LaunchMode {
+  if (env[SPAWNER_SWITCH_ENV] === 'off') return 'direct'
+  if (env[SPAWNER_SWITCH_ENV] === 'on') return 'spawner'
+  return memoryLimitBytes >= SPAWNER_MIN_MEMORY ? 'spawner' : 'direct'
 }
 
 /**
  * For a server that uses the spawner (serverLaunchMode): starts it now, so the first calls do not
  * start directly, and reports a give-up through `warn`. Returns the launch mode.
  */
-export function startSpawner(warn: (message: string) => void, env: NodeJS.ProcessEnv = process.env): LaunchMode {
-  const mode = serverLaunchMode(env)
+export function startSpawner(warn: (message: string) => void, memoryLimitBytes: number, env: NodeJS.ProcessEnv = process.env): LaunchMode {
+  const mode = serverLaunchMode(memoryLimitBytes, env)
   if (mode === 'spawner') {
     processSpawner.onDisabled = warn
     processSpawner.warm()
