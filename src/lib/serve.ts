@@ -23,7 +23,7 @@ import type {Logger} from './telemetry/log.js'
 import {metrics, prometheusFromOtelEnv, startServeMetrics} from './telemetry/metrics.js'
 import {startProcessTracing} from './telemetry/otel.js'
 import {logEscapedProcesses} from './process/sweep.js'
-import {startSpawner} from './process/spawner.js'
+import {serverLaunchMode, startSpawner} from './process/spawner.js'
 
 export type Runtime = 'exec' | 'pod'
 export const RUNTIMES: readonly Runtime[] = ['exec', 'pod']
@@ -256,7 +256,7 @@ async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logge
       images: config.imageCount,
     })
     if (config.imageCount === 0) logger.warn('the exec runtime serves no images: its config maps none; every exec call will be NOT_FOUND', {config: options.exec.configPath})
-    evaluators.push(new ExecEvaluator({config, maxOutputBytes: options.maxRequestBodySize, logger, passEnv: options.exec.passEnv, launch: startSpawner((why) => logger.warn(why), detectMemoryLimit().bytes)}))
+    evaluators.push(new ExecEvaluator({config, maxOutputBytes: options.maxRequestBodySize, logger, passEnv: options.exec.passEnv, launch: startSpawner(serverLaunchMode(detectMemoryLimit().bytes), (why) => logger.warn(why))}))
   }
   let responseCache: ResponseCacheSetup | undefined
   try {

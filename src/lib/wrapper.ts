@@ -137,8 +137,7 @@ function tracedFunction(inner: Evaluator, entrypoint: readonly string[]): Evalua
 
 export async function startWrapperServer(options: WrapperOptions, logger: Logger, handleSignals = true): Promise<RunningWrapper> {
   // Validates the entrypoint before anything listens: no entrypoint is a startup error.
-  const memoryLimit = detectMemoryLimit().bytes
-  const launch = serverLaunchMode(memoryLimit)
+  const launch = serverLaunchMode(detectMemoryLimit().bytes)
   const entrypoint = new EntrypointEvaluator({entrypoint: options.entrypoint, maxOutputBytes: options.maxRequestBodySize, logger, launch})
   // OpenTelemetry export when the pod's env asks for it (OTEL_* through the pod template).
   const traced = await startProcessTracing('fnr-wrapper-server', logger)
@@ -153,7 +152,7 @@ export async function startWrapperServer(options: WrapperOptions, logger: Logger
   }
   server.setServing(true)
   // Started once the server listens: a wrapper that cannot start leaves no spawner behind.
-  startSpawner((why) => logger.warn(why), memoryLimit)
+  startSpawner(launch, (why) => logger.warn(why))
   const unlogEscapes = logEscapedProcesses(logger)
   const handle = drainOnStop(server, {
     gracePeriodMs: options.gracePeriodMs,

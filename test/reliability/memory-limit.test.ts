@@ -57,7 +57,7 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
     expect(problem, 'a memory cgroup can be made').to.equal(undefined)
     limit = deploymentMemoryLimit()
     dir = await mkdtemp(path.join(os.tmpdir(), 'fnr-memlimit-'))
-    fns = await makeReliabilityFunctions(dir)
+    fns = await makeReliabilityFunctions(dir, {hostileOutputs: true})
   })
 
   after(async () => {

@@ -229,11 +229,6 @@ export class ProcessSpawner {
     return this.disabledBecause === undefined
   }
 
-  /** Why the spawner is not used, if it is not. */
-  disabledReason(): string | undefined {
-    return this.disabledBecause
-  }
-
   /** The spawner's pid, once it runs (for tests and diagnostics). */
   pid(): number | undefined {
     return this.child?.pid
@@ -364,13 +359,6 @@ export class ProcessSpawner {
     this.disabledBecause = why
     this.onDisabled?.(why)
   }
-
-  /** Stops the spawner (tests); the next call starts another. */
-  stop(): void {
-    const child = this.child
-    if (!child) return
-    child.kill('SIGKILL')
-  }
 }
 
 /** The runner process's one spawner. */
@@ -398,11 +386,10 @@ export function serverLaunchMode(memoryLimitBytes: number, env: NodeJS.ProcessEn
 }
 
 /**
- * For a server that uses the spawner (serverLaunchMode): starts it now, so the first calls do not
- * start directly, and reports a give-up through `warn`. Returns the launch mode.
+ * For a server whose launch mode (serverLaunchMode) is 'spawner': starts it now, so the first
+ * calls do not start directly, and reports a give-up through `warn`. Returns the mode.
  */
-export function startSpawner(warn: (message: string) => void, memoryLimitBytes: number, env: NodeJS.ProcessEnv = process.env): LaunchMode {
-  const mode = serverLaunchMode(memoryLimitBytes, env)
+export function startSpawner(mode: LaunchMode, warn: (message: string) => void): LaunchMode {
   if (mode === 'spawner') {
     processSpawner.onDisabled = warn
     processSpawner.warm()

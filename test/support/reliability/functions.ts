@@ -107,8 +107,8 @@ export function imageOf(name: string): string {
   return `example.com/${name.toLowerCase()}:v1`
 }
 
-/** Writes FAULT_SCRIPTS, the dispatcher and the canary into dir/functions, plus dir/config.yaml. */
-export async function makeReliabilityFunctions(dir: string): Promise<FunctionsDir> {
+/** Writes FAULT_SCRIPTS, the dispatcher and the canary (and, when asked, the hostile-output function) into dir/functions, plus dir/config.yaml. */
+export async function makeReliabilityFunctions(dir: string, options: {hostileOutputs?: boolean} = {}): Promise<FunctionsDir> {
   const functionsDir = path.join(dir, 'functions')
   await mkdir(functionsDir, {recursive: true})
   const image: Record<string, string> = {}
@@ -124,10 +124,13 @@ export async function makeReliabilityFunctions(dir: string): Promise<FunctionsDi
   await chmod(path.join(functionsDir, 'catBinary'), 0o755)
   image.catBinary = imageOf('catBinary')
   entries.push(`- function: catBinary\n  images: [${imageOf('catBinary')}]`)
-  // Hostile outputs (hostile-outputs.ts): the input picks the shape; the function fails.
-  await writeHostileOutputs(functionsDir)
-  image.hostileOutput = imageOf('hostileOutput')
-  entries.push(`- function: hostileOutput\n  images: [${imageOf('hostileOutput')}]`)
+  // Hostile outputs (hostile-outputs.ts; ~11 MB of files, for the suites that use them): the input
+  // picks the shape; the function fails.
+  if (options.hostileOutputs) {
+    await writeHostileOutputs(functionsDir)
+    image.hostileOutput = imageOf('hostileOutput')
+    entries.push(`- function: hostileOutput\n  images: [${imageOf('hostileOutput')}]`)
+  }
   // The canary is in the directory but mapped to no image.
   await writeExecutable(path.join(functionsDir, 'canary'), CANARY)
   const configPath = path.join(dir, 'config.yaml')

@@ -155,7 +155,7 @@ function soakCall(client: EvaluatorClient, fns: FunctionsDir, n: number): Promis
 async function main(): Promise<number> {
   const options = parseOptions(process.argv.slice(2))
   const temp = new TempDirs()
-  const fns = await makeReliabilityFunctions(await temp.make('fnr-rel-long-'))
+  const fns = await makeReliabilityFunctions(await temp.make('fnr-rel-long-'), {hostileOutputs: true})
   const port = await freePort()
   const serveArgs = [`--config=${fns.configPath}`, `--functions=${fns.functionsDir}`, '--log-level=1']
   const problem = options.cgroup ? memoryCgroupProblem() : 'run with --no-cgroup'
