@@ -370,12 +370,26 @@ function isProcess(pid: number): boolean {
   }
 }
 
+/** How long a process caught mid-exec (an empty environment) is given before its environment is read again. */
+const EXEC_SETTLE_MS = 10
+
 /** The pids among `pids` whose environment holds one of the markers, each with its call. */
 async function markedAmong(pids: readonly number[], markers: ReadonlyMap<string, SweepTarget>): Promise<Map<number, SweepTarget>> {
   const marked = new Map<number, SweepTarget>()
   for (let i = 0; i < pids.length; i += READ_CONCURRENCY) {
     const batch = pids.slice(i, i + READ_CONCURRENCY)
     const environs = await Promise.all(batch.map(readEnviron))
+    // An empty environment is read from a process in the middle of execve (its old memory is gone,
+    // the new not yet readable): a setsid'd daemon exec'ing its program escaped a CI run that way.
+    // Read those once more, a moment later (a process whose environment is really empty is rare).
+    const empty = batch.filter((_, j) => environs[j]?.length === 0)
+    if (empty.length > 0) {
+      await new Promise((resolve) => setTimeout(resolve, EXEC_SETTLE_MS))
+      const again = await Promise.all(empty.map(readEnviron))
+      empty.forEach((pid, k) => {
+        environs[batch.indexOf(pid)] = again[k]
+      })
+    }
     environs.forEach((environ, j) => {
       const m = environ && markerOf(environ)
       const target = m === undefined ? undefined : markers.get(m)
