@@ -373,28 +373,31 @@ function isProcess(pid: number): boolean {
 /** How long a process caught mid-exec (an empty environment) is given before its environment is read again. */
 const EXEC_SETTLE_MS = 10
 
+/** Reads a process's environment (NUL-separated), or undefined when it cannot be read. */
+export type EnvironReader = (pid: number) => Promise<Buffer | undefined>
+
 /** The pids among `pids` whose environment holds one of the markers, each with its call. */
-async function markedAmong(pids: readonly number[], markers: ReadonlyMap<string, SweepTarget>): Promise<Map<number, SweepTarget>> {
+export async function markedAmong(
+  pids: readonly number[],
+  markers: ReadonlyMap<string, SweepTarget>,
+  readEnv: EnvironReader = readEnviron,
+): Promise<Map<number, SweepTarget>> {
   const marked = new Map<number, SweepTarget>()
   for (let i = 0; i < pids.length; i += READ_CONCURRENCY) {
     const batch = pids.slice(i, i + READ_CONCURRENCY)
-    const environs = await Promise.all(batch.map(readEnviron))
+    const environs = await Promise.all(batch.map(readEnv))
     // An empty environment is read from a process in the middle of execve (its old memory is gone,
     // the new not yet readable): a setsid'd daemon exec'ing its program escaped a CI run that way.
     // Read those once more, a moment later (a process whose environment is really empty is rare).
     const empty = batch.filter((_, j) => environs[j]?.length === 0)
     if (empty.length > 0) {
       await new Promise((resolve) => setTimeout(resolve, EXEC_SETTLE_MS))
-      const again = await Promise.all(empty.map(readEnviron))
+      const again = await Promise.all(empty.map(readEnv))
       empty.forEach((pid, k) => {
         environs[batch.indexOf(pid)] = again[k]
       })
     }
-    environs.forEach((environ, j) => {
-      const m = environ && markerOf(environ)
-      const target = m === undefined ? undefined : markers.get(m)
-      if (target) marked.set(batch[j]!, target)
-    })
+    environs.forEach((environ, j) => markIfTarget(marked, batch[j]!, environ, markers))
   }
   return marked
 }
@@ -427,6 +430,20 @@ export async function sweep(targets: readonly SweepTarget[]): Promise<number> {
   return total
 }
 
+function readEnvironSync(pid: number): Buffer | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/environ`)
+  } catch {
+    return undefined // gone, or not ours
+  }
+}
+
+function markIfTarget(marked: Map<number, SweepTarget>, pid: number, environ: Buffer | undefined, markers: ReadonlyMap<string, SweepTarget>): void {
+  const m = environ && markerOf(environ)
+  const target = m === undefined ? undefined : markers.get(m)
+  if (target) marked.set(pid, target)
+}
+
 /** sweep, synchronously: for the last moments of a process that is about to exit. */
 export function sweepSync(targets: readonly SweepTarget[]): number {
   if (targets.length === 0 || process.platform !== 'linux') return 0
@@ -443,6 +460,7 @@ export function sweepSync(targets: readonly SweepTarget[]): number {
     }
     const procs: ProcInfo[] = []
     const marked = new Map<number, SweepTarget>()
+    const midExec: number[] = []
     for (const name of names) {
       const c = name.charCodeAt(0)
       if (c < 0x30 || c > 0x39) continue
@@ -457,13 +475,14 @@ export function sweepSync(targets: readonly SweepTarget[]): number {
       if (!info) continue
       procs.push(info)
       if (info.started < since) continue
-      try {
-        const m = markerOf(readFileSync(`/proc/${pid}/environ`))
-        const target = m === undefined ? undefined : markers.get(m)
-        if (target) marked.set(pid, target)
-      } catch {
-        // not ours
-      }
+      const environ = readEnvironSync(pid)
+      if (environ?.length === 0) midExec.push(pid)
+      markIfTarget(marked, pid, environ, markers)
+    }
+    // as in markedAmong: a process caught mid-execve is read once more, a moment later
+    if (midExec.length > 0) {
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, EXEC_SETTLE_MS)
+      for (const pid of midExec) markIfTarget(marked, pid, readEnvironSync(pid), markers)
     }
     const killed = killAll(victims(procs, marked, roots), procs, escapes)
     total += killed
