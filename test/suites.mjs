@@ -26,6 +26,7 @@ export const UNIT = [
   'test/k8s/patch-and-selectors.test.ts',
   'test/lib/errors.test.ts',
   'test/lib/lazy-loading.test.ts',
+  'test/lib/reclaim.test.ts',
   'test/metrics/trace.test.ts',
   'test/pods/gc-rules.test.ts',
   'test/pods/k8s-client.test.ts',

@@ -23,9 +23,9 @@ import {readFileSync} from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import v8 from 'node:v8'
-import vm from 'node:vm'
 
 import {FnrError, withoutStack} from './errors.js'
+import {MemoryReclaimer} from './reclaim.js'
 import {silentLogger, type Logger} from './telemetry/log.js'
 import {metrics} from './telemetry/metrics.js'
 
@@ -33,9 +33,6 @@ import {metrics} from './telemetry/metrics.js'
 export const RUNNING_COST_FACTOR = 3
 /** Fixed cost of any running call (its process, pipes, buffers), counted on top. */
 export const RUNNING_COST_BASE = 256 * 1024
-
-/** Collections after the one an idle runner asks for (at 0.4 s, 1.6 s and 6.4 s after it). */
-const IDLE_FOLLOW_UPS = 3
 
 /** v1's "no limit" is a page-rounded 2^63 - 1; anything this large is no limit. */
 const UNLIMITED_THRESHOLD = 2 ** 60
@@ -194,25 +191,6 @@ export function parseByteQuantity(flag: string, value: string): number {
   return Math.floor(Number(m[1]) * (m[2] ? units[m[2]]! : 1))
 }
 
-let gcFunction: (() => void) | null | undefined
-
-/**
- * V8's full garbage collection, or null where it cannot be had. Request and response bytes live
- * in buffers outside V8's heap, freed only when the objects holding them are collected: a server
- * that goes quiet after a burst (or after a slowloris client leaves) would keep hundreds of MiB
- * that nothing uses, because nothing allocates enough to start a collection.
- */
-function fullGc(): (() => void) | null {
-  if (gcFunction !== undefined) return gcFunction
-  try {
-    v8.setFlagsFromString('--expose-gc')
-    gcFunction = vm.runInNewContext('gc') as () => void
-  } catch {
-    gcFunction = null
-  }
-  return gcFunction
-}
-
 /** What a running call gives back when it ends. */
 export type Release = () => void
 
@@ -234,55 +212,22 @@ export class CallBudget {
   private held = 0
   private readonly queue: Waiter[] = []
   private readonly logger: Logger
-  /** Bytes released since the last collection (see fullGc). */
-  private freed = 0
-  private gcTimer: NodeJS.Timeout | undefined
-  /** Released bytes after which a collection is asked for: an eighth of the limit, at most 128 MiB. */
-  private readonly reclaimAfter: number
+  /** Gives back the memory of what calls released (reclaim.ts). */
+  private readonly reclaimer: MemoryReclaimer
 
   constructor(readonly settings: BudgetSettings, logger?: Logger) {
     this.logger = logger ?? silentLogger
-    this.reclaimAfter = Math.min(128 * MiB, Math.floor(settings.memoryLimit.bytes / 8))
+    this.reclaimer = new MemoryReclaimer({
+      // an eighth of the limit, at most 128 MiB
+      reclaimAfter: Math.min(128 * MiB, Math.floor(settings.memoryLimit.bytes / 8)),
+      busy: () => this.held > 0 || this.running > 0 || this.queue.length > 0,
+      logger: this.logger,
+    })
   }
 
-  /**
-   * Notes `bytes` of requests (and what came with them) released; past reclaimAfter, a full
-   * collection runs shortly after (once for a burst of releases), so the memory actually returns.
-   */
+  /** Notes `bytes` of requests (and what came with them) released: garbage, to be collected. */
   private noteFreed(bytes: number): void {
-    this.freed += bytes
-    // Past the threshold, or when the runner has just gone idle (nothing held, nothing running)
-    // after freeing at least 16 MiB (a quiet runner answering small calls never collects here).
-    const idle = this.held === 0 && this.running === 0 && this.freed >= 16 * MiB
-    if ((this.freed < this.reclaimAfter && !idle) || this.gcTimer) return
-    this.collectSoon(100, IDLE_FOLLOW_UPS)
-  }
-
-  /**
-   * A full collection in `ms`; while the runner stays idle, `followUps` more, each a little later.
-   * Bytes released while connections close (a slowloris client leaving: hundreds of streams reset
-   * at once) are still reachable from sessions and streams Node finishes closing over the next
-   * turns; a single collection right after the first release kept them, and an idle runner
-   * allocates nothing that would start another one: RSS stayed at 570-880 MiB until V8's own
-   * memory reducer ran, if it did (test/reliability/memory-limit.test.ts).
-   */
-  private collectSoon(ms: number, followUps: number): void {
-    const gc = fullGc()
-    if (!gc) return
-    this.gcTimer = setTimeout(() => {
-      this.gcTimer = undefined
-      this.freed = 0
-      this.collect(gc)
-      if (followUps > 0 && this.held === 0 && this.running === 0 && this.queue.length === 0) this.collectSoon(ms * 4, followUps - 1)
-    }, ms)
-    this.gcTimer.unref()
-  }
-
-  /** Runs a full collection (logged at debug level with what it gave back). */
-  private collect(gc: () => void): void {
-    const before = process.memoryUsage().external
-    gc()
-    this.logger.debug('collected garbage', {externalBefore: fmtBytes(before), externalAfter: fmtBytes(process.memoryUsage().external)})
+    this.reclaimer.noteFreed(bytes)
   }
 
   /** Calls being evaluated, calls waiting, and request bytes held. */
