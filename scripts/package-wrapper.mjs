@@ -66,7 +66,9 @@ const BUSYBOX_CANDIDATES = ['/bin/busybox', '/usr/bin/busybox']
 const ENTRY = path.join(ROOT, 'src', 'bin', 'wrapper-server.ts')
 const EVALUATOR_PROTO = path.join(ROOT, 'proto', 'evaluator.proto')
 /** Bumped when the layout or the steps change, so old folders are rebuilt. */
-const RECIPE_VERSION = 5
+const RECIPE_VERSION = 6
+/** Node flags built into the executable (the SEA config's execArgv). */
+export const SEA_EXEC_ARGV = ['--expose-gc', '--disable-sigusr1']
 /**
  * Environment variables node reads at startup, before any JavaScript runs, that a function image
  * may set for its own Node programs (NODE_OPTIONS=--require … would otherwise load into, or
@@ -251,7 +253,7 @@ async function bundle(work, quiet) {
     bundle: true,
     platform: 'node',
     format: 'cjs',
-    target: 'node20',
+    target: 'node22',
     minify: true,
     legalComments: 'external',
     metafile: true,
@@ -390,7 +392,11 @@ async function build({out, nodeBinary, quiet}) {
     log(quiet, `making the SEA blob with ${nodeBinary} ${run(nodeBinary, ['--version']).trim()}`)
     const seaConfig = path.join(work, 'sea-config.json')
     const blob = path.join(work, 'sea.blob')
-    writeFileSync(seaConfig, JSON.stringify({main: b.outfile, output: blob, disableExperimentalSEAWarning: true, useCodeCache: true}))
+    // execArgv: the Node flags the executable starts with (Node 24 and later read them from here;
+    // 22 ignores the field, and src/bin/wrapper-server.ts's SIGUSR1 listener stands in).
+    // --expose-gc for src/lib/reclaim.ts, --disable-sigusr1: no inspector on SIGUSR1 (docs/process.md
+    // "No debugger by signal").
+    writeFileSync(seaConfig, JSON.stringify({main: b.outfile, output: blob, disableExperimentalSEAWarning: true, useCodeCache: true, execArgv: SEA_EXEC_ARGV}))
     run(nodeBinary, ['--experimental-sea-config', seaConfig], {cwd: work})
 
     const exe = path.join(stage, SEA_NAME)

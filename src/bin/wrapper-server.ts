@@ -83,6 +83,10 @@ if (process.env[SPAWNER_MODE_ENV] === '1') {
   // has no other module to run for that.
   runSpawnerProcess()
 } else {
+  // The executable is built with --disable-sigusr1 in its execArgv where the building Node
+  // honours that (scripts/package-wrapper.mjs); the listener covers the others: with one
+  // installed, Node does not open its inspector on SIGUSR1 (docs/process.md "No debugger by signal").
+  process.on('SIGUSR1', () => {})
   restoreLauncherEnvironment()
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
