@@ -45,6 +45,7 @@ export const UNIT = [
   'test/reliability/soak-judge.test.ts',
   'test/reliability/tally.test.ts',
   'test/resourcelist/read-write.test.ts',
+  'test/scripts/node-runtime.test.ts',
   'test/suites.test.ts',
 ]
 

@@ -204,6 +204,9 @@ export function runSpawnerProcess(): void {
   // runner's to handle: it drains its calls, which need this process until they end.
   process.on('SIGINT', () => {})
   process.on('SIGTERM', () => {})
+  // SIGUSR1 would open Node's inspector where the runner could not start this process with
+  // --disable-sigusr1 (a listener stops Node from starting it; docs/process.md "No debugger by signal").
+  process.on('SIGUSR1', () => {})
   // The name is that of an abstract socket (Linux): no file.
   server.listen({path: `\0${socketName}`, backlog: 1024}, () => send({t: 'ready'}))
 }
