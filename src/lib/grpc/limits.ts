@@ -30,10 +30,10 @@ export const DEFAULT_DEADLINE_MS = 5 * 60_000
 /** Flag name → what it sets and how it is parsed. */
 export const LIMIT_FLAGS = {
   'memory-limit': {summary: 'Memory the budget is derived from (1Gi, 512Mi); default the cgroup\'s memory limit, else the machine\'s memory.', kind: 'bytes', key: 'memoryLimitBytes'},
-  'max-concurrent-calls': {summary: 'Calls evaluated at once; default one per 64 MiB of the memory limit (2-256).', kind: 'int', key: 'maxConcurrentCalls'},
+  'max-concurrent-calls': {summary: 'Slots: calls evaluated at once whose function works (a call whose function sleeps takes only a share of one); default one per 64 MiB of the memory limit (2-256).', kind: 'int', key: 'maxConcurrentCalls'},
   'max-queued-calls': {summary: 'Calls waiting for a turn before calls are refused RESOURCE_EXHAUSTED; default 64 per concurrent call (64-10000).', kind: 'int', key: 'maxQueuedCalls'},
   'max-inflight-bytes': {summary: 'Request bytes held by calls being received, queued or running (1Gi, 512Mi); default half of the memory limit.', kind: 'bytes', key: 'maxHeldBytes'},
-  'max-concurrent-streams': {summary: 'HTTP/2 streams per connection (clients queue the rest); default --max-concurrent-calls (at least 4).', kind: 'int', key: 'maxConcurrentStreams'},
+  'max-concurrent-streams': {summary: 'HTTP/2 streams per connection, plus one per call whose function sleeps (clients queue the rest); default --max-concurrent-calls (at least 4).', kind: 'int', key: 'maxConcurrentStreams'},
   'connection-idle-timeout': {summary: 'Close (GOAWAY) a connection that has had no call for this long; default 5m, 0 never.', kind: 'duration', key: 'connectionIdleMs'},
   'message-receive-timeout': {summary: 'Reset a stream whose request message is not complete this long after it opened; default 60s, 0 never.', kind: 'duration', key: 'receiveTimeoutMs'},
   'handshake-timeout': {summary: 'Close a connection that has not sent the HTTP/2 preface within this; default 10s, 0 never.', kind: 'duration', key: 'handshakeTimeoutMs'},
