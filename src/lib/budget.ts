@@ -21,8 +21,8 @@
  *     beyond that fails RESOURCE_EXHAUSTED with a message that says which limit was hit. A call
  *     cancelled (or past its deadline) while queued leaves the queue;
  *   - HTTP/2 streams: each connection may open `maxConcurrentStreams`, plus one per call asleep
- *     (the runner's SETTINGS are raised and lowered as calls fall asleep and end), so that calls
- *     that hang on Porch's one connection do not use up its streams.
+ *     (the runner's SETTINGS are raised as calls fall asleep, never lowered on a live connection),
+ *     so that calls that hang on Porch's one connection do not use up its streams.
  *
  * Every queueing and every rejection is logged and counted (metrics.ts: fnr_admission_total), and
  * the wait of every queued call too (fnr_queue_wait_seconds).
@@ -249,8 +249,8 @@ export class CallBudget {
   /** The last sample: running calls asleep, and the slots they lend. */
   private idle: IdleSample = {idle: 0, lent: 0}
   private sampling: NodeJS.Timeout | undefined
-  /** The HTTP/2 sessions of the server, whose stream limit follows the calls asleep. */
-  private readonly sessions = new Set<Http2Session>()
+  /** The HTTP/2 sessions of the server and the stream limit each was sent, raised with the calls asleep. */
+  private readonly sessions = new Map<Http2Session, number>()
   private extraStreams = 0
 
   constructor(readonly settings: BudgetSettings, logger?: Logger, options: CallBudgetOptions = {}) {
@@ -271,19 +271,23 @@ export class CallBudget {
 
   /**
    * An HTTP/2 session of the server opened (hygiene.ts): its stream limit is raised by one for each
-   * running call asleep, and lowered again as they end, so that hung calls do not use up the streams
-   * of the connection they came on.
+   * running call asleep, so that hung calls do not use up the streams of the connection they came on.
+   * It is never lowered again while the session lives: a client may already have opened streams up
+   * to the raised limit, and nghttp2 refuses (REFUSED_STREAM) every stream over a lowered one, which
+   * grpc-js reports as UNAVAILABLE. The held-bytes budget still bounds what those streams bring.
    */
   sessionOpened(session: Http2Session): void {
-    this.sessions.add(session)
+    this.sessions.set(session, this.settings.maxConcurrentStreams)
     session.once('close', () => this.sessions.delete(session))
     if (this.extraStreams > 0) this.applyStreams(session)
   }
 
   private applyStreams(session: Http2Session): void {
-    if (session.destroyed || session.closed) return
+    const limit = this.settings.maxConcurrentStreams + this.extraStreams
+    if (session.destroyed || session.closed || limit <= (this.sessions.get(session) ?? Infinity)) return
     try {
-      session.settings({maxConcurrentStreams: this.settings.maxConcurrentStreams + this.extraStreams})
+      session.settings({maxConcurrentStreams: limit})
+      this.sessions.set(session, limit)
     } catch {
       // too many SETTINGS not yet acknowledged: the next change sends it
     }
@@ -296,7 +300,7 @@ export class CallBudget {
     const extra = this.idle.idle
     if (extra !== this.extraStreams) {
       this.extraStreams = extra
-      for (const s of this.sessions) this.applyStreams(s)
+      for (const session of this.sessions.keys()) this.applyStreams(session)
     }
   }
 

@@ -3,21 +3,26 @@
  *
  * A call's function runs in a process group of its own (process/run.ts; `liveCalls` in
  * process/sweep.ts lists the group leaders of the calls running now). A group that used almost no
- * CPU for a while (a function waiting on the network, or one that hangs) costs the runner little
+ * CPU and read or wrote nothing for a while (a function waiting on a remote server, or one that
+ * hangs) costs the runner little
  * but the memory it holds: the budget counts it as a fraction of a slot, its resident memory over a
  * slot's share of the memory limit (at least MIN_IDLE_WEIGHT), and lends the rest of its slot to
  * calls that wait. A group that wakes up costs a whole slot again at the next sample.
  *
- * The sample reads /proc/PID/stat of each group's leader and its descendants (through
- * /proc/PID/task/TID/children): CPU time (the process's and its reaped children's) and resident
- * memory. `judgeGroups` is the pure part.
+ * The sample reads /proc/PID/stat and /proc/PID/io of each group's leader and its descendants
+ * (through /proc/PID/task/TID/children): CPU time (the process's and its reaped children's),
+ * resident memory, bytes read and written by system calls. A function blocked on its pipes while the
+ * runner is slow to feed it or to read it (a large input, a busy runner) moves bytes between two
+ * samples, and is not asleep. `judgeGroups` is the pure part.
  */
 import {readdirSync, readFileSync} from 'node:fs'
 
 /** A group is asleep below this share of one core over the sampled window. */
 export const IDLE_CPU_SHARE = 0.05
 /** A group younger than this is never asleep: it is starting (reading its input, loading). */
-export const MIN_IDLE_AGE_MS = 500
+export const MIN_IDLE_AGE_MS = 1000
+/** A group is judged over at least this long between two readings. */
+export const MIN_IDLE_WINDOW_MS = 500
 /** The least fraction of a slot an asleep group costs: at most 16 of them per slot. */
 export const MIN_IDLE_WEIGHT = 1 / 16
 /** Clock ticks per second of /proc/PID/stat's times (USER_HZ: 100 on every Linux fnr runs on). */
@@ -30,6 +35,8 @@ export interface GroupReading {
   cpuMs: number
   /** Resident memory of the group's processes, bytes. */
   rssBytes: number
+  /** Bytes the group's processes read and wrote so far (rchar + wchar of /proc/PID/io). */
+  ioBytes: number
   /** When the leader started (ms since the epoch). */
   startedAt: number
   /** When it was read (ms since the epoch). */
@@ -45,21 +52,19 @@ export interface IdleSample {
 }
 
 /**
- * Judges each group from its reading now and the previous one (when there is one at least
- * `minWindowMs` old): asleep when it is older than MIN_IDLE_AGE_MS and used less than
- * IDLE_CPU_SHARE of a core since the previous reading (or, without one, since it started).
- * Its weight is its resident memory over `slotBytes`, at least MIN_IDLE_WEIGHT, at most 1.
+ * Judges each group from its reading now and the previous one, at least `minWindowMs` older and of
+ * the same process (same start time): asleep when the group is older than MIN_IDLE_AGE_MS, moved no
+ * byte through its system calls and used less than IDLE_CPU_SHARE of a core in between. Without
+ * such a reading a group is working. Its weight is its resident memory over `slotBytes`, at least
+ * MIN_IDLE_WEIGHT, at most 1.
  */
-export function judgeGroups(now: ReadonlyMap<number, GroupReading>, previous: ReadonlyMap<number, GroupReading>, slotBytes: number, minWindowMs = 200): IdleSample {
+export function judgeGroups(now: ReadonlyMap<number, GroupReading>, previous: ReadonlyMap<number, GroupReading>, slotBytes: number, minWindowMs = MIN_IDLE_WINDOW_MS): IdleSample {
   let idle = 0
   let lent = 0
   for (const [pgid, r] of now) {
-    if (r.at - r.startedAt < MIN_IDLE_AGE_MS) continue
     const p = previous.get(pgid)
-    const usable = p && p.startedAt === r.startedAt && r.at - p.at >= minWindowMs
-    const cpu = usable ? r.cpuMs - p.cpuMs : r.cpuMs
-    const window = usable ? r.at - p.at : r.at - r.startedAt
-    if (window <= 0 || cpu / window >= IDLE_CPU_SHARE) continue
+    if (!p || p.startedAt !== r.startedAt || r.at - p.at < minWindowMs || r.at - r.startedAt < MIN_IDLE_AGE_MS) continue
+    if (r.ioBytes !== p.ioBytes || (r.cpuMs - p.cpuMs) / (r.at - p.at) >= IDLE_CPU_SHARE) continue
     const weight = Math.min(1, Math.max(MIN_IDLE_WEIGHT, r.rssBytes / slotBytes))
     idle++
     lent += 1 - weight
@@ -92,6 +97,16 @@ function statTimes(pid: number): {ticks: number; rssPages: number; start: number
   return {ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]), rssPages: Number(f[21]), start: Number(f[19])}
 }
 
+/** rchar + wchar of /proc/PID/io (0 when it cannot be read). */
+function ioOf(pid: number): number {
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, 'latin1')
+    return Number(/^rchar: (\d+)$/m.exec(io)?.[1] ?? 0) + Number(/^wchar: (\d+)$/m.exec(io)?.[1] ?? 0)
+  } catch {
+    return 0
+  }
+}
+
 /** The children of every thread of `pid`. */
 function childrenOf(pid: number): number[] {
   const out: number[] = []
@@ -122,6 +137,7 @@ export function readGroups(leaders: Iterable<number>, at = Date.now()): Map<numb
     if (!head) continue
     let ticks = head.ticks
     let rssPages = head.rssPages
+    let ioBytes = ioOf(leader)
     const todo = childrenOf(leader)
     for (let seen = 1; todo.length > 0 && seen < MAX_GROUP_PROCESSES; seen++) {
       const pid = todo.pop()!
@@ -129,9 +145,10 @@ export function readGroups(leaders: Iterable<number>, at = Date.now()): Map<numb
       if (!s) continue
       ticks += s.ticks
       rssPages += s.rssPages
+      ioBytes += ioOf(pid)
       todo.push(...childrenOf(pid))
     }
-    out.set(leader, {cpuMs: (ticks * 1000) / CLK_TCK, rssBytes: rssPages * PAGE_SIZE, startedAt: bootTime() + (head.start * 1000) / CLK_TCK, at})
+    out.set(leader, {cpuMs: (ticks * 1000) / CLK_TCK, rssBytes: rssPages * PAGE_SIZE, ioBytes, startedAt: bootTime() + (head.start * 1000) / CLK_TCK, at})
   }
   return out
 }
@@ -162,7 +179,7 @@ export class IdleSampler {
     const next = new Map<number, GroupReading>()
     for (const [pgid, r] of readings) {
       const p = this.previous.get(pgid)
-      next.set(pgid, p && p.startedAt === r.startedAt && r.at - p.at < 200 ? p : r)
+      next.set(pgid, p && p.startedAt === r.startedAt && r.at - p.at < MIN_IDLE_WINDOW_MS ? p : r)
     }
     this.previous = next
     this.lastAt = now

@@ -101,51 +101,53 @@ describe('fair admission', () => {
 
   describe('judgeGroups', () => {
     const slot = 64 * MiB
-    const reading = (over: Partial<GroupReading>): GroupReading => ({cpuMs: 0, rssBytes: MiB, startedAt: 0, at: 10_000, ...over})
+    const reading = (over: Partial<GroupReading>): GroupReading => ({cpuMs: 0, rssBytes: MiB, ioBytes: 100, startedAt: 0, at: 10_000, ...over})
 
-    it('counts a group asleep when it used under 5 % of a core since the previous reading, weighed by its memory', () => {
-      const prev = new Map([[1, reading({cpuMs: 900, at: 9_000})], [2, reading({cpuMs: 900, at: 9_000})], [3, reading({cpuMs: 100, at: 9_000})]])
+    it('counts a group asleep when it used under 5 % of a core and moved no byte since the previous reading, weighed by its memory', () => {
+      const prev = new Map([1, 2, 3, 4].map((pid) => [pid, reading({cpuMs: 900, at: 9_000})] as const))
       const now = new Map([
         [1, reading({cpuMs: 910})], // 1 % since the previous reading: asleep, 1 MiB -> the least weight
         [2, reading({cpuMs: 1_500})], // 60 %: working
-        [3, reading({cpuMs: 101, rssBytes: 32 * MiB})], // asleep, half a slot of memory
+        [3, reading({cpuMs: 901, rssBytes: 32 * MiB})], // asleep, half a slot of memory
+        [4, reading({cpuMs: 900, ioBytes: 4_000_100})], // no CPU, but its pipes moved 4 MB: fed by a slow runner
       ])
       const s = judgeGroups(now, prev, slot)
       expect(s.idle).to.equal(2)
       expect(s.lent).to.be.closeTo(1 - MIN_IDLE_WEIGHT + 0.5, 1e-9)
     })
 
-    it('without a previous reading judges from the start; a group under half a second old is never asleep', () => {
+    it('a group without a reading at least half a second older, or under a second old, is working', () => {
+      const prev = new Map([[1, reading({at: 9_700})], [2, reading({at: 9_300, startedAt: 9_200})]])
       const now = new Map([
-        [1, reading({cpuMs: 20, startedAt: 8_000})], // 1 % over its 2 s
-        [2, reading({cpuMs: 0, startedAt: 9_800})], // 200 ms old: starting
-        [3, reading({cpuMs: 1_800, startedAt: 8_000})], // 90 %
+        [1, reading({})], // compared over 300 ms only
+        [2, reading({startedAt: 9_200})], // 800 ms old: starting
+        [3, reading({})], // no previous reading
       ])
-      expect(judgeGroups(now, new Map(), slot)).to.deep.equal({idle: 1, lent: 1 - MIN_IDLE_WEIGHT})
+      expect(judgeGroups(now, prev, slot)).to.deep.equal({idle: 0, lent: 0})
     })
 
     it('a group that uses a whole slot of memory lends nothing; a reading of another process with the same pid is not compared', () => {
-      const prev = new Map([[1, reading({cpuMs: 0, at: 9_000, startedAt: 5_000})]])
-      const now = new Map([[1, reading({cpuMs: 5_000, startedAt: 0})], [2, reading({rssBytes: 100 * MiB})]])
-      // pid 1 is a new process (another start time): 5 s of CPU over its 10 s, working.
+      const prev = new Map([[1, reading({at: 9_000, startedAt: 5_000})], [2, reading({at: 9_000})]])
+      const now = new Map([[1, reading({})], [2, reading({rssBytes: 100 * MiB})]])
       expect(judgeGroups(now, prev, slot)).to.deep.equal({idle: 1, lent: 0})
     })
 
-    it('IdleSampler compares with a reading at least 200 ms old, and samples at most every 100 ms', () => {
+    it('IdleSampler compares with a reading at least 500 ms old, and samples at most every 100 ms', () => {
       let cpu = 0
       let reads = 0
       const sampler = new IdleSampler(() => [7], slot, 100, (_leaders, at) => {
         reads++
-        return new Map([[7, {cpuMs: cpu, rssBytes: MiB, startedAt: 0, at}]])
+        return new Map([[7, {cpuMs: cpu, rssBytes: MiB, ioBytes: 0, startedAt: 0, at}]])
       })
       cpu = 10_000 // busy for its first 10 s
       expect(sampler.sample(10_000).idle).to.equal(0)
       expect(sampler.sample(10_050).idle).to.equal(0)
       expect(reads).to.equal(1)
-      // then asleep: 300 ms later, no CPU since the reading of 10 000
-      expect(sampler.sample(10_300).idle).to.equal(1)
+      // then asleep: no CPU since the reading of 10 000, but compared over 300 ms only
+      expect(sampler.sample(10_300).idle).to.equal(0)
+      expect(sampler.sample(10_600).idle).to.equal(1)
       cpu = 10_200 // awake again
-      expect(sampler.sample(10_600).idle).to.equal(0)
+      expect(sampler.sample(11_200).idle).to.equal(0)
     })
   })
 
