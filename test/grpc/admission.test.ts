@@ -10,7 +10,9 @@ import {CallBudget, type BudgetSettings, type IdleSource} from '../../src/lib/bu
 import {FnrError} from '../../src/lib/errors.js'
 import {FairQueue, peerKey} from '../../src/lib/fair-queue.js'
 import {IdleSampler, judgeGroups, MIN_IDLE_WEIGHT, type GroupReading, type IdleSample} from '../../src/lib/idle-calls.js'
-import {parseLimitFlags} from '../../src/lib/grpc/limits.js'
+import {parseLimitFlags, serverLimits} from '../../src/lib/grpc/limits.js'
+import {silentLogger} from '../../src/lib/telemetry/log.js'
+import {parseWrapperArgs} from '../../src/lib/wrapper.js'
 
 const MiB = 1024 * 1024
 const GiB = 1024 * MiB
@@ -256,5 +258,9 @@ describe('fair admission', () => {
     expect(parseLimitFlags((n) => (n === 'default-deadline' ? '90s' : undefined))).to.deep.equal({defaultDeadlineMs: 90_000})
     expect(parseLimitFlags((n) => (n === 'default-deadline' ? '0' : undefined))).to.deep.equal({defaultDeadlineMs: 0})
     expect(() => parseLimitFlags((n) => (n === 'default-deadline' ? 'soon' : undefined))).to.throw(/--default-deadline: expected a duration/)
+    // fnr wrapper-server (the packaged binary's parser) takes it too; absent, the server gets 5 minutes.
+    expect(parseWrapperArgs(['--default-deadline=1m', '--', '/bin/cat']).options.limits).to.deep.equal({defaultDeadlineMs: 60_000})
+    expect(serverLimits(undefined, silentLogger).defaultDeadlineMs).to.equal(5 * 60_000)
+    expect(serverLimits({defaultDeadlineMs: 0}, silentLogger).defaultDeadlineMs).to.equal(0)
   })
 })
