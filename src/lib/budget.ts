@@ -8,23 +8,36 @@
  *   - held bytes: request bytes being received (partial messages, counted by grpc/hygiene.ts),
  *     waiting in the queue, or being evaluated. A message that would push them past
  *     `maxHeldBytes` is refused (its stream is reset: the client sees RESOURCE_EXHAUSTED);
- *   - running calls: at most `maxConcurrentCalls` are evaluated at once (each runs a function
- *     process or holds a pod call), and their working set (request + expected output + parsed
- *     results, estimated as RUNNING_COST_FACTOR x the request) at most `maxRunningBytes` (one
- *     call is always let through, whatever its size);
- *   - the rest wait in one FIFO queue (fair: Porch sends every call over one connection, often
- *     without a deadline; no call overtakes an older one), at most `maxQueuedCalls` of them. A call
+ *   - running calls: `maxConcurrentCalls` slots (each call runs a function process or holds a
+ *     pod call), and their working set (request + expected output + parsed results, estimated as
+ *     RUNNING_COST_FACTOR x the request) at most `maxRunningBytes` (one call is always let
+ *     through, whatever its size). A running call takes a whole slot while its function works; one
+ *     whose function process group sleeps (no CPU for a while: it waits on the network, or hangs)
+ *     takes only the share of a slot its resident memory is of a slot's share of the memory limit
+ *     (at least 1/16; idle-calls.ts), and lends the rest to calls that wait. Its working set stays
+ *     counted. So calls that hang cannot lock the runner: sixteen of them take one slot;
+ *   - the rest wait in a fair queue (fair-queue.ts): round-robin between clients, then between a
+ *     client's connections, in order within a connection; at most `maxQueuedCalls` of them. A call
  *     beyond that fails RESOURCE_EXHAUSTED with a message that says which limit was hit. A call
- *     cancelled (or past its deadline) while queued leaves the queue.
+ *     cancelled (or past its deadline) while queued leaves the queue;
+ *   - HTTP/2 streams: each connection may open `maxConcurrentStreams`, plus one per call asleep
+ *     (the runner's SETTINGS are raised as calls fall asleep, never lowered on a live connection),
+ *     so that calls that hang on Porch's one connection do not use up its streams.
  *
- * Every queueing and every rejection is logged and counted (metrics.ts: fnr_admission_total).
+ * Every queueing and every rejection is logged and counted (metrics.ts: fnr_admission_total), and
+ * the wait of every queued call too (fnr_queue_wait_seconds).
  */
 import {readFileSync} from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import v8 from 'node:v8'
 
+import type {Http2Session} from 'node:http2'
+
 import {FnrError, withoutStack} from './errors.js'
+import {FairQueue, type QueueKey} from './fair-queue.js'
+import {IdleSampler, type IdleSample} from './idle-calls.js'
+import {liveCalls} from './process/sweep.js'
 import {MemoryReclaimer} from './reclaim.js'
 import {silentLogger, type Logger} from './telemetry/log.js'
 import {metrics} from './telemetry/metrics.js'
@@ -195,6 +208,7 @@ export function parseByteQuantity(flag: string, value: string): number {
 export type Release = () => void
 
 interface Waiter {
+  key: QueueKey
   bytes: number
   cost: number
   resolve: (release: Release) => void
@@ -204,25 +218,109 @@ interface Waiter {
   queuedAt: number
 }
 
+/** Where a call comes from when the server does not say (one client, one connection). */
+const NO_PEER: QueueKey = {client: '', connection: ''}
+
+/** How often the running function groups are sampled while calls wait or every slot is taken. */
+const SAMPLE_INTERVAL_MS = 250
+
+/** What reads which running calls are asleep (idle-calls.ts); null: none is (every call costs a slot). */
+export interface IdleSource {
+  sample(now?: number): IdleSample
+  reset(): void
+}
+
+export interface CallBudgetOptions {
+  /** Default: the process groups of the calls running in this process (process/sweep.ts liveCalls), read from /proc. */
+  idle?: IdleSource | null
+}
+
 /** The admission control of one server (see the top of the file). */
 export class CallBudget {
   private running = 0
   private runningBytes = 0
   /** Request bytes held: being received (hygiene.ts), queued, running. */
   private held = 0
-  private readonly queue: Waiter[] = []
+  private readonly queue = new FairQueue<Waiter>()
   private readonly logger: Logger
   /** Gives back the memory of what calls released (reclaim.ts). */
   private readonly reclaimer: MemoryReclaimer
+  private readonly idleSource: IdleSource | null
+  /** The last sample: running calls asleep, and the slots they lend. */
+  private idle: IdleSample = {idle: 0, lent: 0}
+  private sampling: NodeJS.Timeout | undefined
+  /** The HTTP/2 sessions of the server and the stream limit each was sent, raised with the calls asleep. */
+  private readonly sessions = new Map<Http2Session, number>()
+  private extraStreams = 0
 
-  constructor(readonly settings: BudgetSettings, logger?: Logger) {
+  constructor(readonly settings: BudgetSettings, logger?: Logger, options: CallBudgetOptions = {}) {
     this.logger = logger ?? silentLogger
     this.reclaimer = new MemoryReclaimer({
       // an eighth of the limit, at most 128 MiB
       reclaimAfter: Math.min(128 * MiB, Math.floor(settings.memoryLimit.bytes / 8)),
-      busy: () => this.held > 0 || this.running > 0 || this.queue.length > 0,
+      busy: () => this.held > 0 || this.running > 0 || this.queue.size > 0,
       logger: this.logger,
     })
+    this.idleSource = options.idle === undefined ? new IdleSampler(() => liveCalls.keys(), this.slotBytes) : options.idle
+  }
+
+  /** A slot's share of the memory limit: what a call asleep is weighed against. */
+  get slotBytes(): number {
+    return Math.max(MiB, Math.floor(this.settings.memoryLimit.bytes / this.settings.maxConcurrentCalls))
+  }
+
+  /**
+   * An HTTP/2 session of the server opened (hygiene.ts): its stream limit is raised by one for each
+   * running call asleep, so that hung calls do not use up the streams of the connection they came on.
+   * It is never lowered again while the session lives: a client may already have opened streams up
+   * to the raised limit, and nghttp2 refuses (REFUSED_STREAM) every stream over a lowered one, which
+   * grpc-js reports as UNAVAILABLE. The held-bytes budget still bounds what those streams bring.
+   */
+  sessionOpened(session: Http2Session): void {
+    this.sessions.set(session, this.settings.maxConcurrentStreams)
+    session.once('close', () => this.sessions.delete(session))
+    if (this.extraStreams > 0) this.applyStreams(session)
+  }
+
+  private applyStreams(session: Http2Session): void {
+    const limit = this.settings.maxConcurrentStreams + this.extraStreams
+    if (session.destroyed || session.closed || limit <= (this.sessions.get(session) ?? Infinity)) return
+    try {
+      session.settings({maxConcurrentStreams: limit})
+      this.sessions.set(session, limit)
+    } catch {
+      // too many SETTINGS not yet acknowledged: the next change sends it
+    }
+  }
+
+  /** Reads which running calls sleep (at most every 100 ms); updates the lent slots and the stream limits. */
+  private refreshIdle(): void {
+    if (!this.idleSource) return
+    this.idle = this.running > 0 ? this.idleSource.sample() : {idle: 0, lent: 0}
+    const extra = this.idle.idle
+    if (extra !== this.extraStreams) {
+      this.extraStreams = extra
+      for (const session of this.sessions.keys()) this.applyStreams(session)
+    }
+  }
+
+  /** Samples every SAMPLE_INTERVAL_MS while calls wait or every slot is taken; stops otherwise. */
+  private keepSampling(): void {
+    if (!this.idleSource) return
+    const needed = this.queue.size > 0 || this.running >= this.settings.maxConcurrentCalls || this.extraStreams > 0
+    if (needed && !this.sampling) {
+      this.sampling = setInterval(() => {
+        this.refreshIdle()
+        this.drain()
+        this.keepSampling()
+      }, SAMPLE_INTERVAL_MS)
+      this.sampling.unref()
+    } else if (!needed && this.sampling) {
+      clearInterval(this.sampling)
+      this.sampling = undefined
+      this.idleSource.reset()
+      this.idle = {idle: 0, lent: 0}
+    }
   }
 
   /** Notes `bytes` of requests (and what came with them) released: garbage, to be collected. */
@@ -230,9 +328,20 @@ export class CallBudget {
     this.reclaimer.noteFreed(bytes)
   }
 
-  /** Calls being evaluated, calls waiting, and request bytes held. */
-  snapshot(): {running: number; queued: number; heldBytes: number; runningBytes: number} {
-    return {running: this.running, queued: this.queue.length, heldBytes: this.held, runningBytes: this.runningBytes}
+  /**
+   * Calls being evaluated (and how many of them sleep), calls waiting, request bytes held, the
+   * clients with calls waiting and the most calls one of them has waiting.
+   */
+  snapshot(): {running: number; idle: number; queued: number; heldBytes: number; runningBytes: number; queuedClients: number; largestClientQueue: number} {
+    return {
+      running: this.running,
+      idle: this.idle.idle,
+      queued: this.queue.size,
+      heldBytes: this.held,
+      runningBytes: this.runningBytes,
+      queuedClients: this.queue.clientCount,
+      largestClientQueue: this.queue.largestClient(),
+    }
   }
 
   /**
@@ -282,19 +391,21 @@ export class CallBudget {
 
   /**
    * Admits a call whose request has `bytes` bytes: resolves with its release once it may run,
-   * at once when there is room, else after the calls queued before it. Rejects with
-   * ResourceExhausted when the queue is full, with Cancelled when `signal` aborts while queued.
+   * at once when there is room, else when its turn comes (fair-queue.ts: `key` says which client
+   * and connection it came on). Rejects with ResourceExhausted when the queue is full, and when
+   * `signal` aborts while queued with its reason if that is a DeadlineExceeded FnrError (the
+   * server's limit for calls without a deadline), else Cancelled.
    */
-  admit(bytes: number, image: string, signal?: AbortSignal): Promise<Release> {
+  admit(bytes: number, image: string, signal?: AbortSignal, key: QueueKey = NO_PEER): Promise<Release> {
     const cost = bytes * RUNNING_COST_FACTOR + RUNNING_COST_BASE
-    const fits = this.queue.length === 0 && this.fits(cost)
+    const fits = this.queue.size === 0 && this.fits(cost)
     if (fits && !this.pacing) {
       this.held += bytes
       return Promise.resolve(this.start(bytes, cost))
     }
     const s = this.settings
-    if (this.queue.length >= s.maxQueuedCalls) {
-      return Promise.reject(this.reject('queue-full', image, bytes, `${this.queue.length} calls are already waiting (--max-queued-calls=${s.maxQueuedCalls})`))
+    if (this.queue.size >= s.maxQueuedCalls) {
+      return Promise.reject(this.reject('queue-full', image, bytes, `${this.queue.size} calls are already waiting (--max-queued-calls=${s.maxQueuedCalls})`))
     }
     if (this.held + bytes > s.maxHeldBytes) {
       return Promise.reject(this.reject('memory', image, bytes, `calls in flight already hold ${fmtBytes(this.held)} of requests, and ${fmtBytes(bytes)} more would pass --max-inflight-bytes=${fmtBytes(s.maxHeldBytes)} (from a memory limit of ${fmtBytes(s.memoryLimit.bytes)}, ${s.memoryLimit.source})`))
@@ -302,42 +413,59 @@ export class CallBudget {
     if (signal?.aborted) return Promise.reject(withoutStack(() => new FnrError('Cancelled', 'the call was cancelled before it could run')))
     this.held += bytes
     return new Promise<Release>((resolve, reject) => {
-      const waiter: Waiter = {bytes, cost, resolve, reject, signal, queuedAt: performance.now()}
+      const waiter: Waiter = {key, bytes, cost, resolve, reject, signal, queuedAt: performance.now()}
       if (signal) {
         waiter.onAbort = () => {
-          const i = this.queue.indexOf(waiter)
-          if (i < 0) return
-          this.queue.splice(i, 1)
+          if (!this.queue.remove(waiter)) return
           this.held -= bytes
           this.noteFreed(bytes)
-          reject(withoutStack(() => new FnrError('Cancelled', `the call was cancelled after waiting ${Math.round(performance.now() - waiter.queuedAt)} ms for a turn (${this.running} calls running, --max-concurrent-calls=${s.maxConcurrentCalls})`)))
+          const waited = Math.round(performance.now() - waiter.queuedAt)
+          metrics().queueWait(waited / 1000)
+          const reason: unknown = signal.reason
+          reject(
+            reason instanceof FnrError && reason.kind === 'DeadlineExceeded'
+              ? reason
+              : withoutStack(() => new FnrError('Cancelled', `the call was cancelled after waiting ${waited} ms for a turn (${this.running} calls running, --max-concurrent-calls=${s.maxConcurrentCalls})`)),
+          )
           this.drain()
         }
         signal.addEventListener('abort', waiter.onAbort, {once: true})
       }
-      this.queue.push(waiter)
+      this.queue.push(waiter, key)
+      this.keepSampling()
       // Only waiting for the next turn of the event loop (pacing) is not queueing.
       if (!fits) {
         metrics().admission('queued')
-        this.logger.info('call queued: the runner is at its concurrency or memory budget', {image, bytes, running: this.running, queued: this.queue.length, runningBytes: this.runningBytes, maxConcurrentCalls: s.maxConcurrentCalls})
+        this.logger.info('call queued: the runner is at its concurrency or memory budget', {image, bytes, running: this.running, idle: this.idle.idle, queued: this.queue.size, runningBytes: this.runningBytes, maxConcurrentCalls: s.maxConcurrentCalls})
       }
     })
   }
 
+  /**
+   * Whether a call of working set `cost` may start: the slots taken (running calls, less what
+   * the calls asleep lend) leave one, and the working sets leave room. The calls asleep are read
+   * again (at most every 100 ms) before a call is kept waiting for a slot.
+   */
   private fits(cost: number): boolean {
     if (this.running === 0) return true
-    return this.running < this.settings.maxConcurrentCalls && this.runningBytes + cost <= this.settings.maxRunningBytes
+    if (this.runningBytes + cost > this.settings.maxRunningBytes) return false
+    if (this.running - this.idle.lent < this.settings.maxConcurrentCalls) return true
+    this.refreshIdle()
+    return this.running - this.idle.lent < this.settings.maxConcurrentCalls
   }
 
   private start(bytes: number, cost: number): Release {
     this.running++
     this.runningBytes += cost
     this.pace()
+    this.keepSampling()
     let released = false
     return () => {
       if (released) return
       released = true
       this.running--
+      // The call may have been one of those asleep: its lent share goes with it until the next sample.
+      if (this.idle.lent > 0) this.idle = {idle: Math.max(0, this.idle.idle - 1), lent: Math.max(0, this.idle.lent - (1 - 1 / 16))}
       this.runningBytes -= cost
       this.held = Math.max(0, this.held - bytes)
       // The request, the output and whatever the call parsed are garbage now. The fixed
@@ -365,17 +493,24 @@ export class CallBudget {
     })
   }
 
-  /** Starts the oldest queued call if it fits (and no call started in this turn). */
+  /** Starts the queued call whose turn it is if it fits (and no call started in this turn). */
   private drain(): void {
-    if (this.pacing || this.queue.length === 0 || !this.fits(this.queue[0]!.cost)) return
+    if (this.pacing) return
+    const next = this.queue.peek()
+    if (!next) {
+      this.keepSampling()
+      return
+    }
+    if (!this.fits(next.cost)) return
     const w = this.queue.shift()!
     if (w.signal && w.onAbort) w.signal.removeEventListener('abort', w.onAbort)
+    metrics().queueWait((performance.now() - w.queuedAt) / 1000)
     w.resolve(this.start(w.bytes, w.cost))
   }
 
   private reject(reason: 'queue-full' | 'memory', image: string, bytes: number, why: string): FnrError {
     metrics().admission(`rejected-${reason}`)
-    this.logger.warn('call refused: the runner is over its budget', {image, bytes, reason, running: this.running, queued: this.queue.length, heldBytes: this.held})
+    this.logger.warn('call refused: the runner is over its budget', {image, bytes, reason, running: this.running, queued: this.queue.size, heldBytes: this.held})
     return new FnrError('ResourceExhausted', `fnr is overloaded, retry later: ${why}; ${this.running} calls are running (--max-concurrent-calls=${this.settings.maxConcurrentCalls})`, {details: {reason}})
   }
 }

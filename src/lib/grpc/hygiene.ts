@@ -86,6 +86,8 @@ export function installGuard(server: grpc.Server, budget: CallBudget, settings: 
 }
 
 function guardSession(session: Http2Session, budget: CallBudget, settings: GuardSettings, warn: ReturnType<typeof rateLimited>): void {
+  // Its stream limit follows the calls asleep (budget.ts).
+  budget.sessionOpened(session)
   // What the connection buffered is garbage once it closes: the budget collects when the runner is
   // idle (budget.ts, connectionClosed). session.socket is unbound by then; the net.Socket it wraps
   // (Node keeps it under a 'socket' symbol) still has its count.

@@ -14,7 +14,8 @@ import {HealthImplementation, type ServingStatus} from 'grpc-health-check'
 
 import {CallBudget, deriveBudget} from '../budget.js'
 import {FnrError, GrpcCode, toFnrError} from '../errors.js'
-import type {Evaluator} from '../evaluators/evaluator.js'
+import {peerKey} from '../fair-queue.js'
+import type {EvaluationRequest, Evaluator} from '../evaluators/evaluator.js'
 import {silentLogger, type Logger} from '../telemetry/log.js'
 import {metrics} from '../telemetry/metrics.js'
 import {tracing} from '../telemetry/otel.js'
@@ -39,6 +40,12 @@ export interface EvaluatorServerOptions {
   credentials?: grpc.ServerCredentials
   /** The memory and concurrency budget (budget.ts); default derived from the memory limit. */
   budget?: CallBudget
+  /**
+   * --default-deadline: the deadline of a call that came without one, in ms from its arrival; past it
+   * the call fails DEADLINE_EXCEEDED and its function is killed. 0 or absent: none (the caller's
+   * cancellation alone ends such a call).
+   */
+  defaultDeadlineMs?: number
   /** HTTP/2 limits (hygiene.ts); defaults DEFAULT_GUARD, DEFAULT_MAX_CONCURRENT_STREAMS, DEFAULT_CONNECTION_IDLE_MS. */
   http2?: Partial<GuardSettings> & {maxConcurrentStreams?: number; connectionIdleMs?: number}
 }
@@ -47,6 +54,8 @@ export interface EvaluatorServerOptions {
 const REQUEST_LOG_VERBOSITY = 3
 /** The abort reason of every call its caller cancelled (the caller gets no answer to read it in). */
 const CALL_CANCELLED = new FnrError('Cancelled', 'the caller cancelled the call')
+/** The abort reason of a call without a deadline that ran past --default-deadline (server.ts turns it into its error). */
+const DEFAULT_DEADLINE_PASSED = new FnrError('DeadlineExceeded', 'the call ran past the runner\'s --default-deadline')
 
 /**
  * Longest image name accepted. Real references are a few hundred characters at most (Docker
@@ -259,17 +268,36 @@ export class EvaluatorServer {
     }
     if (this.logger.enabled(5)) this.logger.trace('request ResourceList', {image, resourceList: resourceList.toString('utf8')})
 
-    const deadline = toEpochMs(call.getDeadline())
-    // The budget (budget.ts): run now, wait in the queue, or RESOURCE_EXHAUSTED.
+    this.run({image, resourceList, trace, signal: abort.signal}, call, abort, finish)
+  }
+
+  /**
+   * Admits and evaluates a checked call. A call without a deadline gets the server's
+   * (--default-deadline): when it passes, the call is aborted with a DeadlineExceeded reason, so it
+   * leaves the queue, or its function is killed; the call fails DEADLINE_EXCEEDED saying so.
+   */
+  private run(
+    request: {image: string; resourceList: Buffer; trace: EvaluationRequest['trace']; signal: AbortSignal},
+    call: grpc.ServerUnaryCall<EvaluateFunctionRequest, EvaluateFunctionResponse>,
+    abort: AbortController,
+    finish: (err: grpc.ServerErrorResponse | null, response?: EvaluateFunctionResponse, evaluator?: string, trailers?: grpc.Metadata) => void,
+  ): void {
+    const {image, resourceList} = request
+    const callerDeadline = toEpochMs(call.getDeadline())
+    const limitMs = callerDeadline === undefined ? (this.options.defaultDeadlineMs ?? 0) : 0
+    const deadline = limitMs > 0 ? Date.now() + limitMs : callerDeadline
+    const limitTimer = limitMs > 0 ? setTimeout(() => abort.abort(DEFAULT_DEADLINE_PASSED), limitMs).unref() : undefined
+    // The budget (budget.ts): run now, wait in the queue (in turn with other clients), or RESOURCE_EXHAUSTED.
     let release: (() => void) | undefined
     this.budget
-      .admit(resourceList.length, image, abort.signal)
+      .admit(resourceList.length, image, abort.signal, peerKey(call.getPeer()))
       .then((r) => {
         release = r
-        return this.options.evaluator.evaluate({image, resourceList, deadline, signal: abort.signal, trace})
+        return this.options.evaluator.evaluate({...request, deadline})
       })
       .then((res) => {
         release?.()
+        clearTimeout(limitTimer)
         // only the real framing counts; a log that does not fit is cut at its start, saying so (process/output.ts)
         const log = fitLog(this.options.maxMessageSize, image, res.resourceList, res.log, res.logDropped ?? 0)
         const trailers = res.errorResults?.length ? resultsMetadata(res.errorResults, res.evaluator) : evaluatorMetadata(res.evaluator)
@@ -277,10 +305,21 @@ export class EvaluatorServer {
       })
       .catch((err: unknown) => {
         release?.()
-        const e = toFnrError(err)
+        clearTimeout(limitTimer)
+        // Past the server's deadline the function was killed (by the deadline given to it, or by
+        // the abort): either way the call failed on the runner's --default-deadline.
+        const past = limitMs > 0 && (abort.signal.reason === DEFAULT_DEADLINE_PASSED || (err instanceof FnrError && err.kind === 'DeadlineExceeded'))
+        const e = past ? this.pastDefaultDeadline(image, limitMs) : toFnrError(err)
         if (e.kind === 'Internal' && !(err instanceof FnrError)) this.logger.error('unexpected error while evaluating', {image, error: String(err)})
         finish(statusError(e), undefined, e.details.runtime)
       })
+  }
+
+  /** The error of a call without a deadline that ran past --default-deadline (counted: fnr_hung_calls_killed_total). */
+  private pastDefaultDeadline(image: string, limitMs: number): FnrError {
+    metrics().hungCallKilled()
+    this.logger.warn('call without a deadline ran past --default-deadline: its function was killed', {image, defaultDeadlineMs: limitMs})
+    return new FnrError('DeadlineExceeded', `the call came without a deadline and did not finish within the runner's --default-deadline (${limitMs / 1000}s): its function was killed`)
   }
 }
 

@@ -32,6 +32,12 @@ export interface BudgetStats {
   running: number
   queued: number
   heldBytes: number
+  /** Running calls whose function sleeps (budget.ts: they lend their slot). */
+  idle?: number
+  /** Clients with calls waiting (fair-queue.ts). */
+  queuedClients?: number
+  /** Calls waiting of the client that has the most. */
+  largestClientQueue?: number
 }
 
 export interface ResponseCacheStats {
@@ -63,6 +69,10 @@ export interface Metrics {
   setInFlightSource(source: () => number): void
   /** The call budget (budget.ts): a call queued, or refused (rejected-queue-full, rejected-memory). */
   admission(outcome: string): void
+  /** A queued call got its turn, or left the queue (cancelled, past its deadline), after `seconds`. */
+  queueWait(seconds: number): void
+  /** A call without a deadline of its own ran past --default-deadline: failed DEADLINE_EXCEEDED, its function killed. */
+  hungCallKilled(): void
   /** The HTTP/2 guard (grpc/hygiene.ts) reset a stream or closed a connection: receive-budget, receive-timeout, idle, accept-error. */
   connectionGuard(action: string): void
   setBudgetSource(source: () => BudgetStats): void
@@ -84,6 +94,8 @@ class NoMetrics implements Metrics {
   responseCacheEviction(): void {}
   setInFlightSource(): void {}
   admission(): void {}
+  queueWait(): void {}
+  hungCallKilled(): void {}
   connectionGuard(): void {}
   setBudgetSource(): void {}
   setPodSource(): void {}
@@ -131,6 +143,8 @@ export class PrometheusMetrics implements Metrics {
   private inFlight: () => number = () => 0
   private budget: () => BudgetStats = () => ({running: 0, queued: 0, heldBytes: 0})
   private readonly admissions: import('prom-client').Counter<'outcome'>
+  private readonly queueWaits: import('prom-client').Histogram
+  private readonly hungCalls: import('prom-client').Counter
   private readonly guards: import('prom-client').Counter<'action'>
   private pods: () => readonly PodSlotState[] = () => []
   private responseCache: () => ResponseCacheStats = () => ({entries: 0, bytes: 0})
@@ -170,6 +184,32 @@ export class PrometheusMetrics implements Metrics {
       registers,
       collect() {
         this.set(self.budget().queued)
+      },
+    })
+    this.queueWaits = new prom.Histogram({name: 'fnr_queue_wait_seconds', help: 'How long calls waited in the budget queue for a turn (calls that ran at once are not observed); see docs/limits.md.', buckets: DURATION_BUCKETS, registers})
+    this.hungCalls = new prom.Counter({name: 'fnr_hung_calls_killed_total', help: 'Calls that came without a deadline and ran past --default-deadline: they failed DEADLINE_EXCEEDED and their function processes were killed.', registers})
+    new prom.Gauge({
+      name: 'fnr_calls_idle',
+      help: 'Running calls whose function process group sleeps (no CPU): each holds only a share of a slot (docs/limits.md).',
+      registers,
+      collect() {
+        this.set(self.budget().idle ?? 0)
+      },
+    })
+    new prom.Gauge({
+      name: 'fnr_queue_clients',
+      help: 'Clients (peer addresses, not labelled) with calls waiting in the budget queue; turns go round-robin between them.',
+      registers,
+      collect() {
+        this.set(self.budget().queuedClients ?? 0)
+      },
+    })
+    new prom.Gauge({
+      name: 'fnr_queue_client_max_calls',
+      help: 'Calls waiting in the budget queue of the client that has the most (with fnr_calls_queued: how much of the queue one client holds).',
+      registers,
+      collect() {
+        this.set(self.budget().largestClientQueue ?? 0)
       },
     })
     new prom.Gauge({
@@ -289,6 +329,14 @@ export class PrometheusMetrics implements Metrics {
 
   admission(outcome: string): void {
     this.admissions.inc({outcome})
+  }
+
+  queueWait(seconds: number): void {
+    this.queueWaits.observe(seconds)
+  }
+
+  hungCallKilled(): void {
+    this.hungCalls.inc()
   }
 
   connectionGuard(action: string): void {

@@ -1,0 +1,194 @@
+/**
+ * Which running function processes are asleep, for the call budget (budget.ts, docs/limits.md).
+ *
+ * A call's function runs in a process group of its own (process/run.ts; `liveCalls` in
+ * process/sweep.ts lists the group leaders of the calls running now). A group that used almost no
+ * CPU and read or wrote nothing for a while (a function waiting on a remote server, or one that
+ * hangs) costs the runner little
+ * but the memory it holds: the budget counts it as a fraction of a slot, its resident memory over a
+ * slot's share of the memory limit (at least MIN_IDLE_WEIGHT), and lends the rest of its slot to
+ * calls that wait. A group that wakes up costs a whole slot again at the next sample.
+ *
+ * The sample reads /proc/PID/stat and /proc/PID/io of each group's leader and its descendants
+ * (through /proc/PID/task/TID/children): CPU time (the process's and its reaped children's),
+ * resident memory, bytes read and written by system calls. A function blocked on its pipes while the
+ * runner is slow to feed it or to read it (a large input, a busy runner) moves bytes between two
+ * samples, and is not asleep. `judgeGroups` is the pure part.
+ */
+import {readdirSync, readFileSync} from 'node:fs'
+
+/** A group is asleep below this share of one core over the sampled window. */
+export const IDLE_CPU_SHARE = 0.05
+/** A group younger than this is never asleep: it is starting (reading its input, loading). */
+export const MIN_IDLE_AGE_MS = 1000
+/** A group is judged over at least this long between two readings. */
+export const MIN_IDLE_WINDOW_MS = 500
+/** The least fraction of a slot an asleep group costs: at most 16 of them per slot. */
+export const MIN_IDLE_WEIGHT = 1 / 16
+/** Clock ticks per second of /proc/PID/stat's times (USER_HZ: 100 on every Linux fnr runs on). */
+const CLK_TCK = 100
+const PAGE_SIZE = 4096
+
+/** One reading of a process group. */
+export interface GroupReading {
+  /** CPU time used so far by the group's processes (and the children they reaped), ms. */
+  cpuMs: number
+  /** Resident memory of the group's processes, bytes. */
+  rssBytes: number
+  /** Bytes the group's processes read and wrote so far (rchar + wchar of /proc/PID/io). */
+  ioBytes: number
+  /** When the leader started (ms since the epoch). */
+  startedAt: number
+  /** When it was read (ms since the epoch). */
+  at: number
+}
+
+/** What the budget needs to know: the slot fraction every sleeping group gives back. */
+export interface IdleSample {
+  /** Groups judged asleep. */
+  idle: number
+  /** Sum over asleep groups of (1 - their weight): slots lent to waiting calls. */
+  lent: number
+}
+
+/**
+ * Judges each group from its reading now and the previous one, at least `minWindowMs` older and of
+ * the same process (same start time): asleep when the group is older than MIN_IDLE_AGE_MS, moved no
+ * byte through its system calls and used less than IDLE_CPU_SHARE of a core in between. Without
+ * such a reading a group is working. Its weight is its resident memory over `slotBytes`, at least
+ * MIN_IDLE_WEIGHT, at most 1.
+ */
+export function judgeGroups(now: ReadonlyMap<number, GroupReading>, previous: ReadonlyMap<number, GroupReading>, slotBytes: number, minWindowMs = MIN_IDLE_WINDOW_MS): IdleSample {
+  let idle = 0
+  let lent = 0
+  for (const [pgid, r] of now) {
+    const p = previous.get(pgid)
+    if (!p || p.startedAt !== r.startedAt || r.at - p.at < minWindowMs || r.at - r.startedAt < MIN_IDLE_AGE_MS) continue
+    if (r.ioBytes !== p.ioBytes || (r.cpuMs - p.cpuMs) / (r.at - p.at) >= IDLE_CPU_SHARE) continue
+    const weight = Math.min(1, Math.max(MIN_IDLE_WEIGHT, r.rssBytes / slotBytes))
+    idle++
+    lent += 1 - weight
+  }
+  return {idle, lent}
+}
+
+let bootTimeMs: number | undefined
+function bootTime(): number {
+  if (bootTimeMs === undefined) {
+    try {
+      bootTimeMs = Number(/^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'latin1'))?.[1] ?? 0) * 1000
+    } catch {
+      bootTimeMs = 0
+    }
+  }
+  return bootTimeMs
+}
+
+/** utime+stime+cutime+cstime (ticks), rss (pages), start time (ticks since boot) of one process. */
+function statTimes(pid: number): {ticks: number; rssPages: number; start: number} | undefined {
+  let stat: string
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'latin1')
+  } catch {
+    return undefined
+  }
+  // Fields follow the last ')' (the command may hold spaces and parentheses): [0] is the state.
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return {ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]), rssPages: Number(f[21]), start: Number(f[19])}
+}
+
+/** rchar + wchar of /proc/PID/io (0 when it cannot be read). */
+function ioOf(pid: number): number {
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, 'latin1')
+    return Number(/^rchar: (\d+)$/m.exec(io)?.[1] ?? 0) + Number(/^wchar: (\d+)$/m.exec(io)?.[1] ?? 0)
+  } catch {
+    return 0
+  }
+}
+
+/** The children of every thread of `pid`. */
+function childrenOf(pid: number): number[] {
+  const out: number[] = []
+  let tasks: string[]
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`)
+  } catch {
+    return out
+  }
+  for (const tid of tasks) {
+    try {
+      for (const c of readFileSync(`/proc/${pid}/task/${tid}/children`, 'latin1').split(' ')) if (c.trim() !== '') out.push(Number(c))
+    } catch {
+      // gone, or a kernel without CONFIG_PROC_CHILDREN: the leader alone is counted
+    }
+  }
+  return out
+}
+
+/** Most processes counted in one group (a fork bomb is not walked to its end). */
+const MAX_GROUP_PROCESSES = 64
+
+/** Reads each group (leader pid = pgid) now; groups already gone are left out. */
+export function readGroups(leaders: Iterable<number>, at = Date.now()): Map<number, GroupReading> {
+  const out = new Map<number, GroupReading>()
+  for (const leader of leaders) {
+    const head = statTimes(leader)
+    if (!head) continue
+    let ticks = head.ticks
+    let rssPages = head.rssPages
+    let ioBytes = ioOf(leader)
+    const todo = childrenOf(leader)
+    for (let seen = 1; todo.length > 0 && seen < MAX_GROUP_PROCESSES; seen++) {
+      const pid = todo.pop()!
+      const s = statTimes(pid)
+      if (!s) continue
+      ticks += s.ticks
+      rssPages += s.rssPages
+      ioBytes += ioOf(pid)
+      todo.push(...childrenOf(pid))
+    }
+    out.set(leader, {cpuMs: (ticks * 1000) / CLK_TCK, rssBytes: rssPages * PAGE_SIZE, ioBytes, startedAt: bootTime() + (head.start * 1000) / CLK_TCK, at})
+  }
+  return out
+}
+
+/**
+ * Samples the running function groups (`leaders()`), keeping the previous reading of each to
+ * measure the CPU used between two. Not cheap enough for every call (a few /proc reads per process):
+ * the budget samples only while calls wait, at most every `minIntervalMs`.
+ */
+export class IdleSampler {
+  private previous = new Map<number, GroupReading>()
+  private last: IdleSample = {idle: 0, lent: 0}
+  private lastAt = 0
+
+  constructor(
+    private readonly leaders: () => Iterable<number>,
+    private readonly slotBytes: number,
+    private readonly minIntervalMs = 100,
+    private readonly read: (leaders: Iterable<number>, at: number) => Map<number, GroupReading> = readGroups,
+  ) {}
+
+  /** A fresh sample, or the last one if it is younger than minIntervalMs. */
+  sample(now = Date.now()): IdleSample {
+    if (now - this.lastAt < this.minIntervalMs) return this.last
+    const readings = this.read(this.leaders(), now)
+    this.last = judgeGroups(readings, this.previous, this.slotBytes)
+    // Keep, per group, the reading the next window starts from: replaced once the window is long enough.
+    const next = new Map<number, GroupReading>()
+    for (const [pgid, r] of readings) {
+      const p = this.previous.get(pgid)
+      next.set(pgid, p && p.startedAt === r.startedAt && r.at - p.at < MIN_IDLE_WINDOW_MS ? p : r)
+    }
+    this.previous = next
+    this.lastAt = now
+    return this.last
+  }
+
+  /** Forgets the last sample (no call waits: nothing to lend). */
+  reset(): void {
+    this.last = {idle: 0, lent: 0}
+    this.lastAt = 0
+  }
+}
