@@ -1,3 +1,5 @@
+import path from 'node:path'
+
 import {Args} from '@oclif/core'
 
 import {FnrCommand} from '../cli/command.js'
@@ -46,7 +48,8 @@ config is invalid, 4 the function (--image, --exec) was not found.`
     const given = new Set(Object.keys(flags).filter((name) => !metadata.flags[name]?.setFromDefault))
     await runInterruptible(
       async (interrupt) => {
-        const options = {...testOptionsFromFlags(flags, given, argv as string[]), signal: interrupt.signal}
+        const fnrCommand = [process.execPath, path.join(this.config.root, 'bin', 'run.js')]
+        const options = {...testOptionsFromFlags(flags, given, argv as string[]), signal: interrupt.signal, fnrCommand}
         process.exitCode = await runTestCommand(options, {stdout: process.stdout, stderr: process.stderr})
       },
       (err) => this.catch(err),
