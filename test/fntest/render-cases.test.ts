@@ -80,7 +80,7 @@ describe('fnr test: render cases (kpt e2e testType: render)', function () {
     expect(s.exitCode, s.stdout + s.stderr).to.equal(0)
     expect(s.stdout).to.match(/^SKIP\s+\S*case .*\n {2}! skip: true in \.expected\/config\.yaml/m)
     expect(s.stdout).to.contain('0 passed, 0 failed, 1 skipped (1 case')
-    await writeFile(path.join(c, '.expected', 'config.yaml'), 'stdOut: kind: ConfigMap\n')
+    await writeFile(path.join(c, '.expected', 'config.yaml'), 'stdOut: "kind: ConfigMap"\n')
     const o = await runCli(['test', c, '--exec', 'cat'])
     expect(o.exitCode, o.stdout + o.stderr).to.equal(1)
     expect(o.stdout).to.contain('stdout does not contain stdOut "kind: ConfigMap"')
