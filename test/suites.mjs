@@ -22,6 +22,7 @@ export const UNIT = [
   'test/docs.test.ts',
   'test/evaluators/multi.test.ts',
   'test/fntest/compare.test.ts',
+  'test/fntest/config.test.ts',
   'test/grpc/admission.test.ts',
   'test/grpc/flow-control.test.ts',
   'test/k8s/patch-and-selectors.test.ts',

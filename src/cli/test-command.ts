@@ -27,6 +27,10 @@ export const TEST_FLAG_SPECS = {
   concurrency: {kind: 'integer', summary: 'Cases run at once.', default: Math.max(1, Math.min(4, os.availableParallelism())), min: 1},
   timeout: {kind: 'duration', summary: 'Per-case timeout: the function is killed and the case fails.', default: 60_000, defaultHelp: '1m'},
   'max-output-size': {kind: 'integer', summary: 'Largest function output accepted, in bytes.', default: 256 * 1024 * 1024, min: 1024},
+  'image-pull-policy': {
+    kind: 'string',
+    summary: "kpt's image pull policy (Always, IfNotPresent, Never): accepted for kpt's harnesses; fnr's exec runtime pulls no images, so all three run the same.",
+  },
   ...EXEC_FLAG_SPECS,
 } satisfies FlagSpecs
 
@@ -50,6 +54,7 @@ export function testOptionsFromFlags(values: Record<string, FlagValue>, given: R
     concurrency: values.concurrency as number,
     timeoutMs: values.timeout as number,
     maxOutputBytes: values['max-output-size'] as number,
+    ...(str('image-pull-policy') !== undefined ? {imagePullPolicy: str('image-pull-policy')} : {}),
     ...(str('runner') ? {runner: {address: str('runner')!, ...(str('runner-ca-file') ? {caFile: str('runner-ca-file')} : {})}} : {}),
     execPaths: {
       ...resolveExecPaths(str('config')!, str('functions')!, given.has('config'), given.has('functions'), {cli: true}),
@@ -63,12 +68,23 @@ export interface TestIO {
   stderr: NodeJS.WritableStream
 }
 
-/** Runs the cases and reports; returns 0 when every case passed (or was updated), else 1. */
+/** Exit code of a run a signal stopped: 128 + the signal's number (130 SIGINT, 143 SIGTERM). */
+export function interruptedExitCode(signal: string): number {
+  const n = (os.constants.signals as Record<string, number | undefined>)[signal]
+  return n === undefined ? 130 : 128 + n
+}
+
+/**
+ * Runs the cases and reports; returns 0 when every case passed, was updated or was skipped, 1
+ * when a case failed or could not run, 128 + the signal's number when SIGINT/SIGTERM stopped the
+ * run (the report, JUnit and --json included, is still written).
+ */
 export async function runTestCommand(options: TestCommandOptions, io: TestIO): Promise<number> {
   const human = options.json ? io.stderr : io.stdout
   const run = await runFnTest(options, (r) => human.write(formatCaseResult(r)))
   human.write(formatSummary(run))
   if (options.junit) await writeJunit(options.junit, run)
   if (options.json) io.stdout.write(`${JSON.stringify(jsonSummary(run), null, 2)}\n`)
-  return run.results.some((r) => r.status === 'failed') ? EXIT_CASES_FAILED : 0
+  if (run.interrupted) return interruptedExitCode(run.interrupted)
+  return run.results.some((r) => r.status === 'failed' || r.status === 'error') ? EXIT_CASES_FAILED : 0
 }

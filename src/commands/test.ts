@@ -1,3 +1,5 @@
+import path from 'node:path'
+
 import {Args} from '@oclif/core'
 
 import {FnrCommand} from '../cli/command.js'
@@ -8,23 +10,29 @@ import {runTestCommand, TEST_FLAG_SPECS, testOptionsFromFlags} from '../cli/test
 export default class Test extends FnrCommand {
   static summary = 'Run a KRM function over a folder of test cases (kpt e2e layout) and compare with the expectations.'
 
-  static description = `Every directory under the given folders that holds a .expected/ directory is a case: the
-directory is the input package (or holds only resourcelist.yaml, a ResourceList), run through the
-function like \`fnr eval\` (in place on a scratch copy). .expected/ holds what must come out:
-diff.patch (the change to the package, as in kpt's e2e tests; none means no change),
-resourcelist.yaml (the output of a ResourceList case), results.yaml (kpt's FunctionResultList), and
-config.yaml (exitCode, stdErr, stdErrRegEx, args, fnConfig, image, execPath, timeout).
-fn-config.yaml in .expected/ is the functionConfig when config.yaml names none.
+  static description = `Every directory under the given folders that holds a .expected/ directory is a case (kpt's e2e
+layout, as in kpt and the functions catalog), run on a scratch copy: testType render (kpt's
+default) renders the package's Kptfile pipeline, testType eval (or a function from --exec/--image or
+the case's image/execPath) runs one function like \`fnr eval\`, .expected/exec.sh runs instead of
+the command (with a \`kpt\` on its PATH that maps \`kpt fn eval|render\` to fnr), .expected/setup.sh
+runs first. A directory holding only resourcelist.yaml is a ResourceList case. .expected/ holds what
+must come out: diff.patch (the change to the package; none means no change), resourcelist.yaml,
+results.yaml, and config.yaml (kpt's keys: exitCode, stdErr, stdErrRegEx, stdOut, args, fnConfig,
+image, execPath, skip, sequential, …; keys that are not kpt's are ignored, as kpt does; fnr adds
+timeout).
 
 --runner HOST:PORT evaluates each case's image through a running function runner (fnr serve, or
 Porch's) over gRPC instead of locally, e.g. to test a shipped image through fnr serve's pod
 runtime in CI; --runner-ca-file dials it with TLS.
 
 Mismatches are printed as unified diffs. Cases run --concurrency at a time and are reported in name
-order, then a summary line. --update rewrites the expectations from the actual run.
+order, then a summary line. A case that cannot run (invalid config, unmapped image, failing
+setup.sh) is reported as an error and the others still run. --update rewrites the expectations
+from the actual run.
 
-Exit codes: 0 every case passed (or was updated), 1 some case failed, 2 usage, 3 a case's layout or
-config is invalid, 4 the function (--image, --exec) was not found.`
+Exit codes: 0 every case passed (or was updated or skipped), 1 some case failed or could not run,
+2 usage, 3 no case found, 130/143 interrupted (SIGINT/SIGTERM: running cases are reported as
+interrupted, no more start).`
 
   static examples = [
     {description: 'Test a function under development in CI, with a JUnit report:', command: '<%= config.bin %> <%= command.id %> testdata --exec ./my-fn --junit reports/fn.xml'},
@@ -46,7 +54,8 @@ config is invalid, 4 the function (--image, --exec) was not found.`
     const given = new Set(Object.keys(flags).filter((name) => !metadata.flags[name]?.setFromDefault))
     await runInterruptible(
       async (interrupt) => {
-        const options = {...testOptionsFromFlags(flags, given, argv as string[]), signal: interrupt.signal}
+        const fnrCommand = [process.execPath, path.join(this.config.root, 'bin', 'run.js')]
+        const options = {...testOptionsFromFlags(flags, given, argv as string[]), signal: interrupt.signal, fnrCommand}
         process.exitCode = await runTestCommand(options, {stdout: process.stdout, stderr: process.stderr})
       },
       (err) => this.catch(err),

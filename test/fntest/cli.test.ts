@@ -318,7 +318,7 @@ items:
     expect(r.stdout).to.contain('1 passed, 0 failed')
   })
 
-  describe('setup errors are one line with their own exit code', () => {
+  describe('usage errors stop the run with one line and their own exit code', () => {
     async function expectSetupError(args: string[], code: number, message: RegExp): Promise<void> {
       const r = await runCli(['test', ...args])
       expect(r.exitCode, r.stdout + r.stderr).to.equal(code)
@@ -327,41 +327,56 @@ items:
       expect(r.stderr).to.match(message)
     }
 
-    it('a case with kpt\'s exec.sh', async () => {
-      const dir = await writeCase(path.join(work, 'bad-script', 'c'), {'cm.yaml': CM, '.expected/exec.sh': 'kpt fn eval\n'})
-      await expectSetupError([path.dirname(dir), '--exec', 'cat'], 3, /^fnr: test case .*bad-script\/c: \.expected\/exec\.sh is not supported \(fnr test runs the function itself/)
-    })
-
-    it('a config.yaml with skip', async () => {
-      await writeCase(path.join(work, 'bad-skip', 'c'), {'cm.yaml': CM, '.expected/config.yaml': 'skip: true\n'})
-      await expectSetupError([path.join(work, 'bad-skip'), '--exec', 'cat'], 3, /^fnr: test case .*: \.expected\/config\.yaml: "skip" is not supported/)
-    })
-
-    it('a ResourceList case with package files, or a package case expecting a ResourceList', async () => {
-      await writeCase(path.join(work, 'bad-rl', 'c'), {'resourcelist.yaml': CM, 'extra.yaml': CM})
-      await expectSetupError([path.join(work, 'bad-rl'), '--exec', 'cat'], 3, /a resourcelist\.yaml case holds nothing else, but found "extra\.yaml"/)
-      await writeCase(path.join(work, 'bad-pkg', 'c'), {'cm.yaml': CM, '.expected/resourcelist.yaml': CM})
-      await expectSetupError([path.join(work, 'bad-pkg'), '--exec', 'cat'], 3, /\.expected\/resourcelist\.yaml is for cases whose input is resourcelist\.yaml/)
-    })
-
-    it('a case with kpt\'s out-of-place out/ directory', async () => {
-      await writeCase(path.join(work, 'bad-out', 'c'), {'cm.yaml': CM, 'out/.gitkeep': ''})
-      await expectSetupError([path.join(work, 'bad-out'), '--exec', 'cat'], 3, /an out\/ directory \(kpt's out-of-place cases\) is not supported/)
-    })
-
-    it('a folder without cases, and a case without a function', async () => {
+    it('a folder without cases, no folder, a bad flag, a bad --image-pull-policy', async () => {
       await mkdir(path.join(work, 'empty', 'sub'), {recursive: true})
       await expectSetupError([path.join(work, 'empty'), '--exec', 'cat'], 3, /no test cases \(directories holding \.expected\/\) found/)
-      await writeCase(path.join(work, 'nofn', 'c'), {'cm.yaml': CM})
-      await expectSetupError([path.join(work, 'nofn')], 2, /test case .*nofn\/c names no function: give --exec or --image/)
+      await expectSetupError([], 2, /give the folder of test cases/)
+      await writeCase(path.join(work, 'ok', 'c'), {'cm.yaml': CM})
+      await expectSetupError([path.join(work, 'ok'), '--concurrency', '0'], 2, /concurrency/)
+      await expectSetupError([path.join(work, 'ok'), '--exec', 'cat', '--image-pull-policy', 'sometimes'], 2, /--image-pull-policy must be one of Always, IfNotPresent, Never, got "sometimes"/)
+    })
+  })
+
+  describe('a case that cannot run is that case\'s error; the others run and the exit code is 1', () => {
+    /** Runs the folder; expects the good case to pass, the bad one to be an ERROR with the message. */
+    async function expectCaseError(folder: string, args: string[], bad: string, message: RegExp): Promise<void> {
+      const r = await runCli(['test', folder, ...args, '--json'])
+      expect(r.exitCode, r.stdout + r.stderr).to.equal(1)
+      const summary = JSON.parse(r.stdout) as {passed: number; errors: number; cases: Array<{name: string; status: string; problems: Array<{message: string}>}>}
+      expect(summary.passed, r.stderr).to.equal(1)
+      expect(summary.errors, r.stderr).to.equal(1)
+      const c = summary.cases.find((x) => x.name.endsWith(bad))!
+      expect(c.status, r.stderr).to.equal('error')
+      expect(c.problems[0]!.message).to.match(message)
+      expect(r.stderr).to.match(new RegExp(`^ERROR {3}\\S*${bad} `, 'm'))
+    }
+
+    it('an unknown image or a missing executable (in config.yaml) among good cases', async () => {
+      const dir = path.join(work, 'mixed-fn')
+      await writeCase(path.join(dir, 'a-good'), {'cm.yaml': CM, '.expected/config.yaml': 'image: fnr.local/remove-local-config-resources:v0.1\n'})
+      await writeCase(path.join(dir, 'b-unmapped'), {'cm.yaml': CM, '.expected/config.yaml': 'image: example.com/nope:v1\n'})
+      await expectCaseError(dir, [], 'b-unmapped', /^cannot run: function "example\.com\/nope:v1" is not in the exec config/)
+      await writeFile(path.join(dir, 'b-unmapped', '.expected', 'config.yaml'), 'execPath: ../does-not-exist\n')
+      await expectCaseError(dir, [], 'b-unmapped', /execPath "\.\.\/does-not-exist" does not exist/)
     })
 
-    it('an unknown image, a missing executable, no folder, a bad flag', async () => {
-      await writeCase(path.join(work, 'ok', 'c'), {'cm.yaml': CM})
-      await expectSetupError([path.join(work, 'ok'), '--image', 'example.com/nope:v1'], 4, /function "example\.com\/nope:v1" \(test case .*\) is not in the exec config/)
-      await expectSetupError([path.join(work, 'ok'), '--exec', './does-not-exist'], 4, /--exec "\.\/does-not-exist": \.\/does-not-exist is not an executable file/)
-      await expectSetupError([], 2, /give the folder of test cases/)
-      await expectSetupError([path.join(work, 'ok'), '--concurrency', '0'], 2, /concurrency/)
+    it('an invalid config.yaml (a wrong type, bad YAML) or a package case expecting a ResourceList', async () => {
+      const dir = path.join(work, 'mixed-config')
+      await writeCase(path.join(dir, 'a-good'), {'cm.yaml': CM})
+      await writeCase(path.join(dir, 'b-bad'), {'cm.yaml': CM, '.expected/config.yaml': 'exitCode: one\n'})
+      await expectCaseError(dir, ['--exec', 'cat'], 'b-bad', /\.expected\/config\.yaml: exitCode must be an integer/)
+      await writeFile(path.join(dir, 'b-bad', '.expected', 'config.yaml'), 'a: [\n')
+      await expectCaseError(dir, ['--exec', 'cat'], 'b-bad', /\.expected\/config\.yaml: /)
+      await rm(path.join(dir, 'b-bad', '.expected', 'config.yaml'))
+      await writeFile(path.join(dir, 'b-bad', '.expected', 'resourcelist.yaml'), CM)
+      await expectCaseError(dir, ['--exec', 'cat'], 'b-bad', /\.expected\/resourcelist\.yaml is for cases whose input is resourcelist\.yaml/)
+    })
+
+    it('--exec that is not an executable fails every case as an error (exit 1), with the reason', async () => {
+      const r = await runCli(['test', path.join(work, 'ok'), '--exec', './does-not-exist'])
+      expect(r.exitCode, r.stdout + r.stderr).to.equal(1)
+      expect(r.stdout).to.match(/^ERROR .*--exec "\.\/does-not-exist": \.\/does-not-exist is not an executable file/s)
+      expect(r.stdout).to.contain('0 passed, 0 failed, 1 error (1 case')
     })
   })
 })

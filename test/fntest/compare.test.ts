@@ -5,7 +5,6 @@ import path from 'node:path'
 import fc from 'fast-check'
 
 import {applyTreePatch, diffTrees, makeTreePatch, PatchError, readTree, type Tree} from '../../src/lib/fntest/compare.js'
-import {readCaseConfig} from '../../src/lib/fntest/discover.js'
 import {junitXml, xmlAttr, xmlText} from '../../src/lib/fntest/junit.js'
 import type {FnTestRun} from '../../src/lib/fntest/run.js'
 import {sanitizeConsole} from '../../src/lib/fntest/run.js'
@@ -74,62 +73,6 @@ describe('fnr test: comparing packages', () => {
   })
 })
 
-describe('fnr test: case config', () => {
-  const temp = new TempDirs()
-  after(() => temp.cleanup())
-
-  async function read(text: string) {
-    const dir = await temp.make('fnr-cfg-')
-    const file = path.join(dir, 'config.yaml')
-    await writeFile(file, text)
-    return readCaseConfig(file, 'c')
-  }
-
-  it('reads kpt\'s keys: args become key=value, exitCode, stdErr, fnConfig, timeout', async () => {
-    const c = await read('testType: eval\nexitCode: 1\nstdErr: boom\nargs:\n  namespace: prod\n  replicas: 3\n  empty:\nimage: x:v1\ntimeout: 90s\ndisableOutputTruncate: true\n')
-    expect(c).to.deep.equal({testType: 'eval', exitCode: 1, stdErr: 'boom', args: ['namespace=prod', 'replicas=3', 'empty='], image: 'x:v1', timeoutMs: 90_000, disableOutputTruncate: true, warnings: []})
-    expect(await read('')).to.deep.equal({exitCode: 0, disableOutputTruncate: false, warnings: []})
-    // kpt's render cases, and kpt harness keys fnr does not use (warnings, the case still runs)
-    expect(await read('testType: render\nallowExec: true\nrunCount: 2\nnetwork: true\n')).to.deep.equal({
-      testType: 'render',
-      allowExec: true,
-      exitCode: 0,
-      disableOutputTruncate: false,
-      warnings: [
-        '.expected/config.yaml: "runCount" is ignored (fnr runs each case once)',
-        '.expected/config.yaml: "network" is ignored (fnr does not run containers)',
-      ],
-    })
-  })
-
-  it('refuses what it does not support, naming the key', async () => {
-    const bad: Array<[string, RegExp]> = [
-      ['testType: wasm\n', /testType must be eval or render, got "wasm"/],
-      ['skip: true\n', /"skip" is not supported \(fnr test runs every case/],
-      ['bogus: true\n', /"bogus" is not supported$/],
-      ['exitCode: x\n', /exitCode must be an integer from 0 to 255/],
-      ['args: [a]\n', /args must be a mapping/],
-      ['args: {a: 1}\nfnConfig: f.yaml\n', /give args or fnConfig, not both/],
-      ['image: a\nexecPath: b\n', /give image or execPath, not both/],
-      ['stdErrRegEx: "("\n', /stdErrRegEx: /],
-      ['timeout: soon\n', /timeout must be a duration/],
-      ['- a\n', /must be a mapping/],
-      ['a: [\n', /config\.yaml: /],
-    ]
-    for (const [text, message] of bad) {
-      let error: Error | undefined
-      try {
-        await read(text)
-      } catch (err) {
-        error = err as Error
-      }
-      expect(error?.message, text).to.match(/^test case c: \.expected\/config\.yaml/)
-      expect(error?.message, text).to.match(message)
-      expect(error?.message.includes('\n'), text).to.equal(false)
-    }
-  })
-})
-
 describe('fnr test: JUnit XML', () => {
   it('escapes text and attributes and replaces characters XML cannot carry', () => {
     expect(xmlText('a<b>&c ]]> \u0001\u001b \ud800 ok')).to.equal('a&lt;b&gt;&amp;c ]]&gt; \uFFFD\uFFFD \uFFFD ok')
@@ -143,6 +86,7 @@ describe('fnr test: JUnit XML', () => {
       fc.property(fc.array(fc.record({name: text, message: text, detail: text, failed: fc.boolean()}), {maxLength: 6}), (cases) => {
         const run: FnTestRun = {
           cases: [],
+          notRun: 0,
           durationMs: 12,
           results: cases.map((c) => ({
             name: c.name,

@@ -19,7 +19,7 @@
 import {lstat, readdir} from 'node:fs/promises'
 import path from 'node:path'
 
-import {parseDocument, isMap, isScalar, isSeq} from 'yaml'
+import {parseDocument, isMap, isScalar, isSeq, type Scalar} from 'yaml'
 
 import {parseGoDuration} from '../config/go-flags.js'
 import {readConfigFile} from '../config/read-file.js'
@@ -31,14 +31,22 @@ export const RESOURCELIST_FILE = 'resourcelist.yaml'
 
 export type CaseMode = 'package' | 'resourcelist'
 
-/** What `.expected/config.yaml` may say (all optional). */
+/** What `.expected/config.yaml` may say (all optional; kpt's TestCaseConfig, read as kpt reads it). */
 export interface CaseConfig {
-  /** Expected exit code of the evaluation, as `fnr eval` (and `kpt fn eval`) would exit. */
+  /** Expected exit code of the evaluation (or of exec.sh), as `fnr eval` (and `kpt fn eval`) would exit. */
   exitCode: number
   /** A substring the console output (stderr) must contain; durations read "in 0s". */
   stdErr?: string
-  /** A regular expression the console output must match (multi-line mode). */
+  /** A regular expression (Go syntax as far as JavaScript shares it) the console output must match. */
   stdErrRegEx?: string
+  /** A substring stdout must contain. */
+  stdOut?: string
+  /** Lines removed from stderr before it is compared (kpt's stdErrStripLines). */
+  stdErrStripLines?: string[]
+  /** Lines removed from the actual results.yaml before it is compared (kpt's actualStripLines). */
+  actualStripLines?: string[]
+  /** Lines matching this are left out of both the expected and the actual change (kpt's diffStripRegEx). */
+  diffStripRegEx?: string
   /** The function, when the command line gives none. */
   image?: string
   /** An executable relative to `.expected/`, when the command line gives no function. */
@@ -51,11 +59,21 @@ export interface CaseConfig {
   disableOutputTruncate: boolean
   /** fnr's addition: this case's timeout (a Go duration), instead of --timeout. */
   timeoutMs?: number
-  /** kpt's testType: render runs the package's Kptfile pipeline; unset: see TestCase.testType. */
+  /** kpt's testType: render runs the package's Kptfile pipeline; unset: see isRenderCase. */
   testType?: 'eval' | 'render'
   /** kpt's allowExec: render cases may run `exec:` functions. */
   allowExec?: boolean
-  /** kpt harness keys fnr does not use (reported as warnings). */
+  /** kpt's skip: the case is reported as skipped. */
+  skip: boolean
+  /** kpt's runtimes: the case runs only when KPT_FN_RUNTIME names one of them (as kpt's e2e tests). */
+  runtimes?: string[]
+  /** kpt's sequential: the case runs alone, before the others. */
+  sequential: boolean
+  /** kpt's imagePullPolicy (always, ifNotPresent, never), lower-cased as given; wins over --image-pull-policy. */
+  imagePullPolicy?: string
+  /** kpt's debug: keep the case's scratch folder and name it. */
+  debug: boolean
+  /** kpt keys fnr reads but cannot honour (reported as warnings; the case runs). */
   warnings: string[]
 }
 
@@ -70,31 +88,24 @@ export interface TestCase {
   configPath?: string
   /** Absolute functionConfig file, if any (from fnConfig or fn-config.yaml). */
   fnConfigPath?: string
+  /** kpt's scripts in `.expected/` (absolute paths), run with bash in the case's scratch copy. */
+  scripts: {setup?: string; exec?: string; teardown?: string}
+  /** The case has an `out/` directory: kpt's out-of-place cases, run with `-o out`. */
+  outOfPlace: boolean
+  /** Why the case cannot run (its layout or config.yaml is invalid): it is reported as an error, the others run. */
+  error?: string
 }
 
-const CONFIG_KEYS = new Set(['testType', 'exitCode', 'stdErr', 'stdErrRegEx', 'image', 'execPath', 'args', 'fnConfig', 'disableOutputTruncate', 'timeout', 'allowExec'])
-/** kpt harness keys that would change a case's outcome: an error, with what to do instead. */
-const KPT_ONLY_KEYS: Record<string, string> = {
-  skip: 'fnr test runs every case it finds; move the case out of the folder or narrow the run with --filter',
-  stdOut: 'compare the output with .expected/resourcelist.yaml (a ResourceList case) instead',
-}
-/** kpt harness keys that do not change what fnr checks: a warning, and the case runs. */
-const KPT_IGNORED_KEYS: Record<string, string> = {
-  runCount: 'fnr runs each case once',
-  network: 'fnr does not run containers',
-  allowNetwork: 'fnr does not run containers',
+/** Fields of kpt's TestCaseConfig (and fnr's `timeout`); any other key is ignored, as kpt's YAML decoder does. */
+const KPT_UNUSED_WARNINGS: Record<string, string> = {
+  network: 'fnr runs no containers: the function has the network access its runtime gives',
+  allowNetwork: 'fnr runs no containers: the function has the network access its runtime gives',
   allowWasm: 'fnr does not run wasm functions',
-  imagePullPolicy: 'fnr pulls no images for exec functions',
-  runtimes: 'fnr chooses its own runtime',
-  sequential: 'cases never share state; --concurrency 1 runs them one at a time',
-  includeMetaResources: 'fnr eval passes the package as it reads it',
-  debug: 'not used',
-  env: 'not used by fnr test',
-  actualStripLines: 'not used',
-  stdErrStripLines: 'not used',
+  tag: 'a tag constraint is resolved against a registry by kpt; fnr matches the image name as given',
 }
-const SCRIPT_FILES = ['exec.sh', 'setup.sh', 'teardown.sh']
+const SCRIPT_FILES = {setup: 'setup.sh', exec: 'exec.sh', teardown: 'teardown.sh'} as const
 const SKIPPED_DIRS = new Set(['node_modules'])
+export const PULL_POLICIES = ['always', 'ifnotpresent', 'never'] as const
 
 function layoutError(name: string, message: string): FnrError {
   return new FnrError('Config', `test case ${name}: ${message}`)
@@ -135,7 +146,7 @@ export async function discoverCases(roots: readonly string[], filter: readonly s
     .filter((c) => matchers.length === 0 || matchers.some((m) => m.test(c.name)))
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   if (selected.length === 0) throw new FnrError('Config', `no test case matches --filter ${filter.map((f) => JSON.stringify(f)).join(', ')}`)
-  return Promise.all(selected.map((c) => readCase(c.dir, c.name)))
+  return Promise.all(selected.map((c) => readCase(c.dir, c.name).catch((err: unknown) => brokenCase(c.dir, c.name, err))))
 }
 
 function patternToRegExp(pattern: string): RegExp {
@@ -157,124 +168,251 @@ async function walk(dir: string, out: Set<string>): Promise<void> {
   }
 }
 
-/** Reads and checks one case directory. */
+/** A case that cannot run: it is still reported (as an error) while the others run. */
+function brokenCase(dir: string, name: string, err: unknown): TestCase {
+  if (!(err instanceof FnrError)) throw err
+  return {
+    name,
+    dir,
+    expectedDir: path.join(dir, EXPECTED_DIR),
+    mode: 'package',
+    config: defaultConfig(),
+    scripts: {},
+    outOfPlace: false,
+    error: err.message,
+  }
+}
+
+function defaultConfig(): CaseConfig {
+  return {exitCode: 0, disableOutputTruncate: false, skip: false, sequential: false, debug: false, warnings: []}
+}
+
+/** Reads and checks one case directory; a problem is FnrError('Config') naming the case. */
 export async function readCase(dir: string, name = caseName(dir)): Promise<TestCase> {
   const expectedDir = path.join(dir, EXPECTED_DIR)
   if (!(await isDir(expectedDir))) throw layoutError(name, `${EXPECTED_DIR}/ is missing or not a directory`)
   const expectedFiles = new Set(await readdir(expectedDir))
-  for (const script of SCRIPT_FILES) {
-    if (expectedFiles.has(script)) {
-      throw layoutError(name, `${EXPECTED_DIR}/${script} is not supported (fnr test runs the function itself, without shell scripts)`)
-    }
+  const scripts: TestCase['scripts'] = {}
+  for (const [role, file] of Object.entries(SCRIPT_FILES) as Array<[keyof typeof SCRIPT_FILES, string]>) {
+    if (expectedFiles.has(file)) scripts[role] = path.join(expectedDir, file)
   }
   const caseEntries = (await readdir(dir)).filter((e) => e !== EXPECTED_DIR)
-  const mode: CaseMode = caseEntries.includes(RESOURCELIST_FILE) ? 'resourcelist' : 'package'
+  const mode: CaseMode = caseEntries.includes(RESOURCELIST_FILE) && caseEntries.every((e) => e === RESOURCELIST_FILE) && !scripts.exec ? 'resourcelist' : 'package'
+  const outOfPlace = mode === 'package' && caseEntries.includes('out') && (await isDir(path.join(dir, 'out')))
   if (mode === 'resourcelist') {
-    const others = caseEntries.filter((e) => e !== RESOURCELIST_FILE)
-    if (others.length > 0) throw layoutError(name, `a ${RESOURCELIST_FILE} case holds nothing else, but found ${JSON.stringify(others[0])}`)
     if (expectedFiles.has('diff.patch')) throw layoutError(name, `${EXPECTED_DIR}/diff.patch is for package cases; a ${RESOURCELIST_FILE} case expects ${EXPECTED_DIR}/${RESOURCELIST_FILE}`)
-  } else if (caseEntries.includes('out') && (await isDir(path.join(dir, 'out')))) {
-    throw layoutError(name, 'an out/ directory (kpt\'s out-of-place cases) is not supported: fnr test updates the package in place')
   } else if (expectedFiles.has(RESOURCELIST_FILE)) {
-    throw layoutError(name, `${EXPECTED_DIR}/${RESOURCELIST_FILE} is for cases whose input is ${RESOURCELIST_FILE}; a package case expects ${EXPECTED_DIR}/diff.patch`)
+    throw layoutError(name, `${EXPECTED_DIR}/${RESOURCELIST_FILE} is for cases whose input is ${RESOURCELIST_FILE} alone; a package case expects ${EXPECTED_DIR}/diff.patch`)
   }
 
   const configPath = expectedFiles.has('config.yaml') ? path.join(expectedDir, 'config.yaml') : undefined
-  const config: CaseConfig = configPath ? await readCaseConfig(configPath, name) : {exitCode: 0, disableOutputTruncate: false, warnings: []}
+  const config: CaseConfig = configPath ? await readCaseConfig(configPath, name) : defaultConfig()
   let fnConfigPath: string | undefined
-  if (config.fnConfig !== undefined) {
-    fnConfigPath = path.resolve(expectedDir, config.fnConfig)
-    if (!(await pathExists(fnConfigPath))) throw layoutError(name, `fnConfig ${JSON.stringify(config.fnConfig)} does not exist (paths are relative to ${EXPECTED_DIR}/)`)
-  } else if (config.args === undefined && expectedFiles.has('fn-config.yaml')) {
-    fnConfigPath = path.join(expectedDir, 'fn-config.yaml')
+  // exec.sh replaces the command: the keys that shape it are not used (kpt's README says so).
+  if (!scripts.exec) {
+    if (config.fnConfig !== undefined) {
+      fnConfigPath = path.resolve(expectedDir, config.fnConfig)
+      if (!(await pathExists(fnConfigPath))) throw layoutError(name, `fnConfig ${JSON.stringify(config.fnConfig)} does not exist (paths are relative to ${EXPECTED_DIR}/)`)
+    } else if (config.args === undefined && expectedFiles.has('fn-config.yaml')) {
+      fnConfigPath = path.join(expectedDir, 'fn-config.yaml')
+    }
+    if (config.execPath !== undefined && !(await pathExists(path.resolve(expectedDir, config.execPath)))) {
+      throw layoutError(name, `execPath ${JSON.stringify(config.execPath)} does not exist (paths are relative to ${EXPECTED_DIR}/)`)
+    }
   }
-  if (config.execPath !== undefined && !(await pathExists(path.resolve(expectedDir, config.execPath)))) {
-    throw layoutError(name, `execPath ${JSON.stringify(config.execPath)} does not exist (paths are relative to ${EXPECTED_DIR}/)`)
-  }
-  return {name, dir, expectedDir, mode, config, ...(configPath ? {configPath} : {}), ...(fnConfigPath ? {fnConfigPath} : {})}
+  return {name, dir, expectedDir, mode, config, scripts, outOfPlace, ...(configPath ? {configPath} : {}), ...(fnConfigPath ? {fnConfigPath} : {})}
 }
 
-/** Reads `.expected/config.yaml`: kpt's keys that make sense for one function, plus `timeout`. */
+/**
+ * Reads `.expected/config.yaml` as kpt's runner does (a YAML decode into its TestCaseConfig):
+ * keys are matched exactly, unknown keys (`apiVersion`, `kind`, `runCount`, a mis-cased
+ * `StdErrRegEx`, …) are ignored, a known key with a value of the wrong type makes the case
+ * invalid. fnr adds `timeout`.
+ */
 export async function readCaseConfig(file: string, name: string): Promise<CaseConfig> {
   const where = `${EXPECTED_DIR}/config.yaml`
   const doc = parseDocument((await readCaseFile(file)).toString('utf8'))
   if (doc.errors.length > 0) throw layoutError(name, `${where}: ${doc.errors[0]!.message.split('\n')[0]}`)
-  const config: CaseConfig = {exitCode: 0, disableOutputTruncate: false, warnings: []}
+  const config = defaultConfig()
   if (doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null)) return config
   if (!isMap(doc.contents)) throw layoutError(name, `${where} must be a mapping`)
-  const str = (key: string, v: unknown): string => {
-    if (typeof v === 'string') return v
-    throw layoutError(name, `${where}: ${key} must be a string`)
-  }
-  for (const pair of doc.contents.items) {
-    const key = isScalar(pair.key) ? String(pair.key.value) : ''
-    const node = pair.value
-    const value: unknown = isScalar(node) ? node.value : node === null ? null : (node as {toJSON(): unknown}).toJSON()
-    if (!CONFIG_KEYS.has(key) && KPT_IGNORED_KEYS[key] !== undefined) {
-      config.warnings.push(`${where}: ${JSON.stringify(key)} is ignored (${KPT_IGNORED_KEYS[key]})`)
-      continue
-    }
-    if (!CONFIG_KEYS.has(key)) {
-      const hint = KPT_ONLY_KEYS[key]
-      throw layoutError(name, `${where}: ${JSON.stringify(key)} is not supported${hint ? ` (${hint})` : ''}`)
-    }
-    switch (key) {
-      case 'testType':
-        if (value !== 'eval' && value !== 'render') throw layoutError(name, `${where}: testType must be eval or render, got ${JSON.stringify(value)}`)
-        config.testType = value
-        break
-      case 'allowExec':
-        if (typeof value !== 'boolean') throw layoutError(name, `${where}: allowExec must be true or false`)
-        config.allowExec = value
-        break
-      case 'exitCode':
-        if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 255) throw layoutError(name, `${where}: exitCode must be an integer from 0 to 255`)
-        config.exitCode = value
-        break
-      case 'stdErr':
-        config.stdErr = str(key, value)
-        break
-      case 'stdErrRegEx':
-        config.stdErrRegEx = str(key, value)
-        try {
-          new RegExp(config.stdErrRegEx, 'm')
-        } catch (err) {
-          throw layoutError(name, `${where}: stdErrRegEx: ${(err as Error).message}`)
-        }
-        break
-      case 'image':
-        config.image = str(key, value)
-        break
-      case 'execPath':
-        config.execPath = str(key, value)
-        break
-      case 'fnConfig':
-        config.fnConfig = str(key, value)
-        break
-      case 'disableOutputTruncate':
-        if (typeof value !== 'boolean') throw layoutError(name, `${where}: disableOutputTruncate must be true or false`)
-        config.disableOutputTruncate = value
-        break
-      case 'timeout': {
-        const ms = typeof value === 'string' ? parseGoDuration(value) : undefined
-        if (ms === undefined || ms <= 0) throw layoutError(name, `${where}: timeout must be a duration like 30s or 2m`)
-        config.timeoutMs = ms
-        break
-      }
-      case 'args': {
-        if (!isMap(node)) throw layoutError(name, `${where}: args must be a mapping of key: value`)
-        config.args = node.items.map((p) => {
-          if (!isScalar(p.key) || !(isScalar(p.value) || p.value === null) || isSeq(p.value)) throw layoutError(name, `${where}: args values must be scalars`)
-          const v = isScalar(p.value) ? p.value.value : ''
-          return `${String(p.key.value)}=${v === null ? '' : String(v)}`
-        })
-        break
-      }
-    }
-  }
+  const reader = new ConfigReader(name, where)
+  for (const pair of doc.contents.items) reader.apply(config, isScalar(pair.key) ? String(pair.key.value) : '', pair.value)
   if (config.image !== undefined && config.execPath !== undefined) throw layoutError(name, `${where}: give image or execPath, not both`)
-  if (config.args !== undefined && config.fnConfig !== undefined) throw layoutError(name, `${where}: give args or fnConfig, not both`)
   return config
+}
+
+/** Reads the fields of kpt's TestCaseConfig from config.yaml's nodes, with Go's decoding rules. */
+class ConfigReader {
+  constructor(
+    private readonly name: string,
+    private readonly where: string,
+  ) {}
+
+  bad(key: string, what: string): FnrError {
+    return layoutError(this.name, `${this.where}: ${key} must be ${what}`)
+  }
+
+  /** Go's decoder turns any scalar into a string field (`image: 123` is "123"); null is the zero value. */
+  str(key: string, node: unknown): string | undefined {
+    if (isNull(node)) return undefined
+    if (!isScalar(node)) throw this.bad(key, 'a string')
+    return scalarText(node)
+  }
+
+  bool(key: string, node: unknown): boolean {
+    if (isNull(node)) return false
+    if (!isScalar(node) || typeof node.value !== 'boolean') throw this.bad(key, 'true or false')
+    return node.value
+  }
+
+  strings(key: string, node: unknown): string[] | undefined {
+    if (isNull(node)) return undefined
+    if (!isSeq(node)) throw this.bad(key, 'a list of strings')
+    return node.items.map((item) => this.str(key, item) ?? '')
+  }
+
+  regex(key: string, source: string | undefined): string | undefined {
+    if (source !== undefined) {
+      try {
+        goRegExp(source)
+      } catch (err) {
+        throw layoutError(this.name, `${this.where}: ${key}: ${(err as Error).message}`)
+      }
+    }
+    return source
+  }
+
+  apply(config: CaseConfig, key: string, node: unknown): void {
+  switch (key) {
+    case 'testType': {
+      const value = this.str(key, node)
+      if (value === undefined || value === '') break
+      if (value !== 'eval' && value !== 'render') throw this.bad(key, `eval or render, got ${JSON.stringify(value)}`)
+      config.testType = value
+      break
+    }
+    case 'exitCode': {
+      if (node === null || (isScalar(node) && node.value === null)) break
+      if (!isScalar(node) || typeof node.value !== 'number' || !Number.isInteger(node.value)) throw this.bad(key, 'an integer')
+      config.exitCode = node.value
+      break
+    }
+    case 'allowExec':
+      config.allowExec = this.bool(key, node)
+      break
+    case 'skip':
+      config.skip = this.bool(key, node)
+      break
+    case 'sequential':
+      config.sequential = this.bool(key, node)
+      break
+    case 'debug':
+      config.debug = this.bool(key, node)
+      break
+    case 'disableOutputTruncate':
+      config.disableOutputTruncate = this.bool(key, node)
+      break
+    case 'network':
+    case 'allowNetwork':
+    case 'allowWasm':
+      if (this.bool(key, node)) config.warnings.push(`${this.where}: ${key} is not used (${KPT_UNUSED_WARNINGS[key]})`)
+      break
+    case 'includeMetaResources':
+      this.bool(key, node)
+      break
+    case 'stdErr':
+      setIf(config, 'stdErr', this.str(key, node))
+      break
+    case 'stdOut':
+      setIf(config, 'stdOut', this.str(key, node))
+      break
+    case 'stdErrRegEx':
+      setIf(config, 'stdErrRegEx', this.regex(key, this.str(key, node) || undefined))
+      break
+    case 'diffStripRegEx':
+      setIf(config, 'diffStripRegEx', this.regex(key, this.str(key, node) || undefined))
+      break
+    case 'stdErrStripLines':
+      setIf(config, 'stdErrStripLines', this.strings(key, node))
+      break
+    case 'actualStripLines':
+      setIf(config, 'actualStripLines', this.strings(key, node))
+      break
+    case 'runtimes':
+      setIf(config, 'runtimes', this.strings(key, node))
+      break
+    case 'image':
+      setIf(config, 'image', this.str(key, node) || undefined)
+      break
+    case 'execPath':
+      setIf(config, 'execPath', this.str(key, node) || undefined)
+      break
+    case 'fnConfig':
+      setIf(config, 'fnConfig', this.str(key, node) || undefined)
+      break
+    case 'tag': {
+      const tag = this.str(key, node)
+      if (tag) config.warnings.push(`${this.where}: tag ${JSON.stringify(tag)} is not used (${KPT_UNUSED_WARNINGS.tag})`)
+      break
+    }
+    case 'imagePullPolicy': {
+      const value = this.str(key, node)
+      if (!value) break
+      if (!(PULL_POLICIES as readonly string[]).includes(value.toLowerCase())) throw this.bad(key, `one of Always, IfNotPresent, Never, got ${JSON.stringify(value)}`)
+      config.imagePullPolicy = value.toLowerCase()
+      break
+    }
+    case 'timeout': {
+      const value = this.str(key, node)
+      const ms = value === undefined ? undefined : parseGoDuration(value)
+      if (ms === undefined || ms <= 0) throw this.bad(key, 'a duration like 30s or 2m')
+      config.timeoutMs = ms
+      break
+    }
+    case 'args': {
+      if (node === null || (isScalar(node) && node.value === null)) break
+      if (!isMap(node)) throw this.bad(key, 'a mapping of key: value')
+      config.args = node.items.map((p) => {
+        if (!isScalar(p.key) || !(isScalar(p.value) || p.value === null)) throw layoutError(this.name, `${this.where}: args values must be scalars`)
+        return `${scalarText(p.key)}=${this.str('args', p.value) ?? ''}`
+      })
+      break
+    }
+    default:
+      // Not a field of kpt's config (apiVersion, kind, metadata, runCount, notIdempotent, …): ignored, as kpt does.
+      break
+  }
+
+  }
+}
+
+function isNull(node: unknown): boolean {
+  return node === null || node === undefined || (isScalar(node) && node.value === null)
+}
+
+function setIf<K extends keyof CaseConfig>(config: CaseConfig, key: K, value: CaseConfig[K] | undefined): void {
+  if (value !== undefined) config[key] = value
+}
+
+/** A scalar as Go's decoder reads it into a string: its source text (`1.20` stays `1.20`). */
+function scalarText(node: Scalar): string {
+  if (node.value === null) return ''
+  if (typeof node.value === 'string') return node.value
+  if (typeof node.source === 'string') return node.source
+  return String(node.value)
+}
+
+/**
+ * A regular expression written for Go (kpt's stdErrRegEx, diffStripRegEx): a leading flag group
+ * such as `(?s)` or `(?m)` becomes JavaScript flags; without one, `^` and `$` match at the ends of
+ * the text only, as in Go. Syntax JavaScript does not share throws.
+ */
+export function goRegExp(source: string): RegExp {
+  const flags = /^\(\?([imsU]+)\)/.exec(source)
+  if (!flags) return new RegExp(source)
+  if (flags[1]!.includes('U')) throw new Error('the (?U) flag is not supported')
+  return new RegExp(source.slice(flags[0].length), flags[1]!)
 }
 
 /** The largest file of a test case fnr reads (expected outputs of a 6 MiB ResourceList fit). */

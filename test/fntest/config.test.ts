@@ -1,0 +1,143 @@
+/**
+ * fnr test: reading `.expected/config.yaml` as kpt's runner decodes it, and the `kpt` shim that
+ * kpt's case scripts (exec.sh, setup.sh) see on their PATH.
+ */
+import {expect} from 'chai'
+import {execa} from 'execa'
+import {writeFile} from 'node:fs/promises'
+import path from 'node:path'
+
+import {DEFAULT_IMAGE_PREFIX} from '../../src/lib/config/image-ref.js'
+import {goRegExp, readCaseConfig} from '../../src/lib/fntest/discover.js'
+import {createKptShim, SHIM_REFUSED_EXIT} from '../../src/lib/fntest/scripts.js'
+import {TempDirs} from '../support/tmp.js'
+
+describe('fnr test: case config', () => {
+  const temp = new TempDirs()
+  after(() => temp.cleanup())
+
+  async function read(text: string) {
+    const dir = await temp.make('fnr-cfg-')
+    const file = path.join(dir, 'config.yaml')
+    await writeFile(file, text)
+    return readCaseConfig(file, 'c')
+  }
+
+  const defaults = {exitCode: 0, disableOutputTruncate: false, skip: false, sequential: false, debug: false, warnings: []}
+
+  it('reads kpt\'s keys: args become key=value, exitCode, stdErr, fnConfig, timeout', async () => {
+    const c = await read('testType: eval\nexitCode: 1\nstdErr: boom\nargs:\n  namespace: prod\n  replicas: 3\n  tag: 1.20\n  empty:\nimage: x:v1\ntimeout: 90s\ndisableOutputTruncate: true\n')
+    expect(c).to.deep.equal({...defaults, testType: 'eval', exitCode: 1, stdErr: 'boom', args: ['namespace=prod', 'replicas=3', 'tag=1.20', 'empty='], image: 'x:v1', timeoutMs: 90_000, disableOutputTruncate: true})
+    expect(await read('')).to.deep.equal(defaults)
+    expect(await read('# only a comment\n')).to.deep.equal(defaults)
+    // kpt's render cases, and the harness keys that change how a case runs or is compared
+    expect(
+      await read(
+        'testType: render\nallowExec: true\nskip: true\nsequential: true\ndebug: true\nimagePullPolicy: IfNotPresent\nruntimes: [docker]\nstdOut: out\nstdErrStripLines: [a]\nactualStripLines: [b]\ndiffStripRegEx: "^\\\\+$"\nincludeMetaResources: true\n',
+      ),
+    ).to.deep.equal({
+      ...defaults,
+      testType: 'render',
+      allowExec: true,
+      skip: true,
+      sequential: true,
+      debug: true,
+      imagePullPolicy: 'ifnotpresent',
+      runtimes: ['docker'],
+      stdOut: 'out',
+      stdErrStripLines: ['a'],
+      actualStripLines: ['b'],
+      diffStripRegEx: '^\\+$',
+    })
+    // kpt keys fnr cannot honour: warnings, the case still runs
+    expect((await read('network: true\nallowWasm: true\ntag: "~0.4"\nallowNetwork: false\n')).warnings).to.deep.equal([
+      '.expected/config.yaml: network is not used (fnr runs no containers: the function has the network access its runtime gives)',
+      '.expected/config.yaml: allowWasm is not used (fnr does not run wasm functions)',
+      '.expected/config.yaml: tag "~0.4" is not used (a tag constraint is resolved against a registry by kpt; fnr matches the image name as given)',
+    ])
+  })
+
+  it('ignores keys that are not kpt\'s, as kpt\'s YAML decoder does (exact, case-sensitive names)', async () => {
+    const c = await read('apiVersion: v1\nkind: TestCase\nmetadata:\n  name: x\nrunCount: 2\nnotIdempotent: true\nStdErrRegEx: "(unclosed"\nexitcode: 3\nbogus: [1, 2]\nenv: {A: b}\n')
+    expect(c).to.deep.equal(defaults)
+    // null values are the zero values
+    expect(await read('exitCode:\nimage:\nskip:\nargs:\n')).to.deep.equal(defaults)
+    // Go's decoder turns any scalar into a string field
+    expect((await read('image: 123\nstdErr: true\n'))).to.deep.include({image: '123', stdErr: 'true'})
+  })
+
+  it('refuses a known key with a value of the wrong type, naming the key (the case is then an error)', async () => {
+    const bad: Array<[string, RegExp]> = [
+      ['testType: wasm\n', /testType must be eval or render, got "wasm"/],
+      ['exitCode: x\n', /exitCode must be an integer/],
+      ['exitCode: 1.5\n', /exitCode must be an integer/],
+      ['skip: yes\n', /skip must be true or false/],
+      ['args: [a]\n', /args must be a mapping/],
+      ['image: a\nexecPath: b\n', /give image or execPath, not both/],
+      ['stdErrRegEx: "("\n', /stdErrRegEx: /],
+      ['runtimes: docker\n', /runtimes must be a list of strings/],
+      ['image: {a: b}\n', /image must be a string/],
+      ['imagePullPolicy: sometimes\n', /imagePullPolicy must be one of Always, IfNotPresent, Never, got "sometimes"/],
+      ['timeout: soon\n', /timeout must be a duration/],
+      ['- a\n', /must be a mapping/],
+      ['a: [\n', /config\.yaml: /],
+    ]
+    for (const [text, message] of bad) {
+      let error: Error | undefined
+      try {
+        await read(text)
+      } catch (err) {
+        error = err as Error
+      }
+      expect(error?.message, text).to.match(/^test case c: \.expected\/config\.yaml/)
+      expect(error?.message, text).to.match(message)
+      expect(error?.message.includes('\n'), text).to.equal(false)
+    }
+  })
+
+  it('reads Go regular expressions: a leading flag group becomes flags, ^ and $ anchor the whole text', () => {
+    expect(goRegExp('^b$').test('a\nb\nc')).to.equal(false)
+    expect(goRegExp('(?m)^b$').test('a\nb\nc')).to.equal(true)
+    expect(goRegExp('(?s)a.b').test('a\nb')).to.equal(true)
+    expect(goRegExp('No such image|image not known').test('Error: image not known')).to.equal(true)
+    expect(() => goRegExp('(?U)a')).to.throw(/not supported/)
+  })
+})
+
+describe('fnr test: the kpt shim of case scripts', () => {
+  const embedded = {configPath: '/x/config.yaml', functionsDir: '/x/functions', embedded: true, defaultImagePrefix: DEFAULT_IMAGE_PREFIX}
+  // "fnr" here is printf, so the test sees the command line the shim builds.
+  const fnr = ['/usr/bin/printf', '%s|']
+
+  async function run(paths: typeof embedded, args: string[]) {
+    const shim = await createKptShim(fnr, paths)
+    try {
+      return await execa(path.join(shim.dir, 'kpt'), args, {reject: false})
+    } finally {
+      await shim.remove()
+    }
+  }
+
+  it('maps kpt fn eval and kpt fn render to fnr, arguments unchanged', async () => {
+    expect((await run(embedded, ['fn', 'eval', '.', '--image', 'a b', '--', 'k=v'])).stdout).to.equal('eval|.|--image|a b|--|k=v|')
+    expect((await run(embedded, ['fn', 'render', '-o', 'out'])).stdout).to.equal('render|-o|out|')
+  })
+
+  it('adds the run\'s exec config flags unless the script gives its own', async () => {
+    const given = {configPath: 'map.yaml', functionsDir: 'bin', embedded: false, defaultImagePrefix: 'example.com/'}
+    const abs = (p: string) => path.resolve(p)
+    expect((await run(given, ['fn', 'eval', '.'])).stdout).to.equal(`eval|--config|${abs('map.yaml')}|--functions|${abs('bin')}|--default-image-prefix|example.com/|.|`)
+    expect((await run(given, ['fn', 'eval', '.', '--config=other.yaml'])).stdout).to.equal('eval|.|--config=other.yaml|')
+    // after --, words are the function's arguments
+    expect((await run(given, ['fn', 'eval', '.', '--', '--config'])).stdout).to.match(/^eval\|--config\|/)
+  })
+
+  it('refuses every other kpt command with exit 127 and one line', async () => {
+    for (const args of [['fn', 'source', '.'], ['fn', 'sink', 'out'], ['pkg', 'get', 'x'], ['version'], []]) {
+      const r = await run(embedded, args)
+      expect(r.exitCode, args.join(' ')).to.equal(SHIM_REFUSED_EXIT)
+      expect(r.stdout).to.equal('')
+      expect(r.stderr).to.equal(`kpt (fnr test): 'kpt ${args.join(' ')}' is not available here: only 'kpt fn eval' and 'kpt fn render' run, through fnr`)
+    }
+  })
+})
