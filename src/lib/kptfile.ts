@@ -21,7 +21,7 @@
 import {readFileSync} from 'node:fs'
 import path from 'node:path'
 
-import {isAlias, isMap, isScalar, isSeq, LineCounter, parseAllDocuments, Scalar, type Document, type Node, type Pair} from 'yaml'
+import {isAlias, isMap, isScalar, isSeq, LineCounter, parseAllDocuments, Scalar, type Document, type Node, type Pair, type YAMLMap} from 'yaml'
 
 import {FnrError} from './errors.js'
 import {krmError} from './resourcelist/meta.js'
@@ -39,6 +39,8 @@ export interface KptfileFunction {
   name: string
   selectors: Selector[]
   exclude: Selector[]
+  /** The configPath file's resource as it is on disk (set by validatePipeline). */
+  configFile?: YAMLMap
 }
 
 export interface KptfilePipeline {
@@ -444,8 +446,8 @@ const readIfExists: PackageFileReader = (abs) => {
   }
 }
 
-/** kpt's reason when a configPath file is not exactly one KRM resource, or undefined. */
-function configFileError(text: string, configPath: string): string | undefined {
+/** The configPath file's one KRM resource, or kpt's reason why it is not that. */
+function configFile(text: string, configPath: string): YAMLMap | string {
   let docs
   try {
     docs = parseStream(text, configPath, 'InvalidPackage')
@@ -455,13 +457,16 @@ function configFileError(text: string, configPath: string): string | undefined {
   // kpt panics on a file without documents (index out of range); fnr refuses it.
   if (docs.length === 0) return `functionConfig ${goQuote(configPath)} must contain one config, got 0`
   if (docs.length > 1) return `functionConfig ${goQuote(configPath)} must not contain more than one config, got ${docs.length}`
-  const bad = krmError(docs[0]!.node, configPath)
-  return bad === undefined ? undefined : `functionConfig ${goQuote(configPath)}: ${bad}`
+  const node = docs[0]!.node
+  const bad = krmError(node, configPath)
+  if (bad !== undefined) return `functionConfig ${goQuote(configPath)}: ${bad}`
+  return node as YAMLMap
 }
 
 /**
  * kpt's Kptfile.Validate (step 3 of the module comment) for the package at `pkgAbs`: throws
- * the first problem, as kpt does.
+ * the first problem, as kpt does. Each configPath function gets its file's resource as
+ * `configFile`.
  */
 export function validatePipeline(kf: Kptfile, pkgAbs: string, read: PackageFileReader = readIfExists): void {
   for (const key of ['mutators', 'validators'] as const) {
@@ -482,6 +487,7 @@ function validateFunction(f: KptfileFunction, field: string, pkgAbs: string, rea
   if (syntax) throw validateError(`${field}.configPath`, syntax, f.configPath)
   const text = read(path.join(pkgAbs, f.configPath))
   if (text === undefined) throw validateError(`${field}.configPath`, 'functionConfig must exist in the current package', f.configPath)
-  const bad = configFileError(text, f.configPath)
-  if (bad) throw validateError(`${field}.configPath`, bad, f.configPath)
+  const config = configFile(text, f.configPath)
+  if (typeof config === 'string') throw validateError(`${field}.configPath`, config, f.configPath)
+  f.configFile = config
 }

@@ -50,8 +50,10 @@ export interface RenderOptions {
 interface PipelineFunction {
   image?: string
   exec?: string
-  /** Normalised, relative to the package. */
+  /** As the Kptfile writes it. */
   configPath?: string
+  /** The configPath file as it is on disk. */
+  configFile?: YAMLMap
   /** Absent when the Kptfile has none or an empty one (kpt then sends no functionConfig). */
   configMap?: Array<[string, string]>
   selectors: Selector[]
@@ -187,11 +189,11 @@ async function hydrate(pkg: Package, own: Map<string, YAMLMap[]>, options: Rende
   const {mutators, validators} = pkg
   io.stderr.write(`Package ${JSON.stringify(pkg.display)}: \n`)
   for (const fn of mutators) {
-    items = await runStep(fn, pkg, items, options, io, records)
+    items = await runStep(fn, pkg, items, options, io, records, false)
     state.functions++
   }
   for (const fn of validators) {
-    await runStep(fn, pkg, items.map((i) => i.clone() as YAMLMap), options, io, records)
+    await runStep(fn, pkg, items.map((i) => i.clone() as YAMLMap), options, io, records, true)
     state.functions++
   }
   if (mutators.length + validators.length > 0) io.stderr.write('\n')
@@ -202,16 +204,15 @@ async function hydrate(pkg: Package, own: Map<string, YAMLMap[]>, options: Rende
 function resolvePipeline(pkg: Package, ownItems: YAMLMap[]): void {
   const resolve = (key: 'mutators' | 'validators'): PipelineFunction[] =>
     pkg.kptfile.pipeline[key].map((f, i) => {
-      let configPath: string | undefined
       if (f.configPath !== '') {
-        configPath = path.posix.normalize(f.configPath)
-        if (!ownItems.some((it) => rl.getAnnotation(it, A.path) === configPath)) {
+        const clean = path.posix.normalize(f.configPath)
+        if (!ownItems.some((it) => rl.getAnnotation(it, A.path) === clean)) {
           throw validateError(`pipeline.${key}[${i}].configPath`, 'functionConfig must exist in the current package', f.configPath)
         }
       }
       return {
         ...(f.image !== '' ? {image: f.image} : {exec: f.exec}),
-        ...(configPath !== undefined ? {configPath} : {}),
+        ...(f.configPath !== '' ? {configPath: f.configPath, configFile: f.configFile} : {}),
         ...(f.configMap.length > 0 ? {configMap: f.configMap} : {}),
         selectors: f.selectors,
         exclude: f.exclude,
@@ -232,7 +233,7 @@ async function readRootKptfile(rootAbs: string): Promise<string | undefined> {
   }
 }
 
-async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], options: RenderOptions, io: EvalIO, records: rl.FunctionRunRecord[]): Promise<YAMLMap[]> {
+async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], options: RenderOptions, io: EvalIO, records: rl.FunctionRunRecord[], validator: boolean): Promise<YAMLMap[]> {
   const label = fn.image ?? fn.exec!
   if (fn.exec !== undefined && !options.allowExec) {
     throw new FnrError('Usage', 'must run with `--allow-exec` option to allow running function binaries')
@@ -241,13 +242,18 @@ async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], opt
   // The selected resources (all when there are no selectors), tagged to merge the output back.
   const selection = selectResources(items, fn.selectors, fn.exclude)
   const {filtered, selected} = selection
+  // kpt gives a validator the configPath file as it is on disk, and a mutator the package's
+  // resource at exactly that path (as earlier mutators left it), else the file on disk too.
   let functionConfig: YAMLMap | null
   if (fn.configPath !== undefined) {
-    functionConfig = items.find((it) => rl.getAnnotation(it, A.packagePath) === pkg.abs && rl.getAnnotation(it, A.path) === fn.configPath) ?? null
+    const current = validator ? undefined : items.find((it) => rl.getAnnotation(it, A.packagePath) === pkg.abs && rl.getAnnotation(it, A.path) === fn.configPath)
+    functionConfig = current ?? ((fn.configFile?.clone() as YAMLMap | undefined) ?? null)
   } else if (fn.configMap !== undefined) {
     functionConfig = rl.kptfileConfigMap(fn.configMap)
   } else functionConfig = null
-  const input = rl.buildFunctionInput(selected, {functionConfig})
+  // kpt runs a validator directly, not in a kio pipeline: no resource or migration ids.
+  if (validator) for (const item of selected) rl.deleteAnnotation(item, A.kptResourceId)
+  const input = rl.buildFunctionInput(selected, {functionConfig, migrationIds: !validator})
   io.stderr.write(`[RUNNING] ${JSON.stringify(label)}${filtered ? ` on ${selected.length} resource(s)` : ''}\n`)
   const run = fn.image !== undefined && options.imageRunner
     ? await options.imageRunner(fn.image, Buffer.from(input.text))

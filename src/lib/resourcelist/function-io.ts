@@ -30,6 +30,11 @@ export interface FunctionInput {
 
 export interface BuildInputOptions {
   functionConfig?: YAMLMap | null
+  /**
+   * Tag each item with kyaml's `annotations-migration-resource-id` (default true), as kpt's
+   * function pipelines do; kpt fn render calls its validators directly, without it.
+   */
+  migrationIds?: boolean
 }
 
 /**
@@ -46,7 +51,7 @@ export function buildFunctionInput(items: readonly YAMLMap[], options: BuildInpu
   const original = new Map<string, Map<string, string>>()
   items.forEach((item, i) => {
     const rid = String(i)
-    setAnnotation(item, A.migrationId, rid)
+    if (options.migrationIds ?? true) setAnnotation(item, A.migrationId, rid)
     copyLegacyAnnotations(item)
     const annos = annotationsOf(item)
     const kept = new Map<string, string>()
