@@ -264,15 +264,41 @@ describe('fnr render refuses the Kptfiles kpt refuses (side by side with kpt fn 
     expect(fnr.dumps['0.yaml']).not.to.contain('functionConfig')
     // configPath: ./fc.yaml names the file, not the resource: the file as it is on disk (kpt);
     // fc.yaml: the package's resource; a validator: the file again, and no ids on the items.
-    expect(fnr.dumps['1.yaml']).to.match(/\nfunctionConfig:\n  apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: fc\n  data:/)
-    expect(fnr.dumps['2.yaml']).to.match(/\nfunctionConfig:\n(.*\n)*    annotations:\n/)
-    expect(fnr.dumps['3.yaml']).to.match(/\nfunctionConfig:\n  apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: fc\n  data:/)
-    expect(fnr.dumps['3.yaml']).not.to.contain('annotations-migration-resource-id').and.not.to.contain('kpt-resource-id')
+    const onDisk = `\nfunctionConfig:\n${FC.replace(/^/gm, '  ').trimEnd()}\n`
+    expect(fnr.dumps['1.yaml']).to.contain(onDisk)
+    expect(fnr.dumps['2.yaml']).not.to.contain(onDisk)
+    expect(fnr.dumps['2.yaml'].slice(fnr.dumps['2.yaml'].indexOf('\nfunctionConfig:'))).to.contain("\n      internal.config.kubernetes.io/path: 'fc.yaml'\n")
+    expect(fnr.dumps['3.yaml']).to.contain(onDisk)
+    expect(fnr.dumps['3.yaml']).not.to.contain('annotations-migration-resource-id')
+    expect(fnr.dumps['3.yaml']).not.to.contain('kpt-resource-id')
   })
 
   it('a function\'s absolute path annotation lands inside the package (kpt beta.56), in the root and in a subpackage', async () => {
     const sub = `${HEAD.replace('name: pkg', 'name: sub')}pipeline:\n  mutators:\n  - exec: ${gen}\n`
     const {fnr} = await same({Kptfile: `${HEAD}pipeline:\n  mutators:\n  - exec: ${gen}\n`, 'cm.yaml': CM, 'sub/Kptfile': sub})
     expect(fnr.tree).to.have.keys(['Kptfile', 'cm.yaml', 'another/file/out.yaml', 'sub/Kptfile', 'sub/another/file/out.yaml'])
+  })
+
+  it('an image function\'s stderr loses its final newline as kpt reads it from the container runtime (an exec function\'s keeps it, as in kpt)', async () => {
+    const dir = await temp.make('fnr-kptfile-image-')
+    const fns = path.join(dir, 'fns')
+    await mkdir(fns)
+    const chatty = await writeExecutable(path.join(fns, 'chatty'), '#!/bin/sh\necho one >&2\necho two >&2\nexec cat\n')
+    await writeFile(path.join(fns, 'config.yaml'), 'functions:\n  - function: chatty\n    images:\n      - example.com/chatty:v1\n')
+    const files = (first: string) => ({Kptfile: `${HEAD}pipeline:\n  mutators:\n  - ${first}\n  - exec: ${chatty}\n`, 'cm.yaml': CM})
+    await writeTree(path.join(dir, 'kpt', 'pkg'), files(`exec: ${chatty}`))
+    await writeTree(path.join(dir, 'fnr', 'pkg'), files('image: example.com/chatty:v1'))
+    const args = ['pkg', '--allow-exec', '--results-dir', 'res']
+    const k = await execa(KPT, ['fn', 'render', ...args], {reject: false, cwd: path.join(dir, 'kpt')})
+    const f = await runCli(['render', ...args, '--config', path.join(fns, 'config.yaml'), '--functions', fns], {cwd: path.join(dir, 'fnr')})
+    expect(k.exitCode, String(k.stderr)).to.equal(0)
+    expect(f.exitCode, f.stderr).to.equal(0)
+    const durations = (text: string) => text.replace(/ in \S+$/gm, ' in 0s')
+    // kpt ran the function as exec both times: fnr's image run of it has no "" line.
+    const asImage = (text: string) => text.replace(`"${chatty}"`, '"example.com/chatty:v1"').replace(`"${chatty}"`, '"example.com/chatty:v1"').replace('    "two"\n    ""\n', '    "two"\n')
+    expect(durations(f.stderr)).to.equal(asImage(durations(String(k.stderr))))
+    const results = await readFile(path.join(dir, 'fnr', 'res', 'results.yaml'), 'utf8')
+    expect(results).to.equal((await readFile(path.join(dir, 'kpt', 'res', 'results.yaml'), 'utf8')).replace(`- exec: ${chatty}\n    stderr: |\n`, '- image: example.com/chatty:v1\n    stderr: |-\n'))
+    expect(results).to.contain('stderr: |-\n      one\n      two\n')
   })
 })
