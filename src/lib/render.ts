@@ -8,8 +8,12 @@
  *   package's absolute path (as kpt sends them).
  * - A pipeline runs its mutators in order (each one's output is the next one's input), then its
  *   validators (their output is discarded; a failure fails the render).
+ * - Every Kptfile is decoded and validated as kpt does (kptfile.ts) before any function runs;
+ *   a refused package gets kpt's text (an InvalidPackage error) and is left as it was.
  * - functionConfig: `configMap` (a ConfigMap named function-input, data in flow style, as kpt
- *   builds it) or `configPath` (a resource of the package, which stays in the items too).
+ *   builds it; none for an empty one) or `configPath` (for a mutator, the package's resource at
+ *   exactly that path, which stays in the items; for a validator, or when no resource has
+ *   exactly that path, the file as it is on disk, as kpt sends it).
  * - `selectors` / `exclude`: only the selected resources are sent; the output replaces them
  *   (matched by `internal.config.k8s.io/kpt-resource-id`), new resources are appended.
  * - `exec:` functions need --allow-exec and run in the current directory; `image:` functions run
