@@ -7,8 +7,8 @@
  * 2. The strict decode: every field is checked against kpt's Kptfile schema (KptFile and the
  *    types under it) as go-yaml v3 does with KnownFields: an unknown field, or a value of the
  *    wrong shape (a map or list where a string is expected, a string where a map is expected, …)
- *    is an error, all of them reported at once with their lines, in go-yaml's words, each
- *    followed by fnr's field path (`(at pipeline.mutators[0].configMap.namespace)`). Scalars
+ *    is an error, all of them reported at once with their lines, in go-yaml's words (kpt's text
+ *    line for line), then fnr's `Field paths:` (`line 9: pipeline.mutators[0].configMap.a`). Scalars
  *    of any type are accepted where a string is expected and keep their source text
  *    (`replicas: 0x1F` is "0x1F", as kpt sends it); null is "" in a map, dropped from a list.
  * 3. kpt's pipeline validation (`Kptfile is invalid: Field: … Value: … Reason: …`): exactly one
@@ -141,7 +141,10 @@ const KPTFILE = struct('v1.KptFile', {
 type Value = string | Value[] | Array<[string, string]> | {[field: string]: Value}
 
 class Decoder {
+  /** go-yaml's lines (`line 9: cannot unmarshal …`). */
   readonly errors: string[] = []
+  /** The field path of each error that has one (`line 9: pipeline.mutators[0].configMap.a`). */
+  readonly paths: string[] = []
   private visited = 0
 
   constructor(
@@ -162,6 +165,11 @@ class Decoder {
     }
     if (isAlias(node)) return (node.resolve(this.doc) as Node | undefined) ?? null
     return node as Node
+  }
+
+  private report(line: number, message: string, at?: string): void {
+    this.errors.push(`line ${line}: ${message}`)
+    if (at) this.paths.push(`line ${line}: ${at}`)
   }
 
   /** go-yaml's tag of a node as its messages show it (`!!str`, `!!int`, `!!map`, …). */
@@ -191,7 +199,7 @@ class Decoder {
       const text = String((node as Scalar).value ?? '')
       value = text.length > 10 ? ` \`${text.slice(0, 7)}...\`` : ` \`${text}\``
     }
-    this.errors.push(`line ${this.line(node)}: cannot unmarshal ${tag}${value} into ${go} (at ${at})`)
+    this.report(this.line(node), `cannot unmarshal ${tag}${value} into ${go}`, at)
   }
 
   /** Decodes `raw` into `schema`; undefined when go-yaml would leave the target unset. */
@@ -262,7 +270,7 @@ class Decoder {
       const path = at === '' ? key : `${at}.${key}`
       const field = Object.hasOwn(schema.fields, key) ? schema.fields[key] : undefined
       if (field === undefined) {
-        this.errors.push(`line ${this.line(pair.key as Node)}: field ${key} not found in type ${schema.go} (at ${path})`)
+        this.report(this.line(pair.key as Node), `field ${key} not found in type ${schema.go}`, path)
         continue
       }
       const v = this.decode(pair.value, field, path)
@@ -277,7 +285,7 @@ class Decoder {
     const sources = isSeq(node) ? node.items.map((n) => this.deref(n)) : [node]
     for (const source of sources) {
       if (!isMap(source)) {
-        this.errors.push(`line ${node ? this.line(node) : 0}: map merge requires map or sequence of maps as the value (at ${into.at})`)
+        this.report(node ? this.line(node) : 0, 'map merge requires map or sequence of maps as the value', into.at)
         return
       }
       const merged = this.struct(source, into.schema, into.at) as {[field: string]: Value} | undefined
@@ -311,7 +319,7 @@ class Decoder {
       if (!isScalar(k)) continue
       const same = seen.get(String(k.value ?? ''))!
       for (const later of same.slice(same.indexOf(k) + 1)) {
-        this.errors.push(`line ${this.line(later)}: mapping key ${goQuote(String(k.value ?? ''))} already defined at line ${this.line(k)}`)
+        this.report(this.line(later), `mapping key ${goQuote(String(k.value ?? ''))} already defined at line ${this.line(k)}`)
       }
     }
     return this.errors.length > before
@@ -363,27 +371,8 @@ export function readKptfile(text: string, pkgAbs: string, read: PackageFileReade
   return kf
 }
 
-/**
- * Decodes a Kptfile's text strictly (steps 1 and 2 of the module comment). `pkgAbs` is the
- * package directory, as kpt names it in the message.
- */
-export function decodeKptfile(text: string, pkgAbs: string): Kptfile {
-  const lines = new LineCounter()
-  const docs = parseAllDocuments(text.includes('\r\n') ? text.replace(/\r\n/g, '\n') : text, {...PARSE_OPTIONS, lineCounter: lines})
-  // An empty stream still carries the errors of what could not be parsed.
-  const streamErrors = (docs as {errors?: Array<{message: string; pos?: [number, number]}>}).errors ?? []
-  const doc = docs[0]
-  const parseError = doc?.errors[0] ?? streamErrors[0]
-  if (parseError) {
-    const pos = parseError.pos?.[0]
-    throw unreadable(pkgAbs, `yaml: ${pos === undefined ? '' : `line ${lines.linePos(pos).line}: `}${parserMessage(parseError.message)}`)
-  }
-  const root = doc?.contents as Node | null | undefined
-  if (root === undefined || root === null) throw unreadable(pkgAbs, 'EOF')
-  checkVersion(root, pkgAbs)
-  const decoder = new Decoder(doc!, lines)
-  const value = (decoder.decode(root, KPTFILE, '') ?? {}) as {[field: string]: Value}
-  if (decoder.errors.length > 0) throw unreadable(pkgAbs, `yaml: unmarshal errors:\n  ${decoder.errors.join('\n  ')}`)
+/** The decoded values render uses, typed. */
+function toKptfile(value: {[field: string]: Value}): Kptfile {
   const s = (v: Value | undefined): string => (typeof v === 'string' ? v : '')
   const selectors = (v: Value | undefined): Selector[] =>
     ((v ?? []) as Array<{[field: string]: Value}>).map((sel) => {
@@ -405,6 +394,34 @@ export function decodeKptfile(text: string, pkgAbs: string): Kptfile {
   const pipeline = (value.pipeline ?? {}) as {[field: string]: Value}
   const metadata = (value.metadata ?? {}) as {[field: string]: Value}
   return {apiVersion: s(value.apiVersion), kind: s(value.kind), name: s(metadata.name), pipeline: {mutators: fns(pipeline.mutators), validators: fns(pipeline.validators)}}
+}
+
+/**
+ * Decodes a Kptfile's text strictly (steps 1 and 2 of the module comment). `pkgAbs` is the
+ * package directory, as kpt names it in the message.
+ */
+export function decodeKptfile(text: string, pkgAbs: string): Kptfile {
+  const lines = new LineCounter()
+  const docs = parseAllDocuments(text.includes('\r\n') ? text.replace(/\r\n/g, '\n') : text, {...PARSE_OPTIONS, lineCounter: lines})
+  // An empty stream still carries the errors of what could not be parsed.
+  const streamErrors = (docs as {errors?: Array<{message: string; pos?: [number, number]}>}).errors ?? []
+  const doc = docs[0]
+  const parseError = doc?.errors[0] ?? streamErrors[0]
+  if (parseError) {
+    const pos = parseError.pos?.[0]
+    throw unreadable(pkgAbs, `yaml: ${pos === undefined ? '' : `line ${lines.linePos(pos).line}: `}${parserMessage(parseError.message)}`)
+  }
+  const root = doc?.contents as Node | null | undefined
+  if (root === undefined || root === null) throw unreadable(pkgAbs, 'EOF')
+  checkVersion(root, pkgAbs)
+  const decoder = new Decoder(doc!, lines)
+  const value = (decoder.decode(root, KPTFILE, '') ?? {}) as {[field: string]: Value}
+  if (decoder.errors.length > 0) {
+    // kpt's text, line for line, then the field paths go-yaml does not give.
+    const paths = decoder.paths.length > 0 ? `\n\nField paths:\n  ${decoder.paths.join('\n  ')}` : ''
+    throw unreadable(pkgAbs, `yaml: unmarshal errors:\n  ${decoder.errors.join('\n  ')}${paths}`)
+  }
+  return toKptfile(value)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -23,7 +23,18 @@ function thrown(fn: () => unknown): FnrError {
   throw new Error('expected an error')
 }
 
-const unmarshal = (...lines: string[]): string => `Error: Kptfile at "${PKG}" can't be read.\n\nDetails:\nyaml: unmarshal errors:\n  ${lines.join('\n  ')}`
+/**
+ * kpt's text for go-yaml's errors, then fnr's field paths: each line is written here as
+ * `line N: message (at path)`.
+ */
+function unmarshal(...lines: string[]): string {
+  const errors = lines.map((l) => l.replace(/ \(at [^)]*\)$/, ''))
+  const paths = lines.flatMap((l) => {
+    const m = /^(line \d+): .* \(at ([^)]*)\)$/.exec(l)
+    return m ? [`${m[1]}: ${m[2]}`] : []
+  })
+  return `Error: Kptfile at "${PKG}" can't be read.\n\nDetails:\nyaml: unmarshal errors:\n  ${errors.join('\n  ')}${paths.length > 0 ? `\n\nField paths:\n  ${paths.join('\n  ')}` : ''}`
+}
 
 /** A package whose files are this map (path relative to PKG -> text). */
 const files =
@@ -73,6 +84,7 @@ describe('Kptfile (kpt\'s decode and validation)', () => {
           'line 11: cannot unmarshal !!seq into string (at pipeline.mutators[0].configMap.envs)',
         ),
       )
+      expect(e.message).to.match(/ string\n\nField paths:\n  line 9: pipeline\.mutators\[0\]\.configMap\.namespace\n  line 11: pipeline\.mutators\[0\]\.configMap\.envs$/)
       expect(e.exitCode).to.equal(1)
       // kpt's CLI ends its message with " \n"; no "fnr:" prefix.
       expect(errorLine(e)).to.equal(`${e.message} \n`)
