@@ -84,7 +84,7 @@ describe('Kptfile (kpt\'s decode and validation)', () => {
           'line 11: cannot unmarshal !!seq into string (at pipeline.mutators[0].configMap.envs)',
         ),
       )
-      expect(e.message).to.match(/ string\n\nField paths:\n  line 9: pipeline\.mutators\[0\]\.configMap\.namespace\n  line 11: pipeline\.mutators\[0\]\.configMap\.envs$/)
+      expect(e.message.endsWith(' string\n\nField paths:\n  line 9: pipeline.mutators[0].configMap.namespace\n  line 11: pipeline.mutators[0].configMap.envs')).to.equal(true)
       expect(e.exitCode).to.equal(1)
       // kpt's CLI ends its message with " \n"; no "fnr:" prefix.
       expect(errorLine(e)).to.equal(`${e.message} \n`)
@@ -144,7 +144,8 @@ describe('Kptfile (kpt\'s decode and validation)', () => {
       expect(thrown(() => decodeKptfile('', PKG)).message).to.equal(`Error: Kptfile at "${PKG}" can't be read.\n\nDetails:\nEOF`)
       expect(thrown(() => decodeKptfile('# only a comment\n', PKG)).message).to.match(/\nEOF$/)
       expect(thrown(() => decodeKptfile('- a\n', PKG)).message).to.match(/\nmissing Resource metadata$/)
-      expect(thrown(() => decodeKptfile('apiVersion: kpt.dev/v1\nkslsls\n;s;s;s\n', PKG)).message).to.match(/^Error: Kptfile at "\/work\/pkg" can't be read\.\n\nDetails:\nyaml: line 2: /)
+      // kpt's invalid-kptfile e2e case: go-yaml's words for a key that runs over several lines.
+      expect(thrown(() => decodeKptfile('apiVersion: kpt.dev/v1\nkslsls\n;s;s;s\n', PKG)).message).to.equal(`Error: Kptfile at "${PKG}" can't be read.\n\nDetails:\nyaml: line 2: could not find expected ':'`)
     })
   })
 
