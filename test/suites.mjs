@@ -27,6 +27,7 @@ export const UNIT = [
   'test/grpc/flow-control.test.ts',
   'test/k8s/patch-and-selectors.test.ts',
   'test/lib/errors.test.ts',
+  'test/lib/kptfile.test.ts',
   'test/lib/lazy-loading.test.ts',
   'test/lib/reclaim.test.ts',
   'test/lib/typed-decisions.test.ts',

@@ -18,6 +18,11 @@ export type ErrorKind =
   | 'FunctionFailed'
   | 'Config'
   | 'Usage'
+  /**
+   * A package kpt refuses to render (a missing or invalid Kptfile, src/lib/kptfile.ts): the
+   * message is the text kpt prints, several lines, and the CLI prints it as kpt does.
+   */
+  | 'InvalidPackage'
 
 /** gRPC status code numbers (the wire values; see grpc/status.proto). */
 export const GrpcCode = {
@@ -55,6 +60,7 @@ const GRPC_BY_KIND: Record<ErrorKind, number> = {
   FunctionFailed: GrpcCode.INTERNAL,
   Config: GrpcCode.FAILED_PRECONDITION,
   Usage: GrpcCode.INVALID_ARGUMENT,
+  InvalidPackage: GrpcCode.INVALID_ARGUMENT,
 }
 
 /**
@@ -63,6 +69,8 @@ const GRPC_BY_KIND: Record<ErrorKind, number> = {
  */
 export const EXIT_CODE_BY_KIND: Record<ErrorKind, number> = {
   FunctionFailed: 1,
+  // kpt's exit code for a Kptfile it refuses.
+  InvalidPackage: 1,
   Internal: 1,
   Usage: 2,
   InvalidArgument: 2,
@@ -201,7 +209,11 @@ export function firstLine(text: string, max = 500): string {
   return line.length > max ? `${line.slice(0, max - 1)}…` : line
 }
 
-/** How a failure reads on the console: one "fnr: …" line (src/cli/render-error.ts, and fnr test's case console). */
+/**
+ * How a failure reads on the console: one "fnr: …" line (src/cli/render-error.ts, and fnr test's
+ * case console); an InvalidPackage error is kpt's own text, ended as kpt's CLI ends it (" \n").
+ */
 export function errorLine(err: FnrError): string {
+  if (err.kind === 'InvalidPackage') return `${err.message} \n`
   return `fnr: ${firstLine(err.message, 2000)}${err.kind === 'Usage' ? ' (see --help)' : ''}\n`
 }

@@ -255,7 +255,7 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
 
   io.stderr.write(`[RUNNING] ${JSON.stringify(label)}${selection.filtered ? ` on ${selection.selected.length} resource(s)` : ''}\n`)
   const run = await (runner ?? ((l: string, bytes: Buffer) => runFunction(options, l, bytes)))(label, Buffer.from(input.text))
-  const stderrText = run.stderr.toString('utf8')
+  const stderrText = options.image !== undefined ? rl.containerStderr(run.stderr.toString('utf8')) : run.stderr.toString('utf8')
   const record: rl.FunctionRunRecord = {
     ...(options.image ? {image: options.image} : {exec: options.exec}),
     exitCode: run.exitCode,

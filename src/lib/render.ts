@@ -8,8 +8,12 @@
  *   package's absolute path (as kpt sends them).
  * - A pipeline runs its mutators in order (each one's output is the next one's input), then its
  *   validators (their output is discarded; a failure fails the render).
+ * - Every Kptfile is decoded and validated as kpt does (kptfile.ts) before any function runs;
+ *   a refused package gets kpt's text (an InvalidPackage error) and is left as it was.
  * - functionConfig: `configMap` (a ConfigMap named function-input, data in flow style, as kpt
- *   builds it) or `configPath` (a resource of the package, which stays in the items too).
+ *   builds it; none for an empty one) or `configPath` (for a mutator, the package's resource at
+ *   exactly that path, which stays in the items; for a validator, or when no resource has
+ *   exactly that path, the file as it is on disk, as kpt sends it).
  * - `selectors` / `exclude`: only the selected resources are sent; the output replaces them
  *   (matched by `internal.config.k8s.io/kpt-resource-id`), new resources are appended.
  * - `exec:` functions need --allow-exec and run in the current directory; `image:` functions run
@@ -18,17 +22,18 @@
  * - Console output, results.yaml and the files written are kpt's; nothing is written when any
  *   function fails, and the package is written atomically (resourcelist/sink.ts).
  */
+import {readFile} from 'node:fs/promises'
 import path from 'node:path'
 
-import {isMap, type YAMLMap} from 'yaml'
+import type {YAMLMap} from 'yaml'
 
 import type {ExecPaths} from './config/embedded.js'
 import {FnrError} from './errors.js'
 import {isBlank, runFunction, splitExec, type EvalIO, type RunOutcome} from './eval.js'
+import {missingKptfileError, readKptfile, validateError, type Kptfile} from './kptfile.js'
 import * as rl from './resourcelist/index.js'
 import {A} from './resourcelist/constants.js'
 import {selectResources, type Selector} from './resourcelist/select.js'
-import {toTyped} from './resourcelist/yaml.js'
 
 export interface RenderOptions {
   /** The package directory (default "."). */
@@ -49,12 +54,14 @@ export interface RenderOptions {
 interface PipelineFunction {
   image?: string
   exec?: string
+  /** As the Kptfile writes it. */
   configPath?: string
-  configMap?: Record<string, string>
+  /** The configPath file as it is on disk. */
+  configFile?: YAMLMap
+  /** Absent when the Kptfile has none or an empty one (kpt then sends no functionConfig). */
+  configMap?: Array<[string, string]>
   selectors: Selector[]
   exclude: Selector[]
-  /** Where it is declared, for messages: pipeline.mutators[0]. */
-  field: string
 }
 
 interface Package {
@@ -62,11 +69,11 @@ interface Package {
   rel: string
   abs: string
   display: string
-  kptfile: YAMLMap
+  kptfile: Kptfile
   children: Package[]
+  mutators: PipelineFunction[]
+  validators: PipelineFunction[]
 }
-
-const KRM_API = 'kpt.dev/v1'
 
 export async function runRender(options: RenderOptions, io: EvalIO): Promise<void> {
   try {
@@ -80,7 +87,17 @@ export async function runRender(options: RenderOptions, io: EvalIO): Promise<voi
 async function render(options: RenderOptions, io: EvalIO): Promise<void> {
   const rootAbs = path.resolve(options.dir)
   if (options.output !== '' && !['stdout', 'unwrap'].includes(options.output)) await rl.checkSinkTarget(options.output)
-  const list = await rl.readPackage([options.dir])
+  // Every Kptfile is decoded and validated as kpt does before any function runs
+  // (src/lib/kptfile.ts): the root's first, as kpt reads it first.
+  const decoded = new Map<string, Kptfile>()
+  const rootText = await readRootKptfile(rootAbs)
+  if (rootText !== undefined) decoded.set('', readKptfile(rootText, rootAbs))
+  const list = await rl.readPackage([options.dir], {
+    onKptfile: (rel, text) => {
+      const dir = dirOf(rel)
+      if (dir !== '' && !decoded.has(dir)) decoded.set(dir, readKptfile(text, path.join(rootAbs, dir)))
+    },
+  })
   const previousPaths = rl.sourcePathsOf(list.items)
 
   // Packages: the directories holding a Kptfile.
@@ -89,11 +106,14 @@ async function render(options: RenderOptions, io: EvalIO): Promise<void> {
     const p = rl.getAnnotation(item, A.path)!
     if (path.posix.basename(p) === 'Kptfile' && rl.getAnnotation(item, A.index) === '0') kptfiles.set(dirOf(p), item)
   }
-  if (!kptfiles.has('')) throw new FnrError('InvalidArgument', `${options.dir}: no Kptfile (a kpt package needs one: kpt pkg init)`)
+  if (!kptfiles.has('') || !decoded.has('')) throw missingKptfileError(rootAbs)
   const rootName = path.basename(rootAbs)
   const packages = new Map<string, Package>()
   for (const rel of [...kptfiles.keys()].sort()) {
-    packages.set(rel, {rel, abs: rel === '' ? rootAbs : path.join(rootAbs, rel), display: rel === '' ? rootName : `${rootName}/${rel}`, kptfile: kptfiles.get(rel)!, children: []})
+    const kptfile = decoded.get(rel)
+    // A Kptfile readPackage found is one the hook decoded; the guard keeps the types honest.
+    if (kptfile === undefined) throw missingKptfileError(path.join(rootAbs, rel))
+    packages.set(rel, {rel, abs: rel === '' ? rootAbs : path.join(rootAbs, rel), display: rel === '' ? rootName : `${rootName}/${rel}`, kptfile, children: [], mutators: [], validators: []})
   }
   for (const pkg of packages.values()) {
     if (pkg.rel === '') continue
@@ -116,6 +136,9 @@ async function render(options: RenderOptions, io: EvalIO): Promise<void> {
     bucket.push(item)
     own.set(owner, bucket)
   }
+
+  // kpt's run-time check: a configPath names a resource of the package itself.
+  for (const pkg of packages.values()) resolvePipeline(pkg, own.get(pkg.rel) ?? [])
 
   const records: rl.FunctionRunRecord[] = []
   const state = {functions: 0}
@@ -167,73 +190,54 @@ async function hydrate(pkg: Package, own: Map<string, YAMLMap[]>, options: Rende
   let items: YAMLMap[] = []
   for (const child of pkg.children.sort((a, b) => (a.rel < b.rel ? -1 : 1))) items.push(...(await hydrate(child, own, options, io, records, state)))
   items.push(...(own.get(pkg.rel) ?? []))
-  const {mutators, validators} = parsePipeline(pkg, items)
+  const {mutators, validators} = pkg
   io.stderr.write(`Package ${JSON.stringify(pkg.display)}: \n`)
   for (const fn of mutators) {
-    items = await runStep(fn, pkg, items, options, io, records)
+    items = await runStep(fn, pkg, items, options, io, records, false)
     state.functions++
   }
   for (const fn of validators) {
-    await runStep(fn, pkg, items.map((i) => i.clone() as YAMLMap), options, io, records)
+    await runStep(fn, pkg, items.map((i) => i.clone() as YAMLMap), options, io, records, true)
     state.functions++
   }
   if (mutators.length + validators.length > 0) io.stderr.write('\n')
   return items
 }
 
-function parsePipeline(pkg: Package, items: YAMLMap[]): {mutators: PipelineFunction[]; validators: PipelineFunction[]} {
-  const kf = toTyped(pkg.kptfile) as Record<string, unknown>
-  const where = `${pkg.display}/Kptfile`
-  const apiVersion = kf.apiVersion
-  if (typeof apiVersion === 'string' && apiVersion !== KRM_API && apiVersion.startsWith('kpt.dev/')) {
-    throw new FnrError('InvalidArgument', `${where} has an old version (${JSON.stringify(apiVersion.slice('kpt.dev/'.length))}) of the Kptfile schema; update it to ${KRM_API}`)
-  }
-  const pipeline = (kf.pipeline ?? {}) as Record<string, unknown>
-  const read = (key: 'mutators' | 'validators'): PipelineFunction[] => {
-    const list = pipeline[key]
-    if (list === undefined || list === null) return []
-    if (!Array.isArray(list)) throw kptfileError(where, `pipeline.${key}`, 'must be a list of functions')
-    return list.map((raw, i) => {
-      const field = `pipeline.${key}[${i}]`
-      const f = (raw ?? {}) as Record<string, unknown>
-      const image = typeof f.image === 'string' && f.image !== '' ? f.image : undefined
-      const exec = typeof f.exec === 'string' && f.exec !== '' ? f.exec : undefined
-      if ((image === undefined) === (exec === undefined)) throw kptfileError(where, field, 'must specify exactly one of `image` and `exec`')
-      if (f.configPath !== undefined && f.configMap !== undefined) {
-        throw kptfileError(where, field, 'functionConfig must not specify both `configMap` and `configPath` at the same time')
-      }
-      let configPath: string | undefined
-      if (f.configPath !== undefined) {
-        configPath = String(f.configPath)
-        if (path.posix.isAbsolute(configPath) || path.posix.normalize(configPath).startsWith('..')) {
-          throw kptfileError(where, `${field}.configPath`, 'functionConfig must be a relative path inside the package', configPath)
-        }
-        configPath = path.posix.normalize(configPath)
-        if (!items.some((it) => rl.getAnnotation(it, A.packagePath) === pkg.abs && rl.getAnnotation(it, A.path) === configPath)) {
-          throw kptfileError(where, `${field}.configPath`, 'functionConfig must exist in the current package', configPath)
+/** The package's functions, once kpt's run-time check of their configPath has passed. */
+function resolvePipeline(pkg: Package, ownItems: YAMLMap[]): void {
+  const resolve = (key: 'mutators' | 'validators'): PipelineFunction[] =>
+    pkg.kptfile.pipeline[key].map((f, i) => {
+      if (f.configPath !== '') {
+        const clean = path.posix.normalize(f.configPath)
+        if (!ownItems.some((it) => rl.getAnnotation(it, A.path) === clean)) {
+          throw validateError(`pipeline.${key}[${i}].configPath`, 'functionConfig must exist in the current package', f.configPath)
         }
       }
-      let configMap: Record<string, string> | undefined
-      if (f.configMap !== undefined && f.configMap !== null) {
-        if (typeof f.configMap !== 'object' || Array.isArray(f.configMap)) throw kptfileError(where, `${field}.configMap`, 'must be a map of strings')
-        configMap = Object.fromEntries(Object.entries(f.configMap as Record<string, unknown>).map(([k, v]) => [k, v === null ? '' : String(v)]))
+      return {
+        ...(f.image !== '' ? {image: f.image} : {exec: f.exec}),
+        ...(f.configPath !== '' ? {configPath: f.configPath, configFile: f.configFile} : {}),
+        ...(f.configMap.length > 0 ? {configMap: f.configMap} : {}),
+        selectors: f.selectors,
+        exclude: f.exclude,
       }
-      const selectors = (v: unknown, name: string): Selector[] => {
-        if (v === undefined || v === null) return []
-        if (!Array.isArray(v)) throw kptfileError(where, `${field}.${name}`, 'must be a list of selectors')
-        return v as Selector[]
-      }
-      return {image, exec, configPath, configMap, selectors: selectors(f.selectors, 'selectors'), exclude: selectors(f.exclude, 'exclude'), field}
     })
+  pkg.mutators = resolve('mutators')
+  pkg.validators = resolve('validators')
+}
+
+/** The root package's Kptfile text, or undefined when there is none. */
+async function readRootKptfile(rootAbs: string): Promise<string | undefined> {
+  try {
+    return await readFile(path.join(rootAbs, 'Kptfile'), 'utf8')
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined
+    throw new FnrError('InvalidArgument', `cannot read ${path.join(rootAbs, 'Kptfile')}: ${(err as Error).message}`)
   }
-  return {mutators: read('mutators'), validators: read('validators')}
 }
 
-function kptfileError(where: string, field: string, reason: string, value?: string): FnrError {
-  return new FnrError('InvalidArgument', `${where} is invalid: Field: \`${field}\`${value === undefined ? '' : ` Value: ${JSON.stringify(value)}`} Reason: ${reason}`)
-}
-
-async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], options: RenderOptions, io: EvalIO, records: rl.FunctionRunRecord[]): Promise<YAMLMap[]> {
+async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], options: RenderOptions, io: EvalIO, records: rl.FunctionRunRecord[], validator: boolean): Promise<YAMLMap[]> {
   const label = fn.image ?? fn.exec!
   if (fn.exec !== undefined && !options.allowExec) {
     throw new FnrError('Usage', 'must run with `--allow-exec` option to allow running function binaries')
@@ -242,20 +246,23 @@ async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], opt
   // The selected resources (all when there are no selectors), tagged to merge the output back.
   const selection = selectResources(items, fn.selectors, fn.exclude)
   const {filtered, selected} = selection
+  // kpt gives a validator the configPath file as it is on disk, and a mutator the package's
+  // resource at exactly that path (as earlier mutators left it), else the file on disk too.
   let functionConfig: YAMLMap | null
   if (fn.configPath !== undefined) {
-    functionConfig = items.find((it) => rl.getAnnotation(it, A.packagePath) === pkg.abs && rl.getAnnotation(it, A.path) === fn.configPath) ?? null
+    const current = validator ? undefined : items.find((it) => rl.getAnnotation(it, A.packagePath) === pkg.abs && rl.getAnnotation(it, A.path) === fn.configPath)
+    functionConfig = current ?? ((fn.configFile?.clone() as YAMLMap | undefined) ?? null)
   } else if (fn.configMap !== undefined) {
-    functionConfig = rl.functionConfigFromArgs(Object.entries(fn.configMap).map(([k, v]) => `${k}=${v}`))
-    const data = functionConfig.get('data', true)
-    if (isMap(data)) data.flow = true
+    functionConfig = rl.kptfileConfigMap(fn.configMap)
   } else functionConfig = null
-  const input = rl.buildFunctionInput(selected, {functionConfig})
+  // kpt runs a validator directly, not in a kio pipeline: no resource or migration ids.
+  if (validator) for (const item of selected) rl.deleteAnnotation(item, A.kptResourceId)
+  const input = rl.buildFunctionInput(selected, {functionConfig, migrationIds: !validator})
   io.stderr.write(`[RUNNING] ${JSON.stringify(label)}${filtered ? ` on ${selected.length} resource(s)` : ''}\n`)
   const run = fn.image !== undefined && options.imageRunner
     ? await options.imageRunner(fn.image, Buffer.from(input.text))
     : await runFunction({image: fn.image, exec: fn.exec, timeoutMs: options.timeoutMs, maxOutputBytes: options.maxOutputBytes, execPaths: options.execPaths, signal: options.signal}, label, Buffer.from(input.text))
-  const stderrText = run.stderr.toString('utf8')
+  const stderrText = fn.image !== undefined ? rl.containerStderr(run.stderr.toString('utf8')) : run.stderr.toString('utf8')
   const record: rl.FunctionRunRecord = {...(fn.image ? {image: fn.image} : {exec: fn.exec}), exitCode: run.exitCode, ...(stderrText ? {stderr: stderrText} : {})}
   const block = {truncate: options.truncateOutput}
   const failed = (err: FnrError): FnrError => new FnrError(err.kind, err.message, {cause: err.cause, details: {...err.details, renderFailed: true}})
@@ -281,7 +288,7 @@ async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], opt
     if (isBlank(run.stdout)) {
       throw new FnrError('FunctionFailed', `function ${JSON.stringify(label)} exited 0 but wrote nothing to stdout (a function must write a ResourceList; \`items: []\` deletes everything); nothing was written`)
     }
-    output = rl.readFunctionOutput(run.stdout, input)
+    output = rl.readFunctionOutput(run.stdout, input, {packageRelativePaths: true})
   } catch (err) {
     io.stderr.write(`[FAIL] ${JSON.stringify(label)} in ${rl.formatKptDuration(run.durationMs)}\n`)
     io.stderr.write(rl.formatStderrBlock(stderrText, block))

@@ -55,6 +55,34 @@ export function functionConfigFromArgs(args: readonly string[], options: {evalOr
   return fc
 }
 
+/**
+ * The ConfigMap `kpt fn render` builds from a Kptfile function's `configMap:` (pairs in the
+ * Kptfile's order; kpt's own order is Go's random map order). kpt tags each value `!!str`, so a
+ * value is quoted only when it would read back as something else (`"3"`, `"true"`, `""`, but
+ * `yes` plain), and leaves the keys untagged: plain wherever YAML allows (`5: five`).
+ */
+export function kptfileConfigMap(pairs: ReadonlyArray<readonly [string, string]>): YAMLMap {
+  const data = new YAMLMap()
+  data.flow = true
+  for (const [k, v] of pairs) {
+    const key = new Scalar(k)
+    if (k === '') key.type = Scalar.QUOTE_DOUBLE
+    const value = new Scalar(v)
+    if (typeof resolvePlain(v) !== 'string') value.type = Scalar.QUOTE_DOUBLE
+    data.items.push(new Pair(key, value))
+  }
+  const metadata = new YAMLMap()
+  metadata.items.push(new Pair(new Scalar('name'), new Scalar(FUNCTION_INPUT_NAME)))
+  const fc = new YAMLMap()
+  fc.items.push(
+    new Pair(new Scalar('apiVersion'), new Scalar('v1')),
+    new Pair(new Scalar('kind'), new Scalar('ConfigMap')),
+    new Pair(new Scalar('metadata'), metadata),
+    new Pair(new Scalar('data'), data),
+  )
+  return fc
+}
+
 /** A map key as kyaml writes it: quoted only when YAML 1.2 would not read it as a string (`n`, `on` stay plain). */
 function keyScalar(key: string): Scalar<string> {
   const s = new Scalar(key)

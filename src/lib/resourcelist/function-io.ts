@@ -17,7 +17,7 @@ import {A} from './constants.js'
 import {annotationsOf, deleteAnnotation, getAnnotation, krmError, setAnnotation} from './meta.js'
 import {copyLegacyAnnotations, parseResourceList, type ResourceList} from './read.js'
 import {extractResults, type FunctionResult} from './results.js'
-import {checkPathInvariants, defaultPaths, stringifyResourceList} from './write.js'
+import {checkPathInvariants, cleanPath, defaultPaths, stringifyResourceList} from './write.js'
 
 export interface FunctionInput {
   /** The ResourceList text to write to the function's stdin. */
@@ -30,6 +30,11 @@ export interface FunctionInput {
 
 export interface BuildInputOptions {
   functionConfig?: YAMLMap | null
+  /**
+   * Tag each item with kyaml's `annotations-migration-resource-id` (default true), as kpt's
+   * function pipelines do; kpt fn render calls its validators directly, without it.
+   */
+  migrationIds?: boolean
 }
 
 /**
@@ -46,7 +51,7 @@ export function buildFunctionInput(items: readonly YAMLMap[], options: BuildInpu
   const original = new Map<string, Map<string, string>>()
   items.forEach((item, i) => {
     const rid = String(i)
-    setAnnotation(item, A.migrationId, rid)
+    if (options.migrationIds ?? true) setAnnotation(item, A.migrationId, rid)
     copyLegacyAnnotations(item)
     const annos = annotationsOf(item)
     const kept = new Map<string, string>()
@@ -97,7 +102,7 @@ export interface FunctionOutput {
  * Reads a successful function's stdout. Empty output is an empty list (every resource deleted,
  * as kpt does). Errors in the output are FnrError('FunctionFailed', ...).
  */
-export function readFunctionOutput(output: Uint8Array | string, input?: FunctionInput): FunctionOutput {
+export function readFunctionOutput(output: Uint8Array | string, input?: FunctionInput, options: {packageRelativePaths?: boolean} = {}): FunctionOutput {
   const list = parseResourceList(output, {
     origin: 'function output',
     errorKind: 'FunctionFailed',
@@ -118,12 +123,29 @@ export function readFunctionOutput(output: Uint8Array | string, input?: Function
     deleteAnnotation(item, A.migrationId)
   }
   defaultPaths(list.items, 'FunctionFailed')
+  if (options.packageRelativePaths) for (const item of list.items) packageRelativePath(item)
   checkPathInvariants(list.items, 'FunctionFailed')
   for (const item of list.items) {
     const bad = krmError(item, pathOf(item))
     if (bad) throw new FnrError('FunctionFailed', `output resource list must contain only KRM resources: ${pathOf(item)}: ${bad}`)
   }
   return {list, results}
+}
+
+/**
+ * For render (`packageRelativePaths`): an absolute path annotation (`/another/file/out.yaml`)
+ * names a file inside the function's package, as in kpt beta.56, whose render joins every path
+ * to its package's directory: it becomes `another/file/out.yaml` (cleaned first, so
+ * `/../x.yaml` is `x.yaml`, as the join makes it). `kpt fn eval` refuses such a path ("package
+ * paths may not be absolute paths"), and so does fnr eval.
+ */
+function packageRelativePath(item: YAMLMap): void {
+  const p = getAnnotation(item, A.path)
+  if (p === undefined || !p.startsWith('/')) return
+  const rel = cleanPath(p).replace(/^\/+/, '')
+  if (rel === '') return
+  setAnnotation(item, A.path, rel, 'FunctionFailed')
+  setAnnotation(item, A.legacyPath, rel, 'FunctionFailed')
 }
 
 /** kyaml ReconcileInternalAnnotations for one output item (both formats are always in use). */

@@ -4,7 +4,7 @@
  * 1.0.0-beta.56. Not used on the gRPC server path (the server passes bytes through untouched).
  */
 export {A as ANNOTATIONS, BARE_SEQ_KEY, RESOURCE_LIST_API_VERSION, RESOURCE_LIST_KIND, type SeqIndent} from './constants.js'
-export {FUNCTION_INPUT_NAME, functionConfigFromArgs, parseFunctionConfig, readFunctionConfig} from './function-config.js'
+export {FUNCTION_INPUT_NAME, functionConfigFromArgs, kptfileConfigMap, parseFunctionConfig, readFunctionConfig} from './function-config.js'
 export {
   buildFunctionInput,
   copyComments,
@@ -18,6 +18,7 @@ export {annotationsOf, getAnnotation, krmError, metaOf, setAnnotation, deleteAnn
 export {emptyResourceList, parseResourceList, type ParseResourceListOptions, type ResourceList} from './read.js'
 export {
   buildFunctionResultList,
+  containerStderr,
   countErrorResults,
   extractResults,
   formatKptDuration,

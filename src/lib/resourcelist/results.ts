@@ -165,6 +165,19 @@ export function formatStderrBlock(stderr: string, options: BlockOptions = {}): s
 }
 
 /**
+ * The stderr kpt keeps of an `image:` function (its container runtime's output read line by
+ * line): each line without its `\r`, joined with `\n`, so a final newline is gone (no `""`
+ * line on the console, `stderr: text` rather than `stderr: |` in results.yaml). An `exec:`
+ * function's stderr is kept as it is, as kpt does.
+ */
+export function containerStderr(text: string): string {
+  if (text === '') return ''
+  const lines = text.split('\n')
+  if (lines.at(-1) === '') lines.pop()
+  return lines.map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l)).join('\n')
+}
+
+/**
  * A duration as kpt prints it in `[PASS] "fn" in 200ms`: truncated to 100 ms, in Go's
  * time.Duration format (`0s`, `100ms`, `1.2s`, `1m5s`, `1h0m0.5s`).
  */

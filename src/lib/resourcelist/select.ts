@@ -6,11 +6,11 @@
  * resource is replaced by the output with its id (or dropped when the output has none), the
  * others stay, and new resources are appended.
  */
-import type {YAMLMap} from 'yaml'
+import {isMap, isScalar, type YAMLMap} from 'yaml'
 
 import {A} from './constants.js'
-import {deleteAnnotation, getAnnotation, setAnnotation} from './meta.js'
-import {toTyped} from './yaml.js'
+import {deleteAnnotation, getAnnotation, metaOf, setAnnotation} from './meta.js'
+import {getIn, scalarString} from './yaml.js'
 
 export interface Selector {
   apiVersion?: string
@@ -25,14 +25,29 @@ export function isEmptySelector(s: Selector): boolean {
   return !s.apiVersion && !s.kind && !s.name && !s.namespace && Object.keys(s.labels ?? {}).length === 0 && Object.keys(s.annotations ?? {}).length === 0
 }
 
+/** A string map of the metadata (labels, annotations) with each value's text, as kpt compares them. */
+function metadataStrings(item: YAMLMap, key: 'labels' | 'annotations'): Map<string, string> {
+  const out = new Map<string, string>()
+  const m = getIn(getIn(item, 'metadata'), key)
+  if (!isMap(m)) return out
+  for (const pair of m.items) {
+    const value = scalarString(pair.value)
+    if (isScalar(pair.key) && value !== undefined) out.set(String(pair.key.value), value)
+  }
+  return out
+}
+
+/** Whether an item matches a selector; values are compared as text (`app: 3` matches "3"). */
 export function matchesSelector(item: YAMLMap, s: Selector): boolean {
-  const t = toTyped(item) as {apiVersion?: string; kind?: string; metadata?: {name?: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>}}
-  if (s.apiVersion && t.apiVersion !== s.apiVersion) return false
-  if (s.kind && t.kind !== s.kind) return false
-  if (s.name && t.metadata?.name !== s.name) return false
-  if (s.namespace && (t.metadata?.namespace ?? '') !== s.namespace) return false
-  for (const [k, v] of Object.entries(s.labels ?? {})) if (t.metadata?.labels?.[k] !== v) return false
-  for (const [k, v] of Object.entries(s.annotations ?? {})) if (t.metadata?.annotations?.[k] !== v) return false
+  const m = metaOf(item)
+  if (s.apiVersion && m.apiVersion !== s.apiVersion) return false
+  if (s.kind && m.kind !== s.kind) return false
+  if (s.name && m.name !== s.name) return false
+  if (s.namespace && m.namespace !== s.namespace) return false
+  for (const [key, want] of [['labels', s.labels], ['annotations', s.annotations]] as const) {
+    const have = metadataStrings(item, key)
+    for (const [k, v] of Object.entries(want ?? {})) if (have.get(k) !== v) return false
+  }
   return true
 }
 

@@ -38,6 +38,11 @@ export interface SourceOptions {
    * such documents through (bare lists included).
    */
   requireKrm?: boolean
+  /**
+   * Called with each Kptfile's path (relative to its input) and text before the file is
+   * parsed, in reading order; what it throws stops the read (render checks Kptfiles as kpt does).
+   */
+  onKptfile?: (rel: string, text: string) => void
   /** Maximum number of files read at once (default 32). */
   concurrency?: number
 }
@@ -72,6 +77,7 @@ export async function readPackage(paths: readonly string[], options: SourceOptio
   const list = emptyResourceList()
   const requireKrm = options.requireKrm ?? true
   files.forEach((f, i) => {
+    if (options.onKptfile && basename(f.rel) === KPTFILE) options.onKptfile(f.rel, texts[i]!)
     const items = fileItems(texts[i]!, f)
     for (const item of items) {
       if (requireKrm) {

@@ -320,7 +320,8 @@ export function needsQuotes(value: string): boolean {
 }
 
 const FLOAT = /^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$/
-const GO_INT = /^[-+]?(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)$/
+/** A plain scalar go-yaml v3 reads as an int (underscores removed first). */
+export const GO_INT = /^[-+]?(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)$/
 
 /** The value of a plain scalar as go-yaml v3 resolves it (null, bool, int, float or string). */
 export function resolvePlain(text: string): string | number | boolean | null {
