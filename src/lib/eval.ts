@@ -310,10 +310,10 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
   } else if (options.output === 'unwrap') {
     io.stdout.write(rl.unwrapToYaml(output.list))
   } else if (inPlace) {
-    const report = await rl.writePackage(output.list.items, options.output, {previousPaths})
+    const report = await rl.writePackage(output.list.items, options.output, {previousPaths, signal: options.signal})
     io.stderr.write(`wrote ${report.written.length} file(s), deleted ${report.deleted.length}, unchanged ${report.unchanged.length} in ${options.output}\n`)
   } else {
-    const report = await rl.sinkToDirectory(output.list, options.output)
+    const report = await rl.sinkToDirectory(output.list, options.output, options.signal)
     io.stderr.write(`wrote ${report.written.length} file(s) to ${options.output}\n`)
   }
 }

@@ -146,8 +146,8 @@ async function render(options: RenderOptions, io: EvalIO): Promise<void> {
   }
   if (options.output === 'stdout') io.stdout.write(rl.wrapForStdout({items}))
   else if (options.output === 'unwrap') io.stdout.write(rl.unwrapToYaml({items}))
-  else if (options.output === '') await rl.writePackage(items, options.dir, {previousPaths})
-  else await rl.sinkToDirectory({...rl.emptyResourceList(), items}, options.output)
+  else if (options.output === '') await rl.writePackage(items, options.dir, {previousPaths, signal: options.signal})
+  else await rl.sinkToDirectory({...rl.emptyResourceList(), items}, options.output, options.signal)
 }
 
 function dirOf(p: string): string {

@@ -34,6 +34,7 @@ export {
 } from './results.js'
 export {checkSinkTarget, sinkToDirectory, sourcePathsOf, writePackage, type WritePackageOptions, type WriteReport} from './sink.js'
 export {readPackage, sourcePackage, type SourceOptions} from './source.js'
+export {afterPackageWrites, holdsPackageWrites} from './transaction.js'
 export {
   checkPathInvariants,
   defaultPathFor,

@@ -141,12 +141,26 @@ export function cleanPath(p: string): string {
   return c.length > 1 && c.endsWith('/') ? c.slice(0, -1) : c
 }
 
+// C0 controls, DEL and C1 controls.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
+// eslint-disable-next-line no-control-regex
+const CONTROL_ALL = /[\u0000-\u001f\u007f-\u009f]/g
+
+/** A path quoted for a message, every control character shown as an escape (`"a\nb.yaml"`). */
+export function escapeControl(p: string): string {
+  return JSON.stringify(p).replace(CONTROL_ALL, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`)
+}
+
 /**
- * Checks a package-relative path: not absolute, not escaping the package, naming a file.
- * Returns the cleaned path.
+ * Checks a package-relative path: no control character, not absolute, not escaping the
+ * package, naming a file. Returns the cleaned path.
  */
 export function checkRelativePath(p: string, kind: ErrorKind): string {
   if (p === '' || p.includes('\0')) throw new FnrError(kind, `invalid resource path ${JSON.stringify(p)}`)
+  // A newline or another control character in a file name is almost certainly a function's
+  // bug, and would break every line-based tool that lists the package: refused before any write.
+  if (CONTROL.test(p)) throw new FnrError(kind, `invalid resource path ${escapeControl(p)}: it contains a control character`)
   if (p.startsWith('/') || /^[A-Za-z]:[\\/]/.test(p)) {
     throw new FnrError(kind, `function must not modify resources outside of package: resource has absolute path ${p}`)
   }
