@@ -29,7 +29,7 @@
  */
 import {constants} from 'node:fs'
 import {randomBytes} from 'node:crypto'
-import {access, link, lstat, mkdir, open, rename, rmdir, unlink, writeFile, type FileHandle} from 'node:fs/promises'
+import {access, link, lstat, mkdir, open, readFile, rename, rmdir, unlink, writeFile, type FileHandle} from 'node:fs/promises'
 import {basename, dirname, join} from 'node:path'
 
 import {FnrError} from '../errors.js'
@@ -98,8 +98,10 @@ export async function checkChanges(changes: readonly FileChange[]): Promise<Map<
     }
     return p
   }
+  const mounts = await mountPoints()
   for (const c of changes) {
     try {
+      if (c.action !== 'create' && mounts.has(c.target)) throw new FnrError('InvalidArgument', `${c.target} is a mount point (a rename cannot replace it)`)
       const old = await checkOne(c, dirInfo)
       if (old) replaced.set(c, old)
     } catch (error) {
@@ -109,6 +111,26 @@ export async function checkChanges(changes: readonly FileChange[]): Promise<Map<
     }
   }
   return replaced
+}
+
+/**
+ * The mount points of this process's mount namespace (/proc/self/mountinfo; empty where there is
+ * none). A file bind-mounted from the same file system has the same st_dev as its directory, so
+ * the device check alone does not see it.
+ */
+async function mountPoints(): Promise<Set<string>> {
+  let text: string
+  try {
+    text = await readFile('/proc/self/mountinfo', 'utf8')
+  } catch {
+    return new Set()
+  }
+  const out = new Set<string>()
+  for (const line of text.split('\n')) {
+    const field = line.split(' ')[4]
+    if (field) out.add(field.replace(/\\([0-7]{3})/g, (_m, oct: string) => String.fromCharCode(Number.parseInt(oct, 8))))
+  }
+  return out
 }
 
 async function checkOne(c: FileChange, dirInfo: DirInfo): Promise<Replaced | undefined> {
@@ -325,10 +347,13 @@ async function pause(step: string): Promise<void> {
   })
   process.once('SIGINT', resume)
   process.once('SIGTERM', resume)
+  // Signal listeners do not keep the process alive; this does, until the signal comes.
+  const alive = setInterval(() => {}, 60_000)
   try {
     await writeFile(fifo, `${step}\n`)
     await signalled
   } finally {
+    clearInterval(alive)
     process.off('SIGINT', resume)
     process.off('SIGTERM', resume)
   }
