@@ -80,7 +80,7 @@ export async function runRender(options: RenderOptions, io: EvalIO): Promise<voi
 async function render(options: RenderOptions, io: EvalIO): Promise<void> {
   const rootAbs = path.resolve(options.dir)
   if (options.output !== '' && !['stdout', 'unwrap'].includes(options.output)) await rl.checkSinkTarget(options.output)
-  const list = await rl.readPackage([options.dir])
+  const list = await rl.readPackage([options.dir], {signal: options.signal})
   const previousPaths = rl.sourcePathsOf(list.items)
 
   // Packages: the directories holding a Kptfile.
@@ -281,8 +281,9 @@ async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], opt
     if (isBlank(run.stdout)) {
       throw new FnrError('FunctionFailed', `function ${JSON.stringify(label)} exited 0 but wrote nothing to stdout (a function must write a ResourceList; \`items: []\` deletes everything); nothing was written`)
     }
-    output = rl.readFunctionOutput(run.stdout, input)
+    output = await rl.readFunctionOutputInterruptible(run.stdout, input, options.signal)
   } catch (err) {
+    if (options.signal?.aborted) throw err
     io.stderr.write(`[FAIL] ${JSON.stringify(label)} in ${rl.formatKptDuration(run.durationMs)}\n`)
     io.stderr.write(rl.formatStderrBlock(stderrText, block))
     io.stderr.write('\n')

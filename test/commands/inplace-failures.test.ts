@@ -314,4 +314,27 @@ describe('in-place eval and render: every failure keeps the package as it was', 
     expect(String(r.stderr)).to.contain('restoring the package before exiting')
     expect(await snapshot(pkg)).to.deep.equal(before)
   })
+
+  for (const [cmd, signal, code] of [
+    ['eval', 'SIGTERM', 143],
+    ['render', 'SIGINT', 130],
+  ] as const) {
+    it(`${cmd}: ${signal} during the parse of a large package stops the parse; exit ${code}, no function run, nothing written`, async () => {
+      const {pkg, fn} = await makePackage('pkg')
+      const big = Array.from({length: 2000}, (_, i) => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c${i}\ndata:\n${'  k: v\n'.repeat(20)}`).join('---\n')
+      await writeFile(path.join(pkg, 'big.yaml'), big)
+      const fifo = path.join(dir, 'steps')
+      await execa('mkfifo', [fifo])
+      const before = await snapshot(pkg)
+      const proc = fnr(cmd, pkg, fn, false, {FNR_TEST_WRITE_PAUSE: 'parse', FNR_TEST_WRITE_FIFO: fifo})
+      started.push(proc)
+      expect(await nextStep(fifo, proc)).to.equal('parse')
+      proc.kill(signal)
+      const r = await proc
+      expect(r.exitCode, String(r.stderr)).to.equal(code)
+      expect(String(r.stderr)).to.contain(`interrupted by ${signal}`)
+      expect(String(r.stderr)).not.to.contain('[RUNNING]')
+      expect(await snapshot(pkg)).to.deep.equal(before)
+    })
+  }
 })

@@ -15,7 +15,7 @@ import {isMap, isScalar, isSeq, type Node, type YAMLMap} from 'yaml'
 import {FnrError} from '../errors.js'
 import {A} from './constants.js'
 import {annotationsOf, deleteAnnotation, getAnnotation, krmError, setAnnotation} from './meta.js'
-import {copyLegacyAnnotations, parseResourceList, type ResourceList} from './read.js'
+import {copyLegacyAnnotations, parseResourceList, parseResourceListInterruptible, type ResourceList} from './read.js'
 import {extractResults, type FunctionResult} from './results.js'
 import {checkPathInvariants, defaultPaths, stringifyResourceList} from './write.js'
 
@@ -97,13 +97,18 @@ export interface FunctionOutput {
  * Reads a successful function's stdout. Empty output is an empty list (every resource deleted,
  * as kpt does). Errors in the output are FnrError('FunctionFailed', ...).
  */
+const OUTPUT_PARSE = {origin: 'function output', errorKind: 'FunctionFailed', annotate: true, preserveSeqIndent: false} as const
+
 export function readFunctionOutput(output: Uint8Array | string, input?: FunctionInput): FunctionOutput {
-  const list = parseResourceList(output, {
-    origin: 'function output',
-    errorKind: 'FunctionFailed',
-    annotate: true,
-    preserveSeqIndent: false,
-  })
+  return functionOutputOf(parseResourceList(output, OUTPUT_PARSE), input)
+}
+
+/** readFunctionOutput whose parse lets SIGINT/SIGTERM handlers run and stops when the signal aborts. */
+export async function readFunctionOutputInterruptible(output: Uint8Array | string, input: FunctionInput | undefined, signal: AbortSignal | undefined): Promise<FunctionOutput> {
+  return functionOutputOf(await parseResourceListInterruptible(output, {...OUTPUT_PARSE, signal}), input)
+}
+
+function functionOutputOf(list: ResourceList, input: FunctionInput | undefined): FunctionOutput {
   const results = extractResults(list)
   for (const item of list.items) {
     const id = getAnnotation(item, A.id) ?? getAnnotation(item, A.legacyId)

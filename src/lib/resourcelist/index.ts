@@ -9,13 +9,14 @@ export {
   buildFunctionInput,
   copyComments,
   readFunctionOutput,
+  readFunctionOutputInterruptible,
   type BuildInputOptions,
   type FunctionInput,
   type FunctionOutput,
 } from './function-io.js'
 export {IgnoreMatcher} from './krmignore.js'
 export {annotationsOf, getAnnotation, krmError, metaOf, setAnnotation, deleteAnnotation, type ResourceMeta} from './meta.js'
-export {emptyResourceList, parseResourceList, type ParseResourceListOptions, type ResourceList} from './read.js'
+export {emptyResourceList, parseResourceList, parseResourceListInterruptible, type ParseResourceListOptions, type ResourceList} from './read.js'
 export {
   buildFunctionResultList,
   countErrorResults,

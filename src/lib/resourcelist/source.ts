@@ -28,7 +28,7 @@ import {IgnoreMatcher} from './krmignore.js'
 import {krmError, setAnnotation} from './meta.js'
 import {copyLegacyAnnotations, emptyResourceList, type ResourceList} from './read.js'
 import {stringifyResourceList} from './write.js'
-import {deriveSeqIndent, dropBlankLines, parseStream, scalarString} from './yaml.js'
+import {deriveSeqIndent, dropBlankLines, parseStreamInterruptible, scalarString} from './yaml.js'
 
 export interface SourceOptions {
   /**
@@ -40,6 +40,11 @@ export interface SourceOptions {
   requireKrm?: boolean
   /** Maximum number of files read at once (default 32). */
   concurrency?: number
+  /**
+   * An interrupt: parsing gives the event loop a turn every few milliseconds (yaml.ts,
+   * parseStreamInterruptible) and stops with the signal's reason once it aborts.
+   */
+  signal?: AbortSignal
 }
 
 /** One file to read: where it is, and the path it gets inside the ResourceList. */
@@ -71,8 +76,9 @@ export async function readPackage(paths: readonly string[], options: SourceOptio
   const texts = await readAll(files, options.concurrency ?? 32)
   const list = emptyResourceList()
   const requireKrm = options.requireKrm ?? true
-  files.forEach((f, i) => {
-    const items = fileItems(texts[i]!, f)
+  for (let i = 0; i < files.length; i++) {
+    const f = files[i]!
+    const items = await fileItems(texts[i]!, f, options.signal)
     for (const item of items) {
       if (requireKrm) {
         const bad = krmError(item, f.rel)
@@ -80,7 +86,7 @@ export async function readPackage(paths: readonly string[], options: SourceOptio
       }
       list.items.push(item)
     }
-  })
+  }
   return list
 }
 
@@ -95,8 +101,8 @@ export async function sourcePackage(paths: readonly string[], options: SourceOpt
 }
 
 /** The items of one file, annotated as kpt's package reader does. */
-function fileItems(text: string, f: SourceFile): YAMLMap[] {
-  const docs = parseStream(text, f.display, 'InvalidArgument')
+async function fileItems(text: string, f: SourceFile, signal: AbortSignal | undefined): Promise<YAMLMap[]> {
+  const docs = await parseStreamInterruptible(text, f.display, 'InvalidArgument', signal)
   const out: YAMLMap[] = []
   docs.forEach((doc, index) => {
     let item: YAMLMap

@@ -22,17 +22,15 @@
  * While stage, apply or undo run, `holdsPackageWrites()` is true: the CLI's interrupt handling
  * (src/cli/interrupt.ts) then waits for them before it forces an exit.
  *
- * Tests only: FNR_TEST_WRITE_PAUSE (a comma-separated list of step names, `staged`, `apply:REL`,
- * `undo:REL`) and FNR_TEST_WRITE_FIFO (a FIFO): at each named step the writer writes the step's
- * name and a newline to the FIFO and waits for the next SIGINT or SIGTERM, so a test can signal
- * the process exactly between two steps.
+ * For tests, the steps `staged`, `apply:REL` and `undo:REL` can pause the writer (test-pause.ts).
  */
 import {constants} from 'node:fs'
 import {randomBytes} from 'node:crypto'
-import {access, link, lstat, mkdir, open, readFile, rename, rmdir, unlink, writeFile, type FileHandle} from 'node:fs/promises'
+import {access, link, lstat, mkdir, open, readFile, rename, rmdir, unlink, type FileHandle} from 'node:fs/promises'
 import {basename, dirname, join} from 'node:path'
 
 import {FnrError} from '../errors.js'
+import {pause} from './test-pause.js'
 
 /** One file to create, replace or delete; paths are absolute and were checked for symbolic links. */
 export interface FileChange {
@@ -334,29 +332,6 @@ async function writeThrough(target: string, bytes: Buffer): Promise<void> {
 
 function siblingName(target: string, tag: string): string {
   return join(dirname(target), `.${basename(target)}.${tag}-${randomBytes(6).toString('hex')}`)
-}
-
-/** The test hook of the module comment; does nothing unless FNR_TEST_WRITE_PAUSE names the step. */
-async function pause(step: string): Promise<void> {
-  const steps = process.env.FNR_TEST_WRITE_PAUSE
-  const fifo = process.env.FNR_TEST_WRITE_FIFO
-  if (!steps || !fifo || !steps.split(',').includes(step)) return
-  let resume: () => void = () => {}
-  const signalled = new Promise<void>((resolve) => {
-    resume = resolve
-  })
-  process.once('SIGINT', resume)
-  process.once('SIGTERM', resume)
-  // Signal listeners do not keep the process alive; this does, until the signal comes.
-  const alive = setInterval(() => {}, 60_000)
-  try {
-    await writeFile(fifo, `${step}\n`)
-    await signalled
-  } finally {
-    clearInterval(alive)
-    process.off('SIGINT', resume)
-    process.off('SIGTERM', resume)
-  }
 }
 
 /** Problems with the path the user gave are InvalidArgument (or PermissionDenied); the rest Internal. */
