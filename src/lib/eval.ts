@@ -251,7 +251,7 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
   const functionConfig = await functionConfigFor(options, list)
   const previousPaths = rl.sourcePathsOf(list.items)
   const selection = selectResources(list.items, options.selector ? [options.selector] : [], options.exclude ? [options.exclude] : [])
-  const input = rl.buildFunctionInput(selection.selected, {functionConfig})
+  const input = await rl.buildFunctionInputInterruptible(selection.selected, {functionConfig}, options.signal)
 
   io.stderr.write(`[RUNNING] ${JSON.stringify(label)}${selection.filtered ? ` on ${selection.selected.length} resource(s)` : ''}\n`)
   const run = await (runner ?? ((l: string, bytes: Buffer) => runFunction(options, l, bytes)))(label, Buffer.from(input.text))

@@ -250,7 +250,7 @@ async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], opt
     const data = functionConfig.get('data', true)
     if (isMap(data)) data.flow = true
   } else functionConfig = null
-  const input = rl.buildFunctionInput(selected, {functionConfig})
+  const input = await rl.buildFunctionInputInterruptible(selected, {functionConfig}, options.signal)
   io.stderr.write(`[RUNNING] ${JSON.stringify(label)}${filtered ? ` on ${selected.length} resource(s)` : ''}\n`)
   const run = fn.image !== undefined && options.imageRunner
     ? await options.imageRunner(fn.image, Buffer.from(input.text))

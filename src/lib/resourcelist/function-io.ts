@@ -17,7 +17,8 @@ import {A} from './constants.js'
 import {annotationsOf, deleteAnnotation, getAnnotation, krmError, setAnnotation} from './meta.js'
 import {copyLegacyAnnotations, parseResourceList, parseResourceListInterruptible, type ResourceList} from './read.js'
 import {extractResults, type FunctionResult} from './results.js'
-import {checkPathInvariants, defaultPaths, stringifyResourceList} from './write.js'
+import {checkPathInvariants, defaultPaths, stringifyResourceListSteps} from './write.js'
+import {runSteps, runStepsInterruptible, type Steps} from './yaml.js'
 
 export interface FunctionInput {
   /** The ResourceList text to write to the function's stdin. */
@@ -38,6 +39,15 @@ export interface BuildInputOptions {
  * The items are annotated in place with ids; readFunctionOutput removes them from the output.
  */
 export function buildFunctionInput(items: readonly YAMLMap[], options: BuildInputOptions = {}): FunctionInput {
+  return runSteps(buildFunctionInputSteps(items, options))
+}
+
+/** buildFunctionInput that lets SIGINT/SIGTERM handlers run and stops when the signal aborts. */
+export function buildFunctionInputInterruptible(items: readonly YAMLMap[], options: BuildInputOptions, signal: AbortSignal | undefined): Promise<FunctionInput> {
+  return runStepsInterruptible(buildFunctionInputSteps(items, options), signal)
+}
+
+function* buildFunctionInputSteps(items: readonly YAMLMap[], options: BuildInputOptions): Steps<FunctionInput> {
   items.forEach((item) => {
     const bad = krmError(item, pathOf(item))
     if (bad) throw new FnrError('InvalidArgument', `input resource list must contain only KRM resources: ${pathOf(item)}: ${bad}`)
@@ -61,7 +71,7 @@ export function buildFunctionInput(items: readonly YAMLMap[], options: BuildInpu
     setAnnotation(item, A.legacyId, id)
     byId.set(id, item)
   })
-  const text = stringifyResourceList(items, {functionConfig: options.functionConfig ?? null})
+  const text = yield* stringifyResourceListSteps(items, {functionConfig: options.functionConfig ?? null})
   for (const item of items) {
     deleteAnnotation(item, A.id)
     deleteAnnotation(item, A.legacyId)

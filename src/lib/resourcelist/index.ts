@@ -7,6 +7,7 @@ export {A as ANNOTATIONS, BARE_SEQ_KEY, RESOURCE_LIST_API_VERSION, RESOURCE_LIST
 export {FUNCTION_INPUT_NAME, functionConfigFromArgs, parseFunctionConfig, readFunctionConfig} from './function-config.js'
 export {
   buildFunctionInput,
+  buildFunctionInputInterruptible,
   copyComments,
   readFunctionOutput,
   readFunctionOutputInterruptible,

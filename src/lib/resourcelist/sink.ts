@@ -29,7 +29,7 @@ import {A} from './constants.js'
 import {getAnnotation} from './meta.js'
 import {parseResourceList, type ResourceList} from './read.js'
 import {applyChanges, type FileChange, ioError} from './transaction.js'
-import {checkRelativePath, renderPackageFiles} from './write.js'
+import {checkRelativePath, renderPackageFilesInterruptible} from './write.js'
 
 export interface WriteReport {
   /** Files created or changed (relative paths, sorted). */
@@ -48,7 +48,7 @@ export interface WriteReport {
 export async function sinkToDirectory(input: Uint8Array | string | ResourceList, dir: string, signal?: AbortSignal): Promise<WriteReport> {
   await checkSinkTarget(dir)
   const list = typeof input === 'string' || input instanceof Uint8Array ? parseResourceList(input) : input
-  const files = renderPackageFiles(list.items, 'InvalidArgument')
+  const files = await renderPackageFilesInterruptible(list.items, 'InvalidArgument', signal)
   const parent = dirname(resolve(dir))
   try {
     await mkdir(parent, {recursive: true})
@@ -115,7 +115,7 @@ export async function writePackage(items: readonly YAMLMap[], dir: string, optio
     if (error instanceof FnrError) throw error
     throw ioError(dir, error)
   }
-  const files = renderPackageFiles(items, kind)
+  const files = await renderPackageFilesInterruptible(items, kind, options.signal)
   const plan = await planWrites(root, files, kind)
   const report: WriteReport = {written: [], unchanged: [], deleted: []}
   const changes: FileChange[] = []
