@@ -54,7 +54,9 @@ function* buildFunctionInputSteps(items: readonly YAMLMap[], options: BuildInput
   })
   const byId = new Map<string, YAMLMap>()
   const original = new Map<string, Map<string, string>>()
-  items.forEach((item, i) => {
+  for (let i = 0; i < items.length; i++) {
+    yield
+    const item = items[i]!
     const rid = String(i)
     setAnnotation(item, A.migrationId, rid)
     copyLegacyAnnotations(item)
@@ -70,7 +72,7 @@ function* buildFunctionInputSteps(items: readonly YAMLMap[], options: BuildInput
     setAnnotation(item, A.id, id)
     setAnnotation(item, A.legacyId, id)
     byId.set(id, item)
-  })
+  }
   const text = yield* stringifyResourceListSteps(items, {functionConfig: options.functionConfig ?? null})
   for (const item of items) {
     deleteAnnotation(item, A.id)

@@ -28,7 +28,7 @@ import {IgnoreMatcher} from './krmignore.js'
 import {krmError, setAnnotation} from './meta.js'
 import {copyLegacyAnnotations, emptyResourceList, type ResourceList} from './read.js'
 import {stringifyResourceList} from './write.js'
-import {deriveSeqIndent, dropBlankLines, parseStreamInterruptible, scalarString} from './yaml.js'
+import {deriveSeqIndent, dropBlankLines, parseStreamSteps, runStepsInterruptible, scalarString, type Steps} from './yaml.js'
 
 export interface SourceOptions {
   /**
@@ -101,10 +101,16 @@ export async function sourcePackage(paths: readonly string[], options: SourceOpt
 }
 
 /** The items of one file, annotated as kpt's package reader does. */
-async function fileItems(text: string, f: SourceFile, signal: AbortSignal | undefined): Promise<YAMLMap[]> {
-  const docs = await parseStreamInterruptible(text, f.display, 'InvalidArgument', signal)
+function fileItems(text: string, f: SourceFile, signal: AbortSignal | undefined): Promise<YAMLMap[]> {
+  return runStepsInterruptible(fileItemsSteps(text, f), signal)
+}
+
+function* fileItemsSteps(text: string, f: SourceFile): Steps<YAMLMap[]> {
+  const docs = yield* parseStreamSteps(text, f.display, 'InvalidArgument')
   const out: YAMLMap[] = []
-  docs.forEach((doc, index) => {
+  for (let index = 0; index < docs.length; index++) {
+    yield
+    const doc = docs[index]!
     let item: YAMLMap
     if (isMap(doc.node)) item = doc.node
     else if (isSeq(doc.node)) {
@@ -130,7 +136,7 @@ async function fileItems(text: string, f: SourceFile, signal: AbortSignal | unde
       throw error
     }
     out.push(item)
-  })
+  }
   return out
 }
 
