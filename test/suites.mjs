@@ -47,6 +47,7 @@ export const UNIT = [
   'test/reliability/pod-config.test.ts',
   'test/reliability/soak-judge.test.ts',
   'test/reliability/tally.test.ts',
+  'test/resourcelist/interruptible-parse.test.ts',
   'test/resourcelist/read-write.test.ts',
   'test/scripts/node-runtime.test.ts',
   'test/suites.test.ts',

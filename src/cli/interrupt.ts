@@ -4,9 +4,12 @@
  * lets the command clean up (fnr test removes its scratch folders) and end with 128 + the
  * signal's number (130 for SIGINT, 143 for SIGTERM), writing nothing. If the command is still
  * running a few seconds later (e.g. blocked on a stdin that never ends), or on a second signal,
- * the process exits at once with that code.
+ * the process exits at once with that code, except while a package's files are being changed or
+ * restored (resourcelist/transaction.ts): the exit then waits for that to end, so the package is
+ * never left half written.
  */
 import {FnrError} from '../lib/errors.js'
+import {afterPackageWrites, holdsPackageWrites} from '../lib/resourcelist/transaction.js'
 
 const SIGNALS = ['SIGINT', 'SIGTERM'] as const
 const EXIT_CODE: Record<(typeof SIGNALS)[number], number> = {SIGINT: 130, SIGTERM: 143}
@@ -30,15 +33,20 @@ export function onInterrupt(stderr: NodeJS.WritableStream = process.stderr): Int
   let received: (typeof SIGNALS)[number] | undefined
   const handlers = new Map<string, () => void>()
   for (const sig of SIGNALS) {
+    const exit = (code: number): void => {
+      if (holdsPackageWrites()) stderr.write('fnr: restoring the package before exiting\n')
+      afterPackageWrites(() => process.exit(code))
+    }
     const handler = (): void => {
       if (received !== undefined) {
-        process.exit(EXIT_CODE[received])
+        exit(EXIT_CODE[received])
+        return
       }
       received = sig
       controller.abort(interruptedError(sig))
       setTimeout(() => {
         stderr.write(`fnr: still running ${GRACE_MS / 1000}s after ${sig}; exiting\n`)
-        process.exit(EXIT_CODE[sig])
+        exit(EXIT_CODE[sig])
       }, GRACE_MS).unref()
     }
     handlers.set(sig, handler)

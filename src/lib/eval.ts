@@ -119,10 +119,10 @@ async function readInput(options: EvalOptions, io: EvalIO): Promise<{list: rl.Re
   if (fromStdin) {
     const bytes = await readStdin(io.stdin, options.signal)
     if (bytes.length === 0) throw new FnrError('InvalidArgument', 'stdin is empty: pipe a ResourceList (e.g. kpt fn source DIR) or use --input')
-    return {list: rl.parseResourceList(bytes, {origin: 'stdin'}), fromStdin}
+    return {list: await rl.parseResourceListInterruptible(bytes, {origin: 'stdin', signal: options.signal}), fromStdin}
   }
   if (options.inputs.includes('-')) throw new FnrError('Usage', '"-" (stdin) cannot be combined with other --input paths')
-  const list = await rl.readPackage(options.inputs)
+  const list = await rl.readPackage(options.inputs, {signal: options.signal})
   return {list, fromStdin}
 }
 
@@ -251,7 +251,7 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
   const functionConfig = await functionConfigFor(options, list)
   const previousPaths = rl.sourcePathsOf(list.items)
   const selection = selectResources(list.items, options.selector ? [options.selector] : [], options.exclude ? [options.exclude] : [])
-  const input = rl.buildFunctionInput(selection.selected, {functionConfig})
+  const input = await rl.buildFunctionInputInterruptible(selection.selected, {functionConfig}, options.signal)
 
   io.stderr.write(`[RUNNING] ${JSON.stringify(label)}${selection.filtered ? ` on ${selection.selected.length} resource(s)` : ''}\n`)
   const run = await (runner ?? ((l: string, bytes: Buffer) => runFunction(options, l, bytes)))(label, Buffer.from(input.text))
@@ -283,9 +283,10 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
         `function ${JSON.stringify(label)} exited 0 but wrote ${run.stdout.length === 0 ? 'nothing' : 'only white space'} to stdout (a function must write a ResourceList; \`items: []\` deletes everything); nothing was written`,
       )
     }
-    output = rl.readFunctionOutput(run.stdout, input)
+    output = await rl.readFunctionOutputInterruptible(run.stdout, input, options.signal)
     if (selection.filtered) output.list.items = selection.merge(output.list.items)
   } catch (err) {
+    if (options.signal?.aborted) throw err
     io.stderr.write(`[FAIL] ${JSON.stringify(label)} in ${rl.formatKptDuration(run.durationMs)}\n`)
     io.stderr.write(rl.formatStderrBlock(stderrText, blockOptions))
     // One blank line, writeResults's when there is a results dir.
@@ -310,10 +311,10 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
   } else if (options.output === 'unwrap') {
     io.stdout.write(rl.unwrapToYaml(output.list))
   } else if (inPlace) {
-    const report = await rl.writePackage(output.list.items, options.output, {previousPaths})
+    const report = await rl.writePackage(output.list.items, options.output, {previousPaths, signal: options.signal})
     io.stderr.write(`wrote ${report.written.length} file(s), deleted ${report.deleted.length}, unchanged ${report.unchanged.length} in ${options.output}\n`)
   } else {
-    const report = await rl.sinkToDirectory(output.list, options.output)
+    const report = await rl.sinkToDirectory(output.list, options.output, options.signal)
     io.stderr.write(`wrote ${report.written.length} file(s) to ${options.output}\n`)
   }
 }

@@ -93,6 +93,7 @@ async function render(options: RenderOptions, io: EvalIO): Promise<void> {
   const rootText = await readRootKptfile(rootAbs)
   if (rootText !== undefined) decoded.set('', readKptfile(rootText, rootAbs))
   const list = await rl.readPackage([options.dir], {
+    signal: options.signal,
     onKptfile: (rel, text) => {
       const dir = dirOf(rel)
       if (dir !== '' && !decoded.has(dir)) decoded.set(dir, readKptfile(text, path.join(rootAbs, dir)))
@@ -169,8 +170,8 @@ async function render(options: RenderOptions, io: EvalIO): Promise<void> {
   }
   if (options.output === 'stdout') io.stdout.write(rl.wrapForStdout({items}))
   else if (options.output === 'unwrap') io.stdout.write(rl.unwrapToYaml({items}))
-  else if (options.output === '') await rl.writePackage(items, options.dir, {previousPaths})
-  else await rl.sinkToDirectory({...rl.emptyResourceList(), items}, options.output)
+  else if (options.output === '') await rl.writePackage(items, options.dir, {previousPaths, signal: options.signal})
+  else await rl.sinkToDirectory({...rl.emptyResourceList(), items}, options.output, options.signal)
 }
 
 function dirOf(p: string): string {
@@ -257,7 +258,7 @@ async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], opt
   } else functionConfig = null
   // kpt runs a validator directly, not in a kio pipeline: no resource or migration ids.
   if (validator) for (const item of selected) rl.deleteAnnotation(item, A.kptResourceId)
-  const input = rl.buildFunctionInput(selected, {functionConfig, migrationIds: !validator})
+  const input = await rl.buildFunctionInputInterruptible(selected, {functionConfig, migrationIds: !validator}, options.signal)
   io.stderr.write(`[RUNNING] ${JSON.stringify(label)}${filtered ? ` on ${selected.length} resource(s)` : ''}\n`)
   const run = fn.image !== undefined && options.imageRunner
     ? await options.imageRunner(fn.image, Buffer.from(input.text))
@@ -288,8 +289,9 @@ async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], opt
     if (isBlank(run.stdout)) {
       throw new FnrError('FunctionFailed', `function ${JSON.stringify(label)} exited 0 but wrote nothing to stdout (a function must write a ResourceList; \`items: []\` deletes everything); nothing was written`)
     }
-    output = rl.readFunctionOutput(run.stdout, input, {packageRelativePaths: true})
+    output = await rl.readFunctionOutputInterruptible(run.stdout, input, options.signal, {packageRelativePaths: true})
   } catch (err) {
+    if (options.signal?.aborted) throw err
     io.stderr.write(`[FAIL] ${JSON.stringify(label)} in ${rl.formatKptDuration(run.durationMs)}\n`)
     io.stderr.write(rl.formatStderrBlock(stderrText, block))
     io.stderr.write('\n')

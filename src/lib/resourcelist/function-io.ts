@@ -15,9 +15,10 @@ import {isMap, isScalar, isSeq, type Node, type YAMLMap} from 'yaml'
 import {FnrError} from '../errors.js'
 import {A} from './constants.js'
 import {annotationsOf, deleteAnnotation, getAnnotation, krmError, setAnnotation} from './meta.js'
-import {copyLegacyAnnotations, parseResourceList, type ResourceList} from './read.js'
+import {copyLegacyAnnotations, parseResourceList, parseResourceListInterruptible, type ResourceList} from './read.js'
 import {extractResults, type FunctionResult} from './results.js'
-import {checkPathInvariants, cleanPath, defaultPaths, stringifyResourceList} from './write.js'
+import {checkPathInvariants, cleanPath, defaultPaths, stringifyResourceListSteps} from './write.js'
+import {runSteps, runStepsInterruptible, type Steps} from './yaml.js'
 
 export interface FunctionInput {
   /** The ResourceList text to write to the function's stdin. */
@@ -43,13 +44,24 @@ export interface BuildInputOptions {
  * The items are annotated in place with ids; readFunctionOutput removes them from the output.
  */
 export function buildFunctionInput(items: readonly YAMLMap[], options: BuildInputOptions = {}): FunctionInput {
+  return runSteps(buildFunctionInputSteps(items, options))
+}
+
+/** buildFunctionInput that lets SIGINT/SIGTERM handlers run and stops when the signal aborts. */
+export function buildFunctionInputInterruptible(items: readonly YAMLMap[], options: BuildInputOptions, signal: AbortSignal | undefined): Promise<FunctionInput> {
+  return runStepsInterruptible(buildFunctionInputSteps(items, options), signal)
+}
+
+function* buildFunctionInputSteps(items: readonly YAMLMap[], options: BuildInputOptions): Steps<FunctionInput> {
   items.forEach((item) => {
     const bad = krmError(item, pathOf(item))
     if (bad) throw new FnrError('InvalidArgument', `input resource list must contain only KRM resources: ${pathOf(item)}: ${bad}`)
   })
   const byId = new Map<string, YAMLMap>()
   const original = new Map<string, Map<string, string>>()
-  items.forEach((item, i) => {
+  for (let i = 0; i < items.length; i++) {
+    yield
+    const item = items[i]!
     const rid = String(i)
     if (options.migrationIds ?? true) setAnnotation(item, A.migrationId, rid)
     copyLegacyAnnotations(item)
@@ -65,8 +77,8 @@ export function buildFunctionInput(items: readonly YAMLMap[], options: BuildInpu
     setAnnotation(item, A.id, id)
     setAnnotation(item, A.legacyId, id)
     byId.set(id, item)
-  })
-  const text = stringifyResourceList(items, {functionConfig: options.functionConfig ?? null})
+  }
+  const text = yield* stringifyResourceListSteps(items, {functionConfig: options.functionConfig ?? null})
   for (const item of items) {
     deleteAnnotation(item, A.id)
     deleteAnnotation(item, A.legacyId)
@@ -102,13 +114,23 @@ export interface FunctionOutput {
  * Reads a successful function's stdout. Empty output is an empty list (every resource deleted,
  * as kpt does). Errors in the output are FnrError('FunctionFailed', ...).
  */
-export function readFunctionOutput(output: Uint8Array | string, input?: FunctionInput, options: {packageRelativePaths?: boolean} = {}): FunctionOutput {
-  const list = parseResourceList(output, {
-    origin: 'function output',
-    errorKind: 'FunctionFailed',
-    annotate: true,
-    preserveSeqIndent: false,
-  })
+const OUTPUT_PARSE = {origin: 'function output', errorKind: 'FunctionFailed', annotate: true, preserveSeqIndent: false} as const
+
+/** How the output's paths are read: `packageRelativePaths` for render (see packageRelativePath). */
+export interface OutputOptions {
+  packageRelativePaths?: boolean
+}
+
+export function readFunctionOutput(output: Uint8Array | string, input?: FunctionInput, options: OutputOptions = {}): FunctionOutput {
+  return functionOutputOf(parseResourceList(output, OUTPUT_PARSE), input, options)
+}
+
+/** readFunctionOutput whose parse lets SIGINT/SIGTERM handlers run and stops when the signal aborts. */
+export async function readFunctionOutputInterruptible(output: Uint8Array | string, input: FunctionInput | undefined, signal: AbortSignal | undefined, options: OutputOptions = {}): Promise<FunctionOutput> {
+  return functionOutputOf(await parseResourceListInterruptible(output, {...OUTPUT_PARSE, signal}), input, options)
+}
+
+function functionOutputOf(list: ResourceList, input: FunctionInput | undefined, options: OutputOptions): FunctionOutput {
   const results = extractResults(list)
   for (const item of list.items) {
     const id = getAnnotation(item, A.id) ?? getAnnotation(item, A.legacyId)

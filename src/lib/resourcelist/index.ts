@@ -7,15 +7,17 @@ export {A as ANNOTATIONS, BARE_SEQ_KEY, RESOURCE_LIST_API_VERSION, RESOURCE_LIST
 export {FUNCTION_INPUT_NAME, functionConfigFromArgs, kptfileConfigMap, parseFunctionConfig, readFunctionConfig} from './function-config.js'
 export {
   buildFunctionInput,
+  buildFunctionInputInterruptible,
   copyComments,
   readFunctionOutput,
+  readFunctionOutputInterruptible,
   type BuildInputOptions,
   type FunctionInput,
   type FunctionOutput,
 } from './function-io.js'
 export {IgnoreMatcher} from './krmignore.js'
 export {annotationsOf, getAnnotation, krmError, metaOf, setAnnotation, deleteAnnotation, type ResourceMeta} from './meta.js'
-export {emptyResourceList, parseResourceList, type ParseResourceListOptions, type ResourceList} from './read.js'
+export {emptyResourceList, parseResourceList, parseResourceListInterruptible, type ParseResourceListOptions, type ResourceList} from './read.js'
 export {
   buildFunctionResultList,
   containerStderr,
@@ -35,6 +37,7 @@ export {
 } from './results.js'
 export {checkSinkTarget, sinkToDirectory, sourcePathsOf, writePackage, type WritePackageOptions, type WriteReport} from './sink.js'
 export {readPackage, sourcePackage, type SourceOptions} from './source.js'
+export {afterPackageWrites, holdsPackageWrites} from './transaction.js'
 export {
   checkPathInvariants,
   defaultPathFor,

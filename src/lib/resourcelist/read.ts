@@ -8,7 +8,7 @@ import {isMap, isScalar, isSeq, Pair, Scalar, YAMLMap, YAMLSeq, type Node} from 
 import {FnrError, type ErrorKind} from '../errors.js'
 import {A, BARE_SEQ_KEY, RESOURCE_LIST_API_VERSION, RESOURCE_LIST_KIND} from './constants.js'
 import {getAnnotation, setAnnotation} from './meta.js'
-import {deriveSeqIndent, dropBlankLines, getIn, pairOf, parseStream, scalarString, stringScalar} from './yaml.js'
+import {deriveSeqIndent, dropBlankLines, getIn, pairOf, parseStreamSteps, runSteps, runStepsInterruptible, scalarString, stringScalar, type Steps} from './yaml.js'
 
 /** A ResourceList in memory: items and functionConfig are YAML nodes (comments included). */
 export interface ResourceList {
@@ -53,32 +53,48 @@ export function emptyResourceList(): ResourceList {
  * multi-document KRM YAML. Comments are kept on the item nodes.
  */
 export function parseResourceList(input: Uint8Array | string, options: ParseResourceListOptions = {}): ResourceList {
-  try {
-    return parseUnguarded(input, options)
-  } catch (error) {
-    // Deeply nested input overflows the stack of the recursive builders (the YAML parser reports
-    // its own overflow as a parse error; JSON input reaches fromJson and the tree walkers).
+  return guardDepth(() => runSteps(parseSteps(input, options)), options)
+}
+
+/**
+ * parseResourceList that lets SIGINT/SIGTERM handlers run while it parses (yaml.ts,
+ * parseStreamInterruptible) and rejects with the signal's reason once it aborts.
+ */
+export async function parseResourceListInterruptible(input: Uint8Array | string, options: ParseResourceListOptions & {signal?: AbortSignal} = {}): Promise<ResourceList> {
+  return guardDepth(() => runStepsInterruptible(parseSteps(input, options), options.signal), options)
+}
+
+/** Deeply nested input overflows the stack of the recursive builders: a clear error instead. */
+function guardDepth<T>(parse: () => T, options: ParseResourceListOptions): T {
+  const overflow = (error: unknown): never => {
+    // The YAML parser reports its own overflow as a parse error; JSON input reaches fromJson and the tree walkers.
     if (error instanceof RangeError) {
       throw new FnrError(options.errorKind ?? 'InvalidArgument', `${options.origin ?? 'stdin'}: the document is nested too deeply to process (${error.message})`)
     }
     throw error
   }
+  try {
+    const r = parse()
+    return (r instanceof Promise ? r.catch(overflow) : r) as T
+  } catch (error) {
+    return overflow(error)
+  }
 }
 
-function parseUnguarded(input: Uint8Array | string, options: ParseResourceListOptions): ResourceList {
+function* parseSteps(input: Uint8Array | string, options: ParseResourceListOptions): Steps<ResourceList> {
   const text = typeof input === 'string' ? input : Buffer.from(input.buffer, input.byteOffset, input.byteLength).toString('utf8')
   const origin = options.origin ?? 'stdin'
   const kind = options.errorKind ?? 'InvalidArgument'
   const blockStyle = options.blockStyle ?? true
 
   const json = blockStyle ? tryJson(text) : undefined
-  const docs = json !== undefined ? [{node: json, text: ''}] : parseStream(text, origin, kind)
+  const docs = json !== undefined ? [{node: json, text: ''}] : yield* parseStreamSteps(text, origin, kind)
 
   if ((options.unwrap ?? true) && docs.length === 1 && isMap(docs[0]!.node)) {
     const node = docs[0]!.node as YAMLMap
     const k = scalarString(getIn(node, 'kind'))
     if ((k === RESOURCE_LIST_KIND || k === 'List') && (pairOf(node, 'items') !== undefined || pairOf(node, 'functionConfig') !== undefined)) {
-      return unwrapList(node, origin, kind, blockStyle)
+      return yield* unwrapList(node, origin, kind, blockStyle)
     }
   }
 
@@ -88,6 +104,7 @@ function parseUnguarded(input: Uint8Array | string, options: ParseResourceListOp
   const seqIndent = options.preserveSeqIndent ?? true
   let index = 0
   for (const doc of docs) {
+    yield
     const item = asItem(doc.node, origin, kind, true)
     if (blockStyle) toBlockStyle(item)
     dropBlankLines(item)
@@ -103,7 +120,7 @@ function parseUnguarded(input: Uint8Array | string, options: ParseResourceListOp
   return list
 }
 
-function unwrapList(node: YAMLMap, origin: string, kind: ErrorKind, blockStyle: boolean): ResourceList {
+function* unwrapList(node: YAMLMap, origin: string, kind: ErrorKind, blockStyle: boolean): Steps<ResourceList> {
   const list = emptyResourceList()
   list.apiVersion = scalarString(getIn(node, 'apiVersion')) ?? RESOURCE_LIST_API_VERSION
   list.kind = scalarString(getIn(node, 'kind')) ?? RESOURCE_LIST_KIND
@@ -116,12 +133,13 @@ function unwrapList(node: YAMLMap, origin: string, kind: ErrorKind, blockStyle: 
       first.commentBefore = first.commentBefore ? `${items.commentBefore}\n${first.commentBefore}` : items.commentBefore
       items.commentBefore = undefined
     }
-    items.items.forEach((raw, i) => {
-      const item = asItem(raw as Node, `${origin}: items[${i}]`, kind, false)
+    for (let i = 0; i < items.items.length; i++) {
+      yield
+      const item = asItem(items.items[i] as Node, `${origin}: items[${i}]`, kind, false)
       if (blockStyle) toBlockStyle(item)
       dropBlankLines(item)
       list.items.push(item)
-    })
+    }
   } else if (items !== undefined && items !== null && !(isScalar(items) && (items.value === null || items.value === ''))) {
     throw new FnrError(kind, `${origin}: items must be a list`)
   }

@@ -10,16 +10,16 @@
  * (`previousPaths`, e.g. ResourceList.sourcePaths from readPackage) but hold none now are
  * deleted, as kpt does; directories left empty stay.
  *
- * Both: paths and indexes are defaulted and checked (see write.ts), and nothing is written
- * outside DIR: absolute paths and `..` are refused, no path component may be a symbolic link,
- * and a symbolic link in place of a file is never written through (a symbolic link whose target
- * already has the new content is left alone). Both are atomic: every path is checked before
- * anything is written, files are written to temporary siblings and renamed into place, and on
- * any failure the directory is as it was.
+ * Both: paths and indexes are defaulted and checked (see write.ts: no absolute path, no `..`, no
+ * control character), and nothing is written outside DIR: no path component may be a symbolic
+ * link, and a symbolic link in place of a file is never written through (a symbolic link whose
+ * target already has the new content is left alone). Both are all or nothing: sinkToDirectory
+ * fills a hidden sibling directory that is renamed to DIR at the end; writePackage plans every
+ * create, replace and delete, checks them all and applies them with renames that it undoes on
+ * any failure or interrupt (transaction.ts).
  */
-import {constants} from 'node:fs'
 import {randomBytes} from 'node:crypto'
-import {lstat, mkdir, open, readFile, realpath, rename, rm, unlink, writeFile} from 'node:fs/promises'
+import {lstat, mkdir, readFile, realpath, rename, rm, writeFile} from 'node:fs/promises'
 import {basename, dirname, join, resolve} from 'node:path'
 
 import type {YAMLMap} from 'yaml'
@@ -28,7 +28,8 @@ import {type ErrorKind, FnrError} from '../errors.js'
 import {A} from './constants.js'
 import {getAnnotation} from './meta.js'
 import {parseResourceList, type ResourceList} from './read.js'
-import {checkRelativePath, renderPackageFiles} from './write.js'
+import {applyChanges, type FileChange, ioError} from './transaction.js'
+import {checkRelativePath, renderPackageFilesInterruptible} from './write.js'
 
 export interface WriteReport {
   /** Files created or changed (relative paths, sorted). */
@@ -44,10 +45,10 @@ export interface WriteReport {
  * or an already parsed list) into a new directory. Atomic: the files are written into a hidden
  * sibling directory that is renamed to DIR at the end, so a failure leaves no DIR behind.
  */
-export async function sinkToDirectory(input: Uint8Array | string | ResourceList, dir: string): Promise<WriteReport> {
+export async function sinkToDirectory(input: Uint8Array | string | ResourceList, dir: string, signal?: AbortSignal): Promise<WriteReport> {
   await checkSinkTarget(dir)
   const list = typeof input === 'string' || input instanceof Uint8Array ? parseResourceList(input) : input
-  const files = renderPackageFiles(list.items, 'InvalidArgument')
+  const files = await renderPackageFilesInterruptible(list.items, 'InvalidArgument', signal)
   const parent = dirname(resolve(dir))
   try {
     await mkdir(parent, {recursive: true})
@@ -65,7 +66,8 @@ export async function sinkToDirectory(input: Uint8Array | string | ResourceList,
   try {
     const root = await realpath(staging)
     const plan = await planWrites(root, files, 'InvalidArgument')
-    await writeStaged(plan)
+    await writeNew(plan, signal)
+    signal?.throwIfAborted()
     try {
       await rename(staging, dir)
     } catch (error) {
@@ -94,14 +96,14 @@ export interface WritePackageOptions {
   previousPaths?: Iterable<string>
   /** Error kind for bad paths in the items (default FunctionFailed: the function produced them). */
   errorKind?: ErrorKind
+  /** An interrupt: before the changes are applied nothing is done, while they are they are undone. */
+  signal?: AbortSignal
 }
 
 /**
- * Writes the items back into an existing package directory (see the module comment). Atomic as
- * far as a file system allows: every path is checked first; new contents go to temporary
- * siblings that are renamed over the files only when all were written; files to delete are
- * deleted last. On a failure before the renames nothing in DIR changed (temporaries and the
- * directories made for them are removed); a rename failing half way restores the renamed files.
+ * Writes the items back into an existing package directory (see the module comment): every
+ * path is checked, then every create, replace and delete (transaction.ts); on any failure or
+ * interrupt the package is as it was.
  */
 export async function writePackage(items: readonly YAMLMap[], dir: string, options: WritePackageOptions = {}): Promise<WriteReport> {
   const kind = options.errorKind ?? 'FunctionFailed'
@@ -113,10 +115,18 @@ export async function writePackage(items: readonly YAMLMap[], dir: string, optio
     if (error instanceof FnrError) throw error
     throw ioError(dir, error)
   }
-  const files = renderPackageFiles(items, kind)
+  const files = await renderPackageFilesInterruptible(items, kind, options.signal)
   const plan = await planWrites(root, files, kind)
   const report: WriteReport = {written: [], unchanged: [], deleted: []}
-  const toDelete: Array<{rel: string; target: string}> = []
+  const changes: FileChange[] = []
+  for (const w of plan.writes) {
+    if (w.unchanged) {
+      report.unchanged.push(w.rel)
+      continue
+    }
+    report.written.push(w.rel)
+    changes.push({rel: w.rel, target: w.target, action: w.exists ? 'replace' : 'create', bytes: w.bytes, mkdirs: w.mkdirs, previous: w.previous})
+  }
   const previous = [...new Set(options.previousPaths ?? [])].sort()
   for (const p of previous) {
     const rel = checkRelativePath(p, 'InvalidArgument')
@@ -125,24 +135,15 @@ export async function writePackage(items: readonly YAMLMap[], dir: string, optio
     if (target === undefined) continue
     try {
       const st = await lstat(target)
-      if (!st.isDirectory()) toDelete.push({rel, target})
+      if (st.isDirectory()) continue
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError(join(dir, rel), error)
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue
+      throw ioError(join(dir, rel), error)
     }
+    changes.push({rel, target, action: 'delete'})
+    report.deleted.push(rel)
   }
-  await writeStaged(plan)
-  for (const w of plan.writes) {
-    if (w.unchanged) report.unchanged.push(w.rel)
-    else report.written.push(w.rel)
-  }
-  for (const {rel, target} of toDelete) {
-    try {
-      await unlink(target)
-      report.deleted.push(rel)
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError(join(dir, rel), error)
-    }
-  }
+  await applyChanges(changes, options.signal)
   return report
 }
 
@@ -162,10 +163,10 @@ interface PlannedWrite {
   bytes: Buffer
   /** The file already has this content (or is a symbolic link to a file that has it). */
   unchanged: boolean
-  /** The file's content before, for restoring it if a later rename fails (undefined: new file). */
+  /** Something is at target (a file to replace). */
+  exists: boolean
+  /** The file's content before (for a file that must be written in place, undefined if unreadable). */
   previous?: Buffer
-  /** The file's mode, kept when it is replaced. */
-  mode?: number
   /** Directories under root (absolute, outermost first) that must be made for this file. */
   mkdirs: string[]
 }
@@ -212,7 +213,7 @@ async function planWrites(root: string, files: Map<string, string>, kind: ErrorK
     const bytes = Buffer.from(content)
     let unchanged = false
     let previous: Buffer | undefined
-    let mode: number | undefined
+    let exists = false
     if (!missing) {
       let st
       try {
@@ -222,7 +223,7 @@ async function planWrites(root: string, files: Map<string, string>, kind: ErrorK
       }
       if (st?.isDirectory()) throw new FnrError(kind, `config.kubernetes.io/path cannot be a directory: ${rel}`)
       if (st) {
-        if (st.isFile()) mode = st.mode & 0o7777
+        exists = true
         try {
           previous = await readFile(target)
           unchanged = previous.equals(bytes)
@@ -233,59 +234,21 @@ async function planWrites(root: string, files: Map<string, string>, kind: ErrorK
         if (!unchanged && !st.isFile()) throw new FnrError(kind, `refusing to write ${rel}: it is not a regular file`)
       }
     }
-    writes.push({rel, target, bytes, unchanged, previous, mode, mkdirs})
+    writes.push({rel, target, bytes, unchanged, exists, previous, mkdirs})
   }
   return {writes}
 }
 
-/** Writes every changed file to a temporary sibling, then renames them all into place. */
-async function writeStaged(plan: WritePlan): Promise<void> {
-  const made: string[] = []
-  const temps: Array<{w: PlannedWrite; temp: string}> = []
-  try {
-    for (const w of plan.writes) {
-      if (w.unchanged) continue
-      for (const d of w.mkdirs) {
-        try {
-          await mkdir(d)
-          made.push(d)
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw ioError(d, error)
-        }
-      }
-      const temp = join(dirname(w.target), `.${basename(w.target)}.fnr-${randomBytes(6).toString('hex')}`)
-      let fh
-      try {
-        fh = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o666)
-        temps.push({w, temp})
-        await fh.writeFile(w.bytes)
-        if (w.mode !== undefined) await fh.chmod(w.mode)
-      } catch (error) {
-        throw ioError(w.target, error)
-      } finally {
-        await fh?.close()
-      }
+/** Writes the files of a plan into a new, empty staging directory (sinkToDirectory). */
+async function writeNew(plan: WritePlan, signal?: AbortSignal): Promise<void> {
+  for (const w of plan.writes) {
+    signal?.throwIfAborted()
+    try {
+      for (const d of w.mkdirs) await mkdir(d)
+      await writeFile(w.target, w.bytes, {flag: 'wx'})
+    } catch (error) {
+      throw ioError(w.target, error)
     }
-  } catch (error) {
-    await Promise.all(temps.map(({temp}) => rm(temp, {force: true})))
-    for (const d of made.reverse()) await rm(d, {recursive: true, force: true})
-    throw error
-  }
-  const renamed: PlannedWrite[] = []
-  try {
-    for (const {w, temp} of temps) {
-      await rename(temp, w.target)
-      renamed.push(w)
-    }
-  } catch (error) {
-    // Put back what was already replaced; remove what is left of the temporaries.
-    for (const w of renamed) {
-      if (w.previous === undefined) await rm(w.target, {force: true})
-      else await writeFile(w.target, w.previous).catch(() => {})
-    }
-    await Promise.all(temps.map(({temp}) => rm(temp, {force: true})))
-    for (const d of made.reverse()) await rm(d, {recursive: true, force: true})
-    throw ioError(dirname(temps[renamed.length]?.w.target ?? '.'), error)
   }
 }
 
@@ -310,23 +273,4 @@ async function checkParents(root: string, rel: string, kind: ErrorKind): Promise
     if (!st.isDirectory()) throw new FnrError(kind, `cannot write ${rel}: ${shown} is not a directory`)
   }
   return join(cur, parts[parts.length - 1]!)
-}
-
-/** Problems with the path the user gave are InvalidArgument (or PermissionDenied); the rest Internal. */
-const PATH_ERRORS: Record<string, string> = {
-  ENOENT: 'no such file or directory',
-  ENOTDIR: 'a path component is not a directory',
-  EISDIR: 'is a directory',
-  ELOOP: 'too many symbolic links',
-  ENAMETOOLONG: 'name too long',
-  EEXIST: 'already exists',
-  EROFS: 'read-only file system',
-}
-
-function ioError(path: string, error: unknown): FnrError {
-  const e = error as NodeJS.ErrnoException
-  if (e.code === 'EACCES' || e.code === 'EPERM') return new FnrError('PermissionDenied', `${path}: permission denied (${e.code})`, {cause: error})
-  const known = e.code === undefined ? undefined : PATH_ERRORS[e.code]
-  if (known) return new FnrError('InvalidArgument', `${path}: ${known} (${e.code})`, {cause: error})
-  return new FnrError('Internal', `${path}: ${e.code ?? e.message}`, {cause: error})
 }

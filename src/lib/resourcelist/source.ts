@@ -28,7 +28,7 @@ import {IgnoreMatcher} from './krmignore.js'
 import {krmError, setAnnotation} from './meta.js'
 import {copyLegacyAnnotations, emptyResourceList, type ResourceList} from './read.js'
 import {stringifyResourceList} from './write.js'
-import {deriveSeqIndent, dropBlankLines, parseStream, scalarString} from './yaml.js'
+import {deriveSeqIndent, dropBlankLines, parseStreamSteps, runStepsInterruptible, scalarString, type Steps} from './yaml.js'
 
 export interface SourceOptions {
   /**
@@ -45,6 +45,11 @@ export interface SourceOptions {
   onKptfile?: (rel: string, text: string) => void
   /** Maximum number of files read at once (default 32). */
   concurrency?: number
+  /**
+   * An interrupt: parsing gives the event loop a turn every few milliseconds (yaml.ts,
+   * parseStreamInterruptible) and stops with the signal's reason once it aborts.
+   */
+  signal?: AbortSignal
 }
 
 /** One file to read: where it is, and the path it gets inside the ResourceList. */
@@ -76,9 +81,10 @@ export async function readPackage(paths: readonly string[], options: SourceOptio
   const texts = await readAll(files, options.concurrency ?? 32)
   const list = emptyResourceList()
   const requireKrm = options.requireKrm ?? true
-  files.forEach((f, i) => {
+  for (let i = 0; i < files.length; i++) {
+    const f = files[i]!
     if (options.onKptfile && basename(f.rel) === KPTFILE) options.onKptfile(f.rel, texts[i]!)
-    const items = fileItems(texts[i]!, f)
+    const items = await fileItems(texts[i]!, f, options.signal)
     for (const item of items) {
       if (requireKrm) {
         const bad = krmError(item, f.rel)
@@ -86,7 +92,7 @@ export async function readPackage(paths: readonly string[], options: SourceOptio
       }
       list.items.push(item)
     }
-  })
+  }
   return list
 }
 
@@ -101,10 +107,16 @@ export async function sourcePackage(paths: readonly string[], options: SourceOpt
 }
 
 /** The items of one file, annotated as kpt's package reader does. */
-function fileItems(text: string, f: SourceFile): YAMLMap[] {
-  const docs = parseStream(text, f.display, 'InvalidArgument')
+function fileItems(text: string, f: SourceFile, signal: AbortSignal | undefined): Promise<YAMLMap[]> {
+  return runStepsInterruptible(fileItemsSteps(text, f), signal)
+}
+
+function* fileItemsSteps(text: string, f: SourceFile): Steps<YAMLMap[]> {
+  const docs = yield* parseStreamSteps(text, f.display, 'InvalidArgument')
   const out: YAMLMap[] = []
-  docs.forEach((doc, index) => {
+  for (let index = 0; index < docs.length; index++) {
+    yield
+    const doc = docs[index]!
     let item: YAMLMap
     if (isMap(doc.node)) item = doc.node
     else if (isSeq(doc.node)) {
@@ -130,7 +142,7 @@ function fileItems(text: string, f: SourceFile): YAMLMap[] {
       throw error
     }
     out.push(item)
-  })
+  }
   return out
 }
 

@@ -16,7 +16,7 @@ import {A, BARE_SEQ_KEY, INTERNAL_PREFIX, RESOURCE_LIST_API_VERSION, RESOURCE_LI
 import {goJson} from './goyaml.js'
 import {annotationsOf, clearEmptyAnnotations, deleteAnnotation, getAnnotation, metaOf, setAnnotation} from './meta.js'
 import {copyLegacyAnnotations, type ResourceList} from './read.js'
-import {getIn, indentLines, stringifyNode, toTyped} from './yaml.js'
+import {getIn, indentLines, runSteps, runStepsInterruptible, stringifyNode, toTyped, type Steps} from './yaml.js'
 
 // ---------------------------------------------------------------------------------------------
 // Wrapped and unwrapped streams
@@ -32,11 +32,19 @@ export interface WrapOptions {
  * `- ` line, the way kpt writes it. Items are not modified.
  */
 export function stringifyResourceList(items: readonly Node[], options: WrapOptions = {}): string {
+  return runSteps(stringifyResourceListSteps(items, options))
+}
+
+/** stringifyResourceList with a pause point per item (yaml.ts, runStepsInterruptible). */
+export function* stringifyResourceListSteps(items: readonly Node[], options: WrapOptions = {}): Steps<string> {
   const parts = [`apiVersion: ${RESOURCE_LIST_API_VERSION}\nkind: ${RESOURCE_LIST_KIND}\n`]
   if (items.length === 0) parts.push('items: []\n')
   else {
     parts.push('items:\n')
-    for (const item of items) parts.push(indentLines(stringifyNode(item, 'compact'), '  ', '- '))
+    for (const item of items) {
+      yield
+      parts.push(indentLines(stringifyNode(item, 'compact'), '  ', '- '))
+    }
   }
   if (options.functionConfig) {
     parts.push('functionConfig:\n', indentLines(stringifyNode(options.functionConfig, 'compact'), '  '))
@@ -141,12 +149,26 @@ export function cleanPath(p: string): string {
   return c.length > 1 && c.endsWith('/') ? c.slice(0, -1) : c
 }
 
+// C0 controls, DEL and C1 controls.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
+// eslint-disable-next-line no-control-regex
+const CONTROL_ALL = /[\u0000-\u001f\u007f-\u009f]/g
+
+/** A path quoted for a message, every control character shown as an escape (`"a\nb.yaml"`). */
+export function escapeControl(p: string): string {
+  return JSON.stringify(p).replace(CONTROL_ALL, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`)
+}
+
 /**
- * Checks a package-relative path: not absolute, not escaping the package, naming a file.
- * Returns the cleaned path.
+ * Checks a package-relative path: no control character, not absolute, not escaping the
+ * package, naming a file. Returns the cleaned path.
  */
 export function checkRelativePath(p: string, kind: ErrorKind): string {
   if (p === '' || p.includes('\0')) throw new FnrError(kind, `invalid resource path ${JSON.stringify(p)}`)
+  // A newline or another control character in a file name is almost certainly a function's
+  // bug, and would break every line-based tool that lists the package: refused before any write.
+  if (CONTROL.test(p)) throw new FnrError(kind, `invalid resource path ${escapeControl(p)}: it contains a control character`)
   if (p.startsWith('/') || /^[A-Za-z]:[\\/]/.test(p)) {
     throw new FnrError(kind, `function must not modify resources outside of package: resource has absolute path ${p}`)
   }
@@ -186,6 +208,15 @@ export function checkPathInvariants(items: readonly YAMLMap[], kind: ErrorKind =
  * resource under a `.json` name written as JSON. Paths are cleaned and checked.
  */
 export function renderPackageFiles(items: readonly YAMLMap[], kind: ErrorKind = 'FunctionFailed'): Map<string, string> {
+  return runSteps(renderPackageFilesSteps(items, kind))
+}
+
+/** renderPackageFiles that lets SIGINT/SIGTERM handlers run and stops when the signal aborts. */
+export function renderPackageFilesInterruptible(items: readonly YAMLMap[], kind: ErrorKind, signal: AbortSignal | undefined): Promise<Map<string, string>> {
+  return runStepsInterruptible(renderPackageFilesSteps(items, kind), signal)
+}
+
+function* renderPackageFilesSteps(items: readonly YAMLMap[], kind: ErrorKind): Steps<Map<string, string>> {
   defaultPathsAndIndexes(items, kind)
   checkPathInvariants(items, kind)
   const byPath = new Map<string, Array<{item: YAMLMap; index: number; order: number}>>()
@@ -214,7 +245,12 @@ export function renderPackageFiles(items: readonly YAMLMap[], kind: ErrorKind = 
       files.set(p, goJson(toTyped(bare && !isEmptyNode(bare) ? bare : item)))
       continue
     }
-    files.set(p, entries.map((e) => renderDocument(e.item)).join('---\n'))
+    const docs: string[] = []
+    for (const e of entries) {
+      yield
+      docs.push(renderDocument(e.item))
+    }
+    files.set(p, docs.join('---\n'))
   }
   return files
 }

@@ -10,24 +10,29 @@
  */
 import {
   Alias,
+  Composer,
   Document,
   isAlias,
   isMap,
   isPair,
   isScalar,
   isSeq,
+  Lexer,
   parseAllDocuments,
+  Parser,
   Scalar,
   type DocumentOptions,
   type Node,
   type ParseOptions,
   type SchemaOptions,
   type ToStringOptions,
+  type CST,
   type YAMLMap,
 } from 'yaml'
 
 import {type ErrorKind, FnrError, firstLine} from '../errors.js'
 import type {SeqIndent} from './constants.js'
+import {pause, pauseRequested} from './test-pause.js'
 
 export const PARSE_OPTIONS: ParseOptions & DocumentOptions & SchemaOptions = {
   schema: 'failsafe',
@@ -87,6 +92,76 @@ export function isNullScalar(node: Node): boolean {
  * Errors are thrown as FnrError(kind) prefixed with `origin`.
  */
 export function parseStream(input: string, origin: string, kind: ErrorKind): StreamDocument[] {
+  return runSteps(parseStreamSteps(input, origin, kind))
+}
+
+/**
+ * parseStream that gives the event loop a turn every few milliseconds (between documents, and
+ * every few thousand tokens inside a large one), so a SIGINT/SIGTERM handler runs while a large
+ * package is parsed; rejects with the signal's reason once it is aborted. What it cannot cut is
+ * composing the nodes of one document from its tokens (about a third of that document's time).
+ */
+export function parseStreamInterruptible(input: string, origin: string, kind: ErrorKind, signal?: AbortSignal): Promise<StreamDocument[]> {
+  return runStepsInterruptible(parseStreamSteps(input, origin, kind), signal)
+}
+
+/** A computation that yields (nothing) at the points where it may be paused. */
+export type Steps<T> = Generator<void, T, void>
+
+/** Runs steps to their end at once. */
+export function runSteps<T>(steps: Steps<T>): T {
+  for (;;) {
+    const r = steps.next()
+    if (r.done) return r.value
+  }
+}
+
+/** How long steps run before the event loop gets a turn. */
+const SLICE_MS = 20
+
+/** Runs steps, giving the event loop a turn every SLICE_MS and stopping when the signal aborts. */
+export async function runStepsInterruptible<T>(steps: Steps<T>, signal?: AbortSignal): Promise<T> {
+  signal?.throwIfAborted()
+  let since = performance.now()
+  let paused = !pauseRequested('parse')
+  for (;;) {
+    const r = steps.next()
+    if (r.done) return r.value
+    if (!paused) {
+      // Tests: once, after the first step (test-pause.ts).
+      paused = true
+      await pause('parse')
+    } else if (performance.now() - since < SLICE_MS) continue
+    await new Promise<void>((resolve) => setImmediate(resolve))
+    signal?.throwIfAborted()
+    since = performance.now()
+  }
+}
+
+/** Documents larger than this are parsed token by token, with pause points between tokens. */
+const STEPPED_PARSE_BYTES = 64 * 1024
+/** Tokens between two pause points. */
+const TOKENS_PER_STEP = 2048
+
+/** parseAllDocuments (without pretty errors, as PARSE_OPTIONS asks) with pause points. */
+function* parseAllDocumentsSteps(source: string): Steps<ReturnType<typeof parseAllDocuments>> {
+  if (source.length < STEPPED_PARSE_BYTES) return parseAllDocuments(source, PARSE_OPTIONS)
+  const parser = new Parser()
+  const tokens: CST.Token[] = []
+  let n = 0
+  for (const lexeme of new Lexer().lex(source, false)) {
+    for (const token of parser.next(lexeme)) tokens.push(token)
+    if (++n % TOKENS_PER_STEP === 0) yield
+  }
+  for (const token of parser.end()) tokens.push(token)
+  yield
+  const composer = new Composer(PARSE_OPTIONS)
+  const docs = Array.from(composer.compose(tokens))
+  if (docs.length > 0) return docs as ReturnType<typeof parseAllDocuments>
+  return Object.assign([], {empty: true}, composer.streamInfo()) as unknown as ReturnType<typeof parseAllDocuments>
+}
+
+export function* parseStreamSteps(input: string, origin: string, kind: ErrorKind): Steps<StreamDocument[]> {
   const text = input.includes('\r\n') ? input.replace(/\r\n/g, '\n') : input
   let chunks: string[]
   try {
@@ -98,11 +173,12 @@ export function parseStream(input: string, origin: string, kind: ErrorKind): Str
   // Line numbers in messages are the stream's (each separator line counts).
   let firstLine = 1
   for (let i = 0; i < chunks.length; i++) {
+    yield
     const chunk = i === chunks.length - 1 ? chunks[i]! : `${chunks[i]!}\n`
     const lineOffset = firstLine - 1
     firstLine += countNewlines(chunks[i]!) + 2
     if (chunk.trim() === '') continue
-    const parsed = parseAllDocuments(chunk, PARSE_OPTIONS)
+    const parsed = yield* parseAllDocumentsSteps(chunk)
     const doc = parsed[0]
     if (doc === undefined) {
       // An empty stream (only comments); the yaml package may still report errors on it.
