@@ -27,6 +27,7 @@ export const UNIT = [
   'test/lib/errors.test.ts',
   'test/lib/lazy-loading.test.ts',
   'test/lib/reclaim.test.ts',
+  'test/metrics/image-labels.test.ts',
   'test/metrics/trace.test.ts',
   'test/pods/gc-rules.test.ts',
   'test/pods/k8s-client.test.ts',
