@@ -131,6 +131,28 @@ describe('process spawner: functions started through it behave as started direct
     results.forEach((r, i) => expect(r.stdout.equals(inputs[i]!)).to.equal(true))
   })
 
+  it('input and output flow between the runner and the function directly: the spawner reads and writes none of it', async () => {
+    const spawnerPid = await spawnerReady()
+    // Per thread: /proc/PID/io would add the I/O of the children it reaped (the function's own).
+    const io = (): {read: number; written: number} => {
+      const sum = {read: 0, written: 0}
+      for (const tid of readdirSync(`/proc/${spawnerPid}/task`)) {
+        const text = readFileSync(`/proc/${spawnerPid}/task/${tid}/io`, 'latin1')
+        sum.read += Number(/^rchar: (\d+)/m.exec(text)![1])
+        sum.written += Number(/^wchar: (\d+)/m.exec(text)![1])
+      }
+      return sum
+    }
+    const before = io()
+    const input = Buffer.alloc(16 * 1024 * 1024, 0x62)
+    const r = await run('spawner', {command: '/bin/cat', input, maxStdoutBytes: 32 * 1024 * 1024})
+    expect(r.stdout.equals(input)).to.equal(true)
+    const after = io()
+    // Only the channel's few messages pass through it (a few hundred bytes), not 16 MiB each way.
+    expect(after.read - before.read).to.be.below(64 * 1024)
+    expect(after.written - before.written).to.be.below(64 * 1024)
+  })
+
   it('has no listening socket: its only sockets are connected and unnamed, and no other process can reach it', async () => {
     const spawnerPid = await spawnerReady()
     // A function running meanwhile: its stdio are pairs the spawner handed over.
