@@ -11,6 +11,8 @@
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
+import {MESSAGE_MATCHING} from './scripts/lint-rules.mjs'
+
 export default tseslint.config(
   {
     ignores: ['dist/**', 'node_modules/**', 'build/**', '.cache/**', 'tmp/**', 'bench/results/**', 'oclif.manifest.json', 'test/peers/**'],
@@ -63,6 +65,9 @@ export default tseslint.config(
       'max-params': ['error', 4],
       'max-lines-per-function': ['error', {max: 80, skipBlankLines: true, skipComments: true}],
       'max-depth': ['error', 4],
+      // Decisions read a typed field of the error (FnrError.kind, FnrError.details, an errno `code`),
+      // never its message: a reworded message must not change what the code does (docs/architecture.md).
+      'no-restricted-syntax': ['error', ...MESSAGE_MATCHING],
     },
   },
 )

@@ -7,11 +7,12 @@
  *
  * Cases: P1 serve-exec.ts, P2 eval-vs-kpt.ts, P3 throughput.ts, P4 payload.ts, P5 pods.ts (the pod
  * path on the Kubernetes test bed), P6 serve-exec.ts (idle) and soak.ts, W wrapper.ts, C cache.ts (response-cache hit, 1 MiB),
- * R porch-runner.ts (P1, P3, P4 against Porch's own runner, built from the module proxy).
+ * R porch-runner.ts (P1, P3, P4 against Porch's own runner, built from the module proxy), N
+ * node-versions.ts (start-up and `fnr eval` on the machine's old Node and on Node 26, side by side).
  *
  * Settings (environment):
  *   FNR_BENCH_QUICK=1           ~1 minute smoke run (small counts everywhere)
- *   FNR_BENCH_ONLY=P1,P3        run only these cases (P1 P2 P3 P4 P5 P6 W C R)
+ *   FNR_BENCH_ONLY=P1,P3        run only these cases (P1 P2 P3 P4 P5 P6 W C R N)
  *   FNR_BENCH_ITERATIONS        P1 and wrapper calls per function (200; quick 30); P2 uses a tenth (≥ 5)
  *   FNR_BENCH_P3_CALLS          P3 calls per concurrency level and side (1200; quick 150)
  *   FNR_BENCH_P4_ITERATIONS     P4 calls per side for the smallest payload, fewer for larger (60; quick 10)
@@ -26,6 +27,7 @@ import path from 'node:path'
 
 import {benchCache} from './cache.js'
 import {benchEvalVsKpt} from './eval-vs-kpt.js'
+import {benchNodeVersions} from './node-versions.js'
 import type {FunctionUnderTest} from './fixture.js'
 import {QUICK, ROOT, envCount, loadAverage, printTable, saveResults, type Row} from './lib.js'
 import {benchPayload} from './payload.js'
@@ -36,7 +38,7 @@ import {benchSoak} from './soak.js'
 import {benchThroughput} from './throughput.js'
 import {benchWrapper} from './wrapper.js'
 
-const CASES = ['P1', 'P2', 'P3', 'P4', 'P5', 'P6', 'W', 'C', 'R'] as const
+const CASES = ['P1', 'P2', 'P3', 'P4', 'P5', 'P6', 'W', 'C', 'R', 'N'] as const
 type Case = (typeof CASES)[number]
 
 function selectedCases(): Set<Case> {
@@ -87,6 +89,7 @@ async function main(): Promise<void> {
   await run('W', () => benchWrapper(settings.iterations))
   await run('C', () => benchCache(envCount('FNR_BENCH_CACHE_ITERATIONS', 300, 50)))
   await run('R', () => benchPorchRunner(settings.iterations, settings.p3Calls, settings.p4Iterations))
+  await run('N', () => benchNodeVersions(Math.max(5, Math.round(settings.iterations / 10))))
 
   const loadAfter = loadAverage()
   const table = printTable(rows)

@@ -70,7 +70,7 @@ async function startWrapper(variant: Variant, entrypoint: string[]): Promise<Sta
 }
 
 /** A free port on 127.0.0.1 (for startup measurements, where the port must be known up front). */
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const srv = net.createServer()
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r))
   const port = (srv.address() as net.AddressInfo).port
@@ -91,7 +91,7 @@ function healthCtor() {
 }
 
 /** Resolves when 127.0.0.1:port answers a health Check with SERVING (polling: TCP first, then a fresh channel per try). */
-async function waitServing(port: number, deadline: number): Promise<void> {
+export async function waitServing(port: number, deadline: number): Promise<void> {
   for (;;) {
     if (Date.now() > deadline) throw new Error(`port ${port} did not become SERVING`)
     const open = await new Promise<boolean>((resolve) => {
@@ -124,7 +124,7 @@ async function startupMs(command: string, args: string[], port: number, cleanup:
   }
 }
 
-async function killAndWait(child: ChildProcess): Promise<void> {
+export async function killAndWait(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return
   const exited = new Promise((r) => child.once('exit', r))
   child.kill('SIGKILL')

@@ -1,19 +1,34 @@
 #!/usr/bin/env node
+// The fnr executable. Three things happen before any command runs:
+//
+// - The long-running servers (`fnr serve`, `fnr wrapper-server`) need two Node flags on their
+//   command line: --expose-gc (src/lib/reclaim.ts asks V8 for full collections) and
+//   --disable-sigusr1 (SIGUSR1 would otherwise open Node's inspector on 127.0.0.1:9229, and any
+//   loopback neighbour could then run code as the runner). When they are missing (`fnr serve`
+//   from a shell, a pod whose command is `fnr serve`), the process replaces itself with the same
+//   command plus the flags (process.execve: same pid, same environment, same open stdio; ~40 ms
+//   once per start). The images pass the flags themselves (docker/), so there no re-run happens.
+// - SIGUSR1 gets a listener of its own in every command: with a listener installed, Node does not
+//   start the inspector on it (the fallback where the flag cannot be had, and harmless elsewhere).
+// - Node's compile cache (module.enableCompileCache: V8 bytecode of every module loaded, kept in
+//   the OS temporary folder or NODE_COMPILE_CACHE) spares later runs parsing and compiling.
+//
 // `fnr eval …` is on users' hot paths (kpt pipelines, CI loops): it skips loading oclif (~80 ms)
 // and parses its flags with the same specs the oclif command uses. Everything else, including
 // `fnr eval --help`, goes through oclif (as does everything when FNR_NO_FAST_PATH is set).
 const args = process.argv.slice(2)
+if (args[0] === 'serve' || args[0] === 'wrapper-server') relaunchWithServerFlags()
+process.on('SIGUSR1', () => {})
+process.getBuiltinModule('node:module').enableCompileCache?.()
+
 const beforeDash = args.indexOf('--') >= 0 ? args.slice(0, args.indexOf('--')) : args
 // --runner needs the gRPC client, which only the oclif command loads.
 if (args[0] === 'eval' && !process.env.FNR_NO_FAST_PATH && !beforeDash.some((a) => a === '--help' || a === '-h' || a === '--runner' || a.startsWith('--runner='))) {
-  // Fastest first (npm run build makes all three): the CommonJS bundle compiled with its V8 code
-  // cache, the ES module bundle, the plain module (e.g. after a bare tsc).
-  const {runEvalFast} =
-    loadCachedBundle() ??
-    (await import('../dist/bundles/eval/fast-eval.bundle.mjs').catch((err) => {
-      if (err?.code !== 'ERR_MODULE_NOT_FOUND') throw err
-      return import('../dist/cli/fast-eval.js')
-    }))
+  // One ES module bundle (npm run build), else the plain module (e.g. after a bare tsc).
+  const {runEvalFast} = await import('../dist/bundles/eval/fast-eval.bundle.mjs').catch((err) => {
+    if (err?.code !== 'ERR_MODULE_NOT_FOUND') throw err
+    return import('../dist/cli/fast-eval.js')
+  })
   process.exitCode = await runEvalFast(args.slice(1))
 } else {
   // oclif asks the user database for the login shell when $SHELL is unset (os.userInfo), which
@@ -32,44 +47,18 @@ if (args[0] === 'eval' && !process.env.FNR_NO_FAST_PATH && !beforeDash.some((a) 
 }
 
 /**
- * dist/bundles/eval/fast-eval.bundle.cjs (scripts/bundle-eval.mjs), run as CommonJS through vm.Script
- * with the code cache made for it, so V8 skips parsing and compiling it. The cache is used only
- * when its build id matches the bundle's last line; V8 rejects it by itself when the Node version
- * or V8 flags differ. Undefined when there is no bundle.
+ * Re-runs this process with SERVER_FLAGS when some are missing and this Node can: process.execve
+ * (Node 22.15 and later) and --disable-sigusr1 (22.14). Returns when nothing is to be done or the
+ * re-run cannot happen (then the SIGUSR1 listener and reclaim.ts's run-time flag stand in).
  */
-function loadCachedBundle() {
-  const fs = process.getBuiltinModule('node:fs')
-  const {fileURLToPath} = process.getBuiltinModule('node:url')
-  const file = fileURLToPath(new URL('../dist/bundles/eval/fast-eval.bundle.cjs', import.meta.url))
-  let source
+function relaunchWithServerFlags() {
+  const SERVER_FLAGS = ['--expose-gc', '--disable-sigusr1']
+  const has = (flag) => process.execArgv.some((a) => a === flag || a === flag.replaceAll('-', '_').replace(/^__/, '--'))
+  const missing = SERVER_FLAGS.filter((f) => !has(f))
+  if (missing.length === 0 || typeof process.execve !== 'function' || !missing.every((f) => process.allowedNodeEnvironmentFlags.has(f))) return
   try {
-    source = fs.readFileSync(file, 'utf8')
-  } catch (err) {
-    if (err?.code === 'ENOENT') return undefined
-    throw err
+    process.execve(process.execPath, [process.execPath, ...missing, ...process.execArgv, process.argv[1], ...args], {...process.env})
+  } catch {
+    // Not here (a worker thread, a platform without execve): run on without the flags.
   }
-  const buildId = /\/\/# fnrBuildId=([0-9a-f]+)\s*$/.exec(source.slice(-64))?.[1]
-  let cachedData
-  if (buildId) {
-    try {
-      const cache = fs.readFileSync(`${file}.cache`)
-      const head = Buffer.from(`${buildId}\n`, 'latin1')
-      if (cache.subarray(0, head.length).equals(head)) cachedData = cache.subarray(head.length)
-    } catch {
-      // No cache: compile as usual.
-    }
-  }
-  const vm = process.getBuiltinModule('node:vm')
-  const {createRequire} = process.getBuiltinModule('node:module')
-  const path = process.getBuiltinModule('node:path')
-  // On the bundle's first line, so line numbers in stack traces stay those of the file.
-  const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {filename: file, cachedData})
-  const module = {exports: {}}
-  script.runInThisContext()(module.exports, createRequire(file), module, file, path.dirname(file))
-  // Build only (scripts/bundle-eval.mjs): write the cache after a sample run, with the functions it ran.
-  const out = process.env.FNR_EVAL_CODE_CACHE_OUT
-  if (out && buildId) {
-    process.once('exit', () => fs.writeFileSync(out, Buffer.concat([Buffer.from(`${buildId}\n`, 'latin1'), script.createCachedData()])))
-  }
-  return module.exports
 }

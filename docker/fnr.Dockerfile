@@ -15,7 +15,7 @@
 # file the runner reads is readable by any user (no write access is needed outside /tmp).
 # Not built in the development environment (no Docker engine there).
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=node:26-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /src
@@ -60,5 +60,7 @@ RUN ln -s /app/node_modules /home/nonroot/node_modules
 USER 65532:65532
 WORKDIR /home/nonroot
 EXPOSE 9445
-ENTRYPOINT ["/usr/bin/tini", "--", "node", "/app/bin/run.js"]
+# --expose-gc and --disable-sigusr1: what `fnr serve` needs on its command line (bin/run.js re-runs
+# itself with them when they are missing, as from /home/nonroot/server; here there is no re-run).
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "--expose-gc", "--disable-sigusr1", "/app/bin/run.js"]
 CMD ["serve", "--config=/home/nonroot/config.yaml", "--functions=/home/nonroot/functions"]

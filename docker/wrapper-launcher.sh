@@ -7,8 +7,10 @@
 # re-parented to PID 1, and Node waits only for the children it started. So, as PID 1, this
 # static busybox shell runs the wrapper (wrapper-server-sea) as its child and waits: busybox
 # ash's wait reaps every child that exits, with waitpid(-1), orphans included. It forwards TERM,
-# INT, HUP, QUIT, USR1 and USR2 to the wrapper and exits with the wrapper's status. Not PID 1
-# (shareProcessNamespace, a host), it execs the wrapper: no extra process.
+# INT, HUP, QUIT and USR2 to the wrapper and exits with the wrapper's status. Not USR1: a Node
+# process may take that as "open the inspector" (the wrapper refuses it anyway), and with no trap
+# for it the kernel drops it at PID 1. Not PID 1 (shareProcessNamespace, a host), it execs the
+# wrapper: no extra process.
 #
 # The shell rewrites the environment it hands on (it adds PWD, SHLVL and PATH, and drops names
 # that are not shell identifiers, such as a.b, which Kubernetes allows), and the wrapper passes
@@ -27,7 +29,7 @@ unset e
 
 "$d/wrapper-server-sea" "$@" <&0 &
 pid=$!
-for s in TERM INT HUP QUIT USR1 USR2; do
+for s in TERM INT HUP QUIT USR2; do
 	trap "kill -$s $pid 2>/dev/null" "$s"
 done
 while :; do

@@ -9,7 +9,7 @@
 # The folder is made by the same script as `npm run package:wrapper` (scripts/package-wrapper.mjs),
 # from this stage's node binary and Debian's glibc, patchelf and binutils.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=node:26-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 RUN apt-get update \

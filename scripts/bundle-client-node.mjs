@@ -17,7 +17,7 @@ await build({
   outfile: path.join(DIR, 'client-node.bundle.mjs'),
   bundle: true,
   platform: 'node',
-  target: 'node20',
+  target: 'node22',
   format: 'esm',
   treeShaking: true,
   minifyWhitespace: true,

@@ -3,8 +3,9 @@
 import {spawn, spawnSync} from 'node:child_process'
 import path from 'node:path'
 
-import {ROOT, ensureBuilt, ensureNpmDependencies} from './setup.mjs'
+import {ROOT, ensureBuilt, ensureNpmDependencies, ensureSupportedNode} from './setup.mjs'
 
+ensureSupportedNode()
 ensureNpmDependencies()
 ensureBuilt()
 

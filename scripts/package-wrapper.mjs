@@ -66,12 +66,16 @@ const BUSYBOX_CANDIDATES = ['/bin/busybox', '/usr/bin/busybox']
 const ENTRY = path.join(ROOT, 'src', 'bin', 'wrapper-server.ts')
 const EVALUATOR_PROTO = path.join(ROOT, 'proto', 'evaluator.proto')
 /** Bumped when the layout or the steps change, so old folders are rebuilt. */
-const RECIPE_VERSION = 5
+const RECIPE_VERSION = 8
+/** Node flags built into the executable (the SEA config's execArgv). */
+export const SEA_EXEC_ARGV = ['--expose-gc', '--disable-sigusr1']
 /**
  * Environment variables node reads at startup, before any JavaScript runs, that a function image
  * may set for its own Node programs (NODE_OPTIONS=--require … would otherwise load into, or
  * crash, the wrapper). The copy of node in the folder looks them up under other names of the
  * same length; the function still gets the originals, since the wrapper passes its environment on.
+ * Node 26's binary has no NODE_OPTIONS C string to rename (the name is built in code): there the
+ * SEA's execArgvExtension "none" keeps NODE_OPTIONS out, and no variable passes node flags.
  */
 export const RENAMED_NODE_ENV = [
   ['NODE_OPTIONS', 'FNRW_OPTIONS'],
@@ -251,7 +255,7 @@ async function bundle(work, quiet) {
     bundle: true,
     platform: 'node',
     format: 'cjs',
-    target: 'node20',
+    target: 'node22',
     minify: true,
     legalComments: 'external',
     metafile: true,
@@ -390,8 +394,22 @@ async function build({out, nodeBinary, quiet}) {
     log(quiet, `making the SEA blob with ${nodeBinary} ${run(nodeBinary, ['--version']).trim()}`)
     const seaConfig = path.join(work, 'sea-config.json')
     const blob = path.join(work, 'sea.blob')
-    writeFileSync(seaConfig, JSON.stringify({main: b.outfile, output: blob, disableExperimentalSEAWarning: true, useCodeCache: true}))
-    run(nodeBinary, ['--experimental-sea-config', seaConfig], {cwd: work})
+    // execArgv: the Node flags the executable starts with (Node 24 and later read them from here;
+    // 22 ignores the field, and src/bin/wrapper-server.ts's SIGUSR1 listener stands in).
+    // --expose-gc for src/lib/reclaim.ts, --disable-sigusr1: no inspector on SIGUSR1 (docs/process.md
+    // "No debugger by signal").
+    // execArgvExtension none: NODE_OPTIONS from the environment (a Node function image's) is not
+    // the executable's (Node 24 and later; the renaming below covers older ones, and a check
+    // after the build makes sure one of the two took).
+    writeFileSync(
+      seaConfig,
+      JSON.stringify({main: b.outfile, output: blob, disableExperimentalSEAWarning: true, useCodeCache: true, execArgv: SEA_EXEC_ARGV, execArgvExtension: 'none'}),
+    )
+    // The blob's V8 code cache is made under the flags the executable will run with (V8 rejects a
+    // cache made under other flags, with a warning on every start): Node 24 and later apply the
+    // execArgv above, 22 ignores it.
+    const nodeMajor = Number(/^v(\d+)/.exec(run(nodeBinary, ['--version']).trim())?.[1])
+    run(nodeBinary, [...(nodeMajor >= 24 ? SEA_EXEC_ARGV : []), '--experimental-sea-config', seaConfig], {cwd: work})
 
     const exe = path.join(stage, SEA_NAME)
     copyFileSync(realpathSync(nodeBinary), exe)
@@ -422,8 +440,14 @@ async function build({out, nodeBinary, quiet}) {
     for (const f of readdirSync(libDir)) chmodSync(path.join(libDir, f), f === interpreter.soname ? 0o555 : 0o444)
 
     // Check it: run it through its own interpreter (the absolute PT_INTERP only exists in a pod).
-    const version = run(path.join(libDir, interpreter.soname), [exe, '--version']).trim()
-    if (!version.startsWith('fnr wrapper-server')) throw new Error(`the packaged executable does not start: ${version}`)
+    const first = spawnSync(path.join(libDir, interpreter.soname), [exe, '--version'], {encoding: 'utf8'})
+    const version = (first.stdout ?? '').trim()
+    if (first.status !== 0 || !version.startsWith('fnr wrapper-server')) throw new Error(`the packaged executable does not start: ${version}${first.stderr ?? ''}`)
+    if (first.stderr) throw new Error(`the packaged executable warns at start-up: ${first.stderr}`)
+    const probe = spawnSync(path.join(libDir, interpreter.soname), [exe, '--version'], {env: {NODE_OPTIONS: '--require /nonexistent/fnr-node-options-probe.js'}, encoding: 'utf8'})
+    if (probe.status !== 0) {
+      throw new Error(`the packaged executable honours NODE_OPTIONS (neither the SEA's execArgvExtension nor the renaming took with this node): ${probe.stderr}`)
+    }
 
     // The launcher (docs/process.md "How zombies are reaped"): in a function pod the entry is
     // PID 1, orphans of the function are re-parented to it, and Node waits only for its own

@@ -1,9 +1,11 @@
 // Makes a checkout ready to run: npm dependencies, the TypeScript build and, for tests, the
 // Debian packages they use. Only Node built-ins here: this runs before node_modules exists.
 import {spawnSync} from 'node:child_process'
-import {existsSync, lstatSync, readdirSync, realpathSync, statSync} from 'node:fs'
+import {existsSync, lstatSync, readFileSync, readdirSync, realpathSync, statSync} from 'node:fs'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
+
+import {NODE_MAIN, nodeBinary, pathWith} from './node-runtime.mjs'
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
@@ -49,6 +51,45 @@ function newestIn(dir) {
     newest = Math.max(newest, entry.isDirectory() ? newestIn(p) : mtime(p))
   }
   return newest
+}
+
+/** package.json's engines.node, a `>=X.Y[.Z]` range. */
+export function engineFloor() {
+  const range = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).engines?.node ?? ''
+  const m = /^>=\s*(\d+)(?:\.(\d+))?(?:\.(\d+))?$/.exec(range.trim())
+  if (!m) throw new Error(`setup: package.json's engines.node must be a >=X.Y range, not ${JSON.stringify(range)}`)
+  return {range, floor: [Number(m[1]), Number(m[2] ?? 0), Number(m[3] ?? 0)]}
+}
+
+/** True when a Node version (process.versions.node form) is at or above the engines floor. */
+export function nodeIsSupported(version = process.versions.node) {
+  const have = version.split('.').map(Number)
+  const {floor} = engineFloor()
+  for (let i = 0; i < 3; i++) if (have[i] !== floor[i]) return have[i] > floor[i]
+  return true
+}
+
+/**
+ * On a Node older than package.json's engines (a machine whose OS ships Node 20, say), re-runs the
+ * calling script (`npm test`, `npm run demo`) with the same arguments on NODE_MAIN, which
+ * scripts/node-runtime.mjs installs from the npm registry into .cache/node/ the first time. Its
+ * bin folder goes first in PATH, so everything the script starts (npm, mocha, `#!/usr/bin/env
+ * node` scripts) runs on it too. Returns when this Node is supported; otherwise exits with the
+ * re-run's status.
+ */
+export function ensureSupportedNode() {
+  if (nodeIsSupported()) return
+  log(`Node ${process.version} is older than package.json's engines (${engineFloor().range}); running on Node ${NODE_MAIN} from .cache/node/ instead (scripts/node-runtime.mjs)`)
+  let binary
+  try {
+    binary = nodeBinary('main')
+  } catch (err) {
+    log(`${err.message}\nInstall Node ${NODE_MAIN} (or any version the engines range allows) and run again.`)
+    process.exit(1)
+  }
+  const r = spawnSync(binary, [...process.execArgv, process.argv[1], ...process.argv.slice(2)], {stdio: 'inherit', env: {...process.env, PATH: pathWith(binary)}})
+  if (r.error) log(`${binary} could not be run: ${r.error.message}`)
+  process.exit(r.status ?? 1)
 }
 
 export function ensureNpmDependencies() {

@@ -6,9 +6,10 @@ import {mkdirSync, openSync} from 'node:fs'
 import path from 'node:path'
 
 import {PEERS_OUT} from './go-peers.mjs'
-import {ROOT, ensureBuilt, ensureNpmDependencies, ensureTestPackages} from './setup.mjs'
+import {ROOT, ensureBuilt, ensureNpmDependencies, ensureSupportedNode, ensureTestPackages} from './setup.mjs'
 import {mochaSelection} from '../test/suites.mjs'
 
+ensureSupportedNode()
 const args = process.argv.slice(2)
 const set = ['--unit', '--integration'].includes(args[0]) ? args.shift().slice(2) : 'all'
 ensureNpmDependencies()

@@ -27,6 +27,7 @@ export const UNIT = [
   'test/lib/errors.test.ts',
   'test/lib/lazy-loading.test.ts',
   'test/lib/reclaim.test.ts',
+  'test/lib/typed-decisions.test.ts',
   'test/metrics/image-labels.test.ts',
   'test/metrics/trace.test.ts',
   'test/pods/gc-rules.test.ts',
@@ -45,6 +46,7 @@ export const UNIT = [
   'test/reliability/soak-judge.test.ts',
   'test/reliability/tally.test.ts',
   'test/resourcelist/read-write.test.ts',
+  'test/scripts/node-runtime.test.ts',
   'test/suites.test.ts',
 ]
 

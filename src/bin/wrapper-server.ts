@@ -19,6 +19,7 @@
  * the CLI does. It also runs unbundled (`node --import tsx src/bin/wrapper-server.ts …`), which is
  * how the tests check its argument handling without packaging.
  */
+import {readFileSync, writeFileSync} from 'node:fs'
 import path from 'node:path'
 
 import {firstLine, toFnrError} from '../lib/errors.js'
@@ -56,6 +57,20 @@ Limits (docs/limits.md; defaults derived from the cgroup's memory limit):
 
 let verbosity = 0
 
+/**
+ * Node 26 names its main thread "node-MainThread", and the main thread's name is the one `ps`,
+ * `top` and /proc/<pid>/comm show for the process. The executable's own name goes back, as the
+ * kernel set it at exec (the file name's first 15 bytes: `wrapper-server-`), so the process in a
+ * pod is recognisable. Left alone where Node did not rename it.
+ */
+function restoreProcessName(): void {
+  try {
+    if (readFileSync('/proc/self/comm', 'latin1').trim() === 'node-MainThread') writeFileSync('/proc/self/comm', path.basename(process.argv0).slice(0, 15))
+  } catch {
+    // No /proc: nothing to restore.
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   if (embedded) useEmbeddedEvaluatorDescriptor(embedded.evaluatorDescriptor)
   if (path.basename(process.argv0) === 'grpc-health-probe') return runHealthProbe(argv)
@@ -78,11 +93,16 @@ async function main(argv: string[]): Promise<number> {
   return 0
 }
 
+restoreProcessName()
 if (process.env[SPAWNER_MODE_ENV] === '1') {
   // Started by its own server as the process spawner (lib/process/spawner.ts): a single executable
   // has no other module to run for that.
   runSpawnerProcess()
 } else {
+  // The executable is built with --disable-sigusr1 in its execArgv where the building Node
+  // honours that (scripts/package-wrapper.mjs); the listener covers the others: with one
+  // installed, Node does not open its inspector on SIGUSR1 (docs/process.md "No debugger by signal").
+  process.on('SIGUSR1', () => {})
   restoreLauncherEnvironment()
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),

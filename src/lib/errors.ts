@@ -102,6 +102,12 @@ export interface FnrErrorDetails {
   renderFailed?: boolean
   /** The function process could not be started (spawn failed). */
   startFailed?: boolean
+  /** A function binary that is not there, not a regular file or not executable (exec-config.ts resolveBinary). */
+  missingBinary?: boolean
+  /** A function pod's container terminated or is crash-looping: its log tail says why (pods/cluster/manager.ts). */
+  containerExited?: boolean
+  /** The FunctionConfig object (namespace/name) an error's message already names (config/function-config-crd.ts). */
+  functionConfig?: string
   /** What the function wrote, where the error keeps it. */
   stdout?: Buffer
   stderr?: Buffer

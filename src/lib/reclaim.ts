@@ -34,9 +34,17 @@ export const FIRST_DELAY_MS = 100
 
 let gcFunction: (() => void) | null | undefined
 
-/** V8's full garbage collection, or null where it cannot be had. */
+/**
+ * V8's full garbage collection, or null where it cannot be had. The servers run with --expose-gc
+ * on their command line (bin/run.js adds it, the images pass it), which makes `gc` a global. A
+ * process started without it (in-process tests, a Node without process.execve) turns the flag on
+ * at run time instead, which Node's documentation warns may behave unpredictably, hence only as
+ * the fallback.
+ */
 function fullGc(): (() => void) | null {
   if (gcFunction !== undefined) return gcFunction
+  const global = (globalThis as {gc?: unknown}).gc
+  if (typeof global === 'function') return (gcFunction = global as () => void)
   try {
     v8.setFlagsFromString('--expose-gc')
     gcFunction = vm.runInNewContext('gc') as () => void

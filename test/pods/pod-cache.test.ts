@@ -225,7 +225,7 @@ describe('PodCache (unit: a fake PodManager, no test bed)', () => {
         if (attempt === 0) throw new FnrError('FailedPrecondition', 'pod: the name is taken (AlreadyExists)', {details: {status: 409, nameTaken: true}})
       },
       waitForPodReady: async (name) => {
-        throw new FnrError('FailedPrecondition', `function pod ${name} cannot start: container "function" terminated: exit code 3`)
+        throw new FnrError('FailedPrecondition', `function pod ${name} cannot start: container "function" terminated: exit code 3`, {details: {containerExited: true}})
       },
       logTail: 'line 1\nwrapper exploded at start',
     })

@@ -84,17 +84,17 @@ export async function resolveBinary(functionsDirReal: string, name: string, wher
   try {
     real = await realpath(candidate)
   } catch {
-    throw new FnrError('Config', `${where}: binary ${candidate} does not exist`)
+    throw new FnrError('Config', `${where}: binary ${candidate} does not exist`, {details: {missingBinary: true}})
   }
   if (real !== functionsDirReal && !real.startsWith(functionsDirReal + path.sep)) {
     throw new FnrError('Config', `${where}: ${candidate} resolves to ${real}, outside the functions directory`)
   }
   const info = await stat(real)
-  if (!info.isFile()) throw new FnrError('Config', `${where}: ${candidate} is not a regular file`)
+  if (!info.isFile()) throw new FnrError('Config', `${where}: ${candidate} is not a regular file`, {details: {missingBinary: true}})
   try {
     await access(real, fsConstants.X_OK)
   } catch {
-    throw new FnrError('Config', `${where}: ${candidate} is not executable`)
+    throw new FnrError('Config', `${where}: ${candidate} is not executable`, {details: {missingBinary: true}})
   }
   return real
 }

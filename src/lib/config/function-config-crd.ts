@@ -227,7 +227,7 @@ export async function parseFunctionConfig(obj: FunctionConfigObject, options: Pa
   const key = objectKey(obj)
   const at = `FunctionConfig ${key}`
   const fail = (text: string): never => {
-    throw new FnrError('Config', `${at}: ${text}`)
+    throw new FnrError('Config', `${at}: ${text}`, {details: {functionConfig: key}})
   }
   try {
     if (!obj.metadata?.name) fail('metadata.name is missing')
@@ -277,7 +277,7 @@ export async function parseFunctionConfig(obj: FunctionConfigObject, options: Pa
       try {
         if (dirReal !== '') entry.binary = {tags, path: given, resolved: await resolveBinary(dirReal, relative, 'spec.binaryExecutor.path')}
       } catch (err) {
-        if (!(err instanceof FnrError) || !MISSING_BINARY.test(err.message)) throw err
+        if (!(err instanceof FnrError) || err.details.missingBinary !== true) throw err
         ;(entry.problems ??= []).push(`${err.message}; its tags ${JSON.stringify(tags)} go to the pod runtime`)
       }
     }
@@ -310,19 +310,16 @@ export async function parseFunctionConfig(obj: FunctionConfigObject, options: Pa
         const resolved = await resolveBinary(await realpath(options.functionsDir), id, 'spec.goExecutor.id')
         entry.go = {tags, id, resolved}
       } catch (err) {
-        if (err instanceof FnrError ? !MISSING_BINARY.test(err.message) : (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+        if (err instanceof FnrError ? err.details.missingBinary !== true : (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
         ;(entry.problems ??= []).push(`spec.goExecutor: no binary ${JSON.stringify(id)} in the functions directory ${options.functionsDir} (porch-server runs goExecutor functions itself); its tags ${JSON.stringify(tags)} go to the pod runtime`)
       }
     }
     return entry
   } catch (err) {
-    if (err instanceof FnrError && err.message.startsWith(at)) throw err
-    throw new FnrError('Config', `${at}: ${(err as Error).message}`, {cause: err})
+    if (err instanceof FnrError && err.details.functionConfig === key) throw err
+    throw new FnrError('Config', `${at}: ${(err as Error).message}`, {cause: err, details: {functionConfig: key}})
   }
 }
-
-/** resolveBinary's messages for a binary that is simply not there (or not runnable), as opposed to a path that leaves the directory. */
-const MISSING_BINARY = /does not exist$|is not executable$|is not a regular file$/
 
 // ------------------------------------------------------------------------------------------ matching
 

@@ -147,8 +147,9 @@ export class EvaluatorServer {
     try {
       this.boundPort = await bind(host)
     } catch (err) {
-      // "::" on a machine without IPv6: every IPv4 address instead.
-      if (host !== ANY_ADDRESS || !/EAFNOSUPPORT|EADDRNOTAVAIL/.test((err as Error).message)) throw err
+      // "::" on a machine without IPv6: every IPv4 address instead. grpc-js's bind error carries no
+      // errno code, so a plain socket asks the system whether IPv6 can listen at all.
+      if (host !== ANY_ADDRESS || (await ipv6CanListen())) throw err
       this.logger.info('IPv6 is not available: listening on IPv4 only', {error: (err as Error).message})
       this.boundPort = await bind('0.0.0.0')
     }
@@ -375,6 +376,16 @@ export function capStatusMessage(message: string): string {
 }
 
 /** The useful part of a grpc-js bind error ("… errors: [listen EADDRINUSE: address already in use …]"). */
+/** False when this machine cannot listen on IPv6 (EAFNOSUPPORT or EADDRNOTAVAIL for "::"). */
+async function ipv6CanListen(): Promise<boolean> {
+  const {createServer} = await import('node:net')
+  return new Promise((resolve) => {
+    const probe = createServer()
+    probe.once('error', (err: NodeJS.ErrnoException) => resolve(err.code !== 'EAFNOSUPPORT' && err.code !== 'EADDRNOTAVAIL'))
+    probe.listen({host: '::', port: 0, ipv6Only: true}, () => probe.close(() => resolve(true)))
+  })
+}
+
 function bindFailure(message: string): string {
   const inner = /errors: \[(.*)\]\s*$/s.exec(message)?.[1]
   if (!inner) return message

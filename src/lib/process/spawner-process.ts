@@ -135,5 +135,8 @@ export function runSpawnerProcess(): void {
   // runner's to handle: it drains its calls, which need this process until they end.
   process.on('SIGINT', () => {})
   process.on('SIGTERM', () => {})
+  // SIGUSR1 would open Node's inspector where the runner could not start this process with
+  // --disable-sigusr1 (a listener stops Node from starting it; docs/process.md "No debugger by signal").
+  process.on('SIGUSR1', () => {})
   send({t: 'ready'})
 }

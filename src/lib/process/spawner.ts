@@ -83,10 +83,12 @@ function spawnerCommand(): {execPath: string; args: string[]; env: NodeJS.Proces
     return {execPath: process.execPath, args: viaLoader ? [process.argv0] : [], env: {[SPAWNER_MODE_ENV]: '1'}}
   }
   const entry = fileURLToPath(new URL('./spawner-entry.js', import.meta.url))
-  if (existsSync(entry)) return {execPath: process.execPath, args: [entry], env: {[SPAWNER_MODE_ENV]: '1'}}
+  // No debugger by signal (docs/process.md): Node 22.14 and later take --disable-sigusr1.
+  const noDebugSignal = process.allowedNodeEnvironmentFlags.has('--disable-sigusr1') ? ['--disable-sigusr1'] : []
+  if (existsSync(entry)) return {execPath: process.execPath, args: [...noDebugSignal, entry], env: {[SPAWNER_MODE_ENV]: '1'}}
   // Run from sources (tsx): the .ts module, with the runner's module loader flags (only those: a
   // runner started with -e would otherwise run its script again).
-  return {execPath: process.execPath, args: [...loaderFlags(process.execArgv), entry.replace(/\.js$/, '.ts')], env: {[SPAWNER_MODE_ENV]: '1'}}
+  return {execPath: process.execPath, args: [...noDebugSignal, ...loaderFlags(process.execArgv), entry.replace(/\.js$/, '.ts')], env: {[SPAWNER_MODE_ENV]: '1'}}
 }
 
 /** The module loader flags among node's flags (`--import tsx`, `--import=tsx`, `--loader …`, `--require …`). */

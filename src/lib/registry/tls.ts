@@ -119,8 +119,7 @@ export function isCertificateError(err: unknown): boolean {
 
 /** True when a TLS handshake failed because the server speaks plain HTTP (or not TLS at all). */
 export function isTlsProtocolError(err: unknown): boolean {
-  const e = err as {code?: unknown; message?: unknown} | null
-  const code = typeof e?.code === 'string' ? e.code : ''
-  const message = typeof e?.message === 'string' ? e.message : ''
-  return code === 'EPROTO' || code.startsWith('ERR_SSL_') || /wrong version number|packet length too long|http request/i.test(message)
+  // OpenSSL's reasons arrive as codes (ERR_SSL_WRONG_VERSION_NUMBER, ERR_SSL_HTTP_REQUEST, …).
+  const code = (err as {code?: unknown} | null)?.code
+  return typeof code === 'string' && (code === 'EPROTO' || code.startsWith('ERR_SSL_'))
 }

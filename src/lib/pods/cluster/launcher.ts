@@ -132,8 +132,6 @@ export function raceDeadline<T>(
   })
 }
 
-const CRASHED = /crash|terminated|exit code/
-
 /** Launches one pod of `image` and waits until it is Ready. */
 export async function launchPod(context: LaunchContext, image: string, options: LaunchOptions): Promise<LaunchResult> {
   const {manager} = context
@@ -207,7 +205,7 @@ export async function launchPod(context: LaunchContext, image: string, options: 
     return {name, ip, ...(info.digest ? {digest: info.digest} : {}), timings: {metadataMs, createMs, readyMs: now() - t}}
   } catch (err) {
     let e = toFnrError(err)
-    if (created && CRASHED.test(e.message)) {
+    if (created && e.details.containerExited === true) {
       const tail = await manager.logTail(name)
       if (tail) e = new FnrError(e.kind, `${e.message}; last log lines: ${tail.split('\n').slice(-5).join(' | ').slice(0, 600)}`, {cause: e.cause, details: e.details})
     }

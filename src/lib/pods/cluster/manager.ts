@@ -57,15 +57,20 @@ function terminatedText(t: {exitCode?: number; reason?: string; message?: string
   return text
 }
 
-function containerFailure(status: V1ContainerStatus, init: boolean): string | undefined {
+/** What is wrong with a container that will not serve; `exited` when it ran and ended (its log says why). */
+function containerFailure(status: V1ContainerStatus, init: boolean): {text: string; exited: boolean} | undefined {
   const what = `${init ? 'init container' : 'container'} "${status.name}"`
   const term = status.state?.terminated
-  if (term && (!init || term.exitCode !== 0)) return `${what} terminated: ${terminatedText(term)}`
+  if (term && (!init || term.exitCode !== 0)) return {text: `${what} terminated: ${terminatedText(term)}`, exited: true}
   const last = status.lastState?.terminated
-  if (last && (!init || last.exitCode !== 0)) return `${what} is crash-looping (${status.restartCount ?? 0} restarts), last exit: ${terminatedText(last)}`
+  if (last && (!init || last.exitCode !== 0)) return {text: `${what} is crash-looping (${status.restartCount ?? 0} restarts), last exit: ${terminatedText(last)}`, exited: true}
   const waiting = status.state?.waiting
-  if (waiting?.reason && FATAL_WAITING.has(waiting.reason)) return `${what} is waiting: ${waiting.reason}${waiting.message ? `: ${waiting.message.slice(0, 300)}` : ''}`
+  if (waiting?.reason && FATAL_WAITING.has(waiting.reason)) return {text: `${what} is waiting: ${waiting.reason}${waiting.message ? `: ${waiting.message.slice(0, 300)}` : ''}`, exited: waiting.reason === 'CrashLoopBackOff'}
   return undefined
+}
+
+function cannotStart(prefix: string, problem: {text: string; exited: boolean}): PodReadiness {
+  return {state: 'failed', detail: problem.text, error: new FnrError('FailedPrecondition', `${prefix} cannot start: ${problem.text}`, {details: {containerExited: problem.exited}})}
 }
 
 /** Where a pod is on its way to serving, and what is wrong if it will not get there. */
@@ -78,13 +83,13 @@ export function podReadiness(pod: V1Pod, image: string): PodReadiness {
   const status = pod.status ?? {}
   for (const s of status.initContainerStatuses ?? []) {
     const problem = containerFailure(s, true)
-    if (problem) return {state: 'failed', detail: problem, error: new FnrError('FailedPrecondition', `${prefix} cannot start: ${problem}`)}
+    if (problem) return cannotStart(prefix, problem)
   }
   const statuses = status.containerStatuses ?? []
   const main = statuses.find((s) => s.name === FUNCTION_CONTAINER) ?? statuses[0]
   if (main) {
     const problem = containerFailure(main, false)
-    if (problem) return {state: 'failed', detail: problem, error: new FnrError('FailedPrecondition', `${prefix} cannot start: ${problem}`)}
+    if (problem) return cannotStart(prefix, problem)
   }
   if (status.phase === 'Failed' || status.phase === 'Succeeded') {
     const why = [status.reason, status.message].filter(Boolean).join(': ') || `phase ${status.phase}`
