@@ -83,6 +83,7 @@ async function measure(arm: (typeof arms)[number], heapMiB: number): Promise<Row
   }
 }
 
+const loadAtStart = loadavg().map((l) => Math.round(l * 100) / 100)
 // The spawners are ready before the first measurement (calls before that start directly).
 processSpawner.warm()
 await new Promise((r) => setTimeout(r, 1000))
@@ -110,5 +111,5 @@ for (const heapMiB of [0, 450]) {
 }
 for (const line of summary) console.log(line)
 console.log(`load average at the end: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
-if (flags.json) writeFileSync(flags.json, JSON.stringify({bench: 'bench/spawner.ts', calls: CALLS, inFlight: IN_FLIGHT, baseline: flags.baseline ? 'the spawner before the change (abstract socket, three connects per call)' : undefined, rows, summary}, null, 2) + '\n')
+if (flags.json) writeFileSync(flags.json, JSON.stringify({bench: 'bench/spawner.ts', calls: CALLS, inFlight: IN_FLIGHT, baseline: flags.baseline ? `the spawner of ${flags.baseline}` : undefined, loadAverage: {start: loadAtStart, end: loadavg().map((l) => Math.round(l * 100) / 100)}, rows, summary}, null, 2) + '\n')
 process.exit(0)
