@@ -31,6 +31,7 @@ export const UNIT = [
   'test/lib/lazy-loading.test.ts',
   'test/lib/reclaim.test.ts',
   'test/lib/typed-decisions.test.ts',
+  'test/metrics/image-labels.test.ts',
   'test/metrics/trace.test.ts',
   'test/pods/gc-rules.test.ts',
   'test/pods/k8s-client.test.ts',

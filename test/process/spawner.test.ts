@@ -4,18 +4,16 @@
  * event loop (issue 16). A function started through it must behave exactly as one started
  * directly: the same output, stderr, exit status, limits, deadline and cancellation, and errors.
  */
-import {spawn} from 'node:child_process'
+import {execFileSync, spawn} from 'node:child_process'
 import {once} from 'node:events'
-import {readFileSync} from 'node:fs'
+import {readdirSync, readFileSync, readlinkSync} from 'node:fs'
 import {chmod} from 'node:fs/promises'
-import net from 'node:net'
 import path from 'node:path'
 
 import {expect} from 'chai'
 
 import {FnrError} from '../../src/lib/errors.js'
 import {runFunctionProcess, type FunctionProcessOptions, type FunctionProcessResult} from '../../src/lib/process/run.js'
-import {HEADER_BYTES, SPAWNER_SOCKET_ENV} from '../../src/lib/process/spawner-process.js'
 import {launchFunction, loaderFlags, processSpawner, ProcessSpawner, serverLaunchMode, type LaunchMode} from '../../src/lib/process/spawner.js'
 import {CALL_MARKER_ENV} from '../../src/lib/process/sweep.js'
 import {TempDirs, writeExecutable} from '../support/tmp.js'
@@ -126,24 +124,97 @@ describe('process spawner: functions started through it behave as started direct
     expect(parentOf(spawnerPid)).to.equal(process.pid)
   })
 
-  it('many calls at once through it: more than its listen backlog holds connections for (they wait in the runner)', async () => {
-    // 400 calls are 1,200 connections; the spawner's backlog is 1,024 and a full one fails connect with EAGAIN.
+  it('many calls at once through it: more than it starts at once (they wait in the runner)', async () => {
+    // 400 calls: at most 128 are being started at once, the others wait in the runner for a place.
     const inputs = Array.from({length: 400}, (_, i) => Buffer.from(`kind: ResourceList\n# ${i}\n`.repeat(100 + (i % 64))))
     const results = await Promise.all(inputs.map((input) => run('spawner', {command: '/bin/cat', input})))
     results.forEach((r, i) => expect(r.stdout.equals(inputs[i]!)).to.equal(true))
   })
 
-  it('closes a connection that does not bring a whole valid header, and keeps working', async () => {
+  it('input and output flow between the runner and the function directly: the spawner reads and writes none of it', async () => {
     const spawnerPid = await spawnerReady()
-    const name = readFileSync(`/proc/${spawnerPid}/environ`, 'latin1').split('\0').find((v) => v.startsWith(`${SPAWNER_SOCKET_ENV}=`))!.split('=')[1]!
-    for (const bytes of [Buffer.alloc(HEADER_BYTES + 5, 1), Buffer.concat([Buffer.alloc(16, 7), Buffer.of(9)])]) {
-      const socket = net.connect({path: `\0${name}`})
-      socket.on('error', () => {})
-      socket.write(bytes)
-      await once(socket, 'close')
+    // Per thread: /proc/PID/io would add the I/O of the children it reaped (the function's own).
+    const io = (): {read: number; written: number} => {
+      const sum = {read: 0, written: 0}
+      for (const tid of readdirSync(`/proc/${spawnerPid}/task`)) {
+        const text = readFileSync(`/proc/${spawnerPid}/task/${tid}/io`, 'latin1')
+        sum.read += Number(/^rchar: (\d+)/m.exec(text)![1])
+        sum.written += Number(/^wchar: (\d+)/m.exec(text)![1])
+      }
+      return sum
     }
-    const r = await run('spawner', {command: '/bin/cat', input: Buffer.from('still fine\n')})
-    expect(r.stdout.toString()).to.equal('still fine\n')
+    const before = io()
+    const input = Buffer.alloc(16 * 1024 * 1024, 0x62)
+    const r = await run('spawner', {command: '/bin/cat', input, maxStdoutBytes: 32 * 1024 * 1024})
+    expect(r.stdout.equals(input)).to.equal(true)
+    const after = io()
+    // Only the channel's few messages pass through it (a few hundred bytes), not 16 MiB each way.
+    expect(after.read - before.read).to.be.below(64 * 1024)
+    expect(after.written - before.written).to.be.below(64 * 1024)
+  })
+
+  it('has no listening socket: its only sockets are connected and unnamed, and no other process can reach it', async () => {
+    const spawnerPid = await spawnerReady()
+    // A function running meanwhile: its stdio are pairs the spawner handed over.
+    const pidFile = path.join(dir, 'listening.pid')
+    const abort = new AbortController()
+    const call = run('spawner', {command: '/bin/sh', args: ['-c', `echo $$ > ${pidFile}; exec sleep 30`], signal: abort.signal}).catch((e: unknown) => e)
+    await pidFrom(pidFile)
+    const inodes = new Set<string>()
+    for (const fd of readdirSync(`/proc/${spawnerPid}/fd`)) {
+      const target = (() => {
+        try {
+          return readlinkSync(`/proc/${spawnerPid}/fd/${fd}`)
+        } catch {
+          return ''
+        }
+      })()
+      const m = /^socket:\[(\d+)\]$/.exec(target)
+      if (m) inodes.add(m[1]!)
+    }
+    // /proc/net/unix: Num RefCount Protocol Flags Type St Inode [Path]; Flags 00010000 is a listening socket.
+    const own = readFileSync('/proc/net/unix', 'latin1').split('\n').slice(1).map((line) => line.trim().split(/\s+/)).filter((f) => inodes.has(f[6]!))
+    expect(own.length, 'the spawner has its IPC channel').to.be.greaterThan(0)
+    // Another local user finds nothing to connect to: no socket of the spawner is named anywhere.
+    const named = own.filter((f) => f[7] !== undefined).map((f) => f[7]!)
+    for (const name of named) {
+      const out = execFileSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '-e', `require('net').connect({path: ${JSON.stringify(name.replace(/^@/, '\0'))}}).on('connect', () => { console.log('connected'); process.exit() }).on('error', (e) => { console.log(e.code); process.exit() })`], {encoding: 'utf8'})
+      expect(out.trim()).to.not.equal('connected')
+    }
+    for (const f of own) {
+      expect(Number.parseInt(f[3]!, 16) & 0x10000, `socket ${f[6]} listens`).to.equal(0)
+      expect(f[5], `socket ${f[6]} is not connected`).to.equal('03')
+      expect(f[7], `socket ${f[6]} has a name another process could connect to`).to.equal(undefined)
+    }
+    abort.abort()
+    expect(((await call) as FnrError).kind).to.equal('Cancelled')
+  })
+
+  it('out of file descriptors in the spawner: UNAVAILABLE saying so, the other calls go through, and it recovers', async () => {
+    const spawnerPid = await spawnerReady()
+    // The soft limit only (raising it back needs no privilege).
+    const limit = (n: number): void => void execFileSync('prlimit', [`--pid=${spawnerPid}`, `--nofile=${n}:`])
+    const before = Number(/^Max open files\s+(\d+)/m.exec(readFileSync(`/proc/${spawnerPid}/limits`, 'latin1'))![1])
+    // Room for a few calls' descriptors beyond what it holds now, not for 60 at once.
+    limit(readdirSync(`/proc/${spawnerPid}/fd`).length + 8)
+    try {
+      const inputs = Array.from({length: 60}, (_, i) => Buffer.from(`kind: ResourceList\n# ${i}\n`))
+      const outcomes = await Promise.all(inputs.map((input) => run('spawner', {command: '/bin/cat', input}).then((r) => r.stdout, (e: unknown) => e as FnrError)))
+      const failed = outcomes.filter((o): o is FnrError => o instanceof FnrError)
+      expect(failed.length, 'calls refused').to.be.greaterThan(0)
+      for (const e of failed) {
+        expect(e.kind).to.equal('Unavailable')
+        expect(e.message).to.match(/^cannot start function "fn" \(\/bin\/cat\): the runner's process spawner is out of file descriptors \(EMFILE\); retry later$/)
+      }
+      outcomes.forEach((o, i) => {
+        if (!(o instanceof FnrError)) expect(o.equals(inputs[i]!)).to.equal(true)
+      })
+      expect(processSpawner.pid()).to.equal(spawnerPid)
+    } finally {
+      limit(before)
+    }
+    const r = await run('spawner', {command: '/bin/cat', input: Buffer.from('fine again\n')})
+    expect(r.stdout.toString()).to.equal('fine again\n')
   })
 
   it('a spawner that dies fails the calls it ran with UNAVAILABLE, kills their functions, and is started again', async () => {

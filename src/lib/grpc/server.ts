@@ -21,7 +21,7 @@ import {metrics} from '../telemetry/metrics.js'
 import {tracing} from '../telemetry/otel.js'
 import {continueTrace, TRACEPARENT, TRACESTATE} from '../telemetry/trace.js'
 import type {FunctionFailure} from '../process/failure.js'
-import {fitLog} from '../process/output.js'
+import {fieldSize, fitLog} from '../process/output.js'
 import {claimFramingRoom, FRAMING_ROOM_BEFORE} from '../process/run.js'
 import {raiseReceiveWindows, receiveWindowFor} from './flow-control.js'
 import {DEFAULT_CONNECTION_IDLE_MS, DEFAULT_GUARD, installGuard, type GuardSettings} from './hygiene.js'
@@ -343,29 +343,45 @@ function writeVarint(buf: Buffer, offset: number, n: number): number {
   return offset
 }
 
+/** Writes a length-delimited field's tag and length at `offset`; returns the offset of its bytes. */
+function writeHeader(message: Buffer, offset: number, tag: number, length: number): number {
+  message[offset] = tag
+  return writeVarint(message, offset + 1, length)
+}
+
+/** Writes one length-delimited field at `offset`; an empty one is left out. Returns the offset after it. */
+function writeField(message: Buffer, offset: number, tag: number, bytes: Buffer): number {
+  if (bytes.length === 0) return offset
+  const at = writeHeader(message, offset, tag, bytes.length)
+  bytes.copy(message, at)
+  return at + bytes.length
+}
+
 /**
- * The response serializer. A function's output that runFunctionProcess joined from several
- * chunks has room around it (process/run.ts): the protobuf field headers and the log are written
- * there and the message is a view of that memory, so a large output is not copied once more
- * (grpc-js still copies the message into its frame). The bytes are those protobufjs writes:
- * resource_list, then log, each written even when empty. Anything else goes to the generated
- * serializer.
+ * The response serializer. The bytes are those Go's protobuf writes (Porch's runner): resource_list,
+ * then log, each left out when empty (proto3 bytes fields at their default); protobufjs would
+ * write an empty log as 2 bytes, which made an output of max - 6 or max - 5 bytes that Porch's
+ * runner sends too large (process/output.ts). A function's output that runFunctionProcess joined
+ * from several chunks has room around it (process/run.ts): the field headers and the log are
+ * written there and the message is a view of that memory, so a large output is not copied once
+ * more (grpc-js still copies the message into its frame). Anything else is written into a new
+ * buffer; a value that is not two Buffers goes to the generated serializer.
  */
 function framedResponseSerializer(generated: grpc.serialize<EvaluateFunctionResponse>): grpc.serialize<EvaluateFunctionResponse> {
   return (value) => {
     const {resourceList, log} = value
     if (!Buffer.isBuffer(resourceList) || !Buffer.isBuffer(log)) return generated(value)
     const roomAfter = claimFramingRoom(resourceList)
-    const head = 1 + varintLength(resourceList.length)
-    const tail = 1 + varintLength(log.length) + log.length
-    if (roomAfter === undefined || roomAfter < tail || head > FRAMING_ROOM_BEFORE) return generated(value)
-    const message = Buffer.from(resourceList.buffer, resourceList.byteOffset - head, head + resourceList.length + tail)
-    message[0] = RESOURCE_LIST_TAG
-    writeVarint(message, 1, resourceList.length)
-    let offset = head + resourceList.length
-    message[offset++] = LOG_TAG
-    offset = writeVarint(message, offset, log.length)
-    log.copy(message, offset)
+    const head = resourceList.length === 0 ? 0 : 1 + varintLength(resourceList.length)
+    const tail = fieldSize(log.length)
+    if (roomAfter !== undefined && roomAfter >= tail && head <= FRAMING_ROOM_BEFORE && head > 0) {
+      const message = Buffer.from(resourceList.buffer, resourceList.byteOffset - head, head + resourceList.length + tail)
+      // the output is in place already, behind its header
+      writeField(message, writeHeader(message, 0, RESOURCE_LIST_TAG, resourceList.length) + resourceList.length, LOG_TAG, log)
+      return message
+    }
+    const message = Buffer.allocUnsafe(head + resourceList.length + tail)
+    writeField(message, writeField(message, 0, RESOURCE_LIST_TAG, resourceList), LOG_TAG, log)
     return message
   }
 }

@@ -5,10 +5,11 @@
  * gRPC's message limit applies to the protobuf bytes of the response (grpc-js compares the
  * serialized message, without its 5-byte frame header, with grpc.max_send_message_length; a
  * grpc-go client does the same on receive). The response is field 1 (resource_list) and field 2
- * (log), both always written (grpc/server.ts): one tag byte and a varint length each. For a
- * 6 MiB limit that is 1 + 4 + 1 + 1 = 7 bytes around an output with an empty log, so an output of
- * up to max - 7 bytes is sent. (The former check reserved a flat 64 bytes: outputs from max - 63
- * to max - 8 bytes were refused with RESOURCE_EXHAUSTED although they fit.)
+ * (log): one tag byte and a varint length each, and an empty field is left out, as Go's protobuf
+ * does (grpc/server.ts), so Porch's runner and fnr send the same bytes. For a 6 MiB limit that is
+ * 1 + 4 = 5 bytes around an output with an empty log, so an output of up to max - 5 bytes is sent.
+ * (fnr used to write the empty log too, 2 bytes more: outputs of max - 6 and max - 5 bytes, which
+ * Porch's runner sends, were refused; and before that a flat 64 bytes were reserved.)
  */
 import {FnrError} from '../errors.js'
 
@@ -18,18 +19,24 @@ export function varintLength(n: number): number {
   return length
 }
 
+/** Protobuf bytes of one length-delimited field of this length: none when it is empty (left out). */
+export function fieldSize(length: number): number {
+  return length === 0 ? 0 : 1 + varintLength(length) + length
+}
+
 /** Protobuf bytes of a response with this output and a log of this length. */
 export function responseSize(outputLength: number, logLength: number): number {
-  return 1 + varintLength(outputLength) + outputLength + 1 + varintLength(logLength) + logLength
+  return fieldSize(outputLength) + fieldSize(logLength)
 }
 
 /** The largest log length that fits after an output of this length, or -1 when the output alone does not fit. */
 export function logRoom(maxMessageSize: number, outputLength: number): number {
-  const free = maxMessageSize - (1 + varintLength(outputLength) + outputLength) - 1
-  if (free < 1) return -1
-  let room = free - varintLength(free)
-  while (room < free && room + 1 + varintLength(room + 1) <= free) room++
-  while (room > 0 && room + varintLength(room) > free) room--
+  const free = maxMessageSize - fieldSize(outputLength)
+  if (free < 0) return -1
+  // A log needs its tag byte and length besides its bytes.
+  let room = Math.max(0, free - 1 - varintLength(free))
+  while (fieldSize(room + 1) <= free) room++
+  while (room > 0 && fieldSize(room) > free) room--
   return room
 }
 

@@ -189,9 +189,11 @@ export function notStartable(label: string, deadline: number | undefined, signal
 function startError(options: FunctionProcessOptions, err: NodeJS.ErrnoException): FnrError {
   const where = `${JSON.stringify(options.label)} (${options.command})`
   if (err.code === 'EMFILE' || err.code === 'ENFILE' || err.code === 'EAGAIN' || err.code === 'ENOMEM') {
-    // The runner is out of descriptors or processes: a condition of the server, worth a retry.
+    // The runner (or its process spawner, which forks for it) is out of descriptors or processes:
+    // a condition of the server, worth a retry.
     const what = err.code === 'EAGAIN' ? 'processes' : err.code === 'ENOMEM' ? 'memory' : 'file descriptors'
-    return new FnrError('Unavailable', `cannot start function ${where}: the runner is out of ${what} (${err.code}); retry later`, {cause: err, details: {startFailed: true}})
+    const who = (err as {inSpawner?: boolean}).inSpawner ? "the runner's process spawner" : 'the runner'
+    return new FnrError('Unavailable', `cannot start function ${where}: ${who} is out of ${what} (${err.code}); retry later`, {cause: err, details: {startFailed: true}})
   }
   const why = err.code === 'ENOENT' ? 'executable not found' : err.code === 'EACCES' ? 'permission denied' : err.message
   return new FnrError('FunctionFailed', `failed to start function ${JSON.stringify(options.label)}: ${why} (${options.command})`, {cause: err, details: {startFailed: true}})
@@ -274,20 +276,24 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
 
     child.on('error', (err: NodeJS.ErrnoException) => fail(err instanceof FnrError ? err : startError(options, err)))
 
-    // When spawn itself fails (EMFILE: no descriptor left for the pipes), the streams are not
-    // there and the 'error' event above ends the call.
-    if (!child.stdout || !child.stderr) return
-
-    child.stdout.on('data', (chunk: Buffer) => {
-      if (ending) return
-      stdoutSize += chunk.length
-      if (stdoutSize > options.maxStdoutBytes) {
-        end('stdout-limit')
-        return
-      }
-      stdoutChunks.push(chunk)
-    })
-    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk))
+    const readOutput = (): void => {
+      child.stdout!.on('data', (chunk: Buffer) => {
+        if (ending) return
+        stdoutSize += chunk.length
+        if (stdoutSize > options.maxStdoutBytes) {
+          end('stdout-limit')
+          return
+        }
+        stdoutChunks.push(chunk)
+      })
+      child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk))
+    }
+    // Started directly, the streams are there at once. Through the spawner they arrive with
+    // 'spawn'. When spawn itself fails (EMFILE: no descriptor left for the pipes), they never come
+    // and the 'error' event above ends the call.
+    if (child.stdout && child.stderr) readOutput()
+    else if (child.stdioPending) child.once('spawn', readOutput)
+    else return
 
     child.writeInput(options.input)
 

@@ -6,9 +6,11 @@
  * Why a spawner: Node starts a child by forking the whole runner on the event loop's thread. The
  * fork copies the runner's page tables, so its cost grows with the runner's memory: ~3 ms at
  * 45 MiB, ~40 ms at 450 MiB, and under a flood of calls those forks add up to stalls of seconds
- * for every other call (docs/process.md). The spawner is a small Node process that does the forks;
- * the runner only connects three Unix sockets to it per call, which become the function's stdin,
- * stdout and stderr, so the data flows between the runner and the function directly, as before.
+ * for every other call (docs/process.md). The spawner is a small Node process that does the forks.
+ * The runner reaches it only through the IPC channel it starts it with (a socketpair inherited at
+ * start; nothing listens): per call it sends one request, and the spawner hands back the runner's
+ * ends of the function's stdin, stdout and stderr (descriptor passing), so the data flows between
+ * the runner and the function directly, as before.
  *
  * There is one spawner per runner process (like the sweeper), started when a server starts
  * (serverLaunchMode) or at its first call; calls made before it is ready start directly. If it
@@ -16,23 +18,16 @@
  * keeps starting functions directly and logs why. Calls running when it dies fail UNAVAILABLE.
  */
 import {spawn, type ChildProcess} from 'node:child_process'
-import {randomBytes} from 'node:crypto'
 import {EventEmitter} from 'node:events'
 import {existsSync} from 'node:fs'
 import {createRequire} from 'node:module'
-import net from 'node:net'
+import type {Socket} from 'node:net'
 import path from 'node:path'
 import type {Readable} from 'node:stream'
 import {fileURLToPath} from 'node:url'
 
 import {FnrError} from '../errors.js'
-import {
-  SPAWNER_MODE_ENV,
-  SPAWNER_SOCKET_ENV,
-  TOKEN_BYTES,
-  type SpawnRequest,
-  type SpawnerMessage,
-} from './spawner-process.js'
+import {SPAWNER_MODE_ENV, type SpawnRequest, type SpawnerMessage} from './spawner-process.js'
 
 /** What to start. */
 export interface LaunchSpec {
@@ -49,9 +44,11 @@ export interface LaunchSpec {
  */
 export interface FunctionChild extends EventEmitter {
   readonly pid: number | undefined
-  /** Undefined when the process could not be given stdio (EMFILE), in which case 'error' follows. */
+  /** Undefined when the process could not be given stdio (EMFILE), in which case 'error' follows, or while stdioPending. */
   readonly stdout: Readable | null | undefined
   readonly stderr: Readable | null | undefined
+  /** True while the streams are on their way (started through the spawner): they are there at 'spawn'. */
+  readonly stdioPending?: boolean
   /** Writes the whole input to stdin and closes it (a process that does not read it is no error). */
   writeInput(input: Uint8Array): void
 }
@@ -88,10 +85,10 @@ function spawnerCommand(): {execPath: string; args: string[]; env: NodeJS.Proces
   const entry = fileURLToPath(new URL('./spawner-entry.js', import.meta.url))
   // No debugger by signal (docs/process.md): Node 22.14 and later take --disable-sigusr1.
   const noDebugSignal = process.allowedNodeEnvironmentFlags.has('--disable-sigusr1') ? ['--disable-sigusr1'] : []
-  if (existsSync(entry)) return {execPath: process.execPath, args: [...noDebugSignal, entry], env: {}}
+  if (existsSync(entry)) return {execPath: process.execPath, args: [...noDebugSignal, entry], env: {[SPAWNER_MODE_ENV]: '1'}}
   // Run from sources (tsx): the .ts module, with the runner's module loader flags (only those: a
   // runner started with -e would otherwise run its script again).
-  return {execPath: process.execPath, args: [...noDebugSignal, ...loaderFlags(process.execArgv), entry.replace(/\.js$/, '.ts')], env: {}}
+  return {execPath: process.execPath, args: [...noDebugSignal, ...loaderFlags(process.execArgv), entry.replace(/\.js$/, '.ts')], env: {[SPAWNER_MODE_ENV]: '1'}}
 }
 
 /** The module loader flags among node's flags (`--import tsx`, `--import=tsx`, `--loader …`, `--require …`). */
@@ -116,57 +113,74 @@ function isSingleExecutable(): boolean {
   }
 }
 
+/**
+ * How long the runner waits for a started function's three descriptors after the spawner said it
+ * started. They come right behind that message; one that does not (the runner could not take a
+ * descriptor in, being out of them itself) must not leave the call waiting without end.
+ */
+export const STDIO_ARRIVAL_TIMEOUT_MS = 10_000
+
 /** A function started through the spawner. */
 class SpawnedFunction extends EventEmitter implements FunctionChild {
   pid: number | undefined
-  readonly stdin = new net.Socket()
-  readonly stdout = new net.Socket()
-  readonly stderr = new net.Socket()
+  /** The runner's ends of the function's stdio, as the spawner hands them over. */
+  stdin: Socket | undefined
+  stdout: Socket | undefined
+  stderr: Socket | undefined
   private input: Uint8Array | undefined
   private spawned = false
   private ended = false
   private exit: {code: number | null; signal: NodeJS.Signals | null} | undefined
   private open = 2
+  private timer: NodeJS.Timeout | undefined
 
-  constructor(
-    readonly id: number,
-    readonly token: Buffer,
-  ) {
+  constructor(readonly id: number) {
     super()
-    for (const socket of [this.stdin, this.stdout, this.stderr]) {
-      socket.on('error', (err: NodeJS.ErrnoException) => {
-        // Before the function started, a socket that cannot connect means it cannot start. After,
-        // stdin's EPIPE (a function that does not read its input) or a reset ends that stream only.
-        if (!this.spawned) this.failed(err)
-      })
+  }
+
+  get stdioPending(): boolean {
+    return !this.spawned && !this.ended
+  }
+
+  writeInput(input: Uint8Array): void {
+    if (this.spawned) this.stdin!.end(input)
+    else this.input = input
+  }
+
+  /** The spawner started it; its descriptors follow. */
+  started(pid: number): void {
+    if (this.ended) return
+    this.pid = pid
+    this.timer = setTimeout(
+      () => this.failed(new FnrError('Unavailable', `the function's stdio did not arrive from the runner's process spawner within ${STDIO_ARRIVAL_TIMEOUT_MS} ms (the runner may be out of file descriptors); retry the call`)),
+      STDIO_ARRIVAL_TIMEOUT_MS,
+    )
+    this.timer.unref()
+  }
+
+  /** One of its descriptors arrived (the runner's end of the socketpair). */
+  received(fd: 0 | 1 | 2, socket: Socket): void {
+    if (this.ended || this.pid === undefined || [this.stdin, this.stdout, this.stderr][fd]) {
+      socket.destroy()
+      return
     }
-    for (const socket of [this.stdout, this.stderr]) {
+    socket.on('error', () => {
+      // stdin's EPIPE (a function that does not read its input) or a reset ends that stream only.
+    })
+    if (fd === 0) {
+      this.stdin = socket
+      // Nothing comes from the function's stdin; what a function writes there is dropped.
+      socket.resume()
+    } else {
+      if (fd === 1) this.stdout = socket
+      else this.stderr = socket
       socket.once('close', () => {
         this.open--
         this.maybeClose()
       })
     }
-  }
-
-  /** Connects the three sockets to the spawner; each first says whose and which descriptor it is. */
-  connect(socketName: string): void {
-    ;[this.stdin, this.stdout, this.stderr].forEach((socket, index) => {
-      socket.connect({path: socketName})
-      socket.write(Buffer.concat([this.token, Buffer.of(index)]))
-    })
-    // Nothing comes from the function's stdin; what a function writes there is dropped.
-    this.stdin.resume()
-  }
-
-  writeInput(input: Uint8Array): void {
-    if (this.spawned) this.stdin.end(input)
-    else this.input = input
-  }
-
-  /** The spawner started it. */
-  started(pid: number): void {
-    if (this.ended) return
-    this.pid = pid
+    if (!this.stdin || !this.stdout || !this.stderr) return
+    clearTimeout(this.timer)
     this.spawned = true
     this.emit('spawn')
     if (this.input) {
@@ -185,22 +199,23 @@ class SpawnedFunction extends EventEmitter implements FunctionChild {
   failed(err: Error): void {
     if (this.ended) return
     this.ended = true
-    for (const socket of [this.stdin, this.stdout, this.stderr]) socket.destroy()
+    clearTimeout(this.timer)
+    for (const socket of [this.stdin, this.stdout, this.stderr]) socket?.destroy()
     this.emit('error', err)
   }
 
   private maybeClose(): void {
-    if (this.ended || !this.exit || this.open > 0) return
+    if (this.ended || !this.spawned || !this.exit || this.open > 0) return
     this.ended = true
-    this.stdin.destroy()
+    this.stdin?.destroy()
     this.emit('close', this.exit.code, this.exit.signal)
   }
 }
 
 /**
- * Calls being started through the spawner at once; more wait in the runner. Each holds three
- * connections in the spawner's listen backlog until it accepts them, and a connect to a full
- * backlog of a Unix socket fails EAGAIN (1,000 concurrent calls did).
+ * Calls being started through the spawner at once; more wait in the runner. Node hands descriptors
+ * over one at a time (each waits for the other side's acknowledgement), so a started function's
+ * descriptors wait in the spawner meanwhile: this bounds how many it holds (3 each).
  */
 const MAX_STARTING = 128
 
@@ -210,9 +225,8 @@ export type SpawnerCommand = () => {execPath: string; args: string[]; env: NodeJ
 /** A runner's spawner process: started at the first call, restarted when it dies. */
 export class ProcessSpawner {
   private child: ChildProcess | undefined
-  private socketName = ''
   private ready = false
-  /** Calls whose sockets are connecting or waiting to be paired in the spawner (at most MAX_STARTING). */
+  /** Calls sent to the spawner whose function has not started yet, or whose descriptors are on their way (at most MAX_STARTING). */
   private starting = 0
   /** Calls waiting for one of those places. */
   private waiting: {fn: SpawnedFunction; spec: LaunchSpec}[] = []
@@ -248,7 +262,7 @@ export class ProcessSpawner {
       this.ensureChild()
       return undefined
     }
-    const fn = new SpawnedFunction(this.nextId++, randomBytes(TOKEN_BYTES))
+    const fn = new SpawnedFunction(this.nextId++)
     this.calls.set(fn.id, fn)
     this.holdLoop()
     const forget = (): void => {
@@ -282,24 +296,22 @@ export class ProcessSpawner {
     }
     fn.once('spawn', started)
     fn.once('error', started)
-    fn.connect(this.socketName)
     const env: Record<string, string> = {}
     for (const [k, v] of Object.entries(spec.env)) if (v !== undefined) env[k] = v
-    const request: SpawnRequest = {t: 'spawn', id: fn.id, token: fn.token.toString('hex'), command: spec.command, args: [...spec.args], env, cwd: spec.cwd}
+    const request: SpawnRequest = {t: 'spawn', id: fn.id, command: spec.command, args: [...spec.args], env, cwd: spec.cwd}
     this.child!.send(request)
   }
 
   private ensureChild(): void {
     if (this.child) return
-    // An abstract Unix socket (no file to create or clean up; the runner's root may be read-only).
-    const name = `fnr-spawner-${process.pid}-${randomBytes(8).toString('hex')}`
-    this.socketName = `\0${name}`
     const how = this.command()
     let child: ChildProcess
     try {
+      // The IPC channel is a socketpair the spawner inherits: the only way to it (no listening
+      // socket, nothing another process can connect to).
       child = spawn(how.execPath, how.args, {
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-        env: {PATH: process.env.PATH ?? '/usr/bin:/bin', ...how.env, [SPAWNER_SOCKET_ENV]: name},
+        env: {PATH: process.env.PATH ?? '/usr/bin:/bin', ...how.env},
         serialization: 'json',
       })
     } catch (err) {
@@ -311,7 +323,7 @@ export class ProcessSpawner {
     // The spawner must not keep a runner (or a test) alive: calls in flight hold their sockets.
     child.unref()
     child.channel?.unref()
-    child.on('message', (message: SpawnerMessage) => this.onMessage(message))
+    child.on('message', (message: SpawnerMessage, handle?: unknown) => this.onMessage(message, handle as Socket | undefined))
     // 'error' at start: the executable cannot be run at all (ENOENT, EACCES), retrying will not help.
     child.on('error', (err) => {
       this.onChildGone(child, `could not be started: ${err.message}`)
@@ -320,7 +332,7 @@ export class ProcessSpawner {
     child.on('exit', (code, signal) => this.onChildGone(child, signal ? `was killed by ${signal}` : `exited with code ${code}`))
   }
 
-  private onMessage(message: SpawnerMessage): void {
+  private onMessage(message: SpawnerMessage, handle: Socket | undefined): void {
     switch (message.t) {
       case 'ready': {
         this.ready = true
@@ -331,8 +343,16 @@ export class ProcessSpawner {
         this.calls.get(message.id)?.started(message.pid)
         return
       }
+      case 'stdio': {
+        if (!handle) return
+        const fn = this.calls.get(message.id)
+        if (fn) fn.received(message.fd, handle)
+        else handle.destroy()
+        return
+      }
       case 'failed': {
-        const err = Object.assign(new Error(message.message), {code: message.code}) as NodeJS.ErrnoException
+        // inSpawner: the spawner, not the runner, was out of descriptors or processes (run.ts says which).
+        const err = Object.assign(new Error(message.message), {code: message.code, inSpawner: true}) as NodeJS.ErrnoException
         this.calls.get(message.id)?.failed(err)
         return
       }

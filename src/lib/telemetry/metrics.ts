@@ -7,9 +7,12 @@
  * state, waitlist depth, calls in flight, response-cache size) are read from their owners at
  * scrape time through sources set here, never copied on the hot path.
  *
- * Label cardinality is bounded: images are labelled by name for the first MAX_IMAGE_LABELS
- * distinct images seen, then as "other"; GC reasons, registry statuses and cache reasons come
- * from small fixed sets.
+ * Label cardinality is bounded, and callers do not choose it: an image is labelled by its name only
+ * once a runtime has served it (the exec config maps it, or a pod of it became ready: pulled and
+ * started, or a call on its pod succeeded), for the first MAX_IMAGE_LABELS such images, then as
+ * "other"; every other image (a made-up name, one whose pod never started) is "unknown". Names are
+ * sanitized (imageLabelText). GC reasons, registry statuses and cache reasons come from small
+ * fixed sets.
  */
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
@@ -52,6 +55,8 @@ export interface Metrics {
   evaluation(runtime: string, image: string, code: string, seconds: number): void
   /** The pod cache placed a call: on a ready pod (hit), on a pod still starting, or on a new pod (miss). */
   podCacheLookup(image: string, result: PodCacheResult): void
+  /** A pod of the image became ready (true: the image was pulled and started, it may be a label) or failed to start (false). */
+  podStarted(image: string, ready: boolean): void
   /** One garbage-collection pass completed (its deletions are counted by podGcDeletion as they succeed). */
   podGc(plan: unknown): void
   /** The garbage collector (or a takeover of a gone replica's pods) deleted a pod or Service; the reason's code (gc.ts GcCode). */
@@ -84,6 +89,7 @@ class NoMetrics implements Metrics {
   readonly enabled = false
   evaluation(): void {}
   podCacheLookup(): void {}
+  podStarted(): void {}
   podGc(): void {}
   podGcDeletion(): void {}
   registryRequest(): void {}
@@ -125,10 +131,28 @@ export function useMetrics(m: Metrics): () => void {
   }
 }
 
-/** Distinct image names labelled as themselves; later ones are "other". */
+/** Distinct served images labelled as themselves; later ones are "other". */
 export const MAX_IMAGE_LABELS = 100
-/** Longer image names are labelled "other". */
-const MAX_IMAGE_LABEL_LENGTH = 256
+/** Image labels are cut to this many characters (with "…"). */
+export const MAX_IMAGE_LABEL_LENGTH = 256
+/** The label of an image no runtime has served (made-up names, images whose pod never started). */
+export const UNKNOWN_IMAGE = 'unknown'
+/** Pod cache lookups of images not served yet, held until their pod starts or fails (images). */
+const MAX_PENDING_LOOKUPS = 1000
+
+/**
+ * Control characters (C0, DEL, C1), bidirectional controls (U+061C, U+200E-U+200F, U+202A-U+202E,
+ * U+2066-U+2069) and other invisible format characters (U+200B-U+200D, U+2060, U+FEFF): they
+ * would make a label read as something else in a dashboard or a terminal.
+ */
+// eslint-disable-next-line no-control-regex
+const UNSAFE_LABEL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g
+
+/** An image name as a label value: unsafe characters replaced with "?", cut to MAX_IMAGE_LABEL_LENGTH. */
+export function imageLabelText(image: string): string {
+  const safe = image.replace(UNSAFE_LABEL_CHARACTERS, '?')
+  return safe.length > MAX_IMAGE_LABEL_LENGTH ? `${safe.slice(0, MAX_IMAGE_LABEL_LENGTH - 1)}…` : safe
+}
 
 /** Latency buckets (seconds): a cache hit (sub-millisecond) to a cold pod (tens of seconds). */
 export const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120]
@@ -139,7 +163,10 @@ type PromClient = typeof import('prom-client')
 export class PrometheusMetrics implements Metrics {
   readonly enabled = true
   readonly registry: import('prom-client').Registry
-  private readonly images = new Set<string>()
+  /** Served images (at most MAX_IMAGE_LABELS) and their label values. */
+  private readonly images = new Map<string, string>()
+  /** Pod cache lookups (by result) of images whose pod has not started yet: counted once it has, or failed. */
+  private readonly pendingLookups = new Map<string, Map<PodCacheResult, number>>()
   private inFlight: () => number = () => 0
   private budget: () => BudgetStats = () => ({running: 0, queued: 0, heldBytes: 0})
   private readonly admissions: import('prom-client').Counter<'outcome'>
@@ -273,22 +300,51 @@ export class PrometheusMetrics implements Metrics {
     })
   }
 
-  /** The image label: the name for the first MAX_IMAGE_LABELS images, "other" after. */
-  imageLabel(image: string): string {
-    if (this.images.has(image)) return image
-    if (image.length > MAX_IMAGE_LABEL_LENGTH || this.images.size >= MAX_IMAGE_LABELS) return 'other'
-    this.images.add(image)
-    return image
+  /**
+   * The image label: its (sanitized) name when a runtime served it, among the first
+   * MAX_IMAGE_LABELS such images; "other" for a served image after those; "unknown" for any other.
+   * `served`: this event says that a runtime serves it now.
+   */
+  imageLabel(image: string, served = false): string {
+    const known = this.images.get(image)
+    if (known !== undefined) return known
+    if (!served) return UNKNOWN_IMAGE
+    if (this.images.size >= MAX_IMAGE_LABELS) return 'other'
+    const label = imageLabelText(image)
+    this.images.set(image, label)
+    return label
   }
 
   evaluation(runtime: string, image: string, code: string, seconds: number): void {
-    const label = this.imageLabel(image)
+    // The exec runtime takes only images its config maps; a pod answered OK only from a pulled image.
+    const label = this.imageLabel(image, runtime === 'exec' || (runtime === 'pod' && code === 'OK'))
     this.evaluations.inc({runtime, image: label, code})
     this.durations.observe({runtime, image: label}, seconds)
   }
 
   podCacheLookup(image: string, result: PodCacheResult): void {
-    this.podLookups.inc({image: this.imageLabel(image), result})
+    // a hit is a ready pod: the image was pulled and started
+    const label = this.imageLabel(image, result === 'hit')
+    if (label === UNKNOWN_IMAGE && (this.pendingLookups.has(image) || this.pendingLookups.size < MAX_PENDING_LOOKUPS)) {
+      // Not known yet (its first pod is starting): counted under its name once a pod of it is ready.
+      const counts = this.pendingLookups.get(image) ?? new Map<PodCacheResult, number>()
+      counts.set(result, (counts.get(result) ?? 0) + 1)
+      this.pendingLookups.set(image, counts)
+      return
+    }
+    this.podLookups.inc({image: label, result})
+    this.countPendingLookups(image, label)
+  }
+
+  podStarted(image: string, ready: boolean): void {
+    this.countPendingLookups(image, this.imageLabel(image, ready))
+  }
+
+  private countPendingLookups(image: string, label: string): void {
+    const counts = this.pendingLookups.get(image)
+    if (!counts) return
+    this.pendingLookups.delete(image)
+    for (const [result, n] of counts) this.podLookups.inc({image: label, result}, n)
   }
 
   podGc(): void {

@@ -9,7 +9,7 @@
  */
 import {readFileSync, readdirSync, readlinkSync} from 'node:fs'
 
-import {SPAWNER_SOCKET_ENV} from '../../../src/lib/process/spawner-process.js'
+import {SPAWNER_MODE_ENV} from '../../../src/lib/process/spawner-process.js'
 import {eventually} from './tally.js'
 
 export interface ProcessInfo {
@@ -118,12 +118,12 @@ export function describeProcesses(list: readonly ProcessInfo[]): string {
 /** Open file descriptors and RSS of a process (for before/after comparisons). */
 /**
  * True for a runner's process spawner (src/lib/process/spawner.ts): a process of fnr's own that
- * lives as long as its server, not a function process. It is known by the socket name in its
+ * lives as long as its server, not a function process. It is known by the mode variable in its
  * environment, whichever way it was started (the module, or the packaged wrapper run as itself).
  */
 export function isSpawnerProcess(pid: number): boolean {
   try {
-    return readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').some((v) => v.startsWith(`${SPAWNER_SOCKET_ENV}=`))
+    return readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').some((v) => v === `${SPAWNER_MODE_ENV}=1`)
   } catch {
     return false
   }

@@ -42,6 +42,7 @@ export function logPodEvent(logger: Logger, e: PodEvent): void {
 /** The metrics of an event: pod cache lookups, and GC deletions by reason code. */
 export function countPodEvent(e: PodEvent): void {
   if (e.type === 'placed') metrics().podCacheLookup(e.image, e.result)
+  else if (e.type === 'ready' || e.type === 'failed') metrics().podStarted(e.image, e.type === 'ready')
   else if (e.type === 'collected') metrics().podGcDeletion(e.kind, e.code)
 }
 
