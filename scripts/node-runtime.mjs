@@ -94,7 +94,9 @@ function install(version, dir) {
     // --ignore-scripts: the package has none, and none should run. The hidden lockfile npm writes
     // in node_modules records the tarball's integrity, which is checked below.
     const r = spawnSync('npm', ['install', '--prefix', work, '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error', `${name}@${version}`], {
-      stdio: ['ignore', 'inherit', 'inherit'],
+      // npm's own stdout ("added 1 package") goes to stderr: this script's stdout is the path a
+      // caller captures (.ci/run: main_bin=$(node scripts/node-runtime.mjs main --bin-dir)).
+      stdio: ['ignore', 2, 'inherit'],
     })
     if (r.error) throw new Error(`npm could not be run: ${r.error.message}`)
     if (r.status !== 0) throw new Error(`npm install ${name}@${version} failed (exit ${r.status}); the registry must be reachable`)
