@@ -8,36 +8,16 @@
  */
 import {expect} from 'chai'
 import {execa} from 'execa'
-import {existsSync} from 'node:fs'
-import {mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
+import {mkdir, readFile, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 
 import {runCli} from '../support/cli.js'
 import {REPO_ROOT} from '../support/serve.js'
+import {tree, writeTree} from '../support/package-tree.js'
 import {TempDirs, writeExecutable} from '../support/tmp.js'
 
 const KPT = '/usr/bin/kpt'
 const SET_NAMESPACE = path.join(REPO_ROOT, 'functions', 'set-namespace')
-
-async function tree(dir: string): Promise<Record<string, string>> {
-  const out: Record<string, string> = {}
-  async function walk(d: string): Promise<void> {
-    for (const e of (await readdir(d, {withFileTypes: true})).sort((a, b) => (a.name < b.name ? -1 : 1))) {
-      const p = path.join(d, e.name)
-      if (e.isDirectory()) await walk(p)
-      else out[path.relative(dir, p)] = await readFile(p, 'utf8')
-    }
-  }
-  if (existsSync(dir)) await walk(dir)
-  return out
-}
-
-async function writeTree(dir: string, files: Record<string, string>): Promise<void> {
-  for (const [rel, content] of Object.entries(files)) {
-    await mkdir(path.dirname(path.join(dir, rel)), {recursive: true})
-    await writeFile(path.join(dir, rel), content)
-  }
-}
 
 const HEAD = 'apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\n'
 const CM = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  k: foo\n'
