@@ -126,10 +126,12 @@ describe('interrupts (SIGINT/SIGTERM) on fnr eval and fnr test', function () {
     proc.kill('SIGTERM')
     const r = await proc
     expect(r.exitCode, String(r.stderr)).to.equal(143)
-    expect(String(r.stderr)).to.contain('interrupted by SIGTERM')
+    // The report (stdout without --json) names the signal; the running case is INTERRUPTED, not FAIL.
+    expect(`${String(r.stdout)}\n${String(r.stderr)}`).to.contain('interrupted by SIGTERM').and.not.match(/^FAIL /m)
     expect(await gone(pid)).to.equal(true)
     expect(await gone(child)).to.equal(true)
-    expect(await readdir(tmp)).to.deep.equal([])
+    // (Node's compile cache, bin/run.js, lives in TMPDIR too, and stays: it is not a scratch folder.)
+    expect((await readdir(tmp)).filter((n) => n !== 'node-compile-cache')).to.deep.equal([])
   })
 
   it('fnr render: SIGINT kills the function\'s process group, writes nothing, exits 130', async () => {
