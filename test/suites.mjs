@@ -26,6 +26,7 @@ export const UNIT = [
   'test/grpc/admission.test.ts',
   'test/grpc/flow-control.test.ts',
   'test/k8s/patch-and-selectors.test.ts',
+  'test/lib/dependency-warnings.test.ts',
   'test/lib/errors.test.ts',
   'test/lib/kptfile.test.ts',
   'test/lib/lazy-loading.test.ts',
