@@ -24,6 +24,11 @@ export interface CliCase {
   long?: boolean
   /** The `fnr: ` line must be all there is on stderr (nothing from libraries before it). */
   onlyLine?: boolean
+  /**
+   * `fnr test`: a case that cannot run is that case's error in the report on stdout (the other
+   * cases still run), so `message` is matched there, not as a `fnr: ` line on stderr.
+   */
+  inReport?: boolean
 }
 
 export interface CliRun {
@@ -74,6 +79,11 @@ export function checkCliRun(c: CliCase, r: CliRun): void {
   }
   expect(r.timedOut, `${label}: no answer within ${HANG_MS * 2} ms`).to.equal(false)
   expect(r.exitCode, `${label}: ${shown}`).to.equal(c.code)
+  if (c.inReport) {
+    expect(r.stdout, `${label}: the case's error in the report\nstdout:\n${r.stdout.slice(0, 2000)}`).to.match(/^ERROR /m).and.match(c.message)
+    expect(STACK_LINE.test(r.stderr) || STACK_LINE.test(r.stdout), `${label}: no stack trace\n${shown}`).to.equal(false)
+    return
+  }
   const fnrLines = r.stderr.split('\n').filter((l) => l.startsWith('fnr: '))
   expect(fnrLines, `${label}: exactly one "fnr: " line\n${shown}`).to.have.length(1)
   expect(fnrLines[0], `${label}: ${shown}`).to.match(c.message)
