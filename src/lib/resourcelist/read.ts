@@ -53,7 +53,7 @@ export function emptyResourceList(): ResourceList {
  * multi-document KRM YAML. Comments are kept on the item nodes.
  */
 export function parseResourceList(input: Uint8Array | string, options: ParseResourceListOptions = {}): ResourceList {
-  return guardDepth(() => runSteps(parseSteps(input, options)), options)
+  return guardDepth(() => runSteps(parseSteps(input, options, false)), options)
 }
 
 /**
@@ -61,7 +61,7 @@ export function parseResourceList(input: Uint8Array | string, options: ParseReso
  * parseStreamInterruptible) and rejects with the signal's reason once it aborts.
  */
 export async function parseResourceListInterruptible(input: Uint8Array | string, options: ParseResourceListOptions & {signal?: AbortSignal} = {}): Promise<ResourceList> {
-  return guardDepth(() => runStepsInterruptible(parseSteps(input, options), options.signal), options)
+  return guardDepth(() => runStepsInterruptible(parseSteps(input, options, true), options.signal), options)
 }
 
 /** Deeply nested input overflows the stack of the recursive builders: a clear error instead. */
@@ -81,14 +81,15 @@ function guardDepth<T>(parse: () => T, options: ParseResourceListOptions): T {
   }
 }
 
-function* parseSteps(input: Uint8Array | string, options: ParseResourceListOptions): Steps<ResourceList> {
+/** `stepped`: large documents token by token, for a caller that lets the event loop run between steps (yaml.ts). */
+function* parseSteps(input: Uint8Array | string, options: ParseResourceListOptions, stepped: boolean): Steps<ResourceList> {
   const text = typeof input === 'string' ? input : Buffer.from(input.buffer, input.byteOffset, input.byteLength).toString('utf8')
   const origin = options.origin ?? 'stdin'
   const kind = options.errorKind ?? 'InvalidArgument'
   const blockStyle = options.blockStyle ?? true
 
   const json = blockStyle ? tryJson(text) : undefined
-  const docs = json !== undefined ? [{node: json, text: ''}] : yield* parseStreamSteps(text, origin, kind)
+  const docs = json !== undefined ? [{node: json, text: ''}] : yield* parseStreamSteps(text, origin, kind, stepped)
 
   if ((options.unwrap ?? true) && docs.length === 1 && isMap(docs[0]!.node)) {
     const node = docs[0]!.node as YAMLMap

@@ -112,7 +112,7 @@ function fileItems(text: string, f: SourceFile, signal: AbortSignal | undefined)
 }
 
 function* fileItemsSteps(text: string, f: SourceFile): Steps<YAMLMap[]> {
-  const docs = yield* parseStreamSteps(text, f.display, 'InvalidArgument')
+  const docs = yield* parseStreamSteps(text, f.display, 'InvalidArgument', true)
   const out: YAMLMap[] = []
   for (let index = 0; index < docs.length; index++) {
     yield

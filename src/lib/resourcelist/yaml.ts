@@ -92,7 +92,9 @@ export function isNullScalar(node: Node): boolean {
  * Errors are thrown as FnrError(kind) prefixed with `origin`.
  */
 export function parseStream(input: string, origin: string, kind: ErrorKind): StreamDocument[] {
-  return runSteps(parseStreamSteps(input, origin, kind))
+  // Run at once, a document is parsed whole: the token-by-token path is only worth its cost where
+  // something can run between the steps (parseStreamInterruptible).
+  return runSteps(parseStreamSteps(input, origin, kind, false))
 }
 
 /**
@@ -102,7 +104,7 @@ export function parseStream(input: string, origin: string, kind: ErrorKind): Str
  * composing the nodes of one document from its tokens (about a third of that document's time).
  */
 export function parseStreamInterruptible(input: string, origin: string, kind: ErrorKind, signal?: AbortSignal): Promise<StreamDocument[]> {
-  return runStepsInterruptible(parseStreamSteps(input, origin, kind), signal)
+  return runStepsInterruptible(parseStreamSteps(input, origin, kind, true), signal)
 }
 
 /** A computation that yields (nothing) at the points where it may be paused. */
@@ -144,8 +146,8 @@ const STEPPED_PARSE_BYTES = 64 * 1024
 const TOKENS_PER_STEP = 2048
 
 /** parseAllDocuments (without pretty errors, as PARSE_OPTIONS asks) with pause points. */
-function* parseAllDocumentsSteps(source: string): Steps<ReturnType<typeof parseAllDocuments>> {
-  if (source.length < STEPPED_PARSE_BYTES) return parseAllDocuments(source, PARSE_OPTIONS)
+function* parseAllDocumentsSteps(source: string, stepped: boolean): Steps<ReturnType<typeof parseAllDocuments>> {
+  if (!stepped || source.length < STEPPED_PARSE_BYTES) return parseAllDocuments(source, PARSE_OPTIONS)
   const parser = new Parser()
   const tokens: CST.Token[] = []
   let n = 0
@@ -161,7 +163,7 @@ function* parseAllDocumentsSteps(source: string): Steps<ReturnType<typeof parseA
   return Object.assign([], {empty: true}, composer.streamInfo()) as unknown as ReturnType<typeof parseAllDocuments>
 }
 
-export function* parseStreamSteps(input: string, origin: string, kind: ErrorKind): Steps<StreamDocument[]> {
+export function* parseStreamSteps(input: string, origin: string, kind: ErrorKind, stepped: boolean): Steps<StreamDocument[]> {
   const text = input.includes('\r\n') ? input.replace(/\r\n/g, '\n') : input
   let chunks: string[]
   try {
@@ -178,7 +180,7 @@ export function* parseStreamSteps(input: string, origin: string, kind: ErrorKind
     const lineOffset = firstLine - 1
     firstLine += countNewlines(chunks[i]!) + 2
     if (chunk.trim() === '') continue
-    const parsed = yield* parseAllDocumentsSteps(chunk)
+    const parsed = yield* parseAllDocumentsSteps(chunk, stepped)
     const doc = parsed[0]
     if (doc === undefined) {
       // An empty stream (only comments); the yaml package may still report errors on it.
