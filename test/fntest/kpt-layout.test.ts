@@ -17,6 +17,7 @@ import {runCli} from '../support/cli.js'
 import {BIN_RUN, REPO_ROOT} from '../support/serve.js'
 import {TempDirs, writeExecutable} from '../support/tmp.js'
 import {findAll, parseXml} from './xml.js'
+import {isAlive} from '../wrapper/support/process.js'
 
 const KPT = '/usr/bin/kpt'
 const CM = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  k: foo\n'
@@ -195,16 +196,8 @@ describe('fnr test: kpt e2e layout (setup.sh, exec.sh, .krmignore, diff.patch, k
       expect(findAll(doc, 'error').map((e) => e.attrs.type)).to.deep.equal(['interrupted'])
       expect(findAll(doc, 'skipped')).to.have.length(2)
       // The blocked function was killed with its process group.
-      const alive = (): boolean => {
-        try {
-          process.kill(pid, 0)
-          return true
-        } catch {
-          return false
-        }
-      }
-      for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 100))
-      expect(alive(), `function ${pid} should be killed`).to.equal(false)
+      for (let i = 0; i < 100 && isAlive(pid); i++) await new Promise((r) => setTimeout(r, 100))
+      expect(isAlive(pid), `function ${pid} should be killed`).to.equal(false)
       await rm(marker, {force: true})
     })
   }
