@@ -31,6 +31,7 @@ export const UNIT = [
   'test/lib/kptfile.test.ts',
   'test/lib/lazy-loading.test.ts',
   'test/lib/reclaim.test.ts',
+  'test/lib/turns.test.ts',
   'test/lib/typed-decisions.test.ts',
   'test/metrics/image-labels.test.ts',
   'test/metrics/trace.test.ts',

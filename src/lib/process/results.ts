@@ -3,6 +3,7 @@
  * used on failure paths (exec evaluator, wrapper server) to report what went wrong. The YAML
  * parser is imported lazily so the success path never pays for it.
  */
+import {nextTurn} from '../turns.js'
 
 export interface ResultResourceRef {
   apiVersion?: string
@@ -275,10 +276,36 @@ function splitBlockEntries(section: string, record: number): BlockEntries | unde
 
 /**
  * Runs of blank lines cut to one: the yaml package slows down badly on long blank runs (a 1 MB
- * run took 10 s). Inside a block scalar this joins blank lines, which a message survives.
+ * run took 10 s). Inside a block scalar this joins blank lines, which a message survives. A scan
+ * rather than a regular expression: V8 runs a new expression in its interpreter first, 170 ms
+ * for a 1 MB run, and each call's first reads of a results section paid that.
  */
-function collapseBlankRuns(text: string): string {
-  return text.replace(/\n(?:[ \t]*\r?\n){2,}/g, '\n\n')
+export function collapseBlankRuns(text: string): string {
+  const parts: string[] = []
+  let from = 0
+  for (let nl = text.indexOf('\n'); nl >= 0; ) {
+    // blank lines (spaces, tabs, a CR) right after this newline
+    let blank = 0
+    let after = nl + 1
+    for (;;) {
+      let i = after
+      while (text.charCodeAt(i) === 32 || text.charCodeAt(i) === 9) i++
+      if (text.charCodeAt(i) === 13) i++
+      if (text.charCodeAt(i) !== 10) break
+      blank++
+      after = i + 1
+    }
+    if (blank >= 2) {
+      parts.push(text.slice(from, nl), '\n\n')
+      from = after
+      nl = text.indexOf('\n', after)
+    } else {
+      nl = text.indexOf('\n', nl + 1)
+    }
+  }
+  if (from === 0) return text
+  parts.push(text.slice(from))
+  return parts.join('')
 }
 
 /** The entries from..to of a section as one YAML sequence, moved to column 0. */
@@ -295,9 +322,6 @@ function entriesText(section: string, from: number, to: number, indent: number):
 type Parse = (text: string) => unknown
 
 /** Reads a large block-style results section entry by entry, in batches, within the limits. */
-/** Lets the event loop turn (other calls, health checks) between batches of a large read. */
-const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
-
 async function readEntries(section: string, split: BlockEntries, parse: Parse, cuts: string[]): Promise<FunctionResult[]> {
   const out: FunctionResult[] = []
   let budget = RESULT_LIMITS.maxParseBytes
@@ -343,6 +367,8 @@ async function readEntries(section: string, split: BlockEntries, parse: Parse, c
   const {entries, indent} = split
   for (let k = 0; k < entries.length; k++) {
     const [start, end] = entries[k]!
+    // a large entry is read in a turn of its own (turns.ts)
+    if (end - start > RESULT_LIMITS.batchBytes) await nextTurn()
     if (tooDeep(section, start, end)) {
       deep++
       continue
@@ -359,11 +385,28 @@ async function readEntries(section: string, split: BlockEntries, parse: Parse, c
     batchBytes += text.length
   }
   await flush()
-  if (split.total > entries.length) cuts.push(`read ${entries.length} of ${split.total} results (the limit is ${RESULT_LIMITS.maxResults})`)
-  if (overBudget > 0) cuts.push(`${overBudget} result(s) left out: results are read up to ${RESULT_LIMITS.maxParseBytes} bytes in all`)
-  if (deep > 0) cuts.push(`${deep} result(s) left out: nested deeper than ${RESULT_LIMITS.maxFlowDepth} levels`)
-  if (unreadable > 0) cuts.push(`${unreadable} result(s) could not be read on their own (not YAML, or an alias to an anchor elsewhere)`)
+  cuts.push(...entryCuts({read: entries.length, total: split.total, overBudget, deep, unreadable}))
   return out
+}
+
+/** What readEntries left out, one line each. */
+function entryCuts(n: {read: number; total: number; overBudget: number; deep: number; unreadable: number}): string[] {
+  const cuts: string[] = []
+  if (n.total > n.read) cuts.push(`read ${n.read} of ${n.total} results (the limit is ${RESULT_LIMITS.maxResults})`)
+  if (n.overBudget > 0) cuts.push(`${n.overBudget} result(s) left out: results are read up to ${RESULT_LIMITS.maxParseBytes} bytes in all`)
+  if (n.deep > 0) cuts.push(`${n.deep} result(s) left out: nested deeper than ${RESULT_LIMITS.maxFlowDepth} levels`)
+  if (n.unreadable > 0) cuts.push(`${n.unreadable} result(s) could not be read on their own (not YAML, or an alias to an anchor elsewhere)`)
+  return cuts
+}
+
+/** A results section too large to parse whole: read entry by entry when it is a block list. */
+async function readLargeSection(section: string, parse: Parse, cuts: string[]): Promise<FunctionResult[]> {
+  await nextTurn()
+  const split = splitBlockEntries(section, RESULT_LIMITS.maxResults)
+  await nextTurn()
+  if (split) return readEntries(section, split, parse, cuts)
+  cuts.push(`results not read: a results section of ${section.length} bytes that is not a block list (more than ${RESULT_LIMITS.wholeParseBytes} bytes are read only as a block list)`)
+  return []
 }
 
 /**
@@ -376,6 +419,9 @@ async function readEntries(section: string, split: BlockEntries, parse: Parse, c
 export async function readResultsReport(output: Uint8Array): Promise<ResultsReport> {
   const cuts: string[] = []
   if (output.length === 0) return {results: [], cuts}
+  // Many calls can end at once (turns.ts): each step below of a large output takes its own turn.
+  const large = output.length > RESULT_LIMITS.wholeParseBytes
+  if (large) await nextTurn()
   const text = Buffer.from(output.buffer, output.byteOffset, output.byteLength).toString('utf8')
   // Cheap pre-check: no results key, no results (skips the YAML parser on large outputs).
   if (!/(^|\n|[{,]\s*)"?results"?\s*:/.test(text)) return {results: [], cuts}
@@ -392,13 +438,9 @@ export async function readResultsReport(output: Uint8Array): Promise<ResultsRepo
   // which blocks the event loop for seconds on a map of 20,000 keys.
   const options = {maxAliasCount: 100, uniqueKeys: false}
   const parse: Parse = (t) => parseYaml(t, options)
+  if (large) await nextTurn()
   const section = resultsSection(text)
-  if (section !== undefined && section.length > RESULT_LIMITS.wholeParseBytes) {
-    const split = splitBlockEntries(section, RESULT_LIMITS.maxResults)
-    if (split) return {results: await readEntries(section, split, parse, cuts), cuts}
-    cuts.push(`results not read: a results section of ${section.length} bytes that is not a block list (more than ${RESULT_LIMITS.wholeParseBytes} bytes are read only as a block list)`)
-    return {results: [], cuts}
-  }
+  if (section !== undefined && section.length > RESULT_LIMITS.wholeParseBytes) return {results: await readLargeSection(section, parse, cuts), cuts}
   if (section !== undefined) {
     if (tooDeep(section)) {
       cuts.push(`results not read: nested deeper than ${RESULT_LIMITS.maxFlowDepth} levels`)

@@ -16,6 +16,7 @@
  * request, where execa's extra work costs about a millisecond per spawn (test-infra.md §5).
  */
 import {FnrError, withoutStack} from '../errors.js'
+import {nextTurn} from '../turns.js'
 import {launchFunction, type FunctionChild, type LaunchMode} from './spawner.js'
 import {CALL_MARKER_ENV, liveCalls, newCallMarker, sweeper} from './sweep.js'
 
@@ -138,6 +139,9 @@ export const FRAMING_ROOM_BEFORE = 6
 const framingRoom = new WeakMap<Buffer, number>()
 
 /** Joins stdout chunks into one Buffer with framing room around it (its own memory, not the pool's). */
+/** Outputs at least this large are joined in a turn of the event loop of their own. */
+const LARGE_OUTPUT_BYTES = 1024 * 1024
+
 function joinStdout(chunks: Buffer[], size: number, roomAfter: number): Buffer {
   if (chunks.length <= 1) return chunks[0] ?? Buffer.alloc(0)
   const store = Buffer.allocUnsafeSlow(FRAMING_ROOM_BEFORE + size + roomAfter)
@@ -337,7 +341,7 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
         return
       }
       const stderrBytes = stderr.toBuffer()
-      resolve({
+      const result = (): FunctionProcessResult => ({
         stdout: joinStdout(stdoutChunks, stdoutSize, FRAMING_ROOM_BEFORE + stderrBytes.length),
         stderr: stderrBytes,
         exitCode: code,
@@ -346,6 +350,10 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
         stderrDropped: stderr.dropped,
         durationMs: performance.now() - started,
       })
+      // A large output is joined in a turn of its own: functions that end together must not
+      // copy all their outputs in one go (turns.ts).
+      if (stdoutChunks.length > 1 && stdoutSize > LARGE_OUTPUT_BYTES) void nextTurn().then(() => resolve(result()))
+      else resolve(result())
     })
   })
 }

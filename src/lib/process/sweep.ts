@@ -23,6 +23,8 @@
  */
 import {close, open, read, readdirSync, readFileSync} from 'node:fs'
 
+import {nextTurn} from '../turns.js'
+
 export const CALL_MARKER_ENV = 'FNR_FUNCTION_CALL'
 const MARKER_PREFIX = Buffer.from(`\0${CALL_MARKER_ENV}=`)
 
@@ -307,10 +309,6 @@ const STAT_BATCH = 32
 
 /** Pids looked up one by one rather than listing /proc (pidsToRead). */
 const PROBE_RANGE = 64
-
-function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve))
-}
 
 /**
  * The pids a sweep reads: when the pid counter moved less than PROBE_RANGE since the oldest

@@ -33,6 +33,7 @@ import {
 import {type ErrorKind, FnrError, firstLine} from '../errors.js'
 import type {SeqIndent} from './constants.js'
 import {pause, pauseRequested} from './test-pause.js'
+import {nextTurn} from '../turns.js'
 
 export const PARSE_OPTIONS: ParseOptions & DocumentOptions & SchemaOptions = {
   schema: 'failsafe',
@@ -134,7 +135,7 @@ export async function runStepsInterruptible<T>(steps: Steps<T>, signal?: AbortSi
       paused = true
       await pause('parse')
     } else if (performance.now() - since < SLICE_MS) continue
-    await new Promise<void>((resolve) => setImmediate(resolve))
+    await nextTurn()
     signal?.throwIfAborted()
     since = performance.now()
   }
