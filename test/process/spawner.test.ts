@@ -116,6 +116,22 @@ describe('process spawner: functions started through it behave as started direct
     }
   })
 
+  it('functions that exit before their stdin is handed over (killed at once, or quick): each call ends at once, none waits for descriptors', async () => {
+    // The spawner hands descriptors over one at a time, and Node closes a child's stdin the moment
+    // it exits: with 60 starts queued, most functions exit before their stdin is sent, and the
+    // message comes without it. Calls waited STDIO_ARRIVAL_TIMEOUT_MS (10 s) for it, then failed.
+    const quick = Array.from({length: 60}, () => run('spawner', {command: '/bin/sh', args: ['-c', 'echo out; echo err >&2; exit 4'], input: Buffer.alloc(0)}))
+    const results = await Promise.all(quick)
+    for (const r of results) expect({stdout: r.stdout.toString(), stderr: r.stderr.toString(), exitCode: r.exitCode}).to.deep.equal({stdout: 'out\n', stderr: 'err\n', exitCode: 4})
+    const cancelled = Array.from({length: 60}, () => {
+      const abort = new AbortController()
+      const call = run('spawner', {command: '/bin/sleep', args: ['30'], signal: abort.signal}).catch((e: unknown) => e)
+      setImmediate(() => abort.abort())
+      return call
+    })
+    for (const e of await Promise.all(cancelled)) expect((e as FnrError).kind, String(e)).to.equal('Cancelled')
+  })
+
   it('forks in the spawner: the function is its child, not the runner\'s', async () => {
     const spawnerPid = await spawnerReady()
     const r = await run('spawner', {command: '/bin/sh', args: ['-c', 'cat /proc/$$/stat']})

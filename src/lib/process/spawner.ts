@@ -127,6 +127,8 @@ class SpawnedFunction extends EventEmitter implements FunctionChild {
   stdin: Socket | undefined
   stdout: Socket | undefined
   stderr: Socket | undefined
+  /** stdin's message came: with the descriptor (stdin), or without it (the function had exited). */
+  private stdinArrived = false
   private input: Uint8Array | undefined
   private spawned = false
   private ended = false
@@ -143,7 +145,7 @@ class SpawnedFunction extends EventEmitter implements FunctionChild {
   }
 
   writeInput(input: Uint8Array): void {
-    if (this.spawned) this.stdin!.end(input)
+    if (this.spawned) this.stdin?.end(input)
     else this.input = input
   }
 
@@ -158,10 +160,23 @@ class SpawnedFunction extends EventEmitter implements FunctionChild {
     this.timer.unref()
   }
 
-  /** One of its descriptors arrived (the runner's end of the socketpair). */
-  received(fd: 0 | 1 | 2, socket: Socket): void {
-    if (this.ended || this.pid === undefined || [this.stdin, this.stdout, this.stderr][fd]) {
-      socket.destroy()
+  /**
+   * One of its descriptors arrived (the runner's end of the socketpair), or its message came
+   * without it (`socket` undefined): the spawner hands descriptors over one at a time, and Node
+   * closes a child's stdin the moment the child exits, so a function that ended quickly (or was
+   * killed at once, a cancelled call) has no stdin left to send. Its input has nowhere to go; the
+   * call goes on with its output. stdout and stderr stay open until read, so a missing one is the
+   * spawner's fault and fails the call.
+   */
+  received(fd: 0 | 1 | 2, socket: Socket | undefined): void {
+    if (this.ended || this.pid === undefined || [this.stdinArrived, this.stdout, this.stderr][fd]) {
+      socket?.destroy()
+      return
+    }
+    if (!socket) {
+      if (fd === 0) this.stdinArrived = true
+      else this.failed(new FnrError('Unavailable', `the function's ${fd === 1 ? 'stdout' : 'stderr'} was closed in the runner's process spawner before it was handed over; retry the call`))
+      if (fd === 0) this.maybeSpawned()
       return
     }
     socket.on('error', () => {
@@ -169,6 +184,7 @@ class SpawnedFunction extends EventEmitter implements FunctionChild {
     })
     if (fd === 0) {
       this.stdin = socket
+      this.stdinArrived = true
       // Nothing comes from the function's stdin; what a function writes there is dropped.
       socket.resume()
     } else {
@@ -179,14 +195,20 @@ class SpawnedFunction extends EventEmitter implements FunctionChild {
         this.maybeClose()
       })
     }
-    if (!this.stdin || !this.stdout || !this.stderr) return
+    this.maybeSpawned()
+  }
+
+  /** All three descriptors are in (stdin perhaps already closed): the function's streams are the runner's. */
+  private maybeSpawned(): void {
+    if (!this.stdinArrived || !this.stdout || !this.stderr) return
     clearTimeout(this.timer)
     this.spawned = true
     this.emit('spawn')
     if (this.input) {
-      this.stdin.end(this.input)
+      this.stdin?.end(this.input)
       this.input = undefined
     }
+    this.maybeClose()
   }
 
   exited(code: number | null, signal: NodeJS.Signals | null): void {
@@ -344,10 +366,9 @@ export class ProcessSpawner {
         return
       }
       case 'stdio': {
-        if (!handle) return
         const fn = this.calls.get(message.id)
         if (fn) fn.received(message.fd, handle)
-        else handle.destroy()
+        else handle?.destroy()
         return
       }
       case 'failed': {
