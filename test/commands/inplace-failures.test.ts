@@ -245,13 +245,34 @@ describe('in-place eval and render: every failure keeps the package as it was', 
     }
   })
 
+  it('a file already in the package under a name with a newline is read and rewritten, as kpt does (only new names are refused)', async () => {
+    const contents = async (pkg: string): Promise<Record<string, string>> => {
+      const out: Record<string, string> = {}
+      for (const [rel, e] of Object.entries(await snapshot(pkg))) out[rel] = e.content
+      return out
+    }
+    const results: Array<Record<string, string>> = []
+    for (const tool of ['fnr', 'kpt'] as const) {
+      const pkg = path.join(dir, `nl-${tool}`)
+      await mkdir(pkg)
+      await writeFile(path.join(pkg, 'Kptfile'), 'apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: p\n')
+      await writeFile(path.join(pkg, 'x\ny.yaml'), cm('nl'))
+      const fn = await writeExecutable(path.join(dir, `nl-${tool}-fn`), "#!/bin/sh\nsed 's/k: v/k: changed/'\n")
+      const r = tool === 'fnr' ? await fnr('eval', pkg, fn) : await kpt('eval', pkg, fn)
+      expect(r.exitCode, `${tool}: ${String(r.stderr)}`).to.equal(0)
+      results.push(await contents(pkg))
+    }
+    expect(results[0]!['x\ny.yaml']).to.contain('k: changed')
+    expect(results[0]).to.deep.equal(results[1])
+  })
+
   it('an output path with a newline is refused, escaped in the message, before anything is written (kpt writes it)', async () => {
     const extra = `- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: nl\n    annotations:\n      internal.config.kubernetes.io/path: "x\\ny.yaml"`
     const {pkg, fn} = await makePackage('pkg', {extraOutput: extra})
     const before = await snapshot(pkg)
     const r = await fnr('eval', pkg, fn)
     expect(r.exitCode, String(r.stderr)).to.equal(1)
-    expect(String(r.stderr)).to.contain('invalid resource path "x\\ny.yaml": it contains a control character')
+    expect(String(r.stderr)).to.contain('invalid resource path "x\\ny.yaml": it contains a control character (a new file')
     expect(await snapshot(pkg)).to.deep.equal(before)
 
     const k = await makePackage('kpt-pkg', {extraOutput: extra})

@@ -2,13 +2,13 @@
  * The interruptible parse (yaml.ts parseStreamInterruptible, read.ts
  * parseResourceListInterruptible): it gives the event loop turns while it parses, so an abort
  * from a callback stops it; the stepped parse of large documents gives exactly what the yaml
- * package's parseAllDocuments gives; control characters in output paths are refused.
+ * package's parseAllDocuments gives; control characters in new output file names are refused.
  */
 import {expect} from 'chai'
 
 import {FnrError} from '../../src/lib/errors.js'
 import {parseResourceList, parseResourceListInterruptible} from '../../src/lib/resourcelist/read.js'
-import {checkRelativePath, escapeControl, stringifyResourceList} from '../../src/lib/resourcelist/write.js'
+import {checkNewFileName, checkRelativePath, escapeControl, stringifyResourceList} from '../../src/lib/resourcelist/write.js'
 import {parseStream, parseStreamInterruptible} from '../../src/lib/resourcelist/yaml.js'
 
 const doc = (i: number, keys: number) =>
@@ -59,11 +59,13 @@ describe('interruptible parse', function () {
     expect(e2?.message).to.equal(e1?.message)
   })
 
-  it('refuses output paths with control characters, escaped in the message', () => {
+  it('refuses new file names with control characters, escaped in the message; checkRelativePath leaves them to the sink', () => {
     for (const p of ['a\nb.yaml', 'sub/\tx.yaml', 'x\u007f.yaml', 'x\u0085.yaml', '\u001b[31mred.yaml']) {
-      expect(() => checkRelativePath(p, 'FunctionFailed')).to.throw(FnrError, `invalid resource path ${escapeControl(p)}: it contains a control character`)
+      expect(() => checkNewFileName(p, 'FunctionFailed')).to.throw(FnrError, `invalid resource path ${escapeControl(p)}: it contains a control character`)
+      expect(checkRelativePath(p, 'FunctionFailed')).to.equal(p)
     }
     expect(escapeControl('a\nb\u0085.yaml')).to.equal('"a\\nb\\u0085.yaml"')
+    expect(() => checkNewFileName('ünïcode/ok.yaml', 'FunctionFailed')).to.not.throw()
     expect(checkRelativePath('ünïcode/ok.yaml', 'FunctionFailed')).to.equal('ünïcode/ok.yaml')
   })
 })

@@ -10,8 +10,8 @@
  * (`previousPaths`, e.g. ResourceList.sourcePaths from readPackage) but hold none now are
  * deleted, as kpt does; directories left empty stay.
  *
- * Both: paths and indexes are defaulted and checked (see write.ts: no absolute path, no `..`, no
- * control character), and nothing is written outside DIR: no path component may be a symbolic
+ * Both: paths and indexes are defaulted and checked (see write.ts: no absolute path, no `..`; in
+ * writePackage, no control character in a file the package did not have), and nothing is written outside DIR: no path component may be a symbolic
  * link, and a symbolic link in place of a file is never written through (a symbolic link whose
  * target already has the new content is left alone). Both are all or nothing: sinkToDirectory
  * fills a hidden sibling directory that is renamed to DIR at the end; writePackage plans every
@@ -29,7 +29,7 @@ import {A} from './constants.js'
 import {getAnnotation} from './meta.js'
 import {parseResourceList, type ResourceList} from './read.js'
 import {applyChanges, type FileChange, ioError} from './transaction.js'
-import {checkRelativePath, renderPackageFilesInterruptible} from './write.js'
+import {checkNewFileName, checkRelativePath, renderPackageFilesInterruptible} from './write.js'
 
 export interface WriteReport {
   /** Files created or changed (relative paths, sorted). */
@@ -117,6 +117,11 @@ export async function writePackage(items: readonly YAMLMap[], dir: string, optio
   }
   const files = await renderPackageFilesInterruptible(items, kind, options.signal)
   const plan = await planWrites(root, files, kind)
+  const previous = [...new Set(options.previousPaths ?? [])].sort()
+  // A file the function named anew must have a sane name (write.ts, checkNewFileName); one the
+  // package already had, even under a name with a control character, is the user's.
+  const known = new Set(previous.map((p) => checkRelativePath(p, 'InvalidArgument')))
+  for (const w of plan.writes) if (!w.exists && !known.has(w.rel)) checkNewFileName(w.rel, kind)
   const report: WriteReport = {written: [], unchanged: [], deleted: []}
   const changes: FileChange[] = []
   for (const w of plan.writes) {
@@ -127,7 +132,6 @@ export async function writePackage(items: readonly YAMLMap[], dir: string, optio
     report.written.push(w.rel)
     changes.push({rel: w.rel, target: w.target, action: w.exists ? 'replace' : 'create', bytes: w.bytes, mkdirs: w.mkdirs, previous: w.previous})
   }
-  const previous = [...new Set(options.previousPaths ?? [])].sort()
   for (const p of previous) {
     const rel = checkRelativePath(p, 'InvalidArgument')
     if (files.has(rel)) continue

@@ -161,14 +161,22 @@ export function escapeControl(p: string): string {
 }
 
 /**
- * Checks a package-relative path: no control character, not absolute, not escaping the
- * package, naming a file. Returns the cleaned path.
+ * A file a write would create: its name holds no control character. A newline or another control
+ * character in a new file's name is almost certainly a function's bug, and would break every
+ * line-based tool that lists the package: refused before any write. A file already in the package
+ * under such a name is the user's, and is read and rewritten as kpt does (the sink calls this for
+ * new files only).
+ */
+export function checkNewFileName(rel: string, kind: ErrorKind): void {
+  if (CONTROL.test(rel)) throw new FnrError(kind, `invalid resource path ${escapeControl(rel)}: it contains a control character (a new file; files already in the package keep their names)`)
+}
+
+/**
+ * Checks a package-relative path: not absolute, not escaping the package, naming a file.
+ * Returns the cleaned path.
  */
 export function checkRelativePath(p: string, kind: ErrorKind): string {
   if (p === '' || p.includes('\0')) throw new FnrError(kind, `invalid resource path ${JSON.stringify(p)}`)
-  // A newline or another control character in a file name is almost certainly a function's
-  // bug, and would break every line-based tool that lists the package: refused before any write.
-  if (CONTROL.test(p)) throw new FnrError(kind, `invalid resource path ${escapeControl(p)}: it contains a control character`)
   if (p.startsWith('/') || /^[A-Za-z]:[\\/]/.test(p)) {
     throw new FnrError(kind, `function must not modify resources outside of package: resource has absolute path ${p}`)
   }
