@@ -15,8 +15,8 @@
  * connection window (setLocalWindowSize) and the initial stream window (SETTINGS) to the largest
  * message the server accepts plus framing. Memory stays bounded by that window per connection,
  * as the message size limit already bounds each call. grpc-js keeps its HTTP/2 servers in a
- * private field, so this reaches into it; when a grpc-js version no longer has it, the server
- * works as before with the default windows, and says so at debug level.
+ * private field, which internals.ts reaches (a grpc-js without it fails the server's start and
+ * the tests).
  *
  * The connection window is capped (CONNECTION_WINDOW, 1 MiB), below the stream windows: Node's
  * HTTP/2 session stops reading its socket while one of its own writes is not complete
@@ -36,6 +36,7 @@ import type {Http2Session} from 'node:http2'
 import type * as grpc from '@grpc/grpc-js'
 
 import type {Logger} from '../telemetry/log.js'
+import {http2ServersOf} from './internals.js'
 
 /** HTTP/2's largest window (2^31 - 1). */
 const MAX_WINDOW = 2 ** 31 - 1
@@ -56,27 +57,9 @@ export function connectionWindowFor(streamWindow: number): number {
   return Math.min(streamWindow, CONNECTION_WINDOW)
 }
 
-interface SessionEmitter {
-  on(event: 'session', listener: (session: Http2Session) => void): unknown
-}
-
-/**
- * Raises the receive windows of every connection a started (bound) grpc-js server accepts from
- * now on. Returns false when the server's HTTP/2 servers cannot be found (nothing changed).
- */
-export function raiseReceiveWindows(server: grpc.Server, windowBytes: number, logger?: Logger): boolean {
-  const http2Servers = (server as unknown as {http2Servers?: Map<unknown, unknown>}).http2Servers
-  if (!(http2Servers instanceof Map) || http2Servers.size === 0) {
-    logger?.debug('cannot raise the HTTP/2 receive windows: grpc-js keeps its servers elsewhere; the 64 KiB defaults stay')
-    return false
-  }
-  let hooked = 0
-  for (const candidate of http2Servers.keys()) {
-    if (!candidate || typeof (candidate as SessionEmitter).on !== 'function') continue
-    ;(candidate as SessionEmitter).on('session', (session) => applyWindows(session, windowBytes, logger))
-    hooked++
-  }
-  return hooked > 0
+/** Raises the receive windows of every connection a started (bound) grpc-js server accepts from now on. */
+export function raiseReceiveWindows(server: grpc.Server, windowBytes: number, logger?: Logger): void {
+  for (const h2 of http2ServersOf(server)) h2.on('session', (session) => applyWindows(session, windowBytes, logger))
 }
 
 function applyWindows(session: Http2Session, windowBytes: number, logger?: Logger): void {

@@ -8,7 +8,7 @@
  *     budget.ts sets it to the number of calls that may run at once);
  *   - grpc.max_connection_idle_ms: a connection with no stream for that long gets GOAWAY and is
  *     closed (a client with calls to make reconnects; Porch's connection, which sends calls, stays).
- * Everything else is here, on the HTTP/2 servers grpc-js keeps (reached as flow-control.ts does):
+ * Everything else is here, on the HTTP/2 servers grpc-js keeps (reached through internals.ts):
  *   - request bytes being received count against the budget's held bytes (budget.ts); a data
  *     frame that would pass it resets its stream with ENHANCE_YOUR_CALM (the client sees
  *     RESOURCE_EXHAUSTED), so partial messages across streams and connections cannot exhaust
@@ -28,6 +28,7 @@ import type * as grpc from '@grpc/grpc-js'
 import type {CallBudget} from '../budget.js'
 import type {Logger} from '../telemetry/log.js'
 import {metrics} from '../telemetry/metrics.js'
+import {http2ServersOf, sessionSocket} from './internals.js'
 
 export interface GuardSettings {
   /** A request message must be complete this long after its stream opened; 0: no limit. */
@@ -39,12 +40,6 @@ export interface GuardSettings {
 export const DEFAULT_GUARD: GuardSettings = {receiveTimeoutMs: 60_000, handshakeTimeoutMs: 10_000}
 /** Default idle time after which a connection without streams is closed (GOAWAY). */
 export const DEFAULT_CONNECTION_IDLE_MS = 5 * 60_000
-
-interface Listening {
-  on(event: 'session', listener: (session: Http2Session) => void): unknown
-  on(event: 'stream', listener: (stream: ServerHttp2Stream) => void): unknown
-  on(event: 'error', listener: (err: NodeJS.ErrnoException) => void): unknown
-}
 
 /** At most one log line a second for repeated events of one kind. */
 function rateLimited(logger: Logger): (key: string, msg: string, fields: Record<string, unknown>) => void {
@@ -61,20 +56,10 @@ function rateLimited(logger: Logger): (key: string, msg: string, fields: Record<
   }
 }
 
-/**
- * Installs the guard on every HTTP/2 server of a started grpc-js server. Returns false when
- * grpc-js keeps its servers elsewhere (nothing installed; logged at warn: limits are off).
- */
-export function installGuard(server: grpc.Server, budget: CallBudget, settings: GuardSettings, logger: Logger): boolean {
-  const http2Servers = (server as unknown as {http2Servers?: Map<unknown, unknown>}).http2Servers
-  if (!(http2Servers instanceof Map) || http2Servers.size === 0) {
-    logger.warn('cannot install the HTTP/2 guard: grpc-js keeps its servers elsewhere; partial messages and idle sockets are not bounded')
-    return false
-  }
+/** Installs the guard on every HTTP/2 server of a started grpc-js server (reached through internals.ts). */
+export function installGuard(server: grpc.Server, budget: CallBudget, settings: GuardSettings, logger: Logger): void {
   const warn = rateLimited(logger)
-  for (const candidate of http2Servers.keys()) {
-    if (!candidate || typeof (candidate as Listening).on !== 'function') continue
-    const h2 = candidate as Listening
+  for (const h2 of http2ServersOf(server)) {
     h2.on('error', (err) => {
       metrics().connectionGuard('accept-error')
       warn('accept', 'cannot accept a connection', {error: err.message, code: err.code, hint: err.code === 'EMFILE' || err.code === 'ENFILE' ? 'out of file descriptors: idle connections are closed after --handshake-timeout and --connection-idle-timeout' : undefined})
@@ -82,7 +67,6 @@ export function installGuard(server: grpc.Server, budget: CallBudget, settings: 
     h2.on('session', (session) => guardSession(session, budget, settings, warn))
     h2.on('stream', (stream) => guardStream(stream, budget, settings, warn))
   }
-  return true
 }
 
 function guardSession(session: Http2Session, budget: CallBudget, settings: GuardSettings, warn: ReturnType<typeof rateLimited>): void {
@@ -91,7 +75,7 @@ function guardSession(session: Http2Session, budget: CallBudget, settings: Guard
   // What the connection buffered is garbage once it closes: the budget collects when the runner is
   // idle (budget.ts, connectionClosed). session.socket is unbound by then; the net.Socket it wraps
   // (Node keeps it under a 'socket' symbol) still has its count.
-  const socket = rawSocket(session)
+  const socket = sessionSocket(session)
   session.once('close', () => budget.connectionClosed(socket?.bytesRead ?? 0))
   if (settings.handshakeTimeoutMs <= 0) return
   const timer = setTimeout(() => {
@@ -103,13 +87,6 @@ function guardSession(session: Http2Session, budget: CallBudget, settings: Guard
   timer.unref()
   session.once('remoteSettings', () => clearTimeout(timer))
   session.once('close', () => clearTimeout(timer))
-}
-
-/** The net.Socket under an HTTP/2 session (session.socket is a proxy that throws once unbound). */
-function rawSocket(session: Http2Session): {bytesRead: number} | undefined {
-  const key = Object.getOwnPropertySymbols(session).find((k) => k.description === 'socket')
-  const socket = key ? (session as unknown as Record<symbol, unknown>)[key] : undefined
-  return socket && typeof (socket as {bytesRead?: unknown}).bytesRead === 'number' ? (socket as {bytesRead: number}) : undefined
 }
 
 function guardStream(stream: ServerHttp2Stream, budget: CallBudget, settings: GuardSettings, warn: ReturnType<typeof rateLimited>): void {

@@ -1,0 +1,63 @@
+/**
+ * The one module that reaches into private state of grpc-js and of Node's HTTP/2 sessions.
+ *
+ * fnr's HTTP/2 limits (hygiene.ts) and receive windows (flow-control.ts) act on the HTTP/2 servers
+ * grpc-js creates for a bound grpc.Server and on the sockets under their sessions. Neither grpc-js
+ * (1.14) nor Node's http2 module exposes them:
+ *   - grpc-js keeps its HTTP/2 servers in the private field `http2Servers` (a Map whose keys are
+ *     the servers);
+ *   - an Http2Session's `socket` is a proxy that throws once the session is unbound; the
+ *     net.Socket it wraps sits under a symbol described as 'socket'.
+ * Both are read here and nowhere else. The grpc-js version is pinned in package.json to one listed
+ * in TESTED_GRPC_JS, and test/grpc/internals.test.ts fails when the installed grpc-js is not one
+ * of them or when either access stops working, so an upgrade is caught by the tests. At run time
+ * a grpc-js without the field is not a warning: the server refuses to start (InternalError), since
+ * running without its limits is what an attacker would want.
+ */
+import type {Http2Session, ServerHttp2Stream} from 'node:http2'
+import {createRequire} from 'node:module'
+
+import type * as grpc from '@grpc/grpc-js'
+
+import {FnrError} from '../errors.js'
+
+/** grpc-js versions whose private `http2Servers` field this module was tested with. */
+export const TESTED_GRPC_JS: readonly string[] = ['1.14.7']
+
+/** What fnr uses of one of grpc-js's HTTP/2 servers: Node's public http2.Http2Server events. */
+export interface Http2Listening {
+  on(event: 'session', listener: (session: Http2Session) => void): unknown
+  on(event: 'stream', listener: (stream: ServerHttp2Stream) => void): unknown
+  on(event: 'error', listener: (err: NodeJS.ErrnoException) => void): unknown
+}
+
+/** The installed grpc-js version. */
+export function grpcJsVersion(): string {
+  return (createRequire(import.meta.url)('@grpc/grpc-js/package.json') as {version: string}).version
+}
+
+/**
+ * The HTTP/2 servers of a bound grpc-js server. Throws an InternalError naming the grpc-js
+ * version when they cannot be found (the field moved in another grpc-js version).
+ */
+export function http2ServersOf(server: grpc.Server): Http2Listening[] {
+  const field = (server as unknown as {http2Servers?: unknown}).http2Servers
+  const servers = field instanceof Map ? [...field.keys()].filter((s): s is Http2Listening => !!s && typeof (s as Http2Listening).on === 'function') : []
+  if (servers.length === 0) {
+    throw new FnrError(
+      'Internal',
+      `cannot reach the HTTP/2 servers of grpc-js ${grpcJsVersion()} (tested: ${TESTED_GRPC_JS.join(', ')}): fnr's HTTP/2 limits and windows cannot be installed, so the server does not start; install a tested grpc-js version`,
+    )
+  }
+  return servers
+}
+
+/**
+ * The net.Socket under an HTTP/2 session, still readable after the session closed (session.socket
+ * throws once unbound); undefined when Node keeps it elsewhere.
+ */
+export function sessionSocket(session: Http2Session): {bytesRead: number} | undefined {
+  const key = Object.getOwnPropertySymbols(session).find((k) => k.description === 'socket')
+  const socket = key ? (session as unknown as Record<symbol, unknown>)[key] : undefined
+  return socket && typeof (socket as {bytesRead?: unknown}).bytesRead === 'number' ? (socket as {bytesRead: number}) : undefined
+}
