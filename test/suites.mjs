@@ -25,6 +25,7 @@ export const UNIT = [
   'test/fntest/config.test.ts',
   'test/grpc/admission.test.ts',
   'test/grpc/flow-control.test.ts',
+  'test/grpc/reply.test.ts',
   'test/k8s/patch-and-selectors.test.ts',
   'test/lib/dependency-warnings.test.ts',
   'test/lib/errors.test.ts',

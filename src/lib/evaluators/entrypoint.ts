@@ -93,6 +93,7 @@ export class EntrypointEvaluator implements Evaluator {
       maxStderrBytes: this.options.maxOutputBytes,
       label: request.image,
       launch: this.options.launch,
+      stdoutHeadroom: request.outputHeadroom,
     })
     if (result.exitCode !== 0) throw await functionFailedError(request.image, result)
     const empty = emptyOutputError(request.image, result)

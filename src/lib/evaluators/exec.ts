@@ -140,6 +140,7 @@ export class ExecEvaluator implements Evaluator {
       maxStderrBytes: this.maxOutputBytes,
       label: request.image,
       launch: this.launch,
+      stdoutHeadroom: request.outputHeadroom,
     })
     if (result.exitCode !== 0) throw await functionFailedError(request.image, result)
     const empty = emptyOutputError(request.image, result)
