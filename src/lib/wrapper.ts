@@ -11,7 +11,7 @@
  */
 import {normaliseGoStyleArgs} from './config/go-flags.js'
 import {EntrypointEvaluator} from './evaluators/entrypoint.js'
-import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluators/evaluator.js'
+import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluator.js'
 import {parseLimitFlags, serverLimits, type ListenerLimits} from './grpc/limits.js'
 import {EvaluatorServer} from './grpc/server.js'
 import {drainOnStop, type StopHandle} from './drain.js'

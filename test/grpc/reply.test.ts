@@ -6,7 +6,7 @@
 import {expect} from 'chai'
 import fc from 'fast-check'
 
-import type {EvaluationRequest, EvaluationResponse} from '../../src/lib/evaluators/evaluator.js'
+import type {EvaluationRequest, EvaluationResponse} from '../../src/lib/evaluator.js'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {EvaluatorServer} from '../../src/lib/grpc/server.js'
 import {claimHeadroom, joinWithHeadroom, type Headroom} from '../../src/lib/headroom.js'

@@ -18,7 +18,7 @@ import {emptyOutputError, functionFailedError} from '../process/failure.js'
 import {errorResults, readResults} from '../process/results.js'
 import {runFunctionProcess} from '../process/run.js'
 import type {LaunchMode} from '../process/spawner.js'
-import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluator.js'
+import type {EvaluationRequest, EvaluationResponse, Evaluator} from '../evaluator.js'
 
 export interface EntrypointEvaluatorOptions {
   entrypoint: readonly string[]

@@ -3,8 +3,8 @@
  * return the function's stdout and stderr bytes, or throw an FnrError whose kind says what
  * happened (NotFound means "this evaluator does not know the image" and lets multi fall through).
  */
-import type {Headroom} from '../headroom.js'
-import type {FunctionResult} from '../process/results.js'
+import type {FunctionResult} from './function-result.js'
+import type {Headroom} from './headroom.js'
 
 export interface EvaluationRequest {
   image: string
