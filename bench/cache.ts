@@ -19,7 +19,7 @@ import path from 'node:path'
 
 import {CachingEvaluator, DEFAULT_RESPONSE_CACHE} from '../src/lib/cache/response-cache.js'
 import {binaryIdentity} from '../src/lib/evaluators/exec.js'
-import type {EvaluationRequest, EvaluationResponse, Evaluator} from '../src/lib/evaluators/evaluator.js'
+import type {EvaluationRequest, EvaluationResponse, Evaluator} from '../src/lib/evaluator.js'
 import {EvaluatorClient} from '../src/lib/grpc/client.js'
 import {makeResourceList, startServe} from './fixture.js'
 import {envCount, percentile, printTable, round, saveResults, type Row} from './lib.js'

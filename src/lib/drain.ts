@@ -1,10 +1,11 @@
 /**
  * How `fnr serve` and `fnr wrapper-server` stop: on SIGTERM/SIGINT (or stop()) the server drains
  * (calls in flight may finish within the grace period, new ones are refused), then the caller's
- * own resources are released, and a second signal forces the stop (grpc/lifecycle.ts).
+ * own resources are released; a second signal forces the stop: the server is shut down, every
+ * running function is killed and the process exits with code 1.
  */
-import {gracefulStopper, type StopHandle} from './grpc/lifecycle.js'
 import type {EvaluatorServer} from './grpc/server.js'
+import {killAllRunningFunctions} from './process/sweep.js'
 import type {Logger} from './telemetry/log.js'
 
 export interface DrainOptions {
@@ -27,8 +28,63 @@ export function drainOnStop(server: EvaluatorServer, options: DrainOptions): Sto
       logger.lifecycle('stopped', {forced: result.forced})
       return result
     },
-    () => server.forceShutdown(),
+    () => {
+      server.forceShutdown()
+      killAllRunningFunctions()
+    },
     logger,
     options.handleSignals,
   )
+}
+
+export interface StopHandle {
+  /** Resolves when the graceful stop has finished. */
+  done: Promise<{forced: boolean}>
+  /** Starts the graceful stop (idempotent). */
+  stop(): Promise<{forced: boolean}>
+}
+
+/**
+ * The first SIGTERM/SIGINT (or stop()) runs `stopFn`, once; a second signal runs `forceFn` and
+ * exits at once with code 1.
+ */
+function gracefulStopper(
+  stopFn: () => Promise<{forced: boolean}>,
+  forceFn: () => void,
+  logger: Logger,
+  handleSignals: boolean,
+): StopHandle {
+  let stopping: Promise<{forced: boolean}> | undefined
+  let resolveDone!: (v: {forced: boolean}) => void
+  const done = new Promise<{forced: boolean}>((r) => (resolveDone = r))
+
+  const stop = (): Promise<{forced: boolean}> => {
+    stopping ??= stopFn().then((result) => {
+      removeSignalHandlers()
+      resolveDone(result)
+      return result
+    })
+    return stopping
+  }
+
+  let signals = 0
+  const onSignal = (signal: NodeJS.Signals): void => {
+    signals++
+    if (signals > 1) {
+      logger.warn('second signal: exiting now', {signal})
+      forceFn()
+      process.exit(1)
+    }
+    logger.lifecycle('signal received', {signal})
+    void stop()
+  }
+  const removeSignalHandlers = (): void => {
+    process.removeListener('SIGTERM', onSignal)
+    process.removeListener('SIGINT', onSignal)
+  }
+  if (handleSignals) {
+    process.on('SIGTERM', onSignal)
+    process.on('SIGINT', onSignal)
+  }
+  return {done, stop}
 }

@@ -3,6 +3,7 @@
  * code a server returns and the exit code a CLI command ends with. Messages are one line, meant
  * for humans; extra structured data travels in `details`.
  */
+import type {FunctionFailure} from './function-result.js'
 
 export type ErrorKind =
   | 'InvalidArgument'
@@ -92,10 +93,10 @@ export const EXIT_CODE_BY_KIND: Record<ErrorKind, number> = {
  */
 export interface FnrErrorDetails {
   /**
-   * A function that exited non-zero: exit code, results and stderr tail (process/failure.ts);
+   * A function that exited non-zero: exit code, results and stderr tail (function-result.ts, built by process/failure.ts);
    * partial when it was decoded from another runner's fnr-failure-bin trailer.
    */
-  failure?: Partial<import('./process/failure.js').FunctionFailure>
+  failure?: Partial<FunctionFailure>
   /** The runtime that produced the error (`exec`, `pod`, …): the evaluation metric's label. */
   runtime?: string
   /** HTTP status of a Kubernetes or registry answer. */

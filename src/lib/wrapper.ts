@@ -11,11 +11,10 @@
  */
 import {normaliseGoStyleArgs} from './config/go-flags.js'
 import {EntrypointEvaluator} from './evaluators/entrypoint.js'
-import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluators/evaluator.js'
-import type {StopHandle} from './grpc/lifecycle.js'
+import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluator.js'
 import {parseLimitFlags, serverLimits, type ListenerLimits} from './grpc/limits.js'
 import {EvaluatorServer} from './grpc/server.js'
-import {drainOnStop} from './drain.js'
+import {drainOnStop, type StopHandle} from './drain.js'
 import {detectMemoryLimit} from './budget.js'
 import {LISTENER_LIMIT_FLAG_SPECS, LOG_FORMAT_SPEC, LOG_LEVEL_SPEC, MAX_REQUEST_BODY_SIZE_SPEC} from './flags/runner-flag-specs.js'
 import {parseWithSpecs, type FlagSpecs} from './flags/spec.js'

@@ -1,5 +1,5 @@
 /**
- * The shared config-file reader (src/lib/config/read-file.ts) and the readers built on it: the exec
+ * The shared config-file reader (src/lib/read-file.ts) and the readers built on it: the exec
  * config, --pod-cache-config, the listener's TLS files, the registry auth file and CA files. A FIFO
  * must be refused at once (it used to block startup), a device must not be read (/dev/zero used to
  * be read until memory ran out), a directory and an oversized file give one clear Config line.
@@ -12,7 +12,7 @@ import {expect} from 'chai'
 
 import {loadExecConfig} from '../../src/lib/config/exec-config.js'
 import {PodCacheConfig} from '../../src/lib/config/pod-cache-config.js'
-import {ConfigFileError, MAX_CONFIG_FILE_BYTES, readConfigFile} from '../../src/lib/config/read-file.js'
+import {ConfigFileError, MAX_CONFIG_FILE_BYTES, readConfigFile} from '../../src/lib/read-file.js'
 import {FnrError} from '../../src/lib/errors.js'
 import {loadClientCredentials, loadListenerTls} from '../../src/lib/grpc/tls.js'
 import {DockerConfig} from '../../src/lib/registry/auth.js'

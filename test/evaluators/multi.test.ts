@@ -1,7 +1,7 @@
 import {expect} from 'chai'
 
 import {FnrError} from '../../src/lib/errors.js'
-import type {EvaluationRequest, Evaluator} from '../../src/lib/evaluators/evaluator.js'
+import type {EvaluationRequest, Evaluator} from '../../src/lib/evaluator.js'
 import {MultiEvaluator} from '../../src/lib/evaluators/multi.js'
 
 class Fake implements Evaluator {

@@ -19,7 +19,7 @@ import http2 from 'node:http2'
 
 import {expect} from 'chai'
 
-import type {EvaluationRequest} from '../../src/lib/evaluators/evaluator.js'
+import type {EvaluationRequest} from '../../src/lib/evaluator.js'
 import {CONNECTION_WINDOW, connectionWindowFor, receiveWindowFor} from '../../src/lib/grpc/flow-control.js'
 import {silentLogger} from '../../src/lib/telemetry/log.js'
 import {EvaluatorServer} from '../../src/lib/grpc/server.js'

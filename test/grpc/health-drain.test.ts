@@ -2,7 +2,7 @@ import * as grpc from '@grpc/grpc-js'
 import {expect} from 'chai'
 
 import {FnrError} from '../../src/lib/errors.js'
-import type {EvaluationRequest, Evaluator} from '../../src/lib/evaluators/evaluator.js'
+import type {EvaluationRequest, Evaluator} from '../../src/lib/evaluator.js'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {EvaluatorServer} from '../../src/lib/grpc/server.js'
 import {makeFunctionsDir, startServeProcess} from '../support/serve.js'

@@ -18,7 +18,7 @@ import {expect} from 'chai'
 import {CallBudget, deriveBudget} from '../../src/lib/budget.js'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {EvaluatorServer} from '../../src/lib/grpc/server.js'
-import type {Evaluator} from '../../src/lib/evaluators/evaluator.js'
+import type {Evaluator} from '../../src/lib/evaluator.js'
 import {makeReliabilityFunctions} from '../support/reliability/functions.js'
 import {BIN_RUN} from '../support/serve.js'
 

@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js'
 import {expect} from 'chai'
 
-import type {EvaluationRequest, EvaluationResponse, Evaluator} from '../../src/lib/evaluators/evaluator.js'
+import type {EvaluationRequest, EvaluationResponse, Evaluator} from '../../src/lib/evaluator.js'
 import {PodEvaluator} from '../../src/lib/evaluators/pod.js'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {EvaluatorServer} from '../../src/lib/grpc/server.js'

@@ -3,8 +3,8 @@ import {expect} from 'chai'
 
 import type {V1Lease} from '@kubernetes/client-node'
 
-import {planGc, type GcInput, type ObservedPod, type ObservedService} from '../../src/lib/pods/model/gc.js'
-import {LeaseObserver, judgeLeasesAt, leaseNameFor, leaseSeconds, microTime, type OwnerState} from '../../src/lib/pods/cluster/lease.js'
+import {planGc, type GcInput, type ObservedPod, type ObservedService, type OwnerState} from '../../src/lib/pods/model/gc.js'
+import {LeaseObserver, judgeLeasesAt, leaseNameFor, leaseSeconds, microTime} from '../../src/lib/pods/cluster/lease.js'
 import {defaultRunnerIdentity, labelValueFor} from '../../src/lib/pods/model/naming.js'
 
 const NOW = 1_700_000_000_000

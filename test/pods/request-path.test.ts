@@ -1,7 +1,7 @@
 import {expect} from 'chai'
 
 import {FnrError} from '../../src/lib/errors.js'
-import type {EvaluationResponse} from '../../src/lib/evaluators/evaluator.js'
+import type {EvaluationResponse} from '../../src/lib/evaluator.js'
 import {LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER} from '../../src/lib/pods/model/naming.js'
 import {
   RL,

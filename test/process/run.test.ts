@@ -3,6 +3,7 @@ import {once} from 'node:events'
 
 import {expect} from 'chai'
 
+import {claimHeadroom} from '../../src/lib/headroom.js'
 import {killGroup, runFunctionProcess} from '../../src/lib/process/run.js'
 
 describe('process runner: group kill', () => {
@@ -31,5 +32,26 @@ describe('process runner: group kill', () => {
     const res = await runFunctionProcess({command: '/bin/cat', input, maxStdoutBytes: 1024, label: 'cat'})
     expect(res.exitCode).to.equal(0)
     expect(res.stdout.equals(input)).to.equal(true)
+  })
+})
+
+describe('process runner: room around stdout (headroom.ts)', () => {
+  // `head -c` through a pipe writes in pieces: 300 KiB reaches the runner as several chunks.
+  const run = (stdoutHeadroom?: {before: number; after: number}) =>
+    runFunctionProcess({command: '/bin/sh', args: ['-c', 'head -c 307200 /dev/zero; printf oops >&2'], input: Buffer.alloc(0), maxStdoutBytes: 1 << 20, label: 'zeros', stdoutHeadroom})
+
+  it('leaves the room asked for around an output joined from chunks, with the stderr length added behind it', async () => {
+    const res = await run({before: 6, after: 6})
+    expect(res.stdout.length).to.equal(307_200)
+    expect(res.stderr.toString()).to.equal('oops')
+    expect(claimHeadroom(res.stdout)).to.deep.equal({before: 6, after: 6 + 4})
+    expect(res.stdout.byteOffset).to.equal(6)
+    expect(res.stdout.buffer.byteLength).to.equal(6 + 307_200 + 10)
+  })
+
+  it('leaves none unless asked (fnr eval has no use for it)', async () => {
+    const res = await run()
+    expect(res.stdout.length).to.equal(307_200)
+    expect(claimHeadroom(res.stdout)).to.equal(undefined)
   })
 })

@@ -159,30 +159,12 @@ describe('fnr serve exec runtime: output size limit and log', () => {
     const m = /^\[fnr: the first (\d+) bytes of this function's stderr were left out to fit the maximum message size; the rest follows\]\n(e+)$/.exec(log)
     expect(m, log.slice(0, 200)).to.not.equal(null)
     expect(Number(m![1]) + m![2]!.length).to.equal(n)
-    const {responseSize} = await import('../../src/lib/process/output.js')
+    const {responseSize} = await import('../../src/lib/grpc/reply.js')
     expect(responseSize(res.resourceList.length, res.log.length)).to.be.within(MAX - 8, MAX)
   })
 })
 
-describe('process/output: response framing', () => {
-  it('logRoom is the largest log that fits (property over sizes around varint boundaries)', async () => {
-    const {logRoom, responseSize} = await import('../../src/lib/process/output.js')
-    const fc = (await import('fast-check')).default
-    const around = fc.constantFrom(127, 128, 16_383, 16_384, 2_097_151, 2_097_152, 6 * 1024 * 1024).chain((b) => fc.integer({min: Math.max(0, b - 300), max: b + 300}))
-    fc.assert(
-      fc.property(around, around, (max, out) => {
-        const room = logRoom(max, out)
-        if (room < 0) {
-          expect(responseSize(out, 0)).to.be.above(max)
-        } else {
-          expect(responseSize(out, room)).to.be.at.most(max)
-          expect(responseSize(out, room + 1)).to.be.above(max)
-        }
-      }),
-      {numRuns: 2000},
-    )
-  })
-})
+// logRoom's property test is in test/grpc/reply.test.ts (unit).
 
 describe('fnr serve exec runtime: what a failing function\'s status message carries', () => {
   const h = new ServeHarness()

@@ -29,7 +29,7 @@ import {createHash} from 'node:crypto'
 
 import {LRUCache} from 'lru-cache'
 
-import {identityKey, type EvaluationRequest, type EvaluationResponse, type Evaluator, type ImageIdentity} from '../evaluators/evaluator.js'
+import {identityKey, type EvaluationRequest, type EvaluationResponse, type Evaluator, type ImageIdentity} from '../evaluator.js'
 import {silentLogger, type Logger} from '../telemetry/log.js'
 import {metrics, type ResponseCacheMissReason} from '../telemetry/metrics.js'
 

@@ -5,7 +5,7 @@
  * serve (config/serve-config.ts) and handed here.
  */
 import type {PodCacheConfig} from '../config/pod-cache-config.js'
-import type {Evaluator} from '../evaluators/evaluator.js'
+import type {Evaluator} from '../evaluator.js'
 import {FnrError} from '../errors.js'
 import type {Logger} from '../telemetry/log.js'
 import type {ResponseCacheSettings} from './response-cache.js'

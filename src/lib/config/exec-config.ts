@@ -17,7 +17,7 @@ import path from 'node:path'
 
 import {FnrError} from '../errors.js'
 import {DEFAULT_IMAGE_PREFIX, normaliseImage} from './image-ref.js'
-import {readConfigFile} from './read-file.js'
+import {readConfigFile} from '../read-file.js'
 
 export interface ExecConfigOptions {
   /** Path of config.yaml; "" means no exec functions at all. */

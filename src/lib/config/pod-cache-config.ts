@@ -29,7 +29,7 @@ import {parse as parseYaml} from 'yaml'
 import {FnrError} from '../errors.js'
 import {checkPodResources, parseQuantity, resourceRequirementsProblems} from '../k8s/quantity.js'
 import {parseGoDuration} from './go-flags.js'
-import {readConfigFile, type ConfigFileError} from './read-file.js'
+import {readConfigFile, type ConfigFileError} from '../read-file.js'
 
 export interface ResourceRequirements {
   requests?: Record<string, string>

@@ -18,7 +18,7 @@ import {emptyOutputError, functionFailedError} from '../process/failure.js'
 import {errorResults, readResults} from '../process/results.js'
 import {runFunctionProcess} from '../process/run.js'
 import type {LaunchMode} from '../process/spawner.js'
-import type {EvaluationRequest, EvaluationResponse, Evaluator} from './evaluator.js'
+import type {EvaluationRequest, EvaluationResponse, Evaluator} from '../evaluator.js'
 
 export interface EntrypointEvaluatorOptions {
   entrypoint: readonly string[]
@@ -93,6 +93,7 @@ export class EntrypointEvaluator implements Evaluator {
       maxStderrBytes: this.options.maxOutputBytes,
       label: request.image,
       launch: this.options.launch,
+      stdoutHeadroom: request.outputHeadroom,
     })
     if (result.exitCode !== 0) throw await functionFailedError(request.image, result)
     const empty = emptyOutputError(request.image, result)

@@ -19,7 +19,7 @@ import type {Logger} from '../telemetry/log.js'
 import {emptyOutputError, functionFailedError} from '../process/failure.js'
 import {execEnvironment, notStartable, runFunctionProcess} from '../process/run.js'
 import type {LaunchMode} from '../process/spawner.js'
-import type {EvaluationRequest, EvaluationResponse, Evaluator, ImageIdentity} from './evaluator.js'
+import type {EvaluationRequest, EvaluationResponse, Evaluator, ImageIdentity} from '../evaluator.js'
 
 export interface ExecEvaluatorOptions {
   config: ExecConfig
@@ -140,6 +140,7 @@ export class ExecEvaluator implements Evaluator {
       maxStderrBytes: this.maxOutputBytes,
       label: request.image,
       launch: this.launch,
+      stdoutHeadroom: request.outputHeadroom,
     })
     if (result.exitCode !== 0) throw await functionFailedError(request.image, result)
     const empty = emptyOutputError(request.image, result)

@@ -7,7 +7,7 @@
  * order is deterministic, and a test pins it.
  */
 import {FnrError} from '../errors.js'
-import type {EvaluationRequest, EvaluationResponse, Evaluator, ImageIdentity} from './evaluator.js'
+import type {EvaluationRequest, EvaluationResponse, Evaluator, ImageIdentity} from '../evaluator.js'
 
 function knowsNot(evaluator: Evaluator, image: string): boolean {
   return evaluator.knows?.(image) === false

@@ -17,7 +17,7 @@ import {silentLogger, type Logger} from '../telemetry/log.js'
 import {tracing} from '../telemetry/otel.js'
 import type {PodCache} from '../pods/runtime/cache.js'
 import type {PodRuntime, PodRuntimeOptions} from '../pods/runtime/runtime.js'
-import type {EvaluationRequest, EvaluationResponse, Evaluator, ImageIdentity} from './evaluator.js'
+import type {EvaluationRequest, EvaluationResponse, Evaluator, ImageIdentity} from '../evaluator.js'
 
 export interface PodEvaluatorOptions {
   cache: Pick<PodCache, 'acquire' | 'noteUnavailable' | 'describe'>

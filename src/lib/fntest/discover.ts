@@ -22,7 +22,7 @@ import path from 'node:path'
 import {parseDocument, isMap, isScalar, isSeq, type Scalar} from 'yaml'
 
 import {parseGoDuration} from '../config/go-flags.js'
-import {readConfigFile} from '../config/read-file.js'
+import {readConfigFile} from '../read-file.js'
 import {FnrError} from '../errors.js'
 import {pathExists} from '../resourcelist/source.js'
 

@@ -14,7 +14,7 @@
  */
 import * as grpc from '@grpc/grpc-js'
 
-import {readConfigFile} from '../config/read-file.js'
+import {readConfigFile} from '../read-file.js'
 import {FnrError} from '../errors.js'
 import {runEval, type EvalIO, type EvalOptions, type RunOutcome} from '../eval.js'
 import {EvaluatorClient} from '../grpc/client.js'

@@ -32,7 +32,7 @@ import {isMap, parseDocument} from 'yaml'
 
 import {loadExecConfig} from '../config/exec-config.js'
 import {normaliseImage} from '../config/image-ref.js'
-import {ConfigFileError} from '../config/read-file.js'
+import {ConfigFileError} from '../read-file.js'
 import type {ExecPaths} from '../config/embedded.js'
 import {errorLine, FnrError, toFnrError} from '../errors.js'
 import {runEval, splitExec, type EvalIO, type EvalOptions} from '../eval.js'

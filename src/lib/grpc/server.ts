@@ -15,18 +15,17 @@ import {HealthImplementation, type ServingStatus} from 'grpc-health-check'
 import {CallBudget, deriveBudget} from '../budget.js'
 import {FnrError, GrpcCode, toFnrError} from '../errors.js'
 import {peerKey} from '../fair-queue.js'
-import type {EvaluationRequest, Evaluator} from '../evaluators/evaluator.js'
+import type {EvaluationRequest, Evaluator} from '../evaluator.js'
 import {silentLogger, type Logger} from '../telemetry/log.js'
 import {metrics} from '../telemetry/metrics.js'
 import {tracing} from '../telemetry/otel.js'
 import {continueTrace, TRACEPARENT, TRACESTATE} from '../telemetry/trace.js'
 import type {FunctionFailure} from '../process/failure.js'
-import {fieldSize, fitLog} from '../process/output.js'
-import {claimFramingRoom, FRAMING_ROOM_BEFORE} from '../process/run.js'
 import {raiseReceiveWindows, receiveWindowFor} from './flow-control.js'
 import {DEFAULT_CONNECTION_IDLE_MS, DEFAULT_GUARD, installGuard, type GuardSettings} from './hygiene.js'
 import {EVALUATOR_TRAILER, failureMetadata, resultsMetadata} from './metadata.js'
 import {EVALUATOR_SERVICE, evaluatorServiceDefinition, type EvaluateFunctionRequest, type EvaluateFunctionResponse} from './proto.js'
+import {fitLog, framedResponseSerializer, REPLY_HEADROOM} from './reply.js'
 
 export interface EvaluatorServerOptions {
   evaluator: Evaluator
@@ -293,13 +292,14 @@ export class EvaluatorServer {
       .admit(resourceList.length, image, abort.signal, peerKey(call.getPeer()))
       .then((r) => {
         release = r
-        return this.options.evaluator.evaluate({...request, deadline})
+        // the room the reply needs around the output, so that it is not copied once more (reply.ts)
+        return this.options.evaluator.evaluate({...request, deadline, outputHeadroom: REPLY_HEADROOM})
       })
       .then((res) => {
         release?.()
         clearTimeout(limitTimer)
-        // only the real framing counts; a log that does not fit is cut at its start, saying so (process/output.ts)
-        const log = fitLog(this.options.maxMessageSize, image, res.resourceList, res.log, res.logDropped ?? 0)
+        // only the real framing counts; a log that does not fit is cut at its start, saying so (reply.ts)
+        const log = fitLog(this.options.maxMessageSize, image, res)
         const trailers = res.errorResults?.length ? resultsMetadata(res.errorResults, res.evaluator) : evaluatorMetadata(res.evaluator)
         finish(null, {resourceList: res.resourceList, log}, res.cached ? 'cache' : res.evaluator, trailers)
       })
@@ -320,69 +320,6 @@ export class EvaluatorServer {
     metrics().hungCallKilled()
     this.logger.warn('call without a deadline ran past --default-deadline: its function was killed', {image, defaultDeadlineMs: limitMs})
     return new FnrError('DeadlineExceeded', `the call came without a deadline and did not finish within the runner's --default-deadline (${limitMs / 1000}s): its function was killed`)
-  }
-}
-
-/** Field 1 (resource_list) and field 2 (log) of EvaluateFunctionResponse, length-delimited. */
-const RESOURCE_LIST_TAG = 0x0a
-const LOG_TAG = 0x12
-
-function varintLength(n: number): number {
-  let length = 1
-  for (let v = n; v > 0x7f; v >>>= 7) length++
-  return length
-}
-
-function writeVarint(buf: Buffer, offset: number, n: number): number {
-  let v = n
-  while (v > 0x7f) {
-    buf[offset++] = (v & 0x7f) | 0x80
-    v >>>= 7
-  }
-  buf[offset++] = v
-  return offset
-}
-
-/** Writes a length-delimited field's tag and length at `offset`; returns the offset of its bytes. */
-function writeHeader(message: Buffer, offset: number, tag: number, length: number): number {
-  message[offset] = tag
-  return writeVarint(message, offset + 1, length)
-}
-
-/** Writes one length-delimited field at `offset`; an empty one is left out. Returns the offset after it. */
-function writeField(message: Buffer, offset: number, tag: number, bytes: Buffer): number {
-  if (bytes.length === 0) return offset
-  const at = writeHeader(message, offset, tag, bytes.length)
-  bytes.copy(message, at)
-  return at + bytes.length
-}
-
-/**
- * The response serializer. The bytes are those Go's protobuf writes (Porch's runner): resource_list,
- * then log, each left out when empty (proto3 bytes fields at their default); protobufjs would
- * write an empty log as 2 bytes, which made an output of max - 6 or max - 5 bytes that Porch's
- * runner sends too large (process/output.ts). A function's output that runFunctionProcess joined
- * from several chunks has room around it (process/run.ts): the field headers and the log are
- * written there and the message is a view of that memory, so a large output is not copied once
- * more (grpc-js still copies the message into its frame). Anything else is written into a new
- * buffer; a value that is not two Buffers goes to the generated serializer.
- */
-function framedResponseSerializer(generated: grpc.serialize<EvaluateFunctionResponse>): grpc.serialize<EvaluateFunctionResponse> {
-  return (value) => {
-    const {resourceList, log} = value
-    if (!Buffer.isBuffer(resourceList) || !Buffer.isBuffer(log)) return generated(value)
-    const roomAfter = claimFramingRoom(resourceList)
-    const head = resourceList.length === 0 ? 0 : 1 + varintLength(resourceList.length)
-    const tail = fieldSize(log.length)
-    if (roomAfter !== undefined && roomAfter >= tail && head <= FRAMING_ROOM_BEFORE && head > 0) {
-      const message = Buffer.from(resourceList.buffer, resourceList.byteOffset - head, head + resourceList.length + tail)
-      // the output is in place already, behind its header
-      writeField(message, writeHeader(message, 0, RESOURCE_LIST_TAG, resourceList.length) + resourceList.length, LOG_TAG, log)
-      return message
-    }
-    const message = Buffer.allocUnsafe(head + resourceList.length + tail)
-    writeField(message, writeField(message, 0, RESOURCE_LIST_TAG, resourceList), LOG_TAG, log)
-    return message
   }
 }
 

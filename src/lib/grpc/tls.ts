@@ -15,7 +15,7 @@ import {X509Certificate, createPrivateKey, type KeyObject} from 'node:crypto'
 
 import * as grpc from '@grpc/grpc-js'
 
-import {readConfigFile} from '../config/read-file.js'
+import {readConfigFile} from '../read-file.js'
 import {FnrError} from '../errors.js'
 
 export interface ListenerTlsFiles {

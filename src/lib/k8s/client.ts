@@ -19,7 +19,7 @@ import path from 'node:path'
 
 import type {CoreV1Api, KubeConfig} from '@kubernetes/client-node'
 
-import {readConfigFile} from '../config/read-file.js'
+import {readConfigFile} from '../read-file.js'
 import {FnrError} from '../errors.js'
 import {quietDependencyDeprecations} from './dependency-warnings.js'
 

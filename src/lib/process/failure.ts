@@ -4,20 +4,11 @@
  * except stderr; fnr puts it in the status message and in a structured form (FunctionFailure).
  */
 import {FnrError} from '../errors.js'
-import {errorResults, formatResult, readResultsReport, type FunctionResult} from './results.js'
+import type {FunctionFailure} from '../function-result.js'
+import {errorResults, formatResult, readResultsReport} from './results.js'
 import type {FunctionProcessResult} from './run.js'
 
-/** Structured form of a failed function call; sent to gRPC callers in the fnr-failure-bin trailer. */
-export interface FunctionFailure {
-  exitCode: number | null
-  signal: string | null
-  results: FunctionResult[]
-  stderrTail: string
-  /** True when results were left out (by the reading limits, or to keep the structure small). */
-  truncated: boolean
-  /** What reading the results left out and why (process/results.ts RESULT_LIMITS), if anything. */
-  resultsCut?: string[]
-}
+export type {FunctionFailure} from '../function-result.js'
 
 /**
  * Size of a failure's status message. Porch's client reads only the message, and Porch's

@@ -3,25 +3,10 @@
  * used on failure paths (exec evaluator, wrapper server) to report what went wrong. The YAML
  * parser is imported lazily so the success path never pays for it.
  */
+import type {FunctionResult} from '../function-result.js'
 import {nextTurn} from '../turns.js'
 
-export interface ResultResourceRef {
-  apiVersion?: string
-  kind?: string
-  name?: string
-  namespace?: string
-}
-
-/** One structured result, as the KRM functions spec defines it (legacy shapes normalised). */
-export interface FunctionResult {
-  message: string
-  /** As the function wrote it (`error`, `warning`, `info`, or anything else); absent means info. */
-  severity?: string
-  resourceRef?: ResultResourceRef
-  field?: {path?: string; currentValue?: unknown; proposedValue?: unknown}
-  file?: {path?: string; index?: number}
-  tags?: Record<string, string>
-}
+export type {FunctionResult, ResultResourceRef} from '../function-result.js'
 
 function asRecord(v: unknown): Record<string, unknown> | undefined {
   return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined

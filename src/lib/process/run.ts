@@ -16,6 +16,7 @@
  * request, where execa's extra work costs about a millisecond per spawn (test-infra.md §5).
  */
 import {FnrError, withoutStack} from '../errors.js'
+import {joinWithHeadroom, type Headroom} from '../headroom.js'
 import {nextTurn} from '../turns.js'
 import {launchFunction, type FunctionChild, type LaunchMode} from './spawner.js'
 import {CALL_MARKER_ENV, liveCalls, newCallMarker, sweeper} from './sweep.js'
@@ -42,6 +43,12 @@ export interface FunctionProcessOptions {
    * must not pay for forking a large runner; 'direct' (the default) in one-shot commands.
    */
   launch?: LaunchMode
+  /**
+   * Room around stdout when it is joined from several chunks (headroom.ts): `before` bytes free in
+   * front of it, and `after` plus the length of the stderr kept behind it, for a caller that wraps
+   * the output with a header and the stderr without copying the output again. Default none.
+   */
+  stdoutHeadroom?: Headroom
 }
 
 export interface FunctionProcessResult {
@@ -129,42 +136,8 @@ class TailBuffer {
   }
 }
 
-/**
- * Bytes kept free in front of a function's stdout when it is joined from several chunks, and
- * (FRAMING_ROOM_BEFORE + the stderr length) behind it: the gRPC server writes the response's
- * protobuf field headers and the log there, around the output, instead of copying a large output
- * a second time (grpc/server.ts). Outputs that arrive in one chunk are passed on as they are.
- */
-export const FRAMING_ROOM_BEFORE = 6
-const framingRoom = new WeakMap<Buffer, number>()
-
-/** Joins stdout chunks into one Buffer with framing room around it (its own memory, not the pool's). */
 /** Outputs at least this large are joined in a turn of the event loop of their own. */
 const LARGE_OUTPUT_BYTES = 1024 * 1024
-
-function joinStdout(chunks: Buffer[], size: number, roomAfter: number): Buffer {
-  if (chunks.length <= 1) return chunks[0] ?? Buffer.alloc(0)
-  const store = Buffer.allocUnsafeSlow(FRAMING_ROOM_BEFORE + size + roomAfter)
-  let offset = FRAMING_ROOM_BEFORE
-  for (const chunk of chunks) {
-    chunk.copy(store, offset)
-    offset += chunk.length
-  }
-  const stdout = store.subarray(FRAMING_ROOM_BEFORE, FRAMING_ROOM_BEFORE + size)
-  framingRoom.set(stdout, roomAfter)
-  return stdout
-}
-
-/**
- * For a stdout Buffer from runFunctionProcess that has framing room: the bytes free behind it
- * (FRAMING_ROOM_BEFORE are free in front), which the caller may then write, once. Undefined for
- * any other Buffer, and for the same Buffer the second time.
- */
-export function claimFramingRoom(stdout: Buffer): number | undefined {
-  const room = framingRoom.get(stdout)
-  if (room !== undefined) framingRoom.delete(stdout)
-  return room
-}
 
 /**
  * SIGKILLs a process group. After a normal exit the group is usually gone already, and
@@ -201,6 +174,10 @@ function startError(options: FunctionProcessOptions, err: NodeJS.ErrnoException)
   }
   const why = err.code === 'ENOENT' ? 'executable not found' : err.code === 'EACCES' ? 'permission denied' : err.message
   return new FnrError('FunctionFailed', `failed to start function ${JSON.stringify(options.label)}: ${why} (${options.command})`, {cause: err, details: {startFailed: true}})
+}
+
+function headroomFor(asked: Headroom | undefined, stderrLength: number): Headroom {
+  return asked === undefined ? {before: 0, after: 0} : {before: asked.before, after: asked.after + stderrLength}
 }
 
 export function runFunctionProcess(options: FunctionProcessOptions): Promise<FunctionProcessResult> {
@@ -342,7 +319,7 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
       }
       const stderrBytes = stderr.toBuffer()
       const result = (): FunctionProcessResult => ({
-        stdout: joinStdout(stdoutChunks, stdoutSize, FRAMING_ROOM_BEFORE + stderrBytes.length),
+        stdout: joinWithHeadroom(stdoutChunks, stdoutSize, headroomFor(options.stdoutHeadroom, stderrBytes.length)),
         stderr: stderrBytes,
         exitCode: code,
         signal,

@@ -541,7 +541,7 @@ export const sweeper = new Sweeper()
 /**
  * Kills every running function now: each process group, then one synchronous sweep for their
  * markers and for the calls that ended but were not swept yet. For the second SIGTERM/SIGINT,
- * just before the process exits (grpc/lifecycle.ts). Returns the number of calls it killed.
+ * just before the process exits (drain.ts). Returns the number of calls it killed.
  */
 export function killAllRunningFunctions(): number {
   const targets: SweepTarget[] = [...liveCalls].map(([pid, marker]) => ({pid, marker}))

@@ -19,7 +19,7 @@ import {spawnSync} from 'node:child_process'
 import os from 'node:os'
 import path from 'node:path'
 
-import {readConfigFile} from '../config/read-file.js'
+import {readConfigFile} from '../read-file.js'
 import {FnrError} from '../errors.js'
 import {normaliseRegistryHost} from './reference.js'
 

@@ -4,7 +4,7 @@
  */
 import {access} from 'node:fs/promises'
 
-import {readConfigFile} from '../config/read-file.js'
+import {readConfigFile} from '../read-file.js'
 import type {Logger} from '../telemetry/log.js'
 import {DockerConfig, defaultAuthFile} from './auth.js'
 import {RegistryClient, type RegistryClientOptions} from './client.js'

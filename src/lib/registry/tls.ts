@@ -12,7 +12,7 @@ import {stat} from 'node:fs/promises'
 import path from 'node:path'
 import tls from 'node:tls'
 
-import {readConfigFile} from '../config/read-file.js'
+import {readConfigFile} from '../read-file.js'
 import {FnrError} from '../errors.js'
 
 const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g

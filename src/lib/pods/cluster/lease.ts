@@ -25,9 +25,8 @@ import {silentLogger, type Logger} from '../../telemetry/log.js'
 import type {ClientNode} from '../../k8s/client.js'
 import {apiStatusCode, kubeError} from '../../k8s/errors.js'
 import {withApiRetries} from '../../k8s/retry.js'
+import type {OwnerState} from '../model/gc.js'
 import {ANNOTATION_OWNER, COMPONENT_LEASE, LABEL_COMPONENT, LABEL_MANAGED_BY, LABEL_OWNER, MANAGED_BY_FNR, sha256Hex} from '../model/naming.js'
-
-export type OwnerState = 'self' | 'live' | 'expired' | 'released' | 'none'
 
 export const LEASE_SELECTOR = `${LABEL_MANAGED_BY}=${MANAGED_BY_FNR},${LABEL_COMPONENT}=${COMPONENT_LEASE}`
 export const DEFAULT_LEASE_DURATION_MS = 30_000

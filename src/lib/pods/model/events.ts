@@ -5,8 +5,7 @@
  * subscribed; one that throws is isolated (the others and the runtime go on).
  */
 import type {PodCacheResult} from '../../telemetry/metrics.js'
-import type {GcCode} from './gc.js'
-import type {OwnerState} from '../cluster/lease.js'
+import type {GcCode, OwnerState} from './gc.js'
 import type {SlotTimings} from './slot.js'
 
 export type PodEvent =

@@ -30,7 +30,6 @@
  */
 import type {V1Pod, V1Service} from '@kubernetes/client-node'
 
-import type {OwnerState} from '../cluster/lease.js'
 import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, ANNOTATION_TTL, LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER, LABEL_POD, MANAGED_BY_FNR, WARM_OWNER} from './naming.js'
 
 export interface CachedPodState {
@@ -85,6 +84,12 @@ export interface GcInput {
   /** What became of another pod's owner (lease.ts); default: 'none' for every other owner. */
   ownerState?: (owner: string | undefined) => OwnerState
 }
+
+/**
+ * What became of a pod's owner, as this runner sees it: itself, another replica whose Lease is
+ * live, expired or released (cluster/lease.ts reads the Leases), or none (no Lease).
+ */
+export type OwnerState = 'self' | 'live' | 'expired' | 'released' | 'none'
 
 /** Why GC acts, as a code (the metric label) beside the text (logs, `fnr pods gc` output). */
 export type GcCode = 'ttl' | 'gone' | 'ended' | 'foreign-expired' | 'orphan' | 'pod-gone' | 'replica-gone' | 'startup' | 'warmed'

@@ -5,14 +5,19 @@
  */
 import {FnrError} from '../../errors.js'
 import type {EvaluatorClient} from '../../grpc/client.js'
-import type {PodCache, PodSlot} from './cache.js'
+import type {PodSlot} from '../model/slot.js'
+
+/** What a claim needs from the pod cache (PodCache). */
+export interface SlotReleaser {
+  releaseSlot(slot: PodSlot): void
+}
 
 /** A call's claim on a slot; release() exactly once (extra calls are no-ops). */
 export class PodClaim {
   private released = false
 
   constructor(
-    private readonly cache: Pick<PodCache, 'releaseSlot'>,
+    private readonly cache: SlotReleaser,
     readonly slot: PodSlot,
   ) {}
 

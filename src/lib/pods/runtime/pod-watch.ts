@@ -7,7 +7,7 @@ import type {V1Pod} from '@kubernetes/client-node'
 
 import type {WatchEventType} from '../../k8s/watch.js'
 import type {TakeOverResult} from './adoption.js'
-import type {OwnerState} from '../cluster/lease.js'
+import type {OwnerState} from '../model/gc.js'
 import {podReadiness} from '../cluster/manager.js'
 import {ANNOTATION_IMAGE, LABEL_OWNER, WARM_OWNER} from '../model/naming.js'
 import type {PodSlot} from '../model/slot.js'

@@ -3,7 +3,8 @@
  * return the function's stdout and stderr bytes, or throw an FnrError whose kind says what
  * happened (NotFound means "this evaluator does not know the image" and lets multi fall through).
  */
-import type {FunctionResult} from '../process/results.js'
+import type {FunctionResult} from './function-result.js'
+import type {Headroom} from './headroom.js'
 
 export interface EvaluationRequest {
   image: string
@@ -15,6 +16,12 @@ export interface EvaluationRequest {
   signal?: AbortSignal
   /** W3C trace context for the next hop (lib/telemetry/trace.ts). */
   trace?: {traceparent: string; tracestate?: string}
+  /**
+   * Room the caller would like around the output, to wrap it without copying it (headroom.ts; the
+   * gRPC server asks for its reply's, grpc/reply.ts). An evaluator that runs the function passes it
+   * to the process runner; any other may ignore it.
+   */
+  outputHeadroom?: Headroom
 }
 
 /**

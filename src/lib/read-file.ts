@@ -15,7 +15,7 @@
 import {constants, type Stats} from 'node:fs'
 import {open, type FileHandle} from 'node:fs/promises'
 
-import {FnrError} from '../errors.js'
+import {FnrError} from './errors.js'
 
 /** The largest config file fnr reads (4 MiB; a Kubernetes ConfigMap or Secret holds at most 1 MiB). */
 export const MAX_CONFIG_FILE_BYTES = 4 * 1024 * 1024
