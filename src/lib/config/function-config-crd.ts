@@ -241,31 +241,16 @@ async function goExecutor(g: NonNullable<CheckedSpec['goExecutor']>, image: stri
  */
 export async function parseFunctionConfig(obj: FunctionConfigObject, options: ParseOptions): Promise<FunctionConfigEntry> {
   const key = objectKey(obj)
-  const at = `FunctionConfig ${key}`
   const invalid = (fieldErrors: string[], cause?: unknown): FnrError =>
-    new FnrError('Config', `${at}: ${fieldErrors.join('; ')}`, {...(cause ? {cause} : {}), details: {functionConfig: key, fieldErrors}})
-  const [{functionConfigSchema}, {schemaProblems, withoutNulls}] = await Promise.all([import('../schema/function-config.js'), import('../schema/validate.js')])
-  const checked = withoutNulls({apiVersion: obj.apiVersion, kind: obj.kind, spec: obj.spec ?? null}) as {spec?: CheckedSpec}
-  const schema = [...(checked.spec ? [] : ['spec: Required value']), ...schemaProblems(await functionConfigSchema(), checked)]
-  const fieldOf = (line: string): string => line.slice(0, line.indexOf(':'))
-  const problems = [...schema, ...beyondSchema(obj, checked.spec).filter((l) => !schema.some((p) => fieldOf(p) === fieldOf(l)))]
-  if (problems.length > 0) throw invalid(problems)
-  const spec = checked.spec!
-  const image = spec.image.trim()
-  const prefixes = spec.prefixes ?? []
-  const entry: FunctionConfigEntry = {
-    key,
-    ...(typeof obj.metadata?.generation === 'number' ? {generation: obj.metadata.generation} : {}),
-    createdMs: obj.metadata?.creationTimestamp ? new Date(obj.metadata.creationTimestamp).getTime() || 0 : 0,
-    image,
-    repositories: [...new Set(prefixes.map((p) => normaliseRepository(p, options.defaultImagePrefix ?? DEFAULT_IMAGE_PREFIX)))],
-    firstPrefix: prefixes[0],
-  }
+    new FnrError('Config', `FunctionConfig ${key}: ${fieldErrors.join('; ')}`, {...(cause ? {cause} : {}), details: {functionConfig: key, fieldErrors}})
+  const {spec, problems} = await checkedSpec(obj)
+  if (!spec) throw invalid(problems)
+  const entry = baseEntry(obj, spec, options)
   const found: Array<{binary?: FunctionConfigEntry['binary']; go?: FunctionConfigEntry['go']; problem?: string}> = []
   try {
     if (spec.binaryExecutor) found.push(await binaryExecutor(spec.binaryExecutor, options.functionsDir))
     if (spec.podExecutor) entry.pod = podSettings(spec.podExecutor)
-    if (spec.goExecutor) found.push(await goExecutor(spec.goExecutor, image, options.functionsDir))
+    if (spec.goExecutor) found.push(await goExecutor(spec.goExecutor, entry.image, options.functionsDir))
   } catch (err) {
     throw invalid([(err as Error).message], err)
   }
@@ -275,6 +260,30 @@ export async function parseFunctionConfig(obj: FunctionConfigObject, options: Pa
     if (f.problem) (entry.problems ??= []).push(f.problem)
   }
   return entry
+}
+
+/** The spec when the object passes the CRD's schema and beyondSchema, else every problem (a field the schema refused is not checked again). */
+async function checkedSpec(obj: FunctionConfigObject): Promise<{spec?: CheckedSpec; problems: string[]}> {
+  const [{functionConfigSchema}, {schemaProblems, withoutNulls}] = await Promise.all([import('../schema/function-config.js'), import('../schema/validate.js')])
+  const checked = withoutNulls({apiVersion: obj.apiVersion, kind: obj.kind, spec: obj.spec ?? null}) as {spec?: CheckedSpec}
+  const schema = [...(checked.spec ? [] : ['spec: Required value']), ...schemaProblems(await functionConfigSchema(), checked)]
+  const fieldOf = (line: string): string => line.slice(0, line.indexOf(':'))
+  const problems = [...schema, ...beyondSchema(obj, checked.spec).filter((l) => !schema.some((p) => fieldOf(p) === fieldOf(l)))]
+  return problems.length > 0 ? {problems} : {spec: checked.spec!, problems}
+}
+
+/** The entry's identity and matching fields. */
+function baseEntry(obj: FunctionConfigObject, spec: CheckedSpec, options: ParseOptions): FunctionConfigEntry {
+  const prefixes = spec.prefixes ?? []
+  const created = obj.metadata?.creationTimestamp
+  return {
+    key: objectKey(obj),
+    ...(typeof obj.metadata?.generation === 'number' ? {generation: obj.metadata.generation} : {}),
+    createdMs: created ? new Date(created).getTime() || 0 : 0,
+    image: spec.image.trim(),
+    repositories: [...new Set(prefixes.map((p) => normaliseRepository(p, options.defaultImagePrefix ?? DEFAULT_IMAGE_PREFIX)))],
+    firstPrefix: prefixes[0],
+  }
 }
 
 // ------------------------------------------------------------------------------------------ matching

@@ -25,10 +25,10 @@ import {parseGoDuration} from '../config/go-flags.js'
 export type Schema = Record<string, unknown>
 
 /** Custom string formats: the check, and what the error says the value must be. */
-const FORMATS: Record<string, {validate: (value: string) => boolean; must: string}> = {
-  duration: {validate: (v) => (parseGoDuration(v) ?? -1) >= 0, must: 'must be a duration like 30m'},
+const FORMATS: Record<string, {validate: (value: string) => boolean; must: string; noun?: string}> = {
+  duration: {validate: (v) => (parseGoDuration(v) ?? -1) >= 0, must: 'must be a duration like 30m', noun: 'a duration like 30m'},
   'positive-duration': {validate: (v) => (parseGoDuration(v) ?? 0) > 0, must: 'must be a duration above 0, like 30s or 2m'},
-  integer: {validate: (v) => /^\s*[+-]?\d+\s*$/.test(v), must: 'must be an integer'},
+  integer: {validate: (v) => /^\s*[+-]?\d+\s*$/.test(v), must: 'must be an integer', noun: 'an integer'},
   'non-blank': {validate: (v) => v.trim() !== '', must: 'must not be blank'},
   'pull-policy': {validate: (v) => v === '' || ['always', 'ifnotpresent', 'never'].includes(v.toLowerCase()), must: 'must be one of Always, IfNotPresent, Never (in any case)'},
   'go-regexp': {validate: isGoRegExp, must: 'must be a regular expression (the syntax Go and JavaScript share)'},
@@ -111,7 +111,14 @@ const BOUNDS: Record<string, string> = {minimum: 'greater than or equal to', max
 
 /** What follows "Invalid value: <value>: " for each keyword (the rest of fieldError's forms are below). */
 const MUST: Record<string, (e: ErrorObject) => string> = {
-  type: (e) => `must be of type ${typeWords(String((e.params as Params).type).split(','))}`,
+  type: (e) => {
+    const types = String((e.params as Params).type).split(',')
+    // A string of a format (a quoted integer, a duration) is said by what the format is.
+    const noun = FORMATS[String((e.parentSchema as Schema | undefined)?.format)]?.noun
+    if (!noun || !types.includes('string')) return `must be of type ${typeWords(types)}`
+    const others = types.filter((t) => t !== 'string' && t !== 'null' && !(t === 'integer' && noun === 'an integer'))
+    return `must be ${[...others.map((t) => (t === 'boolean' ? 'true or false' : `of type ${t}`)), noun].join(' or ')}`
+  },
   format: (e) => FORMATS[String((e.params as Params).format)]?.must ?? `must be in ${String((e.params as Params).format)} format`,
   anyOf: (e) => {
     const types = (e.schema as Schema[]).map((s) => s.type).filter((t): t is string => typeof t === 'string')
