@@ -88,6 +88,8 @@ describe('FunctionConfig source: parsing, matching and the store', function () {
       expect(partial.pod).to.deep.equal({tags: ['v1'], ttlMs: 300_000})
       expect(partial.problems!.join()).to.include(why).and.include('go to the pod runtime')
     }
+    // an empty timeToLive is unset (the default applies), as before the schema
+    expect((await parse({image: 'a', podExecutor: {timeToLive: ''}})).pod).to.deep.equal({tags: []})
     expect(await reason({image: 'a', podExecutor: {timeToLive: 'soon'}})).to.include('spec.podExecutor.timeToLive: Invalid value: "soon": must be a duration like 30m')
     expect(await reason({image: 'a', podExecutor: {maxParallelExecutions: -1}})).to.include('spec.podExecutor.maxParallelExecutions: Invalid value: -1: must be greater than or equal to 0')
     expect(await reason({image: 'a', podExecutor: {templateOverrides: {container: {resources: {limits: {memory: 'lots'}}}}}})).to.include('spec.podExecutor.templateOverrides.container.resources.limits.memory: "lots" is not a quantity')

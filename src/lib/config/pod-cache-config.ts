@@ -212,7 +212,7 @@ function entryFields(r: Record<string | symbol, unknown>, bad: Set<string>, ttl:
   const res = value('resources') as {requests?: Record<string, unknown>; limits?: Record<string, unknown>} | undefined
   if (res) entry.resources = resourceStrings(res)
   const cache = value('responseCache')
-  if (cache !== undefined) entry.responseCache = typeof cache === 'boolean' ? cache : parseGoDuration(cache as string)!
+  if (cache !== undefined && cache !== '') entry.responseCache = typeof cache === 'boolean' ? cache : parseGoDuration(cache as string)!
   return entry
 }
 

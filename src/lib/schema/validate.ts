@@ -26,7 +26,8 @@ export type Schema = Record<string, unknown>
 
 /** Custom string formats: the check, and what the error says the value must be. */
 const FORMATS: Record<string, {validate: (value: string) => boolean; must: string; noun?: string}> = {
-  duration: {validate: (v) => (parseGoDuration(v) ?? -1) >= 0, must: 'must be a duration like 30m', noun: 'a duration like 30m'},
+  // ("" is an unset duration, as fnr has always read a FunctionConfig's timeToLive)
+  duration: {validate: (v) => v === '' || (parseGoDuration(v) ?? -1) >= 0, must: 'must be a duration like 30m', noun: 'a duration like 30m'},
   'positive-duration': {validate: (v) => (parseGoDuration(v) ?? 0) > 0, must: 'must be a duration above 0, like 30s or 2m', noun: 'a duration above 0, like 30s or 2m'},
   integer: {validate: (v) => /^\s*[+-]?\d+\s*$/.test(v), must: 'must be an integer', noun: 'an integer'},
   'non-blank': {validate: (v) => v.trim() !== '', must: 'must not be blank'},
