@@ -122,5 +122,6 @@ describe('schemas: validation and kubectl-like field errors', () => {
       'imagePullPolicy: Invalid value: "sometimes": must be one of Always, IfNotPresent, Never (in any case)',
       'timeout: Invalid value: "0s": must be a duration above 0, like 30s or 2m',
     ])
+    expect(schemaProblems(TEST_CASE_CONFIG, {imagePullPolicy: 5})).to.deep.equal(['imagePullPolicy: Invalid value: 5: must be one of Always, IfNotPresent, Never (in any case)'])
   })
 })

@@ -37,7 +37,8 @@ export const TEST_CASE_CONFIG: Schema = {
     execPath: text,
     fnConfig: text,
     tag: text,
-    imagePullPolicy: {...text, format: 'pull-policy'},
+    // (a scalar that is not a string is no policy either)
+    imagePullPolicy: {type: ['string', 'null'], format: 'pull-policy'},
     // fnr's: this case's timeout, a Go duration above 0
     timeout: {type: 'string', format: 'positive-duration'},
     args: {type: ['object', 'null'], additionalProperties: text},

@@ -31,7 +31,7 @@ const FORMATS: Record<string, {validate: (value: string) => boolean; must: strin
   'positive-duration': {validate: (v) => (parseGoDuration(v) ?? 0) > 0, must: 'must be a duration above 0, like 30s or 2m', noun: 'a duration above 0, like 30s or 2m'},
   integer: {validate: (v) => /^\s*[+-]?\d+\s*$/.test(v), must: 'must be an integer', noun: 'an integer'},
   'non-blank': {validate: (v) => v.trim() !== '', must: 'must not be blank'},
-  'pull-policy': {validate: (v) => v === '' || ['always', 'ifnotpresent', 'never'].includes(v.toLowerCase()), must: 'must be one of Always, IfNotPresent, Never (in any case)'},
+  'pull-policy': {validate: (v) => v === '' || ['always', 'ifnotpresent', 'never'].includes(v.toLowerCase()), must: 'must be one of Always, IfNotPresent, Never (in any case)', noun: 'one of Always, IfNotPresent, Never (in any case)'},
   'go-regexp': {validate: isGoRegExp, must: 'must be a regular expression (the syntax Go and JavaScript share)'},
 }
 
