@@ -16,8 +16,8 @@ export const LAYERS = [
   ['telemetry-documents-budget', '^src/lib/(telemetry|resourcelist)/|^src/lib/(kptfile|reclaim|budget)[.]ts$'],
   // the outside world's clients: Kubernetes, OCI registries
   ['clients', '^src/lib/(k8s|registry)/'],
-  // fnr's configuration (files, flags' meanings, FunctionConfigs read through k8s/)
-  ['config', '^src/lib/config/'],
+  // fnr's configuration (files, flags' meanings, FunctionConfigs read through k8s/) and the schemas that validate it
+  ['config', '^src/lib/(config|schema)/'],
   // the contract every evaluator keeps, which the gRPC server serves
   ['evaluator-contract', '^src/lib/evaluator[.]ts$'],
   ['grpc', '^src/lib/grpc/'],

@@ -27,6 +27,7 @@ COPY proto proto
 COPY scripts scripts
 COPY src src
 COPY functions functions
+COPY manifests/function-config/crds manifests/function-config/crds
 COPY docker/porch docker/porch
 RUN npm run build \
  && npm ci --omit=dev --no-audit --no-fund \
@@ -49,6 +50,8 @@ COPY --from=build /src/bin bin
 COPY --from=build /src/dist dist
 COPY --from=build /src/proto proto
 COPY --from=build /src/functions functions
+# the FunctionConfig CRD: fnr validates FunctionConfigs against its schema (src/lib/schema/function-config.ts)
+COPY --from=build /src/manifests/function-config/crds manifests/function-config/crds
 # The exec runtime's defaults, where Porch's Deployment points --config and --functions.
 COPY --from=build --chown=65532:65532 /src/functions /home/nonroot/functions
 COPY --from=build --chown=65532:65532 /src/functions/config.yaml /home/nonroot/config.yaml

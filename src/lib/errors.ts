@@ -117,6 +117,11 @@ export interface FnrErrorDetails {
   containerExited?: boolean
   /** The FunctionConfig object (namespace/name) an error's message already names (config/function-config-crd.ts). */
   functionConfig?: string
+  /**
+   * A file or object that failed its schema (src/lib/schema/): every field error, one line each in kubectl's form
+   * (`spec.image: Required value`); the message lists them too, joined by "; ".
+   */
+  fieldErrors?: string[]
   /** What the function wrote, where the error keeps it. */
   stdout?: Buffer
   stderr?: Buffer

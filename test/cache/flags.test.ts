@@ -37,6 +37,7 @@ describe('fnr serve: metrics and response-cache flags', function () {
     await writeFile(file, '- name: example.com/fn:v1\n  responseCache: sometimes\n')
     const r = await runCli(['serve', '--disable-runtimes=', '--port=0', '--cache-ttl=1m', `--pod-cache-config=${file}`, '--kubeconfig=/nonexistent'], {env: {...env, WRAPPER_SERVER_IMAGE: 'x'}})
     expect(r.exitCode).to.equal(3)
-    expect(r.stderr).to.contain('responseCache must be true, false or a duration')
+    // (a JSON log line: the value's quotes are escaped)
+    expect(r.stderr).to.contain('responseCache: Invalid value: \\"sometimes\\": must be a duration like 30m')
   })
 })

@@ -245,6 +245,6 @@ describe('pod-cache-config: the responseCache field', () => {
     expect([c.responseCacheFor('a:v1'), c.responseCacheFor('b:v1'), c.responseCacheFor('c:v1')]).to.deep.equal([true, false, 90_000])
     expect(c.enablesResponseCache()).to.equal(true)
     expect(c.settingsFor('a:v1', {ttlMs: 1, maxWaitlistLength: 2, maxParallelPods: 3})).to.deep.equal({ttlMs: 1, maxWaitlistLength: 2, maxParallelPods: 3})
-    expect(() => PodCacheConfig.parse('- name: a:v1\n  responseCache: sometimes\n', 'x')).to.throw(/responseCache must be true, false or a duration/)
+    expect(() => PodCacheConfig.parse('- name: a:v1\n  responseCache: sometimes\n', 'x')).to.throw(/responseCache: Invalid value: "sometimes": must be a duration like 30m/)
   })
 })

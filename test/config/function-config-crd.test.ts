@@ -73,10 +73,11 @@ describe('FunctionConfig source: parsing, matching and the store', function () {
   })
 
   it('rejects invalid objects with a reason naming the object and the field', async () => {
-    expect(await reason({})).to.match(/^FunctionConfig porch-fn-system\/x: spec\.image is required/)
-    expect(await reason({image: 'ghcr.io/x/set-namespace', podExecutor: {}})).to.include('spec.image must be a short name')
-    expect(await reason({image: 'a'})).to.include('at least one of spec.podExecutor, spec.binaryExecutor or spec.goExecutor')
-    expect(await reason({image: 'a', binaryExecutor: {tags: [], path: 'set-namespace'}})).to.include('spec.binaryExecutor.tags must have at least 1 item')
+    // kubectl's field errors, every one listed
+    expect(await reason({})).to.equal('FunctionConfig porch-fn-system/x: spec: Invalid value: "object": At least one configuration must be specified; spec.image: Required value')
+    expect(await reason({image: 'ghcr.io/x/set-namespace', podExecutor: {}})).to.include('spec.image: Invalid value: "ghcr.io/x/set-namespace": must be a short name')
+    expect(await reason({image: 'a'})).to.include('spec: Invalid value: "object": At least one configuration must be specified')
+    expect(await reason({image: 'a', binaryExecutor: {tags: [], path: 'set-namespace'}})).to.include('spec.binaryExecutor.tags: Invalid value: 0: must have at least 1 item')
     expect(await reason({image: 'a', binaryExecutor: {tags: ['v1'], path: '../outside'}})).to.include('".." is not allowed')
     expect(await reason({image: 'a', binaryExecutor: {tags: ['v1'], path: outside}})).to.include('is outside the functions directory')
     expect(await reason({image: 'a', binaryExecutor: {tags: ['v1'], path: 'escape'}})).to.include('outside the functions directory')
@@ -87,10 +88,12 @@ describe('FunctionConfig source: parsing, matching and the store', function () {
       expect(partial.pod).to.deep.equal({tags: ['v1'], ttlMs: 300_000})
       expect(partial.problems!.join()).to.include(why).and.include('go to the pod runtime')
     }
-    expect(await reason({image: 'a', podExecutor: {timeToLive: 'soon'}})).to.include('spec.podExecutor.timeToLive must be a duration')
-    expect(await reason({image: 'a', podExecutor: {maxParallelExecutions: -1}})).to.include('spec.podExecutor.maxParallelExecutions must be a whole number')
-    expect(await reason({image: 'a', podExecutor: {templateOverrides: {container: {resources: {limits: {memory: 'lots'}}}}}})).to.include('spec.podExecutor.templateOverrides.container.resources.limits.memory must be a quantity')
-    expect(await reason({image: 'a', podExecutor: {templateOverrides: {container: {env: [{value: 'x'}]}}}})).to.include('spec.podExecutor.templateOverrides.container.env[0].name is required')
+    // an empty timeToLive is unset (the default applies), as before the schema
+    expect((await parse({image: 'a', podExecutor: {timeToLive: ''}})).pod).to.deep.equal({tags: []})
+    expect(await reason({image: 'a', podExecutor: {timeToLive: 'soon'}})).to.include('spec.podExecutor.timeToLive: Invalid value: "soon": must be a duration like 30m')
+    expect(await reason({image: 'a', podExecutor: {maxParallelExecutions: -1}})).to.include('spec.podExecutor.maxParallelExecutions: Invalid value: -1: must be greater than or equal to 0')
+    expect(await reason({image: 'a', podExecutor: {templateOverrides: {container: {resources: {limits: {memory: 'lots'}}}}}})).to.include('spec.podExecutor.templateOverrides.container.resources.limits.memory: "lots" is not a quantity')
+    expect(await reason({image: 'a', podExecutor: {templateOverrides: {container: {env: [{value: 'x'}]}}}})).to.include('spec.podExecutor.templateOverrides.container.env[0].name: Required value')
   })
 
   it('matches requests by short name, repository (on "/" boundaries) and tag, as fnr normalises images', async () => {

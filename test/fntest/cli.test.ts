@@ -364,7 +364,7 @@ items:
       const dir = path.join(work, 'mixed-config')
       await writeCase(path.join(dir, 'a-good'), {'cm.yaml': CM})
       await writeCase(path.join(dir, 'b-bad'), {'cm.yaml': CM, '.expected/config.yaml': 'exitCode: one\n'})
-      await expectCaseError(dir, ['--exec', 'cat'], 'b-bad', /\.expected\/config\.yaml: exitCode must be an integer/)
+      await expectCaseError(dir, ['--exec', 'cat'], 'b-bad', /\.expected\/config\.yaml: exitCode: Invalid value: "one": must be of type integer$/)
       await writeFile(path.join(dir, 'b-bad', '.expected', 'config.yaml'), 'a: [\n')
       await expectCaseError(dir, ['--exec', 'cat'], 'b-bad', /\.expected\/config\.yaml: /)
       await rm(path.join(dir, 'b-bad', '.expected', 'config.yaml'))

@@ -65,18 +65,18 @@ describe('fnr test: case config', () => {
 
   it('refuses a known key with a value of the wrong type, naming the key (the case is then an error)', async () => {
     const bad: Array<[string, RegExp]> = [
-      ['testType: wasm\n', /testType must be eval or render, got "wasm"/],
-      ['exitCode: x\n', /exitCode must be an integer/],
-      ['exitCode: 1.5\n', /exitCode must be an integer/],
-      ['skip: yes\n', /skip must be true or false/],
-      ['args: [a]\n', /args must be a mapping/],
+      ['testType: wasm\n', /: testType: Unsupported value: "wasm": supported values: "eval", "render"$/],
+      ['exitCode: x\n', /: exitCode: Invalid value: "x": must be of type integer$/],
+      ['exitCode: 1.5\n', /: exitCode: Invalid value: 1\.5: must be of type integer$/],
+      ['skip: yes\n', /: skip: Invalid value: "yes": must be of type boolean$/],
+      ['args: [a]\n', /: args: Invalid value: "array": must be of type object$/],
       ['image: a\nexecPath: b\n', /give image or execPath, not both/],
-      ['stdErrRegEx: "("\n', /stdErrRegEx: /],
-      ['runtimes: docker\n', /runtimes must be a list of strings/],
-      ['image: {a: b}\n', /image must be a string/],
-      ['imagePullPolicy: sometimes\n', /imagePullPolicy must be one of Always, IfNotPresent, Never, got "sometimes"/],
-      ['timeout: soon\n', /timeout must be a duration/],
-      ['- a\n', /must be a mapping/],
+      ['stdErrRegEx: "("\n', /: stdErrRegEx: Invalid value: "\(": must be a regular expression/],
+      ['runtimes: docker\n', /: runtimes: Invalid value: "docker": must be of type array$/],
+      ['image: {a: b}\n', /: image: Invalid value: "object": must be of type string$/],
+      ['imagePullPolicy: sometimes\n', /: imagePullPolicy: Invalid value: "sometimes": must be one of Always, IfNotPresent, Never/],
+      ['timeout: soon\n', /: timeout: Invalid value: "soon": must be a duration/],
+      ['- a\n', /config\.yaml: Invalid value: "array": must be of type object$/],
       ['a: [\n', /config\.yaml: /],
     ]
     for (const [text, message] of bad) {
@@ -90,6 +90,21 @@ describe('fnr test: case config', () => {
       expect(error?.message, text).to.match(message)
       expect(error?.message.includes('\n'), text).to.equal(false)
     }
+  })
+
+  it('lists every field error of the file, each as kubectl names the field', async () => {
+    const err = await read('skip: 1\nexitCode: "2"\nargs: {a: [1]}\nstdErrStripLines: [a, {b: c}]\nrunCount: x\n').then(
+      () => undefined,
+      (e: Error & {kind?: string; details?: {fieldErrors?: string[]}}) => e,
+    )
+    expect(err?.kind).to.equal('Config')
+    expect(err?.details?.fieldErrors).to.deep.equal([
+      'exitCode: Invalid value: "2": must be of type integer',
+      'skip: Invalid value: 1: must be of type boolean',
+      'stdErrStripLines[1]: Invalid value: "object": must be of type string',
+      'args.a: Invalid value: "array": must be of type string',
+    ])
+    expect(err?.message).to.equal(`test case c: .expected/config.yaml: ${err!.details!.fieldErrors!.join('; ')}`)
   })
 
   it('reads Go regular expressions: a leading flag group becomes flags, ^ and $ anchor the whole text', () => {

@@ -190,6 +190,8 @@ describe('docker/ Dockerfiles (assembled without an engine)', function () {
     await symlink(inRoot(linkTarget!), inRoot(linkName!))
     await readdir(inRoot('/app/dist/commands'))
     await readFile(inRoot('/app/oclif.manifest.json'))
+    // the FunctionConfig CRD, whose schema fnr validates FunctionConfigs against
+    await readFile(inRoot('/app/manifests/function-config/crds/functionconfigs.yaml'))
     await readdir(inRoot('/home/nonroot/functions')).then((names) => expect(names).to.include('set-namespace').and.not.include('testdata'))
 
     const entrypoint = JSON.parse(runtime.instructions.find((i) => i.op === 'ENTRYPOINT')!.args) as string[]

@@ -45,7 +45,7 @@ import path from 'node:path'
 
 import {FnrError} from '../errors.js'
 import {silentLogger, type Logger} from '../telemetry/log.js'
-import {isQuantity, resourceRequirementsProblems} from '../k8s/quantity.js'
+import {resourceRequirementsProblems} from '../k8s/quantity.js'
 import {canonicalJson} from './canonical-json.js'
 import {ExecConfig, resolveBinary, type ExecFunction} from './exec-config.js'
 import {parseGoDuration} from './go-flags.js'
@@ -123,90 +123,13 @@ export function objectKey(obj: FunctionConfigObject): string {
 
 // ------------------------------------------------------------------------------------------ parsing
 
-function isMap(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v)
-}
-
-function stringList(v: unknown, where: string, options: {min?: number; nonEmpty?: boolean} = {}): string[] {
-  if (v === undefined || v === null) {
-    if (options.min) throw new FnrError('Config', `${where} is required (a list of at least ${options.min})`)
-    return []
-  }
-  if (!Array.isArray(v) || v.some((s) => typeof s !== 'string')) throw new FnrError('Config', `${where} must be a list of strings`)
-  if (options.min && v.length < options.min) throw new FnrError('Config', `${where} must have at least ${options.min} item${options.min > 1 ? 's' : ''}`)
-  if (options.nonEmpty && v.some((s) => (s as string).trim() === '')) throw new FnrError('Config', `${where} must not contain empty strings`)
-  return v as string[]
-}
-
-function optionalCount(v: unknown, where: string): number | undefined {
-  if (v === undefined || v === null) return undefined
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new FnrError('Config', `${where} must be a whole number ≥ 0, got ${JSON.stringify(v)}`)
-  return v === 0 ? undefined : v
-}
-
-function quantities(v: unknown, where: string): Record<string, string> | undefined {
-  if (v === undefined || v === null) return undefined
-  if (!isMap(v)) throw new FnrError('Config', `${where} must be a map of resource names to quantities`)
-  const out: Record<string, string> = {}
-  for (const [k, q] of Object.entries(v)) {
-    if ((typeof q !== 'string' && typeof q !== 'number') || !isQuantity(q)) {
-      throw new FnrError('Config', `${where}.${k} must be a quantity like 100m or 128Mi, got ${JSON.stringify(q)}`)
-    }
-    out[k] = String(q)
-  }
-  return out
-}
-
-function objectList(v: unknown, where: string, needName: boolean): Array<Record<string, unknown>> | undefined {
-  if (v === undefined || v === null) return undefined
-  if (!Array.isArray(v) || v.some((e) => !isMap(e))) throw new FnrError('Config', `${where} must be a list of objects`)
-  if (needName) {
-    v.forEach((e, i) => {
-      if (typeof (e as Record<string, unknown>).name !== 'string' || (e as Record<string, string>).name === '') throw new FnrError('Config', `${where}[${i}].name is required`)
-    })
-  }
-  return v as Array<Record<string, unknown>>
-}
-
-function containerOverrides(v: unknown, where: string): ContainerOverrides | undefined {
-  if (v === undefined || v === null) return undefined
-  if (!isMap(v)) throw new FnrError('Config', `${where} must be an object with resources, env and/or envFrom`)
-  const out: ContainerOverrides = {}
-  if (v.resources !== undefined && v.resources !== null) {
-    if (!isMap(v.resources)) throw new FnrError('Config', `${where}.resources must be an object with requests and/or limits`)
-    const requests = quantities(v.resources.requests, `${where}.resources.requests`)
-    const limits = quantities(v.resources.limits, `${where}.resources.limits`)
-    out.resources = {...(requests ? {requests} : {}), ...(limits ? {limits} : {})}
-    // What the API server would reject in these alone (a request above its limit); the pod's own check runs at creation.
-    const problems = resourceRequirementsProblems(out.resources, `${where}.resources`)
-    if (problems.length > 0) throw new FnrError('Config', `${problems.join('; ')} (the API server would reject the pod)`)
-  }
-  const env = objectList(v.env, `${where}.env`, true)
-  if (env) out.env = env
-  const envFrom = objectList(v.envFrom, `${where}.envFrom`, false)
-  if (envFrom) out.envFrom = envFrom
-  return out
-}
-
-function templateOverrides(v: unknown, where: string): TemplateOverrides | undefined {
-  if (v === undefined || v === null) return undefined
-  if (!isMap(v)) throw new FnrError('Config', `${where} must be an object`)
-  const out: TemplateOverrides = {}
-  if (v.serviceAccountName !== undefined && v.serviceAccountName !== null && v.serviceAccountName !== '') {
-    if (typeof v.serviceAccountName !== 'string' || !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(v.serviceAccountName)) {
-      throw new FnrError('Config', `${where}.serviceAccountName must be a valid name, got ${JSON.stringify(v.serviceAccountName)}`)
-    }
-    out.serviceAccountName = v.serviceAccountName
-  }
-  if (v.securityContext !== undefined && v.securityContext !== null) {
-    if (!isMap(v.securityContext)) throw new FnrError('Config', `${where}.securityContext must be a PodSecurityContext object`)
-    out.securityContext = v.securityContext
-  }
-  const init = containerOverrides(v.initContainer, `${where}.initContainer`)
-  if (init) out.initContainer = init
-  const container = containerOverrides(v.container, `${where}.container`)
-  if (container) out.container = container
-  return Object.keys(out).length > 0 ? out : undefined
+/** The spec as the CRD's schema has checked it (nulls pruned, as the API server prunes them). */
+interface CheckedSpec {
+  image: string
+  prefixes?: string[]
+  binaryExecutor?: {tags: string[]; path: string}
+  goExecutor?: {tags: string[]; id?: string}
+  podExecutor?: {tags?: string[]; timeToLive?: string; maxParallelExecutions?: number; preferredMaxQueueLength?: number; templateOverrides?: TemplateOverrides}
 }
 
 /** The repository (no trailing "/") a prefix stands for, normalised like request images. */
@@ -222,102 +145,144 @@ export interface ParseOptions {
   defaultImagePrefix?: string
 }
 
-/** Validates one object; FnrError('Config') whose message starts with "FunctionConfig <ns>/<name>:". */
-export async function parseFunctionConfig(obj: FunctionConfigObject, options: ParseOptions): Promise<FunctionConfigEntry> {
-  const key = objectKey(obj)
-  const at = `FunctionConfig ${key}`
-  const fail = (text: string): never => {
-    throw new FnrError('Config', `${at}: ${text}`, {details: {functionConfig: key}})
+/**
+ * What the CRD's schema cannot say: the object's kind and name (the API server's), spec.image's syntax (a short
+ * image name), and the container resources as the API server checks a pod's (quantities, resource names, each
+ * request at most its limit). Field errors in kubectl's form, like the schema's.
+ */
+function beyondSchema(obj: FunctionConfigObject, spec: CheckedSpec | undefined): string[] {
+  const problems: string[] = []
+  if (!obj.metadata?.name) problems.push('metadata.name: Required value')
+  if (obj.kind !== undefined && obj.kind !== FUNCTION_CONFIG_KIND) problems.push(`kind: Unsupported value: ${JSON.stringify(obj.kind)}: supported values: "${FUNCTION_CONFIG_KIND}"`)
+  // (each check only where the schema has passed the field's type)
+  if (typeof spec?.image === 'string' && spec.image !== '' && /[/:@\s]/.test(spec.image.trim() || ' ')) {
+    problems.push(`spec.image: Invalid value: ${JSON.stringify(spec.image)}: must be a short name without registry, path, tag or digest (e.g. "set-namespace")`)
+  }
+  const overrides = spec?.podExecutor?.templateOverrides
+  for (const c of ['initContainer', 'container'] as const) {
+    const lines = resourceRequirementsProblems(overrides?.[c]?.resources, `spec.podExecutor.templateOverrides.${c}.resources`)
+    problems.push(...lines.map((l) => `${l} (the API server would reject the pod)`))
+  }
+  return problems
+}
+
+/** The pod settings of a checked podExecutor: 0 and "" mean unset. */
+function podSettings(p: NonNullable<CheckedSpec['podExecutor']>): NonNullable<FunctionConfigEntry['pod']> {
+  const ttl = p.timeToLive ? parseGoDuration(p.timeToLive) : undefined
+  const overrides = p.templateOverrides ? templateOverrides(p.templateOverrides) : undefined
+  return {
+    tags: p.tags ?? [],
+    ...(ttl ? {ttlMs: ttl} : {}),
+    ...(p.maxParallelExecutions ? {maxParallelPods: p.maxParallelExecutions} : {}),
+    ...(p.preferredMaxQueueLength ? {maxWaitlistLength: p.preferredMaxQueueLength} : {}),
+    ...(overrides ? {overrides} : {}),
+  }
+}
+
+/** templateOverrides as applied: an empty serviceAccountName is none; quantities as strings; nothing empty kept. */
+function templateOverrides(v: TemplateOverrides): TemplateOverrides | undefined {
+  const container = (c: ContainerOverrides | undefined): ContainerOverrides | undefined => {
+    if (!c) return undefined
+    const quantities = (m: Record<string, string | number> | undefined): Record<string, string> | undefined => (m ? Object.fromEntries(Object.entries(m).map(([k, q]) => [k, String(q)])) : undefined)
+    const requests = quantities(c.resources?.requests)
+    const limits = quantities(c.resources?.limits)
+    return {...(c.resources ? {resources: {...(requests ? {requests} : {}), ...(limits ? {limits} : {})}} : {}), ...(c.env ? {env: c.env} : {}), ...(c.envFrom ? {envFrom: c.envFrom} : {})}
+  }
+  const init = container(v.initContainer)
+  const main = container(v.container)
+  const out: TemplateOverrides = {
+    ...(v.serviceAccountName ? {serviceAccountName: v.serviceAccountName} : {}),
+    ...(v.securityContext ? {securityContext: v.securityContext} : {}),
+    ...(init ? {initContainer: init} : {}),
+    ...(main ? {container: main} : {}),
+  }
+  return Object.keys(out).length > 0 ? out : undefined
+}
+
+/**
+ * binaryExecutor.path resolved inside --functions. A path leaving the directory rejects the object (thrown); a
+ * binary that is missing or not runnable, or a functions directory that does not exist, loses only the
+ * binaryExecutor (its tags go to the pod runtime) and is returned as a problem.
+ */
+async function binaryExecutor(b: NonNullable<CheckedSpec['binaryExecutor']>, functionsDir: string): Promise<{binary?: FunctionConfigEntry['binary']; problem?: string}> {
+  const {realpath} = await import('node:fs/promises')
+  const dirReal = await realpath(functionsDir).catch(() => '')
+  if (dirReal === '') return {problem: `spec.binaryExecutor: the functions directory ${JSON.stringify(functionsDir)} does not exist; its tags ${JSON.stringify(b.tags)} go to the pod runtime`}
+  let relative = b.path
+  if (path.isAbsolute(b.path)) {
+    relative = [path.relative(path.resolve(functionsDir), b.path), path.relative(dirReal, b.path)].find((r) => r !== '' && !r.startsWith('..') && !path.isAbsolute(r)) ?? ''
+    if (relative === '') throw new FnrError('Config', `spec.binaryExecutor.path: Invalid value: ${JSON.stringify(b.path)}: is outside the functions directory ${functionsDir}`)
   }
   try {
-    if (!obj.metadata?.name) fail('metadata.name is missing')
-    if (obj.kind !== undefined && obj.kind !== FUNCTION_CONFIG_KIND) fail(`kind must be ${FUNCTION_CONFIG_KIND}, got ${JSON.stringify(obj.kind)}`)
-    const spec = obj.spec
-    if (!isMap(spec)) return fail('spec is missing')
-    if (typeof spec.image !== 'string' || spec.image.trim() === '') fail('spec.image is required (the function\'s short image name, e.g. set-namespace)')
-    const image = (spec.image as string).trim()
-    if (/[/:@\s]/.test(image)) fail(`spec.image must be a short name without registry, path, tag or digest (e.g. "set-namespace"), got ${JSON.stringify(image)}`)
-    const defaultPrefix = options.defaultImagePrefix ?? DEFAULT_IMAGE_PREFIX
-    const prefixes = stringList(spec.prefixes, 'spec.prefixes')
-    const entry: FunctionConfigEntry = {
-      key,
-      ...(typeof obj.metadata?.generation === 'number' ? {generation: obj.metadata.generation} : {}),
-      createdMs: obj.metadata?.creationTimestamp ? new Date(obj.metadata.creationTimestamp).getTime() || 0 : 0,
-      image,
-      repositories: [...new Set(prefixes.map((p) => normaliseRepository(p, defaultPrefix)))],
-      firstPrefix: prefixes[0],
-    }
-    if (spec.podExecutor === undefined && spec.binaryExecutor === undefined && spec.goExecutor === undefined) {
-      fail('at least one of spec.podExecutor, spec.binaryExecutor or spec.goExecutor must be set')
-    }
-    if (spec.binaryExecutor !== undefined && spec.binaryExecutor !== null) {
-      const b = spec.binaryExecutor
-      if (!isMap(b)) return fail('spec.binaryExecutor must be an object with tags and path')
-      const tags = stringList(b.tags, 'spec.binaryExecutor.tags', {min: 1, nonEmpty: true})
-      if (typeof b.path !== 'string' || b.path.trim() === '') fail('spec.binaryExecutor.path is required (a file in the functions directory)')
-      const given = b.path as string
-      let dirReal: string
-      try {
-        const {realpath} = await import('node:fs/promises')
-        dirReal = await realpath(options.functionsDir)
-      } catch {
-        ;(entry.problems ??= []).push(`spec.binaryExecutor: the functions directory ${JSON.stringify(options.functionsDir)} does not exist; its tags ${JSON.stringify(tags)} go to the pod runtime`)
-        dirReal = ''
-      }
-      let relative = given
-      if (path.isAbsolute(given)) {
-        const fromDir = path.relative(path.resolve(options.functionsDir), given)
-        const fromReal = path.relative(dirReal, given)
-        relative = [fromDir, fromReal].find((r) => r !== '' && !r.startsWith('..') && !path.isAbsolute(r)) ?? ''
-        if (relative === '' && dirReal !== '') fail(`spec.binaryExecutor.path ${JSON.stringify(given)} is outside the functions directory ${options.functionsDir}`)
-      }
-      // A binary that is missing or not runnable loses only the binaryExecutor (the request goes to the pod
-      // runtime, as for an unknown image); the object's other settings stay.
-      // (A path leaving the directory stays an error that rejects the object.)
-      try {
-        if (dirReal !== '') entry.binary = {tags, path: given, resolved: await resolveBinary(dirReal, relative, 'spec.binaryExecutor.path')}
-      } catch (err) {
-        if (!(err instanceof FnrError) || err.details.missingBinary !== true) throw err
-        ;(entry.problems ??= []).push(`${err.message}; its tags ${JSON.stringify(tags)} go to the pod runtime`)
-      }
-    }
-    if (spec.podExecutor !== undefined && spec.podExecutor !== null) {
-      const p = spec.podExecutor
-      if (!isMap(p)) return fail('spec.podExecutor must be an object')
-      const pod: NonNullable<FunctionConfigEntry['pod']> = {tags: stringList(p.tags, 'spec.podExecutor.tags', {nonEmpty: true})}
-      if (p.timeToLive !== undefined && p.timeToLive !== null && p.timeToLive !== '') {
-        const ms = typeof p.timeToLive === 'string' ? parseGoDuration(p.timeToLive) : undefined
-        if (ms === undefined || ms < 0) fail(`spec.podExecutor.timeToLive must be a duration like 30m, got ${JSON.stringify(p.timeToLive)}`)
-        if (ms! > 0) pod.ttlMs = ms
-      }
-      const maxPods = optionalCount(p.maxParallelExecutions, 'spec.podExecutor.maxParallelExecutions')
-      if (maxPods !== undefined) pod.maxParallelPods = maxPods
-      const queue = optionalCount(p.preferredMaxQueueLength, 'spec.podExecutor.preferredMaxQueueLength')
-      if (queue !== undefined) pod.maxWaitlistLength = queue
-      const overrides = templateOverrides(p.templateOverrides, 'spec.podExecutor.templateOverrides')
-      if (overrides) pod.overrides = overrides
-      entry.pod = pod
-    }
-    if (spec.goExecutor !== undefined && spec.goExecutor !== null) {
-      if (!isMap(spec.goExecutor)) fail('spec.goExecutor must be an object with tags')
-      const g = spec.goExecutor as Record<string, unknown>
-      const tags = stringList(g.tags, 'spec.goExecutor.tags', {min: 1})
-      if (g.id !== undefined && g.id !== null && (typeof g.id !== 'string' || g.id.trim() === '')) fail(`spec.goExecutor.id must be a function name, got ${JSON.stringify(g.id)}`)
-      const id = typeof g.id === 'string' ? g.id.trim() : image
-      // porch-server runs these in-process (its built-in Go functions); fnr runs the catalog binary of that id.
-      try {
-        const {realpath} = await import('node:fs/promises')
-        const resolved = await resolveBinary(await realpath(options.functionsDir), id, 'spec.goExecutor.id')
-        entry.go = {tags, id, resolved}
-      } catch (err) {
-        if (err instanceof FnrError ? err.details.missingBinary !== true : (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
-        ;(entry.problems ??= []).push(`spec.goExecutor: no binary ${JSON.stringify(id)} in the functions directory ${options.functionsDir} (porch-server runs goExecutor functions itself); its tags ${JSON.stringify(tags)} go to the pod runtime`)
-      }
-    }
-    return entry
+    return {binary: {tags: b.tags, path: b.path, resolved: await resolveBinary(dirReal, relative, 'spec.binaryExecutor.path')}}
   } catch (err) {
-    if (err instanceof FnrError && err.details.functionConfig === key) throw err
-    throw new FnrError('Config', `${at}: ${(err as Error).message}`, {cause: err, details: {functionConfig: key}})
+    if (!(err instanceof FnrError) || err.details.missingBinary !== true) throw err
+    return {problem: `${err.message}; its tags ${JSON.stringify(b.tags)} go to the pod runtime`}
+  }
+}
+
+/** goExecutor (porch-server runs these in-process): fnr runs the catalog binary of that id, when --functions has one. */
+async function goExecutor(g: NonNullable<CheckedSpec['goExecutor']>, image: string, functionsDir: string): Promise<{go?: FunctionConfigEntry['go']; problem?: string}> {
+  const id = g.id?.trim() || image
+  try {
+    const {realpath} = await import('node:fs/promises')
+    return {go: {tags: g.tags, id, resolved: await resolveBinary(await realpath(functionsDir), id, 'spec.goExecutor.id')}}
+  } catch (err) {
+    if (err instanceof FnrError ? err.details.missingBinary !== true : (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+    return {problem: `spec.goExecutor: no binary ${JSON.stringify(id)} in the functions directory ${functionsDir} (porch-server runs goExecutor functions itself); its tags ${JSON.stringify(g.tags)} go to the pod runtime`}
+  }
+}
+
+/**
+ * Validates one object against the CRD's schema (src/lib/schema/function-config.ts) and what it cannot say
+ * (beyondSchema, the binaries in --functions). FnrError('Config') whose message starts with
+ * "FunctionConfig <ns>/<name>: " and lists every field error, kubectl's way ("; " between them; each one also in
+ * details.fieldErrors).
+ */
+export async function parseFunctionConfig(obj: FunctionConfigObject, options: ParseOptions): Promise<FunctionConfigEntry> {
+  const key = objectKey(obj)
+  const invalid = (fieldErrors: string[], cause?: unknown): FnrError =>
+    new FnrError('Config', `FunctionConfig ${key}: ${fieldErrors.join('; ')}`, {...(cause ? {cause} : {}), details: {functionConfig: key, fieldErrors}})
+  const {spec, problems} = await checkedSpec(obj)
+  if (!spec) throw invalid(problems)
+  const entry = baseEntry(obj, spec, options)
+  const found: Array<{binary?: FunctionConfigEntry['binary']; go?: FunctionConfigEntry['go']; problem?: string}> = []
+  try {
+    if (spec.binaryExecutor) found.push(await binaryExecutor(spec.binaryExecutor, options.functionsDir))
+    if (spec.podExecutor) entry.pod = podSettings(spec.podExecutor)
+    if (spec.goExecutor) found.push(await goExecutor(spec.goExecutor, entry.image, options.functionsDir))
+  } catch (err) {
+    throw invalid([(err as Error).message], err)
+  }
+  for (const f of found) {
+    if (f.binary) entry.binary = f.binary
+    if (f.go) entry.go = f.go
+    if (f.problem) (entry.problems ??= []).push(f.problem)
+  }
+  return entry
+}
+
+/** The spec when the object passes the CRD's schema and beyondSchema, else every problem (a field the schema refused is not checked again). */
+async function checkedSpec(obj: FunctionConfigObject): Promise<{spec?: CheckedSpec; problems: string[]}> {
+  const [{functionConfigSchema}, {schemaProblems, withoutNulls}] = await Promise.all([import('../schema/function-config.js'), import('../schema/validate.js')])
+  const checked = withoutNulls({apiVersion: obj.apiVersion, kind: obj.kind, spec: obj.spec ?? null}) as {spec?: CheckedSpec}
+  const schema = [...(checked.spec ? [] : ['spec: Required value']), ...schemaProblems(await functionConfigSchema(), checked)]
+  const fieldOf = (line: string): string => line.slice(0, line.indexOf(':'))
+  const problems = [...schema, ...beyondSchema(obj, checked.spec).filter((l) => !schema.some((p) => fieldOf(p) === fieldOf(l)))]
+  return problems.length > 0 ? {problems} : {spec: checked.spec!, problems}
+}
+
+/** The entry's identity and matching fields. */
+function baseEntry(obj: FunctionConfigObject, spec: CheckedSpec, options: ParseOptions): FunctionConfigEntry {
+  const prefixes = spec.prefixes ?? []
+  const created = obj.metadata?.creationTimestamp
+  return {
+    key: objectKey(obj),
+    ...(typeof obj.metadata?.generation === 'number' ? {generation: obj.metadata.generation} : {}),
+    createdMs: created ? new Date(created).getTime() || 0 : 0,
+    image: spec.image.trim(),
+    repositories: [...new Set(prefixes.map((p) => normaliseRepository(p, options.defaultImagePrefix ?? DEFAULT_IMAGE_PREFIX)))],
+    firstPrefix: prefixes[0],
   }
 }
 

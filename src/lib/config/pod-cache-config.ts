@@ -28,6 +28,8 @@ import {parse as parseYaml} from 'yaml'
 
 import {FnrError} from '../errors.js'
 import {checkPodResources, parseQuantity, resourceRequirementsProblems} from '../k8s/quantity.js'
+import {POD_CACHE_CONFIG_ENTRY} from '../schema/pod-cache-config.js'
+import {schemaProblems} from '../schema/validate.js'
 import {parseGoDuration} from './go-flags.js'
 import {readConfigFile, type ConfigFileError} from '../read-file.js'
 
@@ -55,30 +57,6 @@ export interface PodSettingsDefaults {
 
 export interface ImagePodSettings extends PodSettingsDefaults {
   resources?: ResourceRequirements
-}
-
-function quantityMap(value: unknown, where: string): Record<string, string> | undefined {
-  if (value === undefined || value === null) return undefined
-  if (typeof value !== 'object' || Array.isArray(value)) throw new FnrError('Config', `${where} must be a map of resource names to quantities`)
-  const out: Record<string, string> = {}
-  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-    if (typeof v !== 'string' && typeof v !== 'number') throw new FnrError('Config', `${where}.${k} must be a quantity like 100m or 128Mi`)
-    try {
-      parseQuantity(v)
-    } catch (err) {
-      throw new FnrError('Config', `${where}.${k}: ${(err as Error).message}`)
-    }
-    out[k] = String(v)
-  }
-  return out
-}
-
-function integerField(value: unknown, where: string): number | undefined {
-  if (value === undefined || value === null) return undefined
-  // A quoted number ("2") is a number.
-  if (typeof value === 'string' && /^\s*[+-]?\d+\s*$/.test(value)) return Number(value)
-  if (typeof value !== 'number' || !Number.isInteger(value)) throw new FnrError('Config', `${where} must be an integer, got ${JSON.stringify(value)}`)
-  return value
 }
 
 export interface PodCacheConfigParseOptions {
@@ -132,47 +110,15 @@ export class PodCacheConfig {
     if (!Array.isArray(doc)) {
       return ignoredFile(new FnrError('Config', `pod cache config ${source} must be a YAML list of {name, timeToLive, maxWaitlistLength, maxParallelPodsPerFunction} entries (or a map of image: timeToLive)`))
     }
-    // A problem with a field: strict fails, lenient leaves the field out and warns.
-    const field = <T>(read: () => T): T | undefined => {
-      try {
-        return read()
-      } catch (err) {
-        if (!lenient || !(err instanceof FnrError)) throw err
-        warnings.push(`${err.message}; ignoring it`)
-        return undefined
-      }
-    }
+    const problems: string[] = []
     const entries: PodCacheConfigEntry[] = []
     doc.forEach((raw: unknown, i) => {
-      const where = `pod cache config ${source} entry ${i + 1}`
-      const skip = (message: string): void => {
-        if (!lenient) throw new FnrError('Config', message)
-        warnings.push(`${message}; skipping the entry`)
-      }
-      if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return skip(`${where} must be a map with a name`)
-      const r = raw as Record<string | symbol, unknown>
-      if (typeof r[MAP_FORMAT_BAD] === 'string') return skip(`${where}: ${r[MAP_FORMAT_BAD] as string}`)
-      if (typeof r.name !== 'string' || r.name.trim() === '') return skip(`${where} has no name (the function image)`)
-      const entry: PodCacheConfigEntry = {name: r.name}
-      const w = `${where} (${r.name})`
-      if (r.timeToLive !== undefined && r.timeToLive !== null) {
-        const ttl = String(r.timeToLive)
-        const ms = parseGoDuration(ttl)
-        if (ms === undefined || ms < 0) warnings.push(`${w}: timeToLive ${JSON.stringify(ttl)} is not a duration; using --pod-ttl`)
-        entry.timeToLive = ttl
-      }
-      const waitlist = field(() => integerField(r.maxWaitlistLength, `${w}: maxWaitlistLength`))
-      if (waitlist !== undefined) entry.maxWaitlistLength = waitlist
-      const pods = field(() => integerField(r.maxParallelPodsPerFunction, `${w}: maxParallelPodsPerFunction`))
-      if (pods !== undefined) entry.maxParallelPodsPerFunction = pods
-      if (r.resources !== undefined && r.resources !== null) {
-        const resources = field(() => resourcesField(r.resources, w))
-        if (resources) entry.resources = resources
-      }
-      const cache = field(() => responseCacheField(r.responseCache, `${w}: responseCache`))
-      if (cache !== undefined) entry.responseCache = cache
-      entries.push(entry)
+      const {entry, errors, notes} = readEntry(raw, `pod cache config ${source} entry ${i + 1}`, lenient)
+      if (entry) entries.push(entry)
+      problems.push(...errors)
+      warnings.push(...notes)
     })
+    if (problems.length > 0) throw new FnrError('Config', problems.join('; '), {details: {fieldErrors: problems}})
     return new PodCacheConfig(entries, source, warnings)
   }
 
@@ -231,24 +177,57 @@ export class PodCacheConfig {
   }
 }
 
-/** A resources field: requests and limits of valid quantities, each request at most its limit (as the API server checks). */
-function resourcesField(value: unknown, w: string): ResourceRequirements {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new FnrError('Config', `${w}: resources must be a map with requests and/or limits`)
-  const res = value as Record<string, unknown>
-  const requests = quantityMap(res.requests, `${w}: resources.requests`)
-  const limits = quantityMap(res.limits, `${w}: resources.limits`)
-  const resources = {...(requests ? {requests} : {}), ...(limits ? {limits} : {})}
-  const problems = resourceRequirementsProblems(resources, `${w}: resources`)
-  if (problems.length > 0) throw new FnrError('Config', `${problems.join('; ')} (the API server would reject the pod)`)
-  return resources
+/**
+ * One entry against its schema (src/lib/schema/pod-cache-config.ts) and what the schema cannot say (a
+ * timeToLive Porch would ignore, the resources as the API server checks a pod's). Strict: every problem is an
+ * error, kubectl's way (`maxWaitlistLength: Invalid value: "two": must be an integer`). Lenient: an entry
+ * without a usable name is skipped, a bad field is left out, each with a warning.
+ */
+function readEntry(raw: unknown, where: string, lenient: boolean): {entry?: PodCacheConfigEntry; errors: string[]; notes: string[]} {
+  const r = raw as Record<string | symbol, unknown>
+  if (r && typeof r === 'object' && typeof r[MAP_FORMAT_BAD] === 'string') return outcome(undefined, [`${where}: ${r[MAP_FORMAT_BAD] as string}`], lenient, '; skipping the entry')
+  const problems = schemaProblems(POD_CACHE_CONFIG_ENTRY, raw)
+  // The entry itself or its name: nothing to keep.
+  const whole = problems.filter((line) => line.startsWith('<root>:') || line.startsWith('name:'))
+  if (whole.length > 0) return outcome(undefined, whole.map((line) => `${where}: ${line.replace(/^<root>: /, '')}`), lenient, '; skipping the entry')
+  const w = `${where} (${r.name as string})`
+  const notes: string[] = []
+  const bad = new Set(problems.map((line) => line.split(/[.:[]/, 1)[0]!))
+  const resources = bad.has('resources') ? [] : resourceRequirementsProblems(r.resources as ResourceRequirements | undefined, 'resources').map((l) => `${l} (the API server would reject the pod)`)
+  if (resources.length > 0) bad.add('resources')
+  const ttl = r.timeToLive === undefined || r.timeToLive === null ? undefined : String(r.timeToLive)
+  if (ttl !== undefined && (parseGoDuration(ttl) ?? -1) < 0) notes.push(`${w}: timeToLive ${JSON.stringify(ttl)} is not a duration; using --pod-ttl`)
+  const entry = entryFields(r, bad, ttl)
+  const {errors, notes: fieldNotes} = outcome(entry, [...problems, ...resources].map((line) => `${w}: ${line}`), lenient, '; ignoring it')
+  return {...(errors.length === 0 ? {entry} : {}), errors, notes: [...notes, ...fieldNotes]}
 }
 
-function responseCacheField(value: unknown, where: string): boolean | number | undefined {
-  if (value === undefined || value === null) return undefined
-  if (typeof value === 'boolean') return value
-  const ms = typeof value === 'string' ? parseGoDuration(value) : undefined
-  if (ms === undefined || ms < 0) throw new FnrError('Config', `${where} must be true, false or a duration like 10m, got ${JSON.stringify(value)}`)
-  return ms
+/** The checked fields of an entry, those with problems (`bad`) left out; null is unset. */
+function entryFields(r: Record<string | symbol, unknown>, bad: Set<string>, ttl: string | undefined): PodCacheConfigEntry {
+  const entry: PodCacheConfigEntry = {name: r.name as string}
+  const value = (key: string): unknown => (bad.has(key) || r[key] === null ? undefined : r[key])
+  if (ttl !== undefined) entry.timeToLive = ttl
+  const counts = {maxWaitlistLength: value('maxWaitlistLength'), maxParallelPodsPerFunction: value('maxParallelPodsPerFunction')}
+  for (const [k, v] of Object.entries(counts)) if (v !== undefined) entry[k as keyof typeof counts] = Number(v)
+  const res = value('resources') as {requests?: Record<string, unknown>; limits?: Record<string, unknown>} | undefined
+  if (res) entry.resources = resourceStrings(res)
+  const cache = value('responseCache')
+  if (cache !== undefined && cache !== '') entry.responseCache = typeof cache === 'boolean' ? cache : parseGoDuration(cache as string)!
+  return entry
+}
+
+/** Strict: the problems are errors; lenient: warnings (what is skipped or ignored said). */
+function outcome(entry: PodCacheConfigEntry | undefined, problems: string[], lenient: boolean, leniently: string): {entry?: PodCacheConfigEntry; errors: string[]; notes: string[]} {
+  if (!lenient) return {...(entry ? {entry} : {}), errors: problems, notes: []}
+  return {...(entry ? {entry} : {}), errors: [], notes: problems.map((p) => `${p}${leniently}`)}
+}
+
+/** Requests and limits with their quantities as strings (YAML may give numbers). */
+function resourceStrings(res: {requests?: Record<string, unknown> | null; limits?: Record<string, unknown> | null}): ResourceRequirements {
+  const strings = (m: Record<string, unknown> | null | undefined): Record<string, string> | undefined => (m ? Object.fromEntries(Object.entries(m).map(([k, q]) => [k, String(q)])) : undefined)
+  const requests = strings(res.requests)
+  const limits = strings(res.limits)
+  return {...(requests ? {requests} : {}), ...(limits ? {limits} : {})}
 }
 
 /** Parses "cpu=100m,memory=128Mi" (the --pod-requests / --pod-limits format); '' is none. Quantities as Kubernetes parses them. */

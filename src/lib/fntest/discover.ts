@@ -19,7 +19,7 @@
 import {lstat, readdir} from 'node:fs/promises'
 import path from 'node:path'
 
-import {parseDocument, isMap, isScalar, isSeq, type Scalar} from 'yaml'
+import {parseDocument, isScalar, type Scalar, type YAMLMap, type YAMLSeq} from 'yaml'
 
 import {parseGoDuration} from '../config/go-flags.js'
 import {readConfigFile} from '../read-file.js'
@@ -224,10 +224,11 @@ export async function readCase(dir: string, name = caseName(dir)): Promise<TestC
 }
 
 /**
- * Reads `.expected/config.yaml` as kpt's runner does (a YAML decode into its TestCaseConfig):
- * keys are matched exactly, unknown keys (`apiVersion`, `kind`, `runCount`, a mis-cased
- * `StdErrRegEx`, …) are ignored, a known key with a value of the wrong type makes the case
- * invalid. fnr adds `timeout`.
+ * Reads `.expected/config.yaml` as kpt's runner does (a YAML decode into its TestCaseConfig), checked against
+ * its schema (src/lib/schema/test-case-config.ts): keys are matched exactly, unknown keys (`apiVersion`,
+ * `kind`, `runCount`, a mis-cased `StdErrRegEx`, …) are ignored, a known key with a value of the wrong type
+ * makes the case invalid, every such field named as kubectl names it. fnr adds `timeout`. Beyond the schema:
+ * `image` and `execPath` together are refused.
  */
 export async function readCaseConfig(file: string, name: string): Promise<CaseConfig> {
   const where = `${EXPECTED_DIR}/config.yaml`
@@ -235,164 +236,69 @@ export async function readCaseConfig(file: string, name: string): Promise<CaseCo
   if (doc.errors.length > 0) throw layoutError(name, `${where}: ${doc.errors[0]!.message.split('\n')[0]}`)
   const config = defaultConfig()
   if (doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null)) return config
-  if (!isMap(doc.contents)) throw layoutError(name, `${where} must be a mapping`)
-  const reader = new ConfigReader(name, where)
-  for (const pair of doc.contents.items) reader.apply(config, isScalar(pair.key) ? String(pair.key.value) : '', pair.value)
+  const [{schemaProblems}, {TEST_CASE_CONFIG}] = await Promise.all([import('../schema/validate.js'), import('../schema/test-case-config.js')])
+  const problems = schemaProblems(TEST_CASE_CONFIG, doc.toJS()).map((line) => line.replace(/^<root>: /, ''))
+  if (problems.length > 0) throw new FnrError('Config', `test case ${name}: ${where}: ${problems.join('; ')}`, {details: {fieldErrors: problems}})
+  for (const pair of (doc.contents as YAMLMap).items) {
+    const key = isScalar(pair.key) ? String(pair.key.value) : ''
+    if (Object.hasOwn(CASE_FIELDS, key) && !isNull(pair.value)) CASE_FIELDS[key]!(config, pair.value, where)
+  }
   if (config.image !== undefined && config.execPath !== undefined) throw layoutError(name, `${where}: give image or execPath, not both`)
   return config
 }
 
-/** Reads the fields of kpt's TestCaseConfig from config.yaml's nodes, with Go's decoding rules. */
-class ConfigReader {
-  constructor(
-    private readonly name: string,
-    private readonly where: string,
-  ) {}
+/** A Go string field's value: a scalar's source text (the schema has checked it is a scalar). */
+function text(node: unknown): string {
+  return scalarText(node as Scalar)
+}
 
-  bad(key: string, what: string): FnrError {
-    return layoutError(this.name, `${this.where}: ${key} must be ${what}`)
-  }
+/** A list of Go strings. */
+function texts(node: unknown): string[] {
+  return (node as YAMLSeq).items.map((item) => (isNull(item) ? '' : text(item)))
+}
 
-  /** Go's decoder turns any scalar into a string field (`image: 123` is "123"); null is the zero value. */
-  str(key: string, node: unknown): string | undefined {
-    if (isNull(node)) return undefined
-    if (!isScalar(node)) throw this.bad(key, 'a string')
-    return scalarText(node)
-  }
-
-  bool(key: string, node: unknown): boolean {
-    if (isNull(node)) return false
-    if (!isScalar(node) || typeof node.value !== 'boolean') throw this.bad(key, 'true or false')
-    return node.value
-  }
-
-  strings(key: string, node: unknown): string[] | undefined {
-    if (isNull(node)) return undefined
-    if (!isSeq(node)) throw this.bad(key, 'a list of strings')
-    return node.items.map((item) => this.str(key, item) ?? '')
-  }
-
-  regex(key: string, source: string | undefined): string | undefined {
-    if (source !== undefined) {
-      try {
-        goRegExp(source)
-      } catch (err) {
-        throw layoutError(this.name, `${this.where}: ${key}: ${(err as Error).message}`)
-      }
-    }
-    return source
-  }
-
-  apply(config: CaseConfig, key: string, node: unknown): void {
-  switch (key) {
-    case 'testType': {
-      const value = this.str(key, node)
-      if (value === undefined || value === '') break
-      if (value !== 'eval' && value !== 'render') throw this.bad(key, `eval or render, got ${JSON.stringify(value)}`)
-      config.testType = value
-      break
-    }
-    case 'exitCode': {
-      if (node === null || (isScalar(node) && node.value === null)) break
-      if (!isScalar(node) || typeof node.value !== 'number' || !Number.isInteger(node.value)) throw this.bad(key, 'an integer')
-      config.exitCode = node.value
-      break
-    }
-    case 'allowExec':
-      config.allowExec = this.bool(key, node)
-      break
-    case 'skip':
-      config.skip = this.bool(key, node)
-      break
-    case 'sequential':
-      config.sequential = this.bool(key, node)
-      break
-    case 'debug':
-      config.debug = this.bool(key, node)
-      break
-    case 'disableOutputTruncate':
-      config.disableOutputTruncate = this.bool(key, node)
-      break
-    case 'network':
-    case 'allowNetwork':
-    case 'allowWasm':
-      if (this.bool(key, node)) config.warnings.push(`${this.where}: ${key} is not used (${KPT_UNUSED_WARNINGS[key]})`)
-      break
-    case 'includeMetaResources':
-      this.bool(key, node)
-      break
-    case 'stdErr':
-      setIf(config, 'stdErr', this.str(key, node))
-      break
-    case 'stdOut':
-      setIf(config, 'stdOut', this.str(key, node))
-      break
-    case 'stdErrRegEx':
-      setIf(config, 'stdErrRegEx', this.regex(key, this.str(key, node) || undefined))
-      break
-    case 'diffStripRegEx':
-      setIf(config, 'diffStripRegEx', this.regex(key, this.str(key, node) || undefined))
-      break
-    case 'stdErrStripLines':
-      setIf(config, 'stdErrStripLines', this.strings(key, node))
-      break
-    case 'actualStripLines':
-      setIf(config, 'actualStripLines', this.strings(key, node))
-      break
-    case 'runtimes':
-      setIf(config, 'runtimes', this.strings(key, node))
-      break
-    case 'image':
-      setIf(config, 'image', this.str(key, node) || undefined)
-      break
-    case 'execPath':
-      setIf(config, 'execPath', this.str(key, node) || undefined)
-      break
-    case 'fnConfig':
-      setIf(config, 'fnConfig', this.str(key, node) || undefined)
-      break
-    case 'tag': {
-      const tag = this.str(key, node)
-      if (tag) config.warnings.push(`${this.where}: tag ${JSON.stringify(tag)} is not used (${KPT_UNUSED_WARNINGS.tag})`)
-      break
-    }
-    case 'imagePullPolicy': {
-      const value = this.str(key, node)
-      if (!value) break
-      if (!(PULL_POLICIES as readonly string[]).includes(value.toLowerCase())) throw this.bad(key, `one of Always, IfNotPresent, Never, got ${JSON.stringify(value)}`)
-      config.imagePullPolicy = value.toLowerCase()
-      break
-    }
-    case 'timeout': {
-      const value = this.str(key, node)
-      const ms = value === undefined ? undefined : parseGoDuration(value)
-      if (ms === undefined || ms <= 0) throw this.bad(key, 'a duration like 30s or 2m')
-      config.timeoutMs = ms
-      break
-    }
-    case 'args': {
-      if (node === null || (isScalar(node) && node.value === null)) break
-      if (!isMap(node)) throw this.bad(key, 'a mapping of key: value')
-      config.args = node.items.map((p) => {
-        if (!isScalar(p.key) || !(isScalar(p.value) || p.value === null)) throw layoutError(this.name, `${this.where}: args values must be scalars`)
-        return `${scalarText(p.key)}=${this.str('args', p.value) ?? ''}`
-      })
-      break
-    }
-    default:
-      // Not a field of kpt's config (apiVersion, kind, metadata, runCount, notIdempotent, …): ignored, as kpt does.
-      break
-  }
-
-  }
+/** How each field of kpt's TestCaseConfig (and fnr's timeout) lands in CaseConfig, once the schema has passed it; a null value is left at its zero value. */
+const CASE_FIELDS: Record<string, (config: CaseConfig, node: unknown, where: string) => void> = {
+  testType: (c, n) => {
+    if (text(n) !== '') c.testType = text(n) as 'eval' | 'render'
+  },
+  exitCode: (c, n) => (c.exitCode = (n as Scalar<number>).value),
+  allowExec: (c, n) => (c.allowExec = (n as Scalar<boolean>).value),
+  skip: (c, n) => (c.skip = (n as Scalar<boolean>).value),
+  sequential: (c, n) => (c.sequential = (n as Scalar<boolean>).value),
+  debug: (c, n) => (c.debug = (n as Scalar<boolean>).value),
+  disableOutputTruncate: (c, n) => (c.disableOutputTruncate = (n as Scalar<boolean>).value),
+  ...Object.fromEntries(
+    (['network', 'allowNetwork', 'allowWasm'] as const).map((key) => [
+      key,
+      (c: CaseConfig, n: unknown, where: string) => {
+        if ((n as Scalar<boolean>).value) c.warnings.push(`${where}: ${key} is not used (${KPT_UNUSED_WARNINGS[key]})`)
+      },
+    ]),
+  ),
+  tag: (c, n, where) => {
+    if (text(n) !== '') c.warnings.push(`${where}: tag ${JSON.stringify(text(n))} is not used (${KPT_UNUSED_WARNINGS.tag})`)
+  },
+  stdErr: (c, n) => (c.stdErr = text(n)),
+  stdOut: (c, n) => (c.stdOut = text(n)),
+  ...Object.fromEntries(
+    (['stdErrRegEx', 'diffStripRegEx', 'image', 'execPath', 'fnConfig'] as const).map((key) => [
+      key,
+      (c: CaseConfig, n: unknown) => {
+        if (text(n) !== '') c[key] = text(n)
+      },
+    ]),
+  ),
+  ...Object.fromEntries((['stdErrStripLines', 'actualStripLines', 'runtimes'] as const).map((key) => [key, (c: CaseConfig, n: unknown) => (c[key] = texts(n))])),
+  imagePullPolicy: (c, n) => {
+    if (text(n) !== '') c.imagePullPolicy = text(n).toLowerCase()
+  },
+  timeout: (c, n) => (c.timeoutMs = parseGoDuration(text(n))),
+  args: (c, n) => (c.args = (n as YAMLMap).items.map((p) => `${isScalar(p.key) ? scalarText(p.key) : String(p.key)}=${isNull(p.value) ? '' : text(p.value)}`)),
 }
 
 function isNull(node: unknown): boolean {
   return node === null || node === undefined || (isScalar(node) && node.value === null)
-}
-
-function setIf<K extends keyof CaseConfig>(config: CaseConfig, key: K, value: CaseConfig[K] | undefined): void {
-  if (value !== undefined) config[key] = value
 }
 
 /** A scalar as Go's decoder reads it into a string: its source text (`1.20` stays `1.20`). */
