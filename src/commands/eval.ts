@@ -60,7 +60,7 @@ and 143 interrupted (SIGINT, SIGTERM).`
         }
         await runEval(options, {stdin: process.stdin, stdout: process.stdout, stderr: consoleStream(process.stderr, colorEnabled(process.stderr, flags.color as boolean))}, runner)
       },
-      (err) => this.catch(err),
+      (err, exitCode) => this.catch(err, exitCode),
     )
   }
 }

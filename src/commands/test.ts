@@ -58,7 +58,7 @@ interrupted, no more start).`
         const options = {...testOptionsFromFlags(flags, given, argv as string[]), signal: interrupt.signal, fnrCommand}
         process.exitCode = await runTestCommand(options, {stdout: process.stdout, stderr: process.stderr})
       },
-      (err) => this.catch(err),
+      (err, exitCode) => this.catch(err, exitCode),
     )
   }
 }

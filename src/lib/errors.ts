@@ -116,6 +116,12 @@ export interface FnrErrorDetails {
   containerExited?: boolean
   /** The FunctionConfig object (namespace/name) an error's message already names (config/function-config-crd.ts). */
   functionConfig?: string
+  /**
+   * What a command had done when it failed (pods gc's summary with a failed deletion, fnr eval's
+   * FunctionResultList of a failed function): a command run with --json prints its fields with
+   * the error beside them (src/cli/render-error.ts).
+   */
+  report?: object
   /** What the function wrote, where the error keeps it. */
   stdout?: Buffer
   stderr?: Buffer
