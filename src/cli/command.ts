@@ -11,7 +11,7 @@ import {Command, Errors, type Interfaces} from '@oclif/core'
 
 import {FnrError} from '../lib/errors.js'
 import {parseLogFormat, setLogFormat} from '../lib/telemetry/log.js'
-import {logFormatFlag} from './flags.js'
+import {jsonFlag, logFormatFlag} from './flags.js'
 import {errorJson, renderError} from './render-error.js'
 import {flagHint} from '../lib/flags/suggest.js'
 
@@ -49,9 +49,12 @@ export abstract class FnrCommand extends Command {
     }
   }
 
-  /** Commands that log (they have --log-level) take --log-format too. */
+  /** Commands that log (they have --log-level) take --log-format too; commands with JSON output, --json. */
   static get baseFlags(): Interfaces.FlagInput {
-    return this.flags && 'log-level' in this.flags ? {'log-format': logFormatFlag} : {}
+    return {
+      ...(this.enableJsonFlag ? {json: jsonFlag} : {}),
+      ...(this.flags && 'log-level' in this.flags ? {'log-format': logFormatFlag} : {}),
+    }
   }
 
   /**
