@@ -161,6 +161,17 @@ describe('--json: data or the error as one JSON object on stdout, exit codes as 
       expect(onlyJson(failed)).to.deep.include({total: 1, passed: 0, failed: 1})
     })
 
+    it('FNR_CONTENT_TYPE=json is JSON for fnr test itself, not for the kpt commands of a case\'s exec.sh', async () => {
+      const scripted = path.join(dir, 'scripted')
+      await mkdir(path.join(scripted, 'piped', '.expected'), {recursive: true})
+      await writeFile(path.join(scripted, 'piped', 'cm.yaml'), CM)
+      // `kpt fn eval -` writes the ResourceList to stdout, which --json would refuse.
+      await writeFile(path.join(scripted, 'piped', '.expected', 'exec.sh'), 'cat cm.yaml | kpt fn eval - --image fnr.local/set-namespace:v0.4 -- namespace=x > /dev/null\n')
+      const r = await runCli(['test', scripted], {env: {FNR_CONTENT_TYPE: 'json'}})
+      expect(r.exitCode, r.stderr).to.equal(0)
+      expect(onlyJson(r)).to.deep.include({total: 1, passed: 1})
+    })
+
     it('a run that cannot start: no case found (3), no folder (2), as {"error": …}', async () => {
       const empty = path.join(dir, 'no-cases')
       await mkdir(empty, {recursive: true})
