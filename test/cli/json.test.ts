@@ -10,8 +10,10 @@ import {mkdir, readFile, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 
 import {expect} from 'chai'
+import {execa} from 'execa'
 
 import {runCli, type CliResult} from '../support/cli.js'
+import {BIN_RUN} from '../support/serve.js'
 import {startTestBed, type TestBed} from '../support/k8s/index.js'
 import {seedImages} from '../support/registry/fixtures.js'
 import {TestRegistry} from '../support/registry/registry.js'
@@ -52,6 +54,15 @@ async function expectJsonError(args: string[], code: number, kind: string, optio
   expect(out.error).to.deep.equal({kind, message: errorLine(plain), exitCode: code} satisfies ErrorJson)
   expect(errorLine(json)).to.equal(errorLine(plain))
   return out
+}
+
+/** Polls `check` until it holds (a child's pid file written), failing after 60 s. */
+async function until(check: () => Promise<boolean>, what: string): Promise<void> {
+  const end = Date.now() + 60_000
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for: ${what}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
 }
 
 const CM = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  x: "1"\n'
@@ -118,6 +129,24 @@ describe('--json: data or the error as one JSON object on stdout, exit codes as 
       await expectJsonError(['eval', p, '--exec', sleep, '--timeout', '1s'], 6, 'DeadlineExceeded', {plainStdout: ''})
       await expectJsonError(['eval', p, '--exec', sleep, '--no-such-flag'], 2, 'Usage', {plainStdout: ''})
       expect(await readFile(path.join(p, 'cm.yaml'), 'utf8')).to.equal(CM)
+    })
+
+    it('interrupted: the error JSON carries the exit code the process ends with (130 for SIGINT), not the Cancelled kind\'s', async () => {
+      const p = await pkg('interrupted')
+      const pidFile = path.join(dir, 'hang.pid')
+      const hang = await writeExecutable(path.join(dir, 'hang.sh'), `#!/bin/sh\ncat >/dev/null\necho $$ > ${pidFile}\nexec sleep 60\n`)
+      const proc = execa(process.execPath, [BIN_RUN, 'eval', p, '--exec', hang, '--json'], {reject: false})
+      try {
+        await until(async () => (await readFile(pidFile, 'utf8').catch(() => '')).trim() !== '', 'the function started')
+        proc.kill('SIGINT')
+        const r = await proc
+        expect(r.exitCode, String(r.stderr)).to.equal(130)
+        const out = onlyJson({exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr)})
+        expect(out.error).to.deep.include({kind: 'Cancelled', exitCode: 130})
+        expect(await readFile(path.join(p, 'cm.yaml'), 'utf8')).to.equal(CM)
+      } finally {
+        proc.kill('SIGKILL')
+      }
     })
 
     it('stdout stays the ResourceList: --json with the resources on stdout is a usage error (2); without --json the list comes out', async () => {
