@@ -15,15 +15,18 @@
 //
 // `fnr eval …` is on users' hot paths (kpt pipelines, CI loops): it skips loading oclif (~80 ms)
 // and parses its flags with the same specs the oclif command uses. Everything else, including
-// `fnr eval --help`, goes through oclif (as does everything when FNR_NO_FAST_PATH is set).
+// `fnr eval --help`, `--runner` and `--json`, goes through oclif (as does everything when
+// FNR_NO_FAST_PATH is set).
 const args = process.argv.slice(2)
 if (args[0] === 'serve' || args[0] === 'wrapper-server') relaunchWithServerFlags()
 process.on('SIGUSR1', () => {})
 process.getBuiltinModule('node:module').enableCompileCache?.()
 
 const beforeDash = args.indexOf('--') >= 0 ? args.slice(0, args.indexOf('--')) : args
-// --runner needs the gRPC client, which only the oclif command loads.
-if (args[0] === 'eval' && !process.env.FNR_NO_FAST_PATH && !beforeDash.some((a) => a === '--help' || a === '-h' || a === '--runner' || a.startsWith('--runner='))) {
+// --runner needs the gRPC client, which only the oclif command loads; --json (and oclif's
+// FNR_CONTENT_TYPE=json) is oclif's JSON output.
+const oclifOnly = (a) => a === '--help' || a === '-h' || a === '--runner' || a.startsWith('--runner=') || a === '--json' || a.startsWith('--json=')
+if (args[0] === 'eval' && !process.env.FNR_NO_FAST_PATH && process.env.FNR_CONTENT_TYPE?.toLowerCase() !== 'json' && !beforeDash.some(oclifOnly)) {
   // One ES module bundle (npm run build), else the plain module (e.g. after a bare tsc).
   const {runEvalFast} = await import('../dist/bundles/eval/fast-eval.bundle.mjs').catch((err) => {
     if (err?.code !== 'ERR_MODULE_NOT_FOUND') throw err

@@ -1,14 +1,18 @@
 /**
  * The base class of every fnr command. It renders errors the same way everywhere (renderError:
- * one line on stderr, an exit code chosen by the error's kind) and turns flag errors into Usage
- * errors.
+ * one line on stderr, an exit code chosen by the error's kind; with --json also the error as one
+ * JSON object on stdout, errorJson) and turns flag errors into Usage errors.
+ *
+ * --json is oclif's: a command whose output is data sets `static enableJsonFlag = true` and
+ * returns the data from run(); oclif prints it as JSON when --json is given (or
+ * FNR_CONTENT_TYPE=json), and the command prints its text form only when !this.jsonEnabled().
  */
 import {Command, Errors, type Interfaces} from '@oclif/core'
 
 import {FnrError} from '../lib/errors.js'
 import {parseLogFormat, setLogFormat} from '../lib/telemetry/log.js'
-import {logFormatFlag} from './flags.js'
-import {renderError} from './render-error.js'
+import {jsonFlag, logFormatFlag} from './flags.js'
+import {errorJson, renderError} from './render-error.js'
 import {flagHint} from '../lib/flags/suggest.js'
 
 // The shapes oclif's parse() is generic over (not exported from @oclif/core's entry point).
@@ -39,19 +43,35 @@ export abstract class FnrCommand extends Command {
       // "Missing 1 required arg:: image" and the like: one colon.
       message = message.replace(/:: /g, ': ')
       const unknown = /^Nonexistent flags?: (\S+)/.exec(message)
-      if (unknown) message = `Nonexistent flag: ${unknown[1]!.replace(/,$/, '')}${flagHint(unknown[1]!, Object.keys(options?.flags ?? {}))}`
+      const known = [...Object.keys(options?.flags ?? {}), ...(this.ctor.enableJsonFlag ? ['json'] : [])]
+      if (unknown) message = `Nonexistent flag: ${unknown[1]!.replace(/,$/, '')}${flagHint(unknown[1]!, known)}`
       throw new FnrError('Usage', message, {cause: err})
     }
   }
 
-  /** Commands that log (they have --log-level) take --log-format too. */
+  /** Commands that log (they have --log-level) take --log-format too; commands with JSON output, --json. */
   static get baseFlags(): Interfaces.FlagInput {
-    return this.flags && 'log-level' in this.flags ? {'log-format': logFormatFlag} : {}
+    return {
+      ...(this.enableJsonFlag ? {json: jsonFlag} : {}),
+      ...(this.flags && 'log-level' in this.flags ? {'log-format': logFormatFlag} : {}),
+    }
   }
 
-  protected async catch(err: Error & {exitCode?: number; oclif?: {exit?: number}}): Promise<void> {
+  /**
+   * Every failure ends here: the stderr line and the exit code (`exitCode`, when given, wins: an
+   * interrupt's 130/143, src/cli/interrupt.ts); with --json, the error as JSON on stdout too.
+   */
+  protected async catch(err: Error & {exitCode?: number; oclif?: {exit?: number}}, exitCode?: number): Promise<void> {
     // oclif's own exits (this.exit(), --help, --version) pass straight through.
     if (err instanceof Errors.ExitError) throw err
-    process.exitCode = renderError(err, this.verbosity)
+    const rendered = renderError(err, this.verbosity)
+    const code = exitCode ?? rendered
+    process.exitCode = code
+    if (this.jsonEnabled()) this.logJson(this.toErrorJson(err, code))
+  }
+
+  /** `{"error": {kind, message, exitCode}}`, beside the report the error carries (render-error.ts). */
+  protected toErrorJson(err: unknown, exitCode?: number): ReturnType<typeof errorJson> {
+    return errorJson(err, exitCode)
   }
 }

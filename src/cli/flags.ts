@@ -83,6 +83,15 @@ export function oclifFlag<S extends FlagSpec>(spec: S): OclifFlagOf<S> {
 
 export const logLevelFlag = oclifFlag(LOG_LEVEL_SPEC)
 export const logFormatFlag = oclifFlag(LOG_FORMAT_SPEC)
+/**
+ * oclif's --json (a command with `static enableJsonFlag = true`), described for fnr: the base
+ * command gives it in place of oclif's own (which only says "Format output as json.").
+ */
+export const jsonFlag = oclifFlag({
+  kind: 'boolean',
+  summary: 'Print the result as one JSON object on stdout (also FNR_CONTENT_TYPE=json); a failure as {"error": {kind, message, exitCode}}, with the same exit code.',
+  helpGroup: 'GLOBAL',
+})
 export const maxRequestBodySizeFlag = oclifFlag(MAX_REQUEST_BODY_SIZE_SPEC)
 export const execFlags = oclifFlags(EXEC_FLAG_SPECS)
 export const podFlags = oclifFlags(POD_FLAG_SPECS)

@@ -75,21 +75,20 @@ export function interruptedError(sig: string): FnrError {
 
 /**
  * Runs a one-shot command's body under onInterrupt: an error is rendered by `render` (the
- * command's catch) and an interrupt's exit code (130, 143) then wins over the error's; what the
+ * command's catch) with the interrupt's exit code (130, 143), which wins over the error's; what the
  * body registered with onClose (a runner connection) and the signal handlers go at the end,
  * whatever happened.
  */
 export async function runInterruptible(
   body: (interrupt: Interrupt, onClose: (close: () => void) => void) => Promise<void>,
-  render: (err: Error) => Promise<void>,
+  render: (err: Error, exitCode: number | undefined) => Promise<void>,
 ): Promise<void> {
   const interrupt = onInterrupt()
   const closers: Array<() => void> = []
   try {
     await body(interrupt, (close) => closers.push(close))
   } catch (err) {
-    await render(err as Error)
-    if (interrupt.exitCode !== undefined) process.exitCode = interrupt.exitCode
+    await render(err as Error, interrupt.exitCode)
   } finally {
     for (const close of closers) close()
     interrupt.dispose()

@@ -1,6 +1,6 @@
 /**
  * `fnr test`'s flags (plain specs, as the other commands) and the run as the command does it:
- * console output, the summary line, --json, --junit, and the exit code.
+ * console output, the summary line, the JSON summary, --junit, and the exit code.
  */
 import os from 'node:os'
 
@@ -8,7 +8,7 @@ import {resolveExecPaths} from '../lib/config/embedded.js'
 import {FnrError} from '../lib/errors.js'
 import {EXEC_FLAG_SPECS, type FlagSpecs, type FlagValue} from '../lib/flags/spec.js'
 import {writeJunit} from '../lib/fntest/junit.js'
-import {formatCaseResult, formatSummary, jsonSummary} from '../lib/fntest/report.js'
+import {formatCaseResult, formatSummary, jsonSummary, type JsonSummary} from '../lib/fntest/report.js'
 import {runFnTest, type FnTestOptions} from '../lib/fntest/run.js'
 
 /** Exit code when the run worked but at least one case failed (setup problems use the FnrError codes). */
@@ -21,7 +21,6 @@ export const TEST_FLAG_SPECS = {
   'runner-ca-file': {kind: 'string', summary: 'Dial --runner with TLS, trusting the CAs in this PEM file (default plaintext, as porch-server).'},
   update: {kind: 'boolean', summary: 'Rewrite the expectations (diff.patch, resourcelist.yaml, results.yaml, exitCode) from what the function did.', default: false},
   junit: {kind: 'string', summary: 'Also write a JUnit XML report to this file.'},
-  json: {kind: 'boolean', summary: 'Print a JSON summary on stdout (the per-case lines then go to stderr).', default: false},
   // Non-greedy, so `--filter x testdata` leaves the folder a folder.
   filter: {kind: 'string', multiple: true, multipleNonGreedy: true, summary: 'Run only the cases whose name contains this text (or matches it, with * wildcards); repeatable.'},
   concurrency: {kind: 'integer', summary: 'Cases run at once.', default: Math.max(1, Math.min(4, os.availableParallelism())), min: 1},
@@ -35,11 +34,12 @@ export const TEST_FLAG_SPECS = {
 } satisfies FlagSpecs
 
 export interface TestCommandOptions extends FnTestOptions {
+  /** --json (oclif's flag, src/cli/command.ts): the per-case lines go to stderr, stdout gets the JSON summary. */
   json: boolean
   junit?: string
 }
 
-export function testOptionsFromFlags(values: Record<string, FlagValue>, given: ReadonlySet<string>, roots: string[]): TestCommandOptions {
+export function testOptionsFromFlags(values: Record<string, FlagValue>, given: ReadonlySet<string>, roots: string[]): Omit<TestCommandOptions, 'json'> {
   const str = (name: string): string | undefined => values[name] as string | undefined
   if (roots.length === 0) throw new FnrError('Usage', 'give the folder of test cases, e.g. fnr test testdata --exec ./my-fn')
   if (str('runner-ca-file') && !str('runner')) throw new FnrError('Usage', '--runner-ca-file needs --runner')
@@ -49,7 +49,6 @@ export function testOptionsFromFlags(values: Record<string, FlagValue>, given: R
     image: str('image'),
     update: values.update as boolean,
     junit: str('junit'),
-    json: values.json as boolean,
     filter: (values.filter as string[] | undefined) ?? [],
     concurrency: values.concurrency as number,
     timeoutMs: values.timeout as number,
@@ -75,16 +74,20 @@ export function interruptedExitCode(signal: string): number {
 }
 
 /**
- * Runs the cases and reports; returns 0 when every case passed, was updated or was skipped, 1
- * when a case failed or could not run, 128 + the signal's number when SIGINT/SIGTERM stopped the
- * run (the report, JUnit and --json included, is still written).
+ * Runs the cases and reports: the console (on stderr with --json), JUnit, and the JSON summary
+ * (the command returns it; oclif prints it with --json). The exit code is 0 when every case
+ * passed, was updated or was skipped, 1 when a case failed or could not run, 128 + the signal's
+ * number when SIGINT/SIGTERM stopped the run (the report, JUnit and the summary are still made).
  */
-export async function runTestCommand(options: TestCommandOptions, io: TestIO): Promise<number> {
+export async function runTestCommand(options: TestCommandOptions, io: TestIO): Promise<{exitCode: number; summary: JsonSummary}> {
   const human = options.json ? io.stderr : io.stdout
   const run = await runFnTest(options, (r) => human.write(formatCaseResult(r)))
   human.write(formatSummary(run))
   if (options.junit) await writeJunit(options.junit, run)
-  if (options.json) io.stdout.write(`${JSON.stringify(jsonSummary(run), null, 2)}\n`)
-  if (run.interrupted) return interruptedExitCode(run.interrupted)
-  return run.results.some((r) => r.status === 'failed' || r.status === 'error') ? EXIT_CASES_FAILED : 0
+  const exitCode = run.interrupted
+    ? interruptedExitCode(run.interrupted)
+    : run.results.some((r) => r.status === 'failed' || r.status === 'error')
+      ? EXIT_CASES_FAILED
+      : 0
+  return {exitCode, summary: jsonSummary(run)}
 }

@@ -5,7 +5,7 @@ import {normalizeBooleanFlags} from '../lib/flags/spec.js'
 import {colorEnabled, consoleStream} from '../cli/color.js'
 import {runInterruptible} from '../cli/interrupt.js'
 import {FnrError} from '../lib/errors.js'
-import {runEval, type FunctionRunner} from '../lib/eval.js'
+import {runEval, type EvalReport, type FunctionRunner} from '../lib/eval.js'
 
 export default class Eval extends FnrCommand {
   static summary = 'Run one KRM function on a ResourceList from stdin or on files, like kpt fn eval.'
@@ -24,6 +24,13 @@ with --output DIR (checked before the function runs). Writes are atomic: on any 
 is as it was. A function that exits 0 with an empty output fails (kpt would delete every file).
 Progress, results and the function's stderr go to stderr in kpt's format.
 
+--json prints a report on stdout: kpt's FunctionResultList (what --results-dir writes as
+results.yaml: exitCode, items: [{image or exec, exitCode, stderr, results}]) plus "output": {to,
+inPlace, written, unchanged, deleted}. The resources must then go to a directory (DIR in place, or
+--output DIR): with --output stdout or unwrap, stdout is the resources, and --json is a usage
+error. A failure prints {"error": {kind, message, exitCode}} (beside the FunctionResultList when
+the function ran), with the same exit code as without --json.
+
 Exit codes (docs/cli.md has the table for every command): 0 the function exited 0 (even with
 error-severity results, as in kpt, unless --fail-on-error-results), 1 it failed or its output was
 unusable (nothing is written), 2 usage or bad input, 4 --image not mapped, 6 --timeout passed, 130
@@ -38,16 +45,20 @@ and 143 interrupted (SIGINT, SIGTERM).`
 
   static strict = false
 
+  // --json runs here (bin/run.js sends it to oclif, as --runner): the fast path has no JSON output.
+  static enableJsonFlag = true
+
   // Shared with the oclif-free fast path in bin/run.js (src/cli/fast-eval.ts).
   static flags = oclifFlags(EVAL_FLAG_SPECS)
 
-  async run(): Promise<void> {
+  async run(): Promise<EvalReport | undefined> {
     const {flagArgs, fnConfigArgs} = splitFunctionConfigArgs(this.argv)
     const {flags, argv, metadata} = await this.parse(Eval, normalizeBooleanFlags(flagArgs, EVAL_FLAG_SPECS))
     const given = new Set(Object.keys(flags).filter((name) => !metadata.flags[name]?.setFromDefault))
+    let report: EvalReport | undefined
     await runInterruptible(
       async (interrupt, onClose) => {
-        const options = {...evalOptionsFromFlags(flags, given, fnConfigArgs, argv as string[]), signal: interrupt.signal}
+        const options = {...evalOptionsFromFlags(flags, given, fnConfigArgs, argv as string[]), json: this.jsonEnabled(), signal: interrupt.signal}
         let runner: FunctionRunner | undefined
         if (options.runnerAddress !== undefined) {
           // Only here (bin/run.js sends --runner to oclif): the fast path never loads gRPC.
@@ -58,9 +69,10 @@ and 143 interrupted (SIGINT, SIGTERM).`
           const image = options.image
           runner = (_label, input) => remote.callRunner(client, image, input, options.timeoutMs, options.signal)
         }
-        await runEval(options, {stdin: process.stdin, stdout: process.stdout, stderr: consoleStream(process.stderr, colorEnabled(process.stderr, flags.color as boolean))}, runner)
+        report = await runEval(options, {stdin: process.stdin, stdout: process.stdout, stderr: consoleStream(process.stderr, colorEnabled(process.stderr, flags.color as boolean))}, runner)
       },
-      (err) => this.catch(err),
+      (err, exitCode) => this.catch(err, exitCode),
     )
+    return report
   }
 }

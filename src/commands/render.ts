@@ -79,7 +79,7 @@ functions run only with --allow-exec.`
           {stdin: process.stdin, stdout: process.stdout, stderr: consoleStream(process.stderr, colorEnabled(process.stderr, flags.color as boolean))},
         )
       },
-      (err) => this.catch(err),
+      (err, exitCode) => this.catch(err, exitCode),
     )
   }
 }

@@ -6,6 +6,7 @@ import {FnrCommand} from '../cli/command.js'
 import {oclifFlags} from '../cli/flags.js'
 import {runInterruptible} from '../cli/interrupt.js'
 import {runTestCommand, TEST_FLAG_SPECS, testOptionsFromFlags} from '../cli/test-command.js'
+import type {JsonSummary} from '../lib/fntest/report.js'
 
 export default class Test extends FnrCommand {
   static summary = 'Run a KRM function over a folder of test cases (kpt e2e layout) and compare with the expectations.'
@@ -30,6 +31,12 @@ order, then a summary line. A case that cannot run (invalid config, unmapped ima
 setup.sh) is reported as an error and the others still run. --update rewrites the expectations
 from the actual run.
 
+--json sends the console to stderr and prints a JSON summary on stdout (the counts, durationMs,
+notRun, signal when interrupted, and cases: [{name, dir, function, status, durationMs, exitCode,
+timedOut, problems, updated, warnings}]), whatever the cases' outcome; a run that cannot start
+(usage, no case found) prints {"error": {kind, message, exitCode}} instead. The exit codes are
+the same with and without it.
+
 Exit codes: 0 every case passed (or was updated or skipped), 1 some case failed or could not run,
 2 usage, 3 no case found, 130/143 interrupted (SIGINT/SIGTERM: running cases are reported as
 interrupted, no more start).`
@@ -47,18 +54,24 @@ interrupted, no more start).`
     folders: Args.string({description: 'Folders of test cases, or case directories (several may be given).', ignoreStdin: true}),
   }
 
+  static enableJsonFlag = true
+
   static flags = oclifFlags(TEST_FLAG_SPECS)
 
-  async run(): Promise<void> {
+  async run(): Promise<JsonSummary | undefined> {
     const {flags, argv, metadata} = await this.parse(Test)
     const given = new Set(Object.keys(flags).filter((name) => !metadata.flags[name]?.setFromDefault))
+    let summary: JsonSummary | undefined
     await runInterruptible(
       async (interrupt) => {
         const fnrCommand = [process.execPath, path.join(this.config.root, 'bin', 'run.js')]
-        const options = {...testOptionsFromFlags(flags, given, argv as string[]), signal: interrupt.signal, fnrCommand}
-        process.exitCode = await runTestCommand(options, {stdout: process.stdout, stderr: process.stderr})
+        const options = {...testOptionsFromFlags(flags, given, argv as string[]), json: this.jsonEnabled(), signal: interrupt.signal, fnrCommand}
+        const outcome = await runTestCommand(options, {stdout: process.stdout, stderr: process.stderr})
+        process.exitCode = outcome.exitCode
+        summary = outcome.summary
       },
-      (err) => this.catch(err),
+      (err, exitCode) => this.catch(err, exitCode),
     )
+    return summary
   }
 }

@@ -122,6 +122,12 @@ export interface FnrErrorDetails {
    * (`spec.image: Required value`); the message lists them too, joined by "; ".
    */
   fieldErrors?: string[]
+  /**
+   * What a command had done when it failed (pods gc's summary with a failed deletion, fnr eval's
+   * FunctionResultList of a failed function): a command run with --json prints its fields with
+   * the error beside them (src/cli/render-error.ts).
+   */
+  report?: object
   /** What the function wrote, where the error keeps it. */
   stdout?: Buffer
   stderr?: Buffer

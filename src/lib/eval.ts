@@ -13,6 +13,11 @@
  * Progress and results go to stderr in kpt's format; stdout carries only data. A function that
  * exits non-zero writes nothing and fails the command (exit 1). Error-severity results with
  * exit 0 pass, as in kpt, unless failOnErrorResults is set.
+ *
+ * runEval returns an EvalReport (kpt's FunctionResultList, what --results-dir writes, and where
+ * the files went): `fnr eval --json` prints it. A failed function's FunctionResultList travels
+ * with its error (details.report). --json needs the resources to go to a directory: with stdout
+ * or unwrap, stdout is the resources and nothing else.
  */
 import {realpath} from 'node:fs/promises'
 import path from 'node:path'
@@ -57,7 +62,31 @@ export interface EvalOptions {
   /** --match-* / --exclude-*: send only the selected resources (merged back like kpt). */
   selector?: Selector
   exclude?: Selector
+  /**
+   * --json: the command prints the EvalReport on stdout, so the resources must go to a directory
+   * (in place or -o DIR); with output stdout or unwrap it is a usage error.
+   */
+  json?: boolean
 }
+
+/** Where the resources went. */
+export interface EvalOutputReport {
+  /** "stdout", "unwrap", or the directory written. */
+  to: string
+  /** The package was written back in place (DIR, or -o naming the one --input directory). */
+  inPlace: boolean
+  /** Files created or changed, left as they were, deleted (relative to `to`; empty for stdout and unwrap). */
+  written: string[]
+  unchanged: string[]
+  deleted: string[]
+}
+
+/**
+ * What one `fnr eval` did (`fnr eval --json`): the FunctionResultList kpt writes as results.yaml
+ * (apiVersion, kind, metadata, exitCode, items: [{image | exec, exitCode, stderr?, results}]) and
+ * fnr's `output`.
+ */
+export type EvalReport = rl.FunctionResultList & {output: EvalOutputReport}
 
 export interface EvalIO {
   stdin: NodeJS.ReadableStream
@@ -223,12 +252,12 @@ function resultsOfFailedRun(stdout: Buffer): rl.FunctionResult[] {
   }
 }
 
-export async function runEval(options: EvalOptions, io: EvalIO, runner?: FunctionRunner): Promise<void> {
+export async function runEval(options: EvalOptions, io: EvalIO, runner?: FunctionRunner): Promise<EvalReport> {
   try {
     // --runner is served by commands/eval.ts (bin/run.js sends it there), so this module and the
     // fast path's bundle never load gRPC.
     if (!runner && options.runnerAddress !== undefined) throw new FnrError('Internal', '--runner needs the function runner client (run without FNR fast path)')
-    await evaluate(options, io, runner)
+    return await evaluate(options, io, runner)
   } catch (err) {
     // An interrupt is reported as such, whatever it broke off.
     if (options.signal?.aborted && options.signal.reason instanceof FnrError) throw options.signal.reason
@@ -236,10 +265,20 @@ export async function runEval(options: EvalOptions, io: EvalIO, runner?: Functio
   }
 }
 
-async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunner): Promise<void> {
+function checkUsage(options: EvalOptions): void {
   if ((options.image === undefined) === (options.exec === undefined)) {
     throw new FnrError('Usage', 'give exactly one of --image or --exec')
   }
+  if (options.json && ['stdout', 'unwrap'].includes(options.output)) {
+    throw new FnrError(
+      'Usage',
+      `--json prints a report on stdout, where --output ${options.output} writes the resources: give the package as DIR (written in place) or --output DIR, or keep the ResourceList on stdout and read the results from --results-dir`,
+    )
+  }
+}
+
+async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunner): Promise<EvalReport> {
+  checkUsage(options)
   // Checked before any work, so a bad value is a usage error and nothing is printed first.
   if (options.image !== undefined && options.image.trim() === '') throw new FnrError('Usage', '--image is empty')
   if (options.exec !== undefined) splitExec(options.exec)
@@ -269,8 +308,8 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
     io.stderr.write(rl.formatResultsBlock(results, blockOptions))
     io.stderr.write(rl.formatStderrBlock(stderrText, blockOptions))
     io.stderr.write(`  Exit code: ${run.exitCode}\n\n`)
-    await writeResults(options, io, {...record, results}, 1)
-    throw new FnrError('FunctionFailed', `function ${JSON.stringify(label)} exited with code ${run.exitCode}; nothing was written`)
+    const report = await writeResults(options, io, {...record, results}, 1)
+    throw new FnrError('FunctionFailed', `function ${JSON.stringify(label)} exited with code ${run.exitCode}; nothing was written`, {details: {report}})
   }
 
   // Never empty: exit 0 with nothing on stdout would otherwise delete every resource (kpt does).
@@ -292,7 +331,8 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
     // One blank line, writeResults's when there is a results dir.
     if (!options.resultsDir) io.stderr.write('\n')
     // kpt records exitCode 1 for the function whose output it could not use.
-    await writeResults(options, io, {...record, exitCode: 1, results: []}, 1)
+    const report = await writeResults(options, io, {...record, exitCode: 1, results: []}, 1)
+    if (err instanceof FnrError && err.details.report === undefined) err.details.report = report
     throw err
   }
   io.stderr.write(`[PASS] ${JSON.stringify(label)} in ${rl.formatKptDuration(run.durationMs)}\n`)
@@ -300,29 +340,48 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
   io.stderr.write(rl.formatStderrBlock(stderrText, blockOptions))
   const errorCount = rl.countErrorResults(output.results)
   const failing = options.failOnErrorResults && errorCount > 0
-  await writeResults(options, io, {...record, results: output.results}, failing ? 1 : 0)
+  const results = await writeResults(options, io, {...record, results: output.results}, failing ? 1 : 0)
   if (failing) {
-    throw new FnrError('FunctionFailed', `function ${JSON.stringify(label)} reported ${errorCount} error result(s) (--fail-on-error-results); nothing was written`)
+    throw new FnrError('FunctionFailed', `function ${JSON.stringify(label)} reported ${errorCount} error result(s) (--fail-on-error-results); nothing was written`, {
+      details: {report: results},
+    })
   }
 
   if (options.signal?.aborted) throw options.signal.reason
-  if (options.output === 'stdout') {
-    io.stdout.write(rl.wrapForStdout(output.list))
-  } else if (options.output === 'unwrap') {
-    io.stdout.write(rl.unwrapToYaml(output.list))
-  } else if (inPlace) {
-    const report = await rl.writePackage(output.list.items, options.output, {previousPaths, signal: options.signal})
-    io.stderr.write(`wrote ${report.written.length} file(s), deleted ${report.deleted.length}, unchanged ${report.unchanged.length} in ${options.output}\n`)
-  } else {
-    const report = await rl.sinkToDirectory(output.list, options.output, options.signal)
-    io.stderr.write(`wrote ${report.written.length} file(s) to ${options.output}\n`)
-  }
+  return {...results, output: await writeOutput(options, io, {list: output.list, inPlace, previousPaths})}
 }
 
-/** kpt prints a blank line before "For complete results". */
-async function writeResults(options: EvalOptions, io: EvalIO, record: rl.FunctionRunRecord, exitCode: number): Promise<void> {
-  if (!options.resultsDir) return
+/** The function's resources to stdout (wrapped or unwrapped), back into the package, or into a new directory. */
+async function writeOutput(options: EvalOptions, io: EvalIO, out: {list: rl.ResourceList; inPlace: boolean; previousPaths: Iterable<string>}): Promise<EvalOutputReport> {
+  const {list, inPlace, previousPaths} = out
+  const none = {written: [], unchanged: [], deleted: []}
+  if (options.output === 'stdout') {
+    io.stdout.write(rl.wrapForStdout(list))
+    return {to: options.output, inPlace, ...none}
+  }
+  if (options.output === 'unwrap') {
+    io.stdout.write(rl.unwrapToYaml(list))
+    return {to: options.output, inPlace, ...none}
+  }
+  if (inPlace) {
+    const report = await rl.writePackage(list.items, options.output, {previousPaths, signal: options.signal})
+    io.stderr.write(`wrote ${report.written.length} file(s), deleted ${report.deleted.length}, unchanged ${report.unchanged.length} in ${options.output}\n`)
+    return {to: options.output, inPlace, written: report.written, unchanged: report.unchanged, deleted: report.deleted}
+  }
+  const report = await rl.sinkToDirectory(list, options.output, options.signal)
+  io.stderr.write(`wrote ${report.written.length} file(s) to ${options.output}\n`)
+  return {to: options.output, inPlace, written: report.written, unchanged: report.unchanged, deleted: report.deleted}
+}
+
+/**
+ * The run's FunctionResultList, written as results.yaml to --results-dir when given (kpt prints a
+ * blank line before "For complete results").
+ */
+async function writeResults(options: EvalOptions, io: EvalIO, record: rl.FunctionRunRecord, exitCode: number): Promise<rl.FunctionResultList> {
+  const list = rl.buildFunctionResultList([record], exitCode)
+  if (!options.resultsDir) return list
   io.stderr.write('\n')
-  await rl.writeResultsFile(options.resultsDir, rl.buildFunctionResultList([record], exitCode))
+  await rl.writeResultsFile(options.resultsDir, list)
   io.stderr.write(`For complete results, see ${path.join(options.resultsDir, 'results.yaml')}\n`)
+  return list
 }

@@ -46,7 +46,9 @@ describe('fnr pods: errors and help', function () {
       const r = await runCli([...args, '--kubeconfig', deadKubeconfig], {env: bareEnv(), extendEnv: false})
       expect(r.exitCode, `${args.join(' ')}: ${r.stderr}`).to.equal(8)
       expect(oneLine(r)).to.include('cannot list pods in porch-fn-system').and.include('ECONNREFUSED')
-      expect(r.stdout).to.equal('')
+      if (!args.includes('--json')) expect(r.stdout).to.equal('')
+      // With --json, the same line and exit code, and the error as the one JSON object on stdout.
+      else expect(JSON.parse(r.stdout)).to.deep.equal({error: {kind: 'Unavailable', message: oneLine(r).slice('fnr: '.length), exitCode: 8}})
     }
   })
 

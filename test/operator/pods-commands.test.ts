@@ -176,6 +176,8 @@ describe('fnr pods ls|gc against the test bed', function () {
       expect(out.items[0]).to.deep.include({name: 'other-failed', deleted: false, skipped: false})
       expect(out.items[0]!.error).to.include('forbidden')
       expect(j.stderr.trim().split('\n').at(-1)).to.equal('fnr: 1 of 1 deletions failed')
+      // The summary keeps its shape and says why the exit code is 1.
+      expect((out as unknown as {error: unknown}).error).to.deep.equal({kind: 'Internal', message: '1 of 1 deletions failed', exitCode: 1})
     } finally {
       fault.cancel()
     }

@@ -116,7 +116,7 @@ describe('fnr image inspect', function () {
     ['a bad CA file', () => ['--ca-file', '/etc/hostname', 'alpine'], 3, () => /^fnr: CA file \/etc\/hostname: failed to append certificates from PEM/],
   ]
   for (const [what, args, code, message] of failures) {
-    it(`exits ${code} with a one-line reason for ${what}`, async function () {
+    it(`exits ${code} with a one-line reason for ${what} (with --json: the same code, the error as JSON on stdout)`, async function () {
       const r = await inspect(args())
       expect(r.stdout).to.equal('')
       expect(r.exitCode, r.stderr).to.equal(code)
@@ -125,6 +125,15 @@ describe('fnr image inspect', function () {
       const want = message(plain.host)
       if (typeof want === 'string') expect(lines[0]).to.equal(want)
       else expect(lines[0]).to.match(want)
+
+      // --json: the same exit code and stderr line, and the error as the one JSON object on stdout.
+      const j = await inspect(['--json', ...args()])
+      expect(j.exitCode, j.stderr).to.equal(code)
+      expect(j.stderr).to.equal(r.stderr)
+      const out = JSON.parse(j.stdout) as {error: {kind: string; message: string; exitCode: number}}
+      expect(Object.keys(out)).to.deep.equal(['error'])
+      expect(out.error.exitCode).to.equal(code)
+      expect(`fnr: ${out.error.message}`).to.equal(lines[0]!.replace(/ \(see --help\)$/, ''))
     })
   }
 

@@ -2,6 +2,7 @@ import {FnrCommand} from '../../cli/command.js'
 import {clusterFlags, oclifFlags, runnerTemplateFlags} from '../../cli/flags.js'
 import {FnrError} from '../../lib/errors.js'
 import {runnerTemplateSettings} from '../../lib/flags/runner-flag-specs.js'
+import type {GcSummary} from '../../lib/pods/admin/gc.js'
 
 export default class PodsGc extends FnrCommand {
   static summary = 'Delete the function pods (and Services) the runner\'s garbage collector would delete.'
@@ -16,7 +17,7 @@ Several replicas: the replica Leases in the namespace, read after the pods, say 
 
 Pods and Services without fnr's labels (app.kubernetes.io/managed-by=fnr) are never touched, not even with --all.
 
-Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdout gets the result: what was (or, with --dry-run, would be) deleted, or with --json {"namespace", "dryRun", "templateVersion" (null when the stale-template rule is off), "items": [{kind, name, reason, image?, deleted, skipped, error?}], "deleted", "skipped", "failed"}. Exit code 1 when a deletion failed (a pod left alone is not a failure).`
+Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdout gets the result: what was (or, with --dry-run, would be) deleted, or with --json {"namespace", "dryRun", "templateVersion" (null when the stale-template rule is off), "items": [{kind, name, reason, image?, deleted, skipped, error?}], "deleted", "skipped", "failed"}. Exit code 1 when a deletion failed (a pod left alone is not a failure); with --json the summary then also has "error": {kind, message, exitCode}, and any other failure is {"error": …} alone, with the same exit code as without --json.`
 
   static examples = [
     {description: 'See what would go:', command: '<%= config.bin %> <%= command.id %> --dry-run'},
@@ -27,13 +28,14 @@ Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdo
     {description: 'Also pods of an old template, with the runner\'s template ConfigMap:', command: '<%= config.bin %> <%= command.id %> --function-pod-template kpt-function-eval-pod-template --runner-namespace porch-system --dry-run'},
   ]
 
+  static enableJsonFlag = true
+
   static flags = {
     ...oclifFlags({
       'dry-run': {kind: 'boolean', summary: 'List what would be deleted; delete nothing.', default: false},
       all: {kind: 'boolean', summary: 'Delete every fnr pod and Service in the namespace, in use or not (pods of live replicas only when failed or ended).', default: false},
       'include-live-replicas': {kind: 'boolean', summary: 'With --all: also the pods of live replicas (calls in flight on them fail; the replicas make new pods on demand).', default: false},
       'older-than': {kind: 'duration', summary: 'Treat pods idle for longer than this as expired, whatever their TTL (e.g. 1h; not live replicas\' pods).'},
-      json: {kind: 'boolean', summary: 'Print a JSON summary.', default: false},
       'porch-leftovers': {kind: 'boolean', summary: 'Also delete the function pods and Services Porch\'s runner left (label fn.kpt.dev/image without fnr\'s labels), after a swap; with --dry-run, list them.', default: false},
       'stale-grace': {kind: 'duration', summary: 'Pods of another template version are deleted once idle for this long.', default: 600_000, defaultHelp: '10m'},
     }),
@@ -41,10 +43,11 @@ Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdo
     ...clusterFlags,
   }
 
-  async run(): Promise<void> {
+  async run(): Promise<GcSummary> {
     const {flags} = await this.parse(PodsGc)
     this.verbosity = flags['log-level']
-    const [{collectPods, gcLine}, {runWithProgress}] = await Promise.all([import('../../lib/pods/admin/gc.js'), import('../../cli/progress.js')])
+    const json = this.jsonEnabled()
+    const [{collectPods, gcFailure, gcLine}, {runWithProgress}] = await Promise.all([import('../../lib/pods/admin/gc.js'), import('../../cli/progress.js')])
     if (flags['porch-leftovers']) {
       const [{connectKube}, {collectPorchLeftovers}] = await Promise.all([import('../../lib/k8s/client.js'), import('../../lib/pods/cluster/porch-leftovers.js')])
       const clients = await connectKube({kubeconfig: flags.kubeconfig, context: flags.context})
@@ -66,11 +69,14 @@ Progress goes to stderr (listr2 on a terminal, one line per pod otherwise); stdo
       staleGraceMs: flags['stale-grace'],
       run: (tasks) => runWithProgress(tasks),
       // The template notices are for people; that the Leases cannot be read changes what is deleted.
-      notice: (n) => (n.kind === 'leases' || !flags.json) && process.stderr.write(`${n.message}\n`),
+      notice: (n) => (n.kind === 'leases' || !json) && process.stderr.write(`${n.message}\n`),
     })
-    if (flags.json) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`)
-    else if (summary.items.length === 0) process.stderr.write(`Nothing to collect in namespace ${flags.namespace}.\n`)
-    else process.stdout.write(summary.items.map((r) => `${gcLine(r, summary.dryRun)}\n`).join(''))
-    if (summary.failed > 0) throw new FnrError('Internal', `${summary.failed} of ${summary.items.length} deletions failed`)
+    if (!json) {
+      if (summary.items.length === 0) process.stderr.write(`Nothing to collect in namespace ${flags.namespace}.\n`)
+      else process.stdout.write(summary.items.map((r) => `${gcLine(r, summary.dryRun)}\n`).join(''))
+    }
+    const failure = gcFailure(summary)
+    if (failure) throw failure
+    return summary
   }
 }

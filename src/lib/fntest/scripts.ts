@@ -90,7 +90,10 @@ export async function runCaseScript(
   script: string,
   options: {cwd: string; shim: KptShim; deadline: number; signal?: AbortSignal; maxOutputBytes: number},
 ): Promise<ScriptOutcome> {
-  const env = {...process.env, PATH: `${options.shim.dir}${path.delimiter}${process.env.PATH ?? ''}`}
+  const env: NodeJS.ProcessEnv = {...process.env, PATH: `${options.shim.dir}${path.delimiter}${process.env.PATH ?? ''}`}
+  // FNR_CONTENT_TYPE=json asks this fnr test for JSON (oclif's --json); the script's kpt commands
+  // print what kpt prints.
+  delete env.FNR_CONTENT_TYPE
   try {
     const r = await runFunctionProcess({
       command: 'bash',

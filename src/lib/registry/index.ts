@@ -67,3 +67,4 @@ export async function createRunnerRegistry(
   }
   return {client: new RegistryClient({...extra, dockerConfig, caCertificates}), dockerConfig, dockerConfigJson}
 }
+export * from './inspect.js'

@@ -57,6 +57,15 @@ export interface GcSummary {
   failed: number
 }
 
+/**
+ * The error a run with failed deletions ends with (exit 1; a pod left alone is not a failure),
+ * carrying the summary for --json; undefined when every deletion went through.
+ */
+export function gcFailure(summary: GcSummary): FnrError | undefined {
+  if (summary.failed === 0) return undefined
+  return new FnrError('Internal', `${summary.failed} of ${summary.items.length} deletions failed`, {details: {report: summary}})
+}
+
 function durationText(ms: number): string {
   const s = Math.round(ms / 1000)
   return s % 3600 === 0 && s > 0 ? `${s / 3600}h` : s % 60 === 0 && s > 0 ? `${s / 60}m` : s > 0 ? `${s}s` : `${ms}ms`

@@ -183,6 +183,16 @@ export interface WarmSummary {
   created: number
 }
 
+/**
+ * The error a run with failed images ends with (exit 1), naming the first, and carrying the
+ * summary for --json; undefined when every image got a ready pod.
+ */
+export function warmFailure(summary: WarmSummary): FnrError | undefined {
+  if (summary.failed === 0) return undefined
+  const first = summary.images.find((r) => !r.ok)!
+  return new FnrError('Internal', `${summary.failed} of ${summary.images.length} images did not get a ready pod (first: ${warmLine(first)})`, {details: {report: summary}})
+}
+
 /** The images to warm: the pod cache config's, then --image, without duplicates. Usage/Config errors before any cluster call. */
 export async function warmList(images: readonly string[], cacheConfigPath: string | undefined): Promise<{images: string[]; config: PodCacheConfig}> {
   let config = PodCacheConfig.empty()
