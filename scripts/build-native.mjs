@@ -6,7 +6,7 @@
 //
 //   node scripts/build-native.mjs [--out FILE] [--static]
 //
-// --static links it statically (the wrapper-server folder, which runs in images of any libc).
+// --static links it statically and strips it (the wrapper-server folder, which runs in images of any libc).
 import {spawnSync} from 'node:child_process'
 import {existsSync, mkdirSync, renameSync, rmSync, statSync} from 'node:fs'
 import path from 'node:path'
@@ -48,7 +48,7 @@ export function buildNative({out = DEFAULT_OUT, staticLink = false, quiet = fals
   mkdirSync(path.dirname(out), {recursive: true})
   // Built beside its place and renamed over it: a running server or test may be starting it.
   const tmp = `${out}.${process.pid}.tmp`
-  const r = spawnSync(cc, [...CFLAGS, ...(staticLink ? ['-static'] : []), '-o', tmp, SOURCE], {stdio: ['ignore', 'inherit', 'inherit']})
+  const r = spawnSync(cc, [...CFLAGS, ...(staticLink ? ['-static', '-s'] : []), '-o', tmp, SOURCE], {stdio: ['ignore', 'inherit', 'inherit']})
   if (r.status !== 0) {
     rmSync(tmp, {force: true})
     throw new Error(`build: ${cc} failed to compile ${path.relative(ROOT, SOURCE)} (exit ${r.status ?? r.signal})`)
