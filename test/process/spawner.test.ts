@@ -365,6 +365,19 @@ describe('process spawner: when it cannot run', function () {
     expect(JSON.parse(lines.at(-1)!)).to.deep.equal({mode: 'native', native: false, parentIsNodeSpawner: true})
   })
 
+  it('the build without a C compiler says so once and goes on (servers then use the Node spawner)', async () => {
+    const temp = new TempDirs()
+    try {
+      const out = path.join(await temp.make('fnr-native-build-'), 'fnr-spawn')
+      const r = spawnSync(process.execPath, [path.resolve('scripts/build-native.mjs'), '--out', out], {encoding: 'utf8', env: {PATH: '/nonexistent'}})
+      expect(r.status, r.stderr).to.equal(0)
+      expect(r.stderr).to.equal('build: no C compiler (cc) found: the native spawn helper is not built; servers start functions through the Node spawner\n')
+      expect(nativeHelperPath({FNR_SPAWN_HELPER: out})).to.equal(undefined)
+    } finally {
+      await temp.cleanup()
+    }
+  })
+
   it('the native helper started without its channel says what it is for', () => {
     const helper = buildHelper()
     const r = spawnSync(helper, [], {encoding: 'utf8', env: {}})
