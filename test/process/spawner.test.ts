@@ -378,6 +378,34 @@ describe('process spawner: when it cannot run', function () {
     }
   })
 
+  it('the native helper answers malformed requests with `failed` (EINVAL) and keeps serving', async () => {
+    const c = spawn(buildHelper(), [], {stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'json'})
+    try {
+      const got: {t: string; id?: number; code?: string}[] = []
+      c.on('message', (m: {t: string; id?: number; code?: string}, handle?: {destroy(): void}) => {
+        got.push(m)
+        handle?.destroy()
+      })
+      const b = (parts: string[]): string => Buffer.from(parts.join('\0')).toString('base64')
+      const requests = [
+        {id: 1, b: ''},
+        {id: 2, b: '!!!!'},
+        {id: 3, b: b(['', '/bin/true', '99', '/bin/true', ''])},
+        {id: 4, b: Buffer.from('no NUL at the end').toString('base64')},
+        {id: 5, b: b(['', '/bin/true', '-1', ''])},
+        {id: 6, b: b(['', 'true', '1', 'true', 'PATH=/nonexistent:/bin', ''])},
+      ]
+      for (const r of requests) c.send({t: 'spawn', ...r})
+      c.send({t: 'something else'})
+      await waitFor(() => got.some((m) => m.t === 'exit' && m.id === 6), 'the good request to run')
+      expect(got.filter((m) => m.t === 'failed').map((m) => [m.id, m.code])).to.deep.equal([1, 2, 3, 4, 5].map((id) => [id, 'EINVAL']))
+      expect(got.filter((m) => m.id === 6).map((m) => m.t)).to.deep.equal(['spawned', 'stdio', 'stdio', 'stdio', 'exit'])
+      expect(c.exitCode).to.equal(null)
+    } finally {
+      c.kill('SIGKILL')
+    }
+  })
+
   it('the native helper started without its channel says what it is for', () => {
     const helper = buildHelper()
     const r = spawnSync(helper, [], {encoding: 'utf8', env: {}})
