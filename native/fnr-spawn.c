@@ -416,6 +416,11 @@ int main(void) {
     return 2;
   }
   channel = atoi(fdvar);
+  /* Descriptors 0-2 open (on /dev/null if not): a socketpair made later must never land on them,
+     where dup2 onto the function's own 0-2 would not clear its close-on-exec flag. */
+  for (int fd = 0; fd < 3; fd++) {
+    if (fd != channel && fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) != fd) return 71;
+  }
   int flags = fcntl(channel, F_GETFL);
   if (flags < 0 || fcntl(channel, F_SETFD, FD_CLOEXEC) != 0) {
     fprintf(stderr, "fnr-spawn: NODE_CHANNEL_FD %s is not an open descriptor\n", fdvar);
