@@ -18,6 +18,11 @@
 ARG NODE_IMAGE=node:26-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
+# gcc and the libc headers: `npm run build` compiles the native spawn helper (native/fnr-spawn.c)
+# into dist/native/fnr-spawn, which `fnr serve` starts functions through (docs/process.md).
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -26,10 +31,12 @@ COPY bin bin
 COPY proto proto
 COPY scripts scripts
 COPY src src
+COPY native native
 COPY functions functions
 COPY manifests/function-config/crds manifests/function-config/crds
 COPY docker/porch docker/porch
 RUN npm run build \
+ && test -x dist/native/fnr-spawn \
  && npm ci --omit=dev --no-audit --no-fund \
  && npm cache clean --force
 
@@ -47,6 +54,7 @@ WORKDIR /app
 COPY --from=build /src/package.json /src/oclif.manifest.json ./
 COPY --from=build /src/node_modules node_modules
 COPY --from=build /src/bin bin
+# (dist/native/fnr-spawn, the native spawn helper, comes with dist)
 COPY --from=build /src/dist dist
 COPY --from=build /src/proto proto
 COPY --from=build /src/functions functions

@@ -7,19 +7,21 @@
 #   docker build -f docker/wrapper-server.Dockerfile -t fnr-wrapper-server .
 #
 # The folder is made by the same script as `npm run package:wrapper` (scripts/package-wrapper.mjs),
-# from this stage's node binary and Debian's glibc, patchelf and binutils.
+# from this stage's node binary and Debian's glibc, patchelf and binutils; gcc and libc6-dev build
+# the native spawn helper into it (native/fnr-spawn.c, linked statically: fnr-spawn).
 
 ARG NODE_IMAGE=node:26-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends patchelf binutils busybox-static \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends patchelf binutils busybox-static gcc libc6-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY proto proto
 COPY src src
+COPY native native
 COPY scripts scripts
 # the launcher: /wrapper-server-tools/wrapper-server (runs the executable, reaps zombies as PID 1)
 COPY docker/wrapper-launcher.sh docker/wrapper-launcher.sh
@@ -29,6 +31,7 @@ COPY docker/wrapper-launcher.sh docker/wrapper-launcher.sh
 # container runs as the image's user, Porch's templates set none; the function container as the
 # function image's).
 RUN node scripts/package-wrapper.mjs --out /out/rootfs/home/nonroot/wrapper-server \
+ && test -x /out/rootfs/home/nonroot/wrapper-server/fnr-spawn \
  && chmod -R a+rX /out/rootfs/home
 # The final image has no shell or libc: a static busybox gives the init container `cp`.
 RUN mkdir -p /out/rootfs/bin \

@@ -14,6 +14,10 @@
 //   wrapper-server-sea        the SEA: PT_INTERP = /wrapper-server-tools/lib/ld-linux-x86-64.so.2,
 //                             DT_RPATH = $ORIGIN/lib:/wrapper-server-tools/lib
 //   busybox                   Debian's busybox-static (no libc needed), the launcher's shell
+//   fnr-spawn                 the native spawn helper (native/fnr-spawn.c), linked statically so it
+//                             runs in any image; the SEA starts functions through it
+//                             (docs/process.md "The native spawn helper"). Left out, said once,
+//                             where no C compiler exists: the SEA then uses the Node spawner
 //   grpc-health-probe         symlink to wrapper-server-sea (it probes when run under that name)
 //   lib/                      the interpreter and every library `ldd` lists for the node binary
 //   licenses/                 copyright files of the carried binaries and the bundle's notices
@@ -52,6 +56,8 @@ import {createRequire} from 'node:module'
 import path from 'node:path'
 import {fileURLToPath, pathToFileURL} from 'node:url'
 
+import {SOURCE as NATIVE_HELPER_SOURCE, buildNative} from './build-native.mjs'
+
 export const ROOT = fileURLToPath(new URL('..', import.meta.url))
 export const DEFAULT_OUT = path.join(ROOT, 'build', 'wrapper-server')
 /** Where function pods mount the folder (Porch's inline pod template; src/lib/pods/model/template.ts). */
@@ -66,7 +72,7 @@ const BUSYBOX_CANDIDATES = ['/bin/busybox', '/usr/bin/busybox']
 const ENTRY = path.join(ROOT, 'src', 'bin', 'wrapper-server.ts')
 const EVALUATOR_PROTO = path.join(ROOT, 'proto', 'evaluator.proto')
 /** Bumped when the layout or the steps change, so old folders are rebuilt. */
-const RECIPE_VERSION = 8
+const RECIPE_VERSION = 9
 /** Node flags built into the executable (the SEA config's execArgv). */
 export const SEA_EXEC_ARGV = ['--expose-gc', '--disable-sigusr1']
 /**
@@ -139,6 +145,8 @@ function staticInputs() {
     path.join(ROOT, 'package-lock.json'),
     EVALUATOR_PROTO,
     LAUNCHER,
+    NATIVE_HELPER_SOURCE,
+    path.join(ROOT, 'scripts', 'build-native.mjs'),
     ...walk(path.join(ROOT, 'scripts', 'wrapper')),
   ]
 }
@@ -460,6 +468,9 @@ async function build({out, nodeBinary, quiet}) {
     chmodSync(path.join(stage, 'wrapper-server'), 0o555)
     const busyboxVersion = (run(busybox, ['--help']).split('\n')[0] ?? '').trim()
     symlinkSync(SEA_NAME, path.join(stage, 'grpc-health-probe'))
+    // The native spawn helper, static: the function image may have no libc, or another one.
+    const helper = buildNative({out: path.join(stage, 'fnr-spawn'), staticLink: true, quiet})
+    if (helper) chmodSync(helper, 0o555)
     const licenses = copyLicenses([nodeBinary, interpreter.file, ...libs.map((l) => l.file), busybox], b.legal, path.join(stage, 'licenses'), nodeBinary)
 
     const files = walk(stage)
@@ -469,6 +480,7 @@ async function build({out, nodeBinary, quiet}) {
       recipe: RECIPE_VERSION,
       version,
       busybox: busyboxVersion,
+      nativeSpawnHelper: helper !== undefined,
       node: run(nodeBinary, ['--version']).trim(),
       nodeBinary: realpathSync(nodeBinary),
       interpreter: interp,

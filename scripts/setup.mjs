@@ -5,6 +5,7 @@ import {existsSync, lstatSync, readFileSync, readdirSync, realpathSync, statSync
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
+import {buildNative} from './build-native.mjs'
 import {NODE_MAIN, nodeBinary, pathWith} from './node-runtime.mjs'
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -21,6 +22,9 @@ export const TEST_PACKAGES = [
   {pkg: 'binutils', cmd: 'strip'},
   {pkg: 'iproute2', cmd: 'ip'},
   {pkg: 'etcd-server', cmd: 'etcd'},
+  // the C compiler and libc headers `npm run build` builds the native spawn helper with
+  {pkg: 'gcc', cmd: 'cc'},
+  {pkg: 'libc6-dev', file: '/usr/include/spawn.h'},
 ]
 
 function run(cmd, args, opts = {}) {
@@ -110,7 +114,16 @@ export function ensureBuilt() {
   const manifest = path.join(ROOT, 'oclif.manifest.json')
   // (a directory's mtime changes only when entries come or go, not when tsc rewrites its files)
   const built = mtime(out) > 0 ? newestIn(path.join(ROOT, 'dist')) : 0
-  if (built > 0 && newestIn(path.join(ROOT, 'src')) <= built && mtime(manifest) > 0) return
+  if (built > 0 && newestIn(path.join(ROOT, 'src')) <= built && mtime(manifest) > 0) {
+    // The native spawn helper on its own (its source changed, or a compiler came since).
+    try {
+      buildNative()
+    } catch (err) {
+      console.error(`setup: ${err.message}`)
+      process.exit(1)
+    }
+    return
+  }
   log('building (tsc, eval and client-node bundles, oclif manifest)')
   build()
 }
@@ -118,6 +131,13 @@ export function ensureBuilt() {
 /** The build (`npm run build`, and ensureBuilt when dist/ is missing or older than src/). */
 export function build() {
   run(path.join(ROOT, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json'])
+  // The native spawn helper (dist/native/fnr-spawn), where a C compiler exists.
+  try {
+    buildNative()
+  } catch (err) {
+    console.error(`setup: ${err.message}`)
+    process.exit(1)
+  }
   run(process.execPath, [path.join(ROOT, 'scripts', 'bundle-eval.mjs')])
   run(process.execPath, [path.join(ROOT, 'scripts', 'bundle-client-node.mjs')])
   // The manifest keeps `fnr --help` and command lookup fast; oclif's own chatter is dropped.
@@ -135,7 +155,7 @@ function have(cmd) {
 
 /** Installs missing test packages when running as root; otherwise says what is missing. */
 export function ensureTestPackages() {
-  const missing = TEST_PACKAGES.filter(({cmd}) => !have(cmd) && !existsSync(`/usr/sbin/${cmd}`))
+  const missing = TEST_PACKAGES.filter(({cmd, file}) => (file ? !existsSync(file) : !have(cmd) && !existsSync(`/usr/sbin/${cmd}`)))
   if (missing.length === 0) return []
   const names = missing.map((m) => m.pkg)
   if (process.getuid?.() !== 0) {

@@ -1,10 +1,12 @@
 /**
- * The process spawner (src/lib/process/spawner.ts, spawner-process.ts): servers start function
- * processes through a small process of their own, so forks of a large runner do not hold its
- * event loop (issue 16). A function started through it must behave exactly as one started
- * directly: the same output, stderr, exit status, limits, deadline and cancellation, and errors.
+ * The process spawners (src/lib/process/spawner.ts, spawner-process.ts, native-spawner.ts and
+ * native/fnr-spawn.c): servers start function processes through a small process of their own, so
+ * forks of a large runner do not hold its event loop (issue 16), and with the native helper
+ * without forking a Node process at all (issue 24). A function started through either must behave
+ * exactly as one started directly: the same output, stderr, exit status, limits, deadline and
+ * cancellation, and errors. Every spec of the first block runs for each of the two.
  */
-import {execFileSync, spawn} from 'node:child_process'
+import {execFileSync, spawn, spawnSync} from 'node:child_process'
 import {once} from 'node:events'
 import {readdirSync, readFileSync, readlinkSync} from 'node:fs'
 import {chmod} from 'node:fs/promises'
@@ -14,24 +16,37 @@ import {expect} from 'chai'
 
 import {FnrError} from '../../src/lib/errors.js'
 import {runFunctionProcess, type FunctionProcessOptions, type FunctionProcessResult} from '../../src/lib/process/run.js'
-import {launchFunction, loaderFlags, processSpawner, ProcessSpawner, serverLaunchMode, type LaunchMode} from '../../src/lib/process/spawner.js'
+import {nativeHelperPath, nativeRequest, nativeSpawnerCommand} from '../../src/lib/process/native-spawner.js'
+import {launchFunction, loaderFlags, nativeSpawner, processSpawner, ProcessSpawner, serverLaunchMode, startSpawner, type LaunchMode} from '../../src/lib/process/spawner.js'
 import {CALL_MARKER_ENV} from '../../src/lib/process/sweep.js'
 import {TempDirs, writeExecutable} from '../support/tmp.js'
 import {isAlive, waitFor} from '../wrapper/support/process.js'
 
-const MODES: LaunchMode[] = ['direct', 'spawner']
+/** The two spawners: the Node one, and the native helper (built here first, as `npm run build` does). */
+const KINDS = [
+  {name: 'the Node spawner', mode: 'spawner', spawner: processSpawner, exported: 'processSpawner'},
+  {name: 'the native helper', mode: 'native', spawner: nativeSpawner, exported: 'nativeSpawner'},
+] as const
 
-/** Waits until the runner's spawner is ready (calls before that start directly). */
-async function spawnerReady(): Promise<number> {
-  processSpawner.warm()
+/** Builds the native helper into dist/native/ when it is missing or older than its source. */
+function buildHelper(): string {
+  execFileSync(process.execPath, [path.resolve('scripts/build-native.mjs')], {stdio: 'inherit'})
+  const helper = nativeHelperPath()
+  if (!helper) throw new Error('the native helper was not built (no C compiler?)')
+  return helper
+}
+
+/** Waits until a spawner is ready (calls before that start directly). */
+async function spawnerReady(kind: (typeof KINDS)[number] = KINDS[0]): Promise<number> {
+  kind.spawner.warm()
   for (let i = 0; i < 200; i++) {
-    const child = launchFunction({command: '/bin/true', args: [], env: {}}, 'spawner')
+    const child = launchFunction({command: '/bin/true', args: [], env: {}}, kind.mode)
     const viaSpawner = child.constructor.name !== 'ChildProcess'
     await once(child, 'close')
-    if (viaSpawner) return processSpawner.pid()!
+    if (viaSpawner) return kind.spawner.pid()!
     await new Promise((r) => setTimeout(r, 25))
   }
-  throw new Error('the spawner did not become ready')
+  throw new Error(`${kind.name} did not become ready`)
 }
 
 function parentOf(pid: number): number {
@@ -56,13 +71,15 @@ async function pidFrom(file: string, all = false): Promise<number | number[]> {
   return all ? pids : pids[0]!
 }
 
-describe('process spawner: functions started through it behave as started directly', function () {
+for (const kind of KINDS) describe(`process spawner, ${kind.name}: functions started through it behave as started directly`, function () {
   this.timeout(60_000)
   const temp = new TempDirs()
   let dir: string
+  const MODES: LaunchMode[] = ['direct', kind.mode]
   before(async () => {
+    if (kind.mode === 'native') buildHelper()
     dir = await temp.make('fnr-spawner-')
-    await spawnerReady()
+    await spawnerReady(kind)
   })
   after(() => temp.cleanup())
 
@@ -99,7 +116,7 @@ describe('process spawner: functions started through it behave as started direct
 
   for (const [name, make] of Object.entries(CASES)) {
     it(`the same outcome either way: ${name}`, async () => {
-      const [direct, spawned] = [await outcome(make('direct')), await outcome(make('spawner'))]
+      const [direct, spawned] = [await outcome(make('direct')), await outcome(make(kind.mode))]
       expect(spawned).to.deep.equal(direct)
     })
   }
@@ -120,12 +137,12 @@ describe('process spawner: functions started through it behave as started direct
     // The spawner hands descriptors over one at a time, and Node closes a child's stdin the moment
     // it exits: with 60 starts queued, most functions exit before their stdin is sent, and the
     // message comes without it. Calls waited STDIO_ARRIVAL_TIMEOUT_MS (10 s) for it, then failed.
-    const quick = Array.from({length: 60}, () => run('spawner', {command: '/bin/sh', args: ['-c', 'echo out; echo err >&2; exit 4'], input: Buffer.alloc(0)}))
+    const quick = Array.from({length: 60}, () => run(kind.mode, {command: '/bin/sh', args: ['-c', 'echo out; echo err >&2; exit 4'], input: Buffer.alloc(0)}))
     const results = await Promise.all(quick)
     for (const r of results) expect({stdout: r.stdout.toString(), stderr: r.stderr.toString(), exitCode: r.exitCode}).to.deep.equal({stdout: 'out\n', stderr: 'err\n', exitCode: 4})
     const cancelled = Array.from({length: 60}, () => {
       const abort = new AbortController()
-      const call = run('spawner', {command: '/bin/sleep', args: ['30'], signal: abort.signal}).catch((e: unknown) => e)
+      const call = run(kind.mode, {command: '/bin/sleep', args: ['30'], signal: abort.signal}).catch((e: unknown) => e)
       setImmediate(() => abort.abort())
       return call
     })
@@ -133,8 +150,8 @@ describe('process spawner: functions started through it behave as started direct
   })
 
   it('forks in the spawner: the function is its child, not the runner\'s', async () => {
-    const spawnerPid = await spawnerReady()
-    const r = await run('spawner', {command: '/bin/sh', args: ['-c', 'cat /proc/$$/stat']})
+    const spawnerPid = await spawnerReady(kind)
+    const r = await run(kind.mode, {command: '/bin/sh', args: ['-c', 'cat /proc/$$/stat']})
     const stat = r.stdout.toString()
     expect(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])).to.equal(spawnerPid)
     expect(parentOf(spawnerPid)).to.equal(process.pid)
@@ -143,12 +160,12 @@ describe('process spawner: functions started through it behave as started direct
   it('many calls at once through it: more than it starts at once (they wait in the runner)', async () => {
     // 400 calls: at most 128 are being started at once, the others wait in the runner for a place.
     const inputs = Array.from({length: 400}, (_, i) => Buffer.from(`kind: ResourceList\n# ${i}\n`.repeat(100 + (i % 64))))
-    const results = await Promise.all(inputs.map((input) => run('spawner', {command: '/bin/cat', input})))
+    const results = await Promise.all(inputs.map((input) => run(kind.mode, {command: '/bin/cat', input})))
     results.forEach((r, i) => expect(r.stdout.equals(inputs[i]!)).to.equal(true))
   })
 
   it('input and output flow between the runner and the function directly: the spawner reads and writes none of it', async () => {
-    const spawnerPid = await spawnerReady()
+    const spawnerPid = await spawnerReady(kind)
     // Per thread: /proc/PID/io would add the I/O of the children it reaped (the function's own).
     const io = (): {read: number; written: number} => {
       const sum = {read: 0, written: 0}
@@ -161,7 +178,7 @@ describe('process spawner: functions started through it behave as started direct
     }
     const before = io()
     const input = Buffer.alloc(16 * 1024 * 1024, 0x62)
-    const r = await run('spawner', {command: '/bin/cat', input, maxStdoutBytes: 32 * 1024 * 1024})
+    const r = await run(kind.mode, {command: '/bin/cat', input, maxStdoutBytes: 32 * 1024 * 1024})
     expect(r.stdout.equals(input)).to.equal(true)
     const after = io()
     // Only the channel's few messages pass through it (a few hundred bytes), not 16 MiB each way.
@@ -170,11 +187,11 @@ describe('process spawner: functions started through it behave as started direct
   })
 
   it('has no listening socket: its only sockets are connected and unnamed, and no other process can reach it', async () => {
-    const spawnerPid = await spawnerReady()
+    const spawnerPid = await spawnerReady(kind)
     // A function running meanwhile: its stdio are pairs the spawner handed over.
     const pidFile = path.join(dir, 'listening.pid')
     const abort = new AbortController()
-    const call = run('spawner', {command: '/bin/sh', args: ['-c', `echo $$ > ${pidFile}; exec sleep 30`], signal: abort.signal}).catch((e: unknown) => e)
+    const call = run(kind.mode, {command: '/bin/sh', args: ['-c', `echo $$ > ${pidFile}; exec sleep 30`], signal: abort.signal}).catch((e: unknown) => e)
     await pidFrom(pidFile)
     const inodes = new Set<string>()
     for (const fd of readdirSync(`/proc/${spawnerPid}/fd`)) {
@@ -207,15 +224,17 @@ describe('process spawner: functions started through it behave as started direct
   })
 
   it('out of file descriptors in the spawner: UNAVAILABLE saying so, the other calls go through, and it recovers', async () => {
-    const spawnerPid = await spawnerReady()
+    const spawnerPid = await spawnerReady(kind)
     // The soft limit only (raising it back needs no privilege).
     const limit = (n: number): void => void execFileSync('prlimit', [`--pid=${spawnerPid}`, `--nofile=${n}:`])
     const before = Number(/^Max open files\s+(\d+)/m.exec(readFileSync(`/proc/${spawnerPid}/limits`, 'latin1'))![1])
-    // Room for a few calls' descriptors beyond what it holds now, not for 60 at once.
-    limit(readdirSync(`/proc/${spawnerPid}/fd`).length + 8)
+    // Room for a few calls' descriptors beyond what it holds now, not for 60 at once. The native
+    // helper closes its copies as soon as they are sent, one call at a time: it is given room for
+    // less than one call's six (every call is refused, then).
+    limit(readdirSync(`/proc/${spawnerPid}/fd`).length + (kind.mode === 'native' ? 4 : 8))
     try {
       const inputs = Array.from({length: 60}, (_, i) => Buffer.from(`kind: ResourceList\n# ${i}\n`))
-      const outcomes = await Promise.all(inputs.map((input) => run('spawner', {command: '/bin/cat', input}).then((r) => r.stdout, (e: unknown) => e as FnrError)))
+      const outcomes = await Promise.all(inputs.map((input) => run(kind.mode, {command: '/bin/cat', input}).then((r) => r.stdout, (e: unknown) => e as FnrError)))
       const failed = outcomes.filter((o): o is FnrError => o instanceof FnrError)
       expect(failed.length, 'calls refused').to.be.greaterThan(0)
       for (const e of failed) {
@@ -225,27 +244,27 @@ describe('process spawner: functions started through it behave as started direct
       outcomes.forEach((o, i) => {
         if (!(o instanceof FnrError)) expect(o.equals(inputs[i]!)).to.equal(true)
       })
-      expect(processSpawner.pid()).to.equal(spawnerPid)
+      expect(kind.spawner.pid()).to.equal(spawnerPid)
     } finally {
       limit(before)
     }
-    const r = await run('spawner', {command: '/bin/cat', input: Buffer.from('fine again\n')})
+    const r = await run(kind.mode, {command: '/bin/cat', input: Buffer.from('fine again\n')})
     expect(r.stdout.toString()).to.equal('fine again\n')
   })
 
   it('a spawner that dies fails the calls it ran with UNAVAILABLE, kills their functions, and is started again', async () => {
-    const spawnerPid = await spawnerReady()
+    const spawnerPid = await spawnerReady(kind)
     const pidFile = path.join(dir, 'orphan.pid')
-    const call = run('spawner', {command: '/bin/sh', args: ['-c', `echo $$ > ${pidFile}; exec sleep 30`]}).catch((e: unknown) => e)
+    const call = run(kind.mode, {command: '/bin/sh', args: ['-c', `echo $$ > ${pidFile}; exec sleep 30`]}).catch((e: unknown) => e)
     const fn = await pidFrom(pidFile)
     process.kill(spawnerPid, 'SIGKILL')
     const err = (await call) as FnrError
     expect(err.kind).to.equal('Unavailable')
     expect(err.message).to.match(/process spawner was killed by SIGKILL; retry the call/)
     await waitFor(() => !isAlive(fn), 'the function to die')
-    const next = await spawnerReady()
+    const next = await spawnerReady(kind)
     expect(next).to.not.equal(spawnerPid)
-    expect(processSpawner.usable()).to.equal(true)
+    expect(kind.spawner.usable()).to.equal(true)
   })
 
   it('exits when its runner is killed (SIGKILL), and kills the functions still running and what they started', async () => {
@@ -253,15 +272,15 @@ describe('process spawner: functions started through it behave as started direct
     // The function leaves a child in its process group, then waits.
     const fn = await writeExecutable(path.join(dir, 'long-fn'), `#!/bin/sh\nsleep 60 &\necho "$$ $!" > ${pidFile}\nexec sleep 60\n`)
     const script = `
-      import {processSpawner} from ${JSON.stringify(path.resolve('src/lib/process/spawner.ts'))}
+      import {${kind.exported} as spawner} from ${JSON.stringify(path.resolve('src/lib/process/spawner.ts'))}
       import {runFunctionProcess} from ${JSON.stringify(path.resolve('src/lib/process/run.ts'))}
-      processSpawner.warm()
+      spawner.warm()
       const ready = setInterval(() => {
-        const child = processSpawner.launch({command: '/bin/true', args: [], env: {}})
+        const child = spawner.launch({command: '/bin/true', args: [], env: {}})
         if (!child) return
         clearInterval(ready)
-        console.log(processSpawner.pid())
-        void runFunctionProcess({command: ${JSON.stringify(fn)}, input: Buffer.alloc(0), maxStdoutBytes: 1024, label: 'long', launch: 'spawner'})
+        console.log(spawner.pid())
+        void runFunctionProcess({command: ${JSON.stringify(fn)}, input: Buffer.alloc(0), maxStdoutBytes: 1024, label: 'long', launch: ${JSON.stringify(kind.mode)}})
       }, 50)
     `
     const runner = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {stdio: ['ignore', 'pipe', 'inherit']})
@@ -278,13 +297,121 @@ describe('process spawner: functions started through it behave as started direct
 describe('process spawner: when it cannot run', function () {
   this.timeout(30_000)
 
-  it('servers use it from a memory limit of 256 MiB (it costs ~16 MiB), and FNR_SPAWNER=off|on decides over that', () => {
+  it('servers use the native helper when it is built, else the Node spawner from a memory limit of 256 MiB (it costs ~16 MiB); FNR_SPAWNER=off|on|node|native decides over that', () => {
     const MiB = 1024 * 1024
-    expect(serverLaunchMode(1024 * MiB, {})).to.equal('spawner')
-    expect(serverLaunchMode(256 * MiB, {})).to.equal('spawner')
-    expect(serverLaunchMode(255 * MiB, {})).to.equal('direct')
-    expect(serverLaunchMode(1024 * MiB, {FNR_SPAWNER: 'off'})).to.equal('direct')
-    expect(serverLaunchMode(128 * MiB, {FNR_SPAWNER: 'on'})).to.equal('spawner')
+    const helper = '/x/dist/native/fnr-spawn'
+    expect(serverLaunchMode(1024 * MiB, {}, null)).to.equal('spawner')
+    expect(serverLaunchMode(256 * MiB, {}, null)).to.equal('spawner')
+    expect(serverLaunchMode(255 * MiB, {}, null)).to.equal('direct')
+    expect(serverLaunchMode(1024 * MiB, {FNR_SPAWNER: 'off'}, null)).to.equal('direct')
+    expect(serverLaunchMode(128 * MiB, {FNR_SPAWNER: 'on'}, null)).to.equal('spawner')
+    expect(serverLaunchMode(1024 * MiB, {}, helper)).to.equal('native')
+    expect(serverLaunchMode(128 * MiB, {}, helper)).to.equal('native')
+    expect(serverLaunchMode(128 * MiB, {FNR_SPAWNER: 'on'}, helper)).to.equal('native')
+    expect(serverLaunchMode(1024 * MiB, {FNR_SPAWNER: 'node'}, helper)).to.equal('spawner')
+    expect(serverLaunchMode(1024 * MiB, {FNR_SPAWNER: 'off'}, helper)).to.equal('direct')
+    expect(serverLaunchMode(1024 * MiB, {FNR_SPAWNER: 'native'}, null)).to.equal('native')
+    // The default looks for the helper, unless FNR_SPAWN_HELPER says there is none.
+    expect(serverLaunchMode(1024 * MiB, {FNR_SPAWN_HELPER: 'none'})).to.equal('spawner')
+    expect(serverLaunchMode(1024 * MiB, {FNR_SPAWN_HELPER: '/nonexistent/fnr-spawn'})).to.equal('spawner')
+    expect(serverLaunchMode(1024 * MiB, {FNR_SPAWN_HELPER: buildHelper()})).to.equal('native')
+  })
+
+  it('a server without the native helper says so once, with where it looked; not when another mode was asked for', () => {
+    const told: string[] = []
+    expect(startSpawner('direct', (m) => told.push(m), {FNR_SPAWN_HELPER: '/nonexistent/fnr-spawn'})).to.equal('direct')
+    expect(told).to.deep.equal([
+      'the native spawn helper is not there (/nonexistent/fnr-spawn; `npm run build` builds it where a C compiler is installed): functions are started directly by the runner',
+    ])
+    expect(startSpawner('direct', (m) => told.push(m), {FNR_SPAWNER: 'off'})).to.equal('direct')
+    expect(told).to.have.length(1)
+  })
+
+  it('native helper requests: NUL-separated strings in base64, and a NUL byte throws as spawn does', () => {
+    const r = nativeRequest(7, {command: '/bin/echo', args: ['a b', ''], env: {A: '1', SKIP: undefined, E: ''}, cwd: '/tmp'})
+    expect(r.t).to.equal('spawn')
+    expect(r.id).to.equal(7)
+    expect(Buffer.from(r.b, 'base64').toString().split('\0')).to.deep.equal(['/tmp', '/bin/echo', '3', '/bin/echo', 'a b', '', 'A=1', 'E=', ''])
+    expect(() => nativeRequest(1, {command: '/bin/echo', args: ['a\0b'], env: {}})).to.throw(TypeError).with.property('code', 'ERR_INVALID_ARG_VALUE')
+    expect(() => nativeRequest(1, {command: '/bin/echo', args: [], env: {X: 'a\0'}})).to.throw(TypeError)
+  })
+
+  it('a native helper that cannot be run: the server falls back to the Node spawner and says so once', async () => {
+    // A runner of its own: the process's native spawner is given up for good once it failed.
+    const script = `
+      import {launchFunction, nativeSpawner, processSpawner, serverLaunchMode, startSpawner} from ${JSON.stringify(path.resolve('src/lib/process/spawner.ts'))}
+      import {once} from 'node:events'
+      const mode = startSpawner(serverLaunchMode(2 ** 30), (m) => console.log('warn: ' + m))
+      for (let i = 0; i < 200; i++) {
+        const child = launchFunction({command: '/bin/sh', args: ['-c', 'echo $PPID'], env: {}}, mode)
+        let out = ''
+        child.once('spawn', () => child.stdout.on('data', (d) => (out += d)))
+        await once(child, 'close')
+        if (child.constructor.name !== 'ChildProcess') {
+          console.log(JSON.stringify({mode, native: nativeSpawner.usable(), parentIsNodeSpawner: Number(out) === processSpawner.pid()}))
+          process.exit(0)
+        }
+        await new Promise((r) => setTimeout(r, 25))
+      }
+    `
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      env: {...process.env, FNR_SPAWNER: 'native', FNR_SPAWN_HELPER: '/nonexistent/fnr-spawn'},
+    })
+    const lines = out.trim().split('\n')
+    expect(lines.filter((l) => l.startsWith('warn: '))).to.deep.equal([
+      'warn: the process spawner could not be started (spawn /nonexistent/fnr-spawn ENOENT); functions are started through the Node process spawner',
+    ])
+    expect(JSON.parse(lines.at(-1)!)).to.deep.equal({mode: 'native', native: false, parentIsNodeSpawner: true})
+  })
+
+  it('the build without a C compiler says so once and goes on (servers then use the Node spawner)', async () => {
+    const temp = new TempDirs()
+    try {
+      const out = path.join(await temp.make('fnr-native-build-'), 'fnr-spawn')
+      const r = spawnSync(process.execPath, [path.resolve('scripts/build-native.mjs'), '--out', out], {encoding: 'utf8', env: {PATH: '/nonexistent'}})
+      expect(r.status, r.stderr).to.equal(0)
+      expect(r.stderr).to.equal('build: no C compiler (cc) found: the native spawn helper is not built; servers start functions through the Node spawner\n')
+      expect(nativeHelperPath({FNR_SPAWN_HELPER: out})).to.equal(undefined)
+    } finally {
+      await temp.cleanup()
+    }
+  })
+
+  it('the native helper answers malformed requests with `failed` (EINVAL) and keeps serving', async () => {
+    const c = spawn(buildHelper(), [], {stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'json'})
+    try {
+      const got: {t: string; id?: number; code?: string}[] = []
+      c.on('message', (m: {t: string; id?: number; code?: string}, handle?: {destroy(): void}) => {
+        got.push(m)
+        handle?.destroy()
+      })
+      const b = (parts: string[]): string => Buffer.from(parts.join('\0')).toString('base64')
+      const requests = [
+        {id: 1, b: ''},
+        {id: 2, b: '!!!!'},
+        {id: 3, b: b(['', '/bin/true', '99', '/bin/true', ''])},
+        {id: 4, b: Buffer.from('no NUL at the end').toString('base64')},
+        {id: 5, b: b(['', '/bin/true', '-1', ''])},
+        {id: 6, b: b(['', 'true', '1', 'true', 'PATH=/nonexistent:/bin', ''])},
+      ]
+      for (const r of requests) c.send({t: 'spawn', ...r})
+      c.send({t: 'something else'})
+      await waitFor(() => got.some((m) => m.t === 'exit' && m.id === 6), 'the good request to run')
+      expect(got.filter((m) => m.t === 'failed').map((m) => [m.id, m.code])).to.deep.equal([1, 2, 3, 4, 5].map((id) => [id, 'EINVAL']))
+      expect(got.filter((m) => m.id === 6).map((m) => m.t)).to.deep.equal(['spawned', 'stdio', 'stdio', 'stdio', 'exit'])
+      expect(c.exitCode).to.equal(null)
+    } finally {
+      c.kill('SIGKILL')
+    }
+  })
+
+  it('the native helper started without its channel says what it is for', () => {
+    const helper = buildHelper()
+    const r = spawnSync(helper, [], {encoding: 'utf8', env: {}})
+    expect(r.status).to.equal(2)
+    expect(r.stderr).to.match(/started without its IPC channel/)
+    expect(nativeSpawnerCommand().execPath).to.equal(helper)
   })
 
   it('from sources, passes on only the runner\'s module loader flags', () => {
@@ -303,6 +430,18 @@ describe('process spawner: when it cannot run', function () {
     expect(told).to.have.length(1)
     expect(told[0]).to.match(/process spawner exited with code 7, 3 times in a row; functions are now started directly by the runner/)
     expect(spawner.launch({command: '/bin/true', args: [], env: {}})).to.equal(undefined)
+  })
+
+  it('descriptors lost on the way (Node drops a descriptor message it cannot take in): the call fails UNAVAILABLE at the function\'s exit, not after 10 s', async () => {
+    // A stand-in spawner that says a function started and exited, and sends no descriptor: what the
+    // runner sees when Node answered NODE_HANDLE_NACK for all three (it was out of descriptors).
+    const fake = `process.on('message', (m) => { process.send({t: 'spawned', id: m.id, pid: 999999}); process.send({t: 'exit', id: m.id, code: 0, signal: null}) }); process.send({t: 'ready'})`
+    const spawner = new ProcessSpawner(() => ({execPath: process.execPath, args: ['-e', fake], env: {}}))
+    let child: ReturnType<ProcessSpawner['launch']>
+    await waitFor(() => (child = spawner.launch({command: '/bin/true', args: [], env: {}})) !== undefined, 'the stand-in spawner to be ready')
+    const [err] = (await once(child!, 'error')) as [FnrError]
+    expect(err.kind).to.equal('Unavailable')
+    expect(err.message).to.equal("the function's stdio was lost on its way from the runner's process spawner (the runner may be out of file descriptors); retry the call")
   })
 
   it('an executable that cannot be run is given up at once', () => {

@@ -127,8 +127,9 @@ describe('the packaged wrapper as PID 1 reaps zombies (runc, Porch\'s template c
       await orphansDone(c)
       const procs = processes(c)
       expect(zombies(procs), show(procs)).to.deep.equal([])
-      // nothing else left: the launcher, the executable and its process spawner (the same executable)
-      expect(procs.map((p) => p.comm).sort(), show(procs)).to.deep.equal(['wrapper-server', 'wrapper-server-', 'wrapper-server-'])
+      // nothing else left: the launcher, the executable and its process spawner (the native helper
+      // the folder carries, docs/process.md "The native spawn helper")
+      expect(procs.map((p) => p.comm).sort(), show(procs)).to.deep.equal(['fnr-spawn', 'wrapper-server', 'wrapper-server-'])
       const sea = procs.find((p) => p.ppid === 1)!
       const spawner = procs.find((p) => p.ppid === sea.pid)
       expect(spawner, show(procs)).to.not.equal(undefined)

@@ -32,6 +32,14 @@ import type {Socket} from 'node:net'
  */
 export const SPAWNER_MODE_ENV = 'FNR_PROCESS_SPAWNER'
 
+/** What to start (the runner's side: spawner.ts, native-spawner.ts). */
+export interface LaunchSpec {
+  command: string
+  args: readonly string[]
+  env: NodeJS.ProcessEnv
+  cwd?: string
+}
+
 export interface SpawnRequest {
   t: 'spawn'
   id: number

@@ -27,15 +27,10 @@ import type {Readable} from 'node:stream'
 import {fileURLToPath} from 'node:url'
 
 import {FnrError} from '../errors.js'
-import {SPAWNER_MODE_ENV, type SpawnRequest, type SpawnerMessage} from './spawner-process.js'
+import {NATIVE_HELPER_ENV, nativeHelperCandidates, nativeHelperPath, nativeRequest, nativeSpawnerCommand} from './native-spawner.js'
+import {SPAWNER_MODE_ENV, type LaunchSpec, type SpawnRequest, type SpawnerMessage} from './spawner-process.js'
 
-/** What to start. */
-export interface LaunchSpec {
-  command: string
-  args: readonly string[]
-  env: NodeJS.ProcessEnv
-  cwd?: string
-}
+export type {LaunchSpec} from './spawner-process.js'
 
 /**
  * A started function process, however it was started. Events, as node's ChildProcess: 'spawn'
@@ -53,11 +48,22 @@ export interface FunctionChild extends EventEmitter {
   writeInput(input: Uint8Array): void
 }
 
-export type LaunchMode = 'direct' | 'spawner'
+/**
+ * 'direct': the runner forks; 'spawner': through the Node spawner; 'native': through the native
+ * spawn helper (native-spawner.ts), and through the Node spawner once the helper is given up.
+ */
+export type LaunchMode = 'direct' | 'spawner' | 'native'
 
 /** Starts a function process the way `mode` says. */
 export function launchFunction(spec: LaunchSpec, mode: LaunchMode = 'direct'): FunctionChild {
-  // Until the spawner is ready (its first ~100 ms, or never when it cannot start), calls start directly.
+  // Until a spawner is ready (the helper's first milliseconds, the Node spawner's first ~100 ms,
+  // or never when it cannot start), calls start directly.
+  if (mode === 'native') {
+    const child = nativeSpawner.launch(spec)
+    if (child) return child
+    if (!nativeSpawner.usable()) return processSpawner.launch(spec) ?? launchDirect(spec)
+    return launchDirect(spec)
+  }
   return (mode === 'spawner' ? processSpawner.launch(spec) : undefined) ?? launchDirect(spec)
 }
 
@@ -213,6 +219,13 @@ class SpawnedFunction extends EventEmitter implements FunctionChild {
 
   exited(code: number | null, signal: NodeJS.Signals | null): void {
     if (this.ended || this.exit) return
+    if (this.pid !== undefined && !this.spawned) {
+      // A spawner sends a function's descriptors before its exit: those missing were lost on the
+      // way (Node drops a descriptor message it cannot take in, the runner being out of
+      // descriptors) and will not come.
+      this.failed(new FnrError('Unavailable', `the function's stdio was lost on its way from the runner's process spawner (the runner may be out of file descriptors); retry the call`))
+      return
+    }
     this.exit = {code, signal}
     this.emit('exit', code, signal)
     this.maybeClose()
@@ -244,6 +257,15 @@ const MAX_STARTING = 128
 /** How a spawner process is started (spawnerCommand, or another for tests). */
 export type SpawnerCommand = () => {execPath: string; args: string[]; env: NodeJS.ProcessEnv}
 
+/** A spawner's request for a call: the Node spawner's SpawnRequest, or the native helper's (nativeRequest). May throw (a NUL byte). */
+export type SpawnRequestEncoder = (id: number, spec: LaunchSpec) => object
+
+function nodeRequest(id: number, spec: LaunchSpec): SpawnRequest {
+  const env: Record<string, string> = {}
+  for (const [k, v] of Object.entries(spec.env)) if (v !== undefined) env[k] = v
+  return {t: 'spawn', id, command: spec.command, args: [...spec.args], env, cwd: spec.cwd}
+}
+
 /** A runner's spawner process: started at the first call, restarted when it dies. */
 export class ProcessSpawner {
   private child: ChildProcess | undefined
@@ -251,7 +273,7 @@ export class ProcessSpawner {
   /** Calls sent to the spawner whose function has not started yet, or whose descriptors are on their way (at most MAX_STARTING). */
   private starting = 0
   /** Calls waiting for one of those places. */
-  private waiting: {fn: SpawnedFunction; spec: LaunchSpec}[] = []
+  private waiting: {fn: SpawnedFunction; request: object}[] = []
   /** Calls sent to the spawner, until they close or fail. */
   private calls = new Map<number, SpawnedFunction>()
   private nextId = 1
@@ -261,7 +283,14 @@ export class ProcessSpawner {
   /** Told once when the spawner is given up (the servers pass their logger's warn). */
   onDisabled: ((why: string) => void) | undefined
 
-  constructor(private readonly command: SpawnerCommand = spawnerCommand) {}
+  /**
+   * `fallback`: how functions start once this spawner is given up, for the message saying so.
+   * `encode`: the request a call sends (the Node spawner's by default).
+   */
+  constructor(
+    private readonly command: SpawnerCommand = spawnerCommand,
+    private readonly options: {encode?: SpawnRequestEncoder; fallback?: string} = {},
+  ) {}
 
   usable(): boolean {
     return this.disabledBecause === undefined
@@ -284,7 +313,10 @@ export class ProcessSpawner {
       this.ensureChild()
       return undefined
     }
-    const fn = new SpawnedFunction(this.nextId++)
+    const id = this.nextId++
+    // Before anything is kept: a request that cannot be made (a NUL byte) throws to the caller, as spawn does.
+    const request = (this.options.encode ?? nodeRequest)(id, spec)
+    const fn = new SpawnedFunction(id)
     this.calls.set(fn.id, fn)
     this.holdLoop()
     const forget = (): void => {
@@ -293,8 +325,8 @@ export class ProcessSpawner {
     }
     fn.once('close', forget)
     fn.once('error', forget)
-    if (this.starting < MAX_STARTING) this.send(fn, spec)
-    else this.waiting.push({fn, spec})
+    if (this.starting < MAX_STARTING) this.send(fn, request)
+    else this.waiting.push({fn, request})
     return fn
   }
 
@@ -304,7 +336,7 @@ export class ProcessSpawner {
     else this.child?.channel?.unref()
   }
 
-  private send(fn: SpawnedFunction, spec: LaunchSpec): void {
+  private send(fn: SpawnedFunction, request: object): void {
     this.starting++
     let done = false
     const started = (): void => {
@@ -313,14 +345,11 @@ export class ProcessSpawner {
       this.starting--
       while (this.starting < MAX_STARTING && this.waiting.length > 0) {
         const next = this.waiting.shift()!
-        if (this.calls.has(next.fn.id)) this.send(next.fn, next.spec)
+        if (this.calls.has(next.fn.id)) this.send(next.fn, next.request)
       }
     }
     fn.once('spawn', started)
     fn.once('error', started)
-    const env: Record<string, string> = {}
-    for (const [k, v] of Object.entries(spec.env)) if (v !== undefined) env[k] = v
-    const request: SpawnRequest = {t: 'spawn', id: fn.id, command: spec.command, args: [...spec.args], env, cwd: spec.cwd}
     this.child!.send(request)
   }
 
@@ -337,7 +366,7 @@ export class ProcessSpawner {
         serialization: 'json',
       })
     } catch (err) {
-      this.disable(`the process spawner could not be started (${(err as Error).message}); functions are started directly by the runner`)
+      this.disable(`the process spawner could not be started (${(err as Error).message}); functions are started ${this.fallback()}`)
       return
     }
     this.child = child
@@ -349,7 +378,7 @@ export class ProcessSpawner {
     // 'error' at start: the executable cannot be run at all (ENOENT, EACCES), retrying will not help.
     child.on('error', (err) => {
       this.onChildGone(child, `could not be started: ${err.message}`)
-      this.disable(`the process spawner could not be started (${err.message}); functions are started directly by the runner`)
+      this.disable(`the process spawner could not be started (${err.message}); functions are started ${this.fallback()}`)
     })
     child.on('exit', (code, signal) => this.onChildGone(child, signal ? `was killed by ${signal}` : `exited with code ${code}`))
   }
@@ -394,7 +423,11 @@ export class ProcessSpawner {
     this.calls.clear()
     for (const fn of calls) fn.failed(error)
     this.failedStarts++
-    if (this.failedStarts >= 3) this.disable(`the process spawner ${why}, 3 times in a row; functions are now started directly by the runner`)
+    if (this.failedStarts >= 3) this.disable(`the process spawner ${why}, 3 times in a row; functions are now started ${this.fallback()}`)
+  }
+
+  private fallback(): string {
+    return this.options.fallback ?? 'directly by the runner'
   }
 
   private disable(why: string): void {
@@ -404,35 +437,68 @@ export class ProcessSpawner {
   }
 }
 
-/** The runner process's one spawner. */
+/** The runner process's one Node spawner. */
 export const processSpawner = new ProcessSpawner()
 
-/** `off` in a server's environment: functions are started directly (as `fnr eval` does); `on`: through the spawner whatever the memory limit. */
+/** The runner process's one native spawn helper (native-spawner.ts); when it is given up, the Node spawner takes over. */
+export const nativeSpawner = new ProcessSpawner(nativeSpawnerCommand, {encode: nativeRequest, fallback: 'through the Node process spawner'})
+
+/**
+ * A server's choice of how functions start (serverLaunchMode): `off`: directly (as `fnr eval`
+ * does); `node`: through the Node spawner; `native`: through the native helper; `on`: through a
+ * spawner whatever the memory limit (the helper when it is there).
+ */
 export const SPAWNER_SWITCH_ENV = 'FNR_SPAWNER'
 
 /**
- * Below this memory limit a server forks its functions itself. The spawner adds ~16 MiB to the
- * container's memory (the packaged wrapper in a 1 GiB cgroup: 99 -> 116 MiB), which could push a
- * function pod with a tight limit (a FunctionConfig's templateOverrides may set one) over it; and
- * a process that small forks in a few ms, so the spawner would gain it little.
+ * Below this memory limit a server without the native helper forks its functions itself. The Node
+ * spawner adds ~16 MiB to the container's memory (the packaged wrapper in a 1 GiB cgroup: 99 ->
+ * 116 MiB), which could push a function pod with a tight limit (a FunctionConfig's
+ * templateOverrides may set one) over it; and a process that small forks in a few ms, so the
+ * spawner would gain it little. The native helper holds about 1 MiB: it is used at any limit.
  */
 export const SPAWNER_MIN_MEMORY = 256 * 1024 * 1024
 
 /**
- * The launch mode of a long-running server's evaluators: FNR_SPAWNER=off or =on if set, else the
- * spawner when the memory limit (the container's, else the machine's) is at least SPAWNER_MIN_MEMORY.
+ * The launch mode of a long-running server's evaluators: FNR_SPAWNER if set; else the native
+ * helper when it is built (`helper`, its path, null when it is not); else the Node spawner when the memory limit (the
+ * container's, else the machine's) is at least SPAWNER_MIN_MEMORY.
  */
-export function serverLaunchMode(memoryLimitBytes: number, env: NodeJS.ProcessEnv = process.env): LaunchMode {
-  if (env[SPAWNER_SWITCH_ENV] === 'off') return 'direct'
-  if (env[SPAWNER_SWITCH_ENV] === 'on') return 'spawner'
+export function serverLaunchMode(memoryLimitBytes: number, env: NodeJS.ProcessEnv = process.env, helper: string | null = nativeHelperPath(env) ?? null): LaunchMode {
+  switch (env[SPAWNER_SWITCH_ENV]) {
+    case 'off':
+      return 'direct'
+    case 'node':
+      return 'spawner'
+    case 'native':
+      return 'native'
+    case 'on':
+      return helper ? 'native' : 'spawner'
+  }
+  if (helper) return 'native'
   return memoryLimitBytes >= SPAWNER_MIN_MEMORY ? 'spawner' : 'direct'
 }
 
 /**
- * For a server whose launch mode (serverLaunchMode) is 'spawner': starts it now, so the first
- * calls do not start directly, and reports a give-up through `warn`. Returns the mode.
+ * For a server, with its launch mode (serverLaunchMode): starts its spawner now, so the first
+ * calls do not start directly, and reports through `warn`, once, that the native helper is not
+ * there (when nothing asked for another mode) or that a spawner was given up. Returns the mode.
  */
-export function startSpawner(mode: LaunchMode, warn: (message: string) => void): LaunchMode {
+export function startSpawner(mode: LaunchMode, warn: (message: string) => void, env: NodeJS.ProcessEnv = process.env): LaunchMode {
+  if (mode === 'native') {
+    nativeSpawner.onDisabled = (why) => {
+      warn(why)
+      processSpawner.onDisabled = warn
+      processSpawner.warm()
+    }
+    nativeSpawner.warm()
+    return mode
+  }
+  const chosen = env[SPAWNER_SWITCH_ENV] === 'off' || env[SPAWNER_SWITCH_ENV] === 'node' || env[NATIVE_HELPER_ENV] === 'none'
+  if (!chosen) {
+    const how = mode === 'spawner' ? 'through the Node process spawner' : 'directly by the runner'
+    warn(`the native spawn helper is not there (${nativeHelperCandidates(env).join(', ')}; \`npm run build\` builds it where a C compiler is installed): functions are started ${how}`)
+  }
   if (mode === 'spawner') {
     processSpawner.onDisabled = warn
     processSpawner.warm()

@@ -1,0 +1,499 @@
+/*
+ * fnr-spawn: the native process spawner of fnr's servers (src/lib/process/native-spawner.ts is the
+ * runner's side; docs/process.md "The native spawn helper" says why it exists and how it talks).
+ *
+ * The runner starts this program with Node's IPC channel (a socketpair inherited at start, its
+ * descriptor in NODE_CHANNEL_FD; nothing listens) and speaks the same messages as the Node spawner
+ * (spawner-process.ts), in Node's own framing of that channel: one JSON document per line, and a
+ * descriptor travels as {"cmd":"NODE_HANDLE","type":"net.Socket","msg":...} with SCM_RIGHTS.
+ *
+ * Requests (runner -> here), one line each:
+ *   {"t":"spawn","id":N,"b":"BASE64"}  BASE64 decodes to NUL-terminated strings:
+ *       cwd ("" for the runner's), command, argc (decimal), argc arguments (argv[0] first), then
+ *       the environment's NAME=value strings up to the end.
+ *   Node's own {"cmd":"NODE_HANDLE_ACK"} and NACK lines are read and dropped.
+ * Replies (here -> runner):
+ *   {"t":"ready"} once at start;
+ *   {"t":"spawned","id":N,"pid":P} then {"t":"stdio","id":N,"fd":F} for F = 0, 1, 2, each carrying
+ *       the runner's end of a new socketpair whose other end is the function's descriptor F;
+ *       written back to back, without waiting for Node's acknowledgements;
+ *   {"t":"failed","id":N,"code":"EMFILE","message":"..."} when it could not be started;
+ *   {"t":"exit","id":N,"code":C,"signal":S} when it ended (reaped here).
+ *
+ * Each function leads its own session and process group (POSIX_SPAWN_SETSID), as with Node's
+ * `detached`; the runner kills the group by pid on deadline and cancellation. When the channel
+ * closes (the runner exited or was killed) every group started here and still running is killed
+ * with SIGKILL and this program exits.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* Functions started and not reaped yet: pid -> request id. */
+struct running {
+  pid_t pid;
+  long long id;
+};
+static struct running *running;
+static size_t running_len, running_cap;
+
+static int channel = -1;
+static int wake[2] = {-1, -1};
+
+static void kill_all_and_exit(int code) {
+  for (size_t i = 0; i < running_len; i++) kill(-running[i].pid, SIGKILL);
+  _exit(code);
+}
+
+static void on_sigchld(int sig) {
+  (void)sig;
+  int saved = errno;
+  char b = 0;
+  ssize_t r = write(wake[1], &b, 1);
+  (void)r;
+  errno = saved;
+}
+
+/* Writes a whole message, with an optional descriptor attached to its first byte. */
+static int send_message(const char *data, size_t len, int fd) {
+  size_t off = 0;
+  while (off < len) {
+    struct iovec iov = {.iov_base = (char *)data + off, .iov_len = len - off};
+    union {
+      struct cmsghdr h;
+      char space[CMSG_SPACE(sizeof(int))];
+    } control;
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (fd >= 0 && off == 0) {
+      memset(&control, 0, sizeof control);
+      msg.msg_control = control.space;
+      msg.msg_controllen = sizeof control.space;
+      struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int));
+      memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    }
+    ssize_t n = sendmsg(channel, &msg, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    off += (size_t)n;
+  }
+  return 0;
+}
+
+/* A reply without a descriptor; the runner being gone ends this program. */
+static void reply(const char *data, size_t len) {
+  int err = send_message(data, len, -1);
+  if (err == -EPIPE || err == -ECONNRESET || err == -EBADF) kill_all_and_exit(0);
+}
+
+static const char *errno_name(int e) {
+  switch (e) {
+    case ENOENT: return "ENOENT";
+    case EACCES: return "EACCES";
+    case EPERM: return "EPERM";
+    case EMFILE: return "EMFILE";
+    case ENFILE: return "ENFILE";
+    case EAGAIN: return "EAGAIN";
+    case ENOMEM: return "ENOMEM";
+    case ENOTDIR: return "ENOTDIR";
+    case ENOEXEC: return "ENOEXEC";
+    case E2BIG: return "E2BIG";
+    case ELOOP: return "ELOOP";
+    case ENAMETOOLONG: return "ENAMETOOLONG";
+    case ETXTBSY: return "ETXTBSY";
+    case EISDIR: return "EISDIR";
+    case EINVAL: return "EINVAL";
+    case EIO: return "EIO";
+    case ETOOMANYREFS: return "ETOOMANYREFS";
+    default: return "UNKNOWN";
+  }
+}
+
+static const char *signal_name(int s) {
+  static const char *names[] = {
+      [SIGHUP] = "SIGHUP",   [SIGINT] = "SIGINT",       [SIGQUIT] = "SIGQUIT", [SIGILL] = "SIGILL",       [SIGTRAP] = "SIGTRAP",
+      [SIGABRT] = "SIGABRT", [SIGBUS] = "SIGBUS",       [SIGFPE] = "SIGFPE",   [SIGKILL] = "SIGKILL",     [SIGUSR1] = "SIGUSR1",
+      [SIGSEGV] = "SIGSEGV", [SIGUSR2] = "SIGUSR2",     [SIGPIPE] = "SIGPIPE", [SIGALRM] = "SIGALRM",     [SIGTERM] = "SIGTERM",
+      [SIGCHLD] = "SIGCHLD", [SIGCONT] = "SIGCONT",     [SIGSTOP] = "SIGSTOP", [SIGTSTP] = "SIGTSTP",     [SIGTTIN] = "SIGTTIN",
+      [SIGTTOU] = "SIGTTOU", [SIGURG] = "SIGURG",       [SIGXCPU] = "SIGXCPU", [SIGXFSZ] = "SIGXFSZ",     [SIGVTALRM] = "SIGVTALRM",
+      [SIGPROF] = "SIGPROF", [SIGWINCH] = "SIGWINCH",   [SIGIO] = "SIGIO",     [SIGSYS] = "SIGSYS",
+  };
+  if (s > 0 && (size_t)s < sizeof names / sizeof names[0] && names[s]) return names[s];
+  return NULL;
+}
+
+static void reply_failed(long long id, const char *command, int e) {
+  char line[512];
+  /* Node's wording ("spawn CMD CODE"); the command is cut short and stripped of what JSON escapes. */
+  char cmd[200];
+  size_t j = 0;
+  for (size_t i = 0; command[i] && j < sizeof cmd - 1; i++) {
+    unsigned char c = (unsigned char)command[i];
+    cmd[j++] = (c < 0x20 || c == '"' || c == '\\' || c >= 0x80) ? '?' : (char)c;
+  }
+  cmd[j] = 0;
+  /* ETOOMANYREFS: descriptors in flight to the runner count against this process's limit. */
+  const char *code = errno_name(e == ETOOMANYREFS ? EMFILE : e);
+  int n = snprintf(line, sizeof line, "{\"t\":\"failed\",\"id\":%lld,\"code\":\"%s\",\"message\":\"spawn %s %s\"}\n", id, code, cmd, code);
+  reply(line, (size_t)n);
+}
+
+static void track(pid_t pid, long long id) {
+  if (running_len == running_cap) {
+    size_t cap = running_cap ? running_cap * 2 : 64;
+    struct running *r = realloc(running, cap * sizeof *r);
+    if (!r) kill_all_and_exit(70);
+    running = r;
+    running_cap = cap;
+  }
+  running[running_len].pid = pid;
+  running[running_len].id = id;
+  running_len++;
+}
+
+static void reap(void) {
+  for (;;) {
+    int status;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) return;
+    for (size_t i = 0; i < running_len; i++) {
+      if (running[i].pid != pid) continue;
+      long long id = running[i].id;
+      running[i] = running[--running_len];
+      char line[160];
+      int n;
+      if (WIFSIGNALED(status)) {
+        const char *name = signal_name(WTERMSIG(status));
+        if (name) n = snprintf(line, sizeof line, "{\"t\":\"exit\",\"id\":%lld,\"code\":null,\"signal\":\"%s\"}\n", id, name);
+        else n = snprintf(line, sizeof line, "{\"t\":\"exit\",\"id\":%lld,\"code\":null,\"signal\":null}\n", id);
+      } else {
+        n = snprintf(line, sizeof line, "{\"t\":\"exit\",\"id\":%lld,\"code\":%d,\"signal\":null}\n", id, WEXITSTATUS(status));
+      }
+      reply(line, (size_t)n);
+      break;
+    }
+  }
+}
+
+static int b64value(unsigned char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+/* Decodes base64 (padding optional) into out; returns the length, or -1. */
+static long b64decode(const char *in, size_t len, char *out) {
+  uint32_t acc = 0;
+  int bits = 0;
+  long n = 0;
+  for (size_t i = 0; i < len; i++) {
+    if (in[i] == '=') break;
+    int v = b64value((unsigned char)in[i]);
+    if (v < 0) return -1;
+    acc = (acc << 6) | (uint32_t)v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[n++] = (char)((acc >> bits) & 0xff);
+    }
+  }
+  return n;
+}
+
+/* Signals a function starts with at their default action (this program ignores some of them). */
+static sigset_t default_signals;
+
+static int spawn_one(pid_t *pid, const char *path, char *const argv[], char *const envp[], const char *cwd, const int fds[3]) {
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  int err = posix_spawn_file_actions_init(&fa);
+  if (err) return err;
+  err = posix_spawnattr_init(&attr);
+  if (err) {
+    posix_spawn_file_actions_destroy(&fa);
+    return err;
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  for (int i = 0; i < 3 && !err; i++) err = posix_spawn_file_actions_adddup2(&fa, fds[i], i);
+  if (!err && cwd && cwd[0]) err = posix_spawn_file_actions_addchdir_np(&fa, cwd);
+  if (!err) err = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  if (!err) err = posix_spawnattr_setsigmask(&attr, &none);
+  if (!err) err = posix_spawnattr_setsigdefault(&attr, &default_signals);
+  if (!err) err = posix_spawn(pid, path, &fa, &attr, argv, envp);
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&fa);
+  return err;
+}
+
+/* posix_spawn, with execvp's PATH search (the function's PATH) and its /bin/sh fallback for ENOEXEC. */
+static int spawn_function(pid_t *pid, const char *file, char **argv, int argc, char *const envp[], const char *cwd, const int fds[3]) {
+  char *found = NULL;
+  int err;
+  if (strchr(file, '/')) {
+    err = spawn_one(pid, file, argv, envp, cwd, fds);
+  } else {
+    const char *search = "/usr/local/bin:/usr/bin:/bin";
+    for (char *const *e = envp; *e; e++)
+      if (strncmp(*e, "PATH=", 5) == 0) search = *e + 5;
+    err = ENOENT;
+    int denied = 0;
+    size_t flen = strlen(file);
+    for (const char *p = search;;) {
+      const char *end = strchr(p, ':');
+      size_t dlen = end ? (size_t)(end - p) : strlen(p);
+      found = malloc(dlen + flen + 2);
+      if (!found) return ENOMEM;
+      if (dlen == 0) snprintf(found, flen + 1, "%s", file);
+      else snprintf(found, dlen + flen + 2, "%.*s/%s", (int)dlen, p, file);
+      err = spawn_one(pid, found, argv, envp, cwd, fds);
+      if (err == 0 || err == ENOEXEC) break;
+      free(found);
+      found = NULL;
+      if (err == EACCES) denied = 1;
+      else if (err != ENOENT && err != ENOTDIR) return err;
+      if (!end) return denied ? EACCES : err;
+      p = end + 1;
+    }
+    if (err == 0) {
+      free(found);
+      return 0;
+    }
+    file = found;
+  }
+  if (err == ENOEXEC) {
+    /* A script without a #! line runs in /bin/sh, as execvp (and so Node) runs it. */
+    char **shargv = calloc((size_t)argc + 2, sizeof *shargv);
+    if (!shargv) {
+      free(found);
+      return ENOMEM;
+    }
+    shargv[0] = "/bin/sh";
+    shargv[1] = (char *)file;
+    for (int i = 1; i < argc; i++) shargv[i + 1] = argv[i];
+    err = spawn_one(pid, "/bin/sh", shargv, envp, cwd, fds);
+    free(shargv);
+  }
+  free(found);
+  return err;
+}
+
+static void set_nonblocking(int fd) {
+  int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0) fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
+static void handle_spawn(long long id, char *payload, long len) {
+  /* Split the payload at NULs. */
+  size_t count = 0;
+  for (long i = 0; i < len; i++)
+    if (payload[i] == 0) count++;
+  if (len == 0 || payload[len - 1] != 0 || count < 3) {
+    reply_failed(id, "?", EINVAL);
+    return;
+  }
+  char **parts = malloc((count + 1) * sizeof *parts);
+  if (!parts) {
+    reply_failed(id, "?", ENOMEM);
+    return;
+  }
+  size_t k = 0;
+  for (long i = 0; i < len; i += (long)strlen(payload + i) + 1) parts[k++] = payload + i;
+  parts[k] = NULL;
+  const char *cwd = parts[0];
+  long argc = strtol(parts[2], NULL, 10);
+  if (argc < 1 || (size_t)argc > count - 3) {
+    reply_failed(id, parts[1], EINVAL);
+    free(parts);
+    return;
+  }
+  char **argv = malloc(((size_t)argc + 1) * sizeof *argv);
+  if (!argv) {
+    reply_failed(id, parts[1], ENOMEM);
+    free(parts);
+    return;
+  }
+  for (long i = 0; i < argc; i++) argv[i] = parts[3 + i];
+  argv[argc] = NULL;
+  char **envp = parts + 3 + argc;
+
+  int pairs[3][2];
+  int made = 0, err = 0;
+  for (; made < 3; made++) {
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pairs[made]) != 0) {
+      err = errno;
+      break;
+    }
+  }
+  pid_t pid = 0;
+  if (!err) {
+    int child_ends[3] = {pairs[0][1], pairs[1][1], pairs[2][1]};
+    err = spawn_function(&pid, parts[1], argv, (int)argc, envp, cwd, child_ends);
+  }
+  for (int i = 0; i < made; i++) close(pairs[i][1]);
+  if (err) {
+    for (int i = 0; i < made; i++) close(pairs[i][0]);
+    reply_failed(id, parts[1], err);
+    free(argv);
+    free(parts);
+    return;
+  }
+  track(pid, id);
+  /* The runner's ends: reading and writing them must not block its event loop. */
+  for (int i = 0; i < 3; i++) set_nonblocking(pairs[i][0]);
+  char line[256];
+  int n = snprintf(line, sizeof line, "{\"t\":\"spawned\",\"id\":%lld,\"pid\":%d}\n", id, (int)pid);
+  /* `spawned` goes in the same write as stdin's descriptor; each descriptor in a write of its own,
+     because Node takes in one per read of its channel. */
+  for (int fd = 0; fd < 3; fd++) {
+    int m = snprintf(line + (fd == 0 ? n : 0), sizeof line - (size_t)(fd == 0 ? n : 0),
+                     "{\"cmd\":\"NODE_HANDLE\",\"type\":\"net.Socket\",\"msg\":{\"t\":\"stdio\",\"id\":%lld,\"fd\":%d}}\n", id, fd);
+    int e = send_message(line, (size_t)(m + (fd == 0 ? n : 0)), pairs[fd][0]);
+    if (e == -EPIPE || e == -ECONNRESET || e == -EBADF) kill_all_and_exit(0);
+    if (e != 0) {
+      /* The descriptors could not be handed over (ETOOMANYREFS: too many in flight): the call fails. */
+      kill(-pid, SIGKILL);
+      for (int i = 0; i < 3; i++) close(pairs[i][0]);
+      reply_failed(id, parts[1], -e);
+      free(argv);
+      free(parts);
+      return;
+    }
+  }
+  for (int i = 0; i < 3; i++) close(pairs[i][0]);
+  free(argv);
+  free(parts);
+}
+
+/* One line from the runner. */
+static void handle_line(char *line, size_t len) {
+  line[len] = 0;
+  if (strstr(line, "\"cmd\":\"NODE_")) return; /* Node's acknowledgements of our descriptors */
+  if (!strstr(line, "\"t\":\"spawn\"")) return;
+  char *idp = strstr(line, "\"id\":");
+  char *bp = strstr(line, "\"b\":\"");
+  if (!idp || !bp) return;
+  long long id = strtoll(idp + 5, NULL, 10);
+  bp += 5;
+  char *end = strchr(bp, '"');
+  if (!end) return;
+  size_t blen = (size_t)(end - bp);
+  char *payload = malloc(blen / 4 * 3 + 4);
+  if (!payload) {
+    reply_failed(id, "?", ENOMEM);
+    return;
+  }
+  long plen = b64decode(bp, blen, payload);
+  if (plen < 0) reply_failed(id, "?", EINVAL);
+  else handle_spawn(id, payload, plen);
+  free(payload);
+}
+
+int main(void) {
+  const char *fdvar = getenv("NODE_CHANNEL_FD");
+  if (!fdvar) {
+    fprintf(stderr, "fnr-spawn: started without its IPC channel; it is started by fnr serve and the wrapper server\n");
+    return 2;
+  }
+  channel = atoi(fdvar);
+  /* Descriptors 0-2 open (on /dev/null if not): a socketpair made later must never land on them,
+     where dup2 onto the function's own 0-2 would not clear its close-on-exec flag. */
+  for (int fd = 0; fd < 3; fd++) {
+    if (fd != channel && fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) != fd) return 71;
+  }
+  int flags = fcntl(channel, F_GETFL);
+  if (flags < 0 || fcntl(channel, F_SETFD, FD_CLOEXEC) != 0) {
+    fprintf(stderr, "fnr-spawn: NODE_CHANNEL_FD %s is not an open descriptor\n", fdvar);
+    return 2;
+  }
+  fcntl(channel, F_SETFL, flags & ~O_NONBLOCK);
+  /* The channel is read without blocking (poll says when); writes block until the runner reads. */
+  if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) return 71;
+
+  sigemptyset(&default_signals);
+  for (int s = 1; s < 32; s++)
+    if (s != SIGKILL && s != SIGSTOP) sigaddset(&default_signals, s);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigchld;
+  sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+  sigaction(SIGCHLD, &sa, NULL);
+  /* Signals meant for the runner's process group (a terminal's ^C, a supervisor's TERM) are the
+     runner's to handle: it drains its calls, which need this process until they end. */
+  signal(SIGINT, SIG_IGN);
+  signal(SIGTERM, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
+  signal(SIGQUIT, SIG_IGN);
+  /* And nothing else ends it by a stray signal (SIGUSR1 asks a Node process for its debugger). */
+  signal(SIGUSR1, SIG_IGN);
+  signal(SIGUSR2, SIG_IGN);
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+
+  const char ready[] = "{\"t\":\"ready\"}\n";
+  reply(ready, sizeof ready - 1);
+
+  size_t cap = 65536, have = 0;
+  char *buf = malloc(cap);
+  if (!buf) return 71;
+  for (;;) {
+    struct pollfd p[2] = {{.fd = channel, .events = POLLIN}, {.fd = wake[0], .events = POLLIN}};
+    if (poll(p, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      kill_all_and_exit(71);
+    }
+    if (p[1].revents) {
+      char drain[64];
+      while (read(wake[0], drain, sizeof drain) > 0) {
+      }
+      reap();
+    }
+    if (!p[0].revents) continue;
+    if (have + 1 >= cap) {
+      /* A request longer than the buffer: grow it (an environment can be large). */
+      if (cap >= (size_t)256 << 20) kill_all_and_exit(70);
+      char *b = realloc(buf, cap * 2);
+      if (!b) kill_all_and_exit(70);
+      buf = b;
+      cap *= 2;
+    }
+    ssize_t n = recv(channel, buf + have, cap - have - 1, MSG_DONTWAIT);
+    if (n == 0) kill_all_and_exit(0);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+      kill_all_and_exit(0);
+    }
+    have += (size_t)n;
+    size_t start = 0;
+    for (size_t i = start; i < have; i++) {
+      if (buf[i] != '\n') continue;
+      handle_line(buf + start, i - start);
+      start = i + 1;
+    }
+    memmove(buf, buf + start, have - start);
+    have -= start;
+    reap();
+  }
+}
