@@ -22,6 +22,14 @@ if (args[0] === 'serve' || args[0] === 'wrapper-server') relaunchWithServerFlags
 process.on('SIGUSR1', () => {})
 process.getBuiltinModule('node:module').enableCompileCache?.()
 
+// `fnr --version` prints what oclif prints, without loading it (kpt-style scripts call it often:
+// ~110 ms instead of ~250 ms on Node 26; test/cli/version.test.ts compares the two).
+if (args.length === 1 && args[0] === '--version' && !process.env.FNR_NO_FAST_PATH) {
+  const {version} = JSON.parse(process.getBuiltinModule('node:fs').readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
+  process.stdout.write(`fnr/${version} ${process.platform}-${process.arch} node-${process.version}\n`)
+  process.exit(0)
+}
+
 const beforeDash = args.indexOf('--') >= 0 ? args.slice(0, args.indexOf('--')) : args
 // --runner needs the gRPC client, which only the oclif command loads; --json (and oclif's
 // FNR_CONTENT_TYPE=json) is oclif's JSON output.
