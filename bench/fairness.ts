@@ -1,5 +1,5 @@
 /**
- * F: fair admission (issue 26 item 1), fnr serve beside Porch's own runner (func/server v1.5.8,
+ * F: fair admission (docs/limits.md, "Fair admission, side by side with Porch's runner"), fnr serve beside Porch's own runner (func/server v1.5.8,
  * scripts/catalog-peers.mjs), on the same config.yaml and shell functions, with the scenarios of
  * test/support/fairness.ts. The number of each row is the wait of client B's normal call (ms) while
  * client A does something to the runner; the baseline is Porch's runner in the same run.

@@ -1,5 +1,5 @@
 /**
- * Overload numbers of issue 16 (docs/limits.md), fnr serve inside a memory cgroup with the
+ * Overload numbers (docs/limits.md, "Numbers"), fnr serve inside a memory cgroup with the
  * Deployment's 1 GiB limit (test/support/reliability/cgroup.ts; needs root and a memory cgroup):
  *
  *   L1  small-call latency (p50/p99/max) while 8 calls of 5 MiB run back to back, against fnr serve

@@ -1,6 +1,6 @@
 /**
- * N: start-up and `fnr eval` on two Node versions side by side, interleaved in one run (issue 23:
- * Node 26 against Node 20, the runtime fnr shipped before).
+ * N: start-up and `fnr eval` on two Node versions side by side, interleaved in one run
+ * (Node 26 against Node 20, the runtime fnr shipped before; docs/performance.md).
  *
  * Sides (each measure runs once per side per round, the sides in turn):
  *   - "before": FNR_BENCH_BEFORE_NODE (default /usr/bin/node, this machine's Node 20) running the

@@ -1,6 +1,6 @@
 /**
  * Reading the results of a failing function's output (process/results.ts) on hostile and large
- * shapes (issue 16 item 2): time, heap growth and peak RSS, each shape in a fresh Node process.
+ * shapes (docs/process.md, "Reading results: bounded work whatever the output"): time, heap growth and peak RSS, each shape in a fresh Node process.
  *
  *   node --import tsx bench/results-parse.ts            all shapes
  *   node --import tsx bench/results-parse.ts SHAPE      one shape (prints one JSON line)

@@ -1,5 +1,5 @@
 /**
- * Wrapper-server benchmarks (issue 4):
+ * Wrapper-server benchmarks (docs/wrapper-server.md):
  *   W1  round trip of a trivial function (/bin/cat) through the wrapper versus spawning it
  *       directly with the same stdin, interleaved in one run: the packaged single executable
  *       and `fnr wrapper-server` (oclif, dist/). Target: ≤ 2 ms added at p50.

@@ -1,4 +1,4 @@
-// The long reliability run (issue 9). `npm test` runs the short versions of the same suites.
+// The long reliability run (docs/contributing.md). `npm test` runs the short versions of the same suites.
 //
 //   node scripts/reliability.mjs                 long suites + 5 x 1,000 concurrent calls + 1 min soak
 //   node scripts/reliability.mjs --soak 10m      the same with a 10-minute soak

@@ -175,7 +175,7 @@ export class FnrError extends Error {
 /**
  * Runs `make` with stack traces off: for errors made in bulk on hot paths whose stack says
  * nothing (a call cancelled while queued, a process group already gone), where capturing one
- * is most of the cost (thousands of streams reset at once, issue 16).
+ * is most of the cost (thousands of streams reset at once; docs/limits.md).
  */
 export function withoutStack<T>(make: () => T): T {
   const limit = Error.stackTraceLimit

@@ -169,7 +169,7 @@ export function clusterConfigured(options: ServeOptions, env: NodeJS.ProcessEnv 
  *     never loaded, an exec-only start stays as fast as before);
  *   - otherwise discovery: when the API server serves functionconfigs.config.porch.kpt.dev (Porch
  *     at HEAD installs the CRD), crd, which is what Porch's runner at HEAD reads (it has no
- *     --config and no --pod-cache-config, spec §11), so fnr's own config.yaml cannot map images
+ *     --config and no --pod-cache-config; docs/function-config.md), so fnr's own config.yaml cannot map images
  *     Porch would run in pods; both instead when --config or --pod-cache-config was given
  *     explicitly (an older Deployment on a cluster that has the CRD: its files keep working,
  *     FunctionConfigs win);

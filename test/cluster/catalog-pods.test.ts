@@ -1,6 +1,6 @@
 /**
- * The real catalog functions Porch ships, run by fnr's POD runtime on the real control plane (issue 15 item 2: "run
- * them through fnr serve (exec and pod)"; the exec side is test/catalog/catalog.test.ts). Each function built from
+ * The real catalog functions Porch ships, run by fnr's POD runtime on the real control plane (docs/catalog-functions.md;
+ * the exec side is test/catalog/catalog.test.ts). Each function built from
  * its Go module (scripts/catalog-peers.mjs) is put into an image laid out as the catalog's own images are (the
  * static binary at /usr/local/bin/function, the entrypoint), pushed to a test registry and served by fnr serve with
  * the exec runtime off: fnr reads the image's entrypoint from the registry, kube-apiserver admits the pod made from

@@ -1,5 +1,5 @@
 /**
- * Function pods end to end on the real control plane (issue 14): `kubectl apply -k manifests/`, then fnr serve (in
+ * Function pods end to end on the real control plane (docs/cluster.md): `kubectl apply -k manifests/`, then fnr serve (in
  * process) with the porch-fn-runner ServiceAccount's token and its DEFAULT `--pod-address=service`; the pod comes
  * from fnr's inline template, is admitted by kube-apiserver in a PodSecurity `restricted` namespace, bound to the
  * node and run under runc (real wrapper-server and function images from a test registry), Ready through the
@@ -210,7 +210,7 @@ describe('function pods on the real control plane: manifests/, porch-fn-runner t
     }
   })
 
-  it('pod validation before create (issue 14 item 7): a request above its limit or a malformed quantity stops fnr serve at start; kube-apiserver never sees an invalid pod', async () => {
+  it('pod validation before create: a request above its limit or a malformed quantity stops fnr serve at start; kube-apiserver never sees an invalid pod', async () => {
     // No fnr pod left from the cases above (so the lenient case below creates one rather than adopting one).
     const cleared = await cp.kubectl(['delete', 'pods', '-n', POD_NS, '-l', 'app.kubernetes.io/managed-by=fnr', '--wait=true'])
     expect(cleared.code, cleared.stderr).to.equal(0)

@@ -1,5 +1,5 @@
 /**
- * `pods/log` through kube-apiserver (issue 14 item 2): kube-apiserver proxies it to the node's kubelet API
+ * `pods/log` through kube-apiserver (docs/cluster.md): kube-apiserver proxies it to the node's kubelet API
  * (`/containerLogs/…`, TLS on the Node's InternalIP and status.daemonEndpoints.kubeletEndpoint.Port, with its
  * --kubelet-client-certificate; it checks the node's serving certificate against the cluster CA). So the real
  * `kubectl logs` works against runc pods, and fnr's own pod-failure messages carry the pod's log lines.

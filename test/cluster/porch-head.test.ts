@@ -1,5 +1,5 @@
 /**
- * Porch at HEAD's own files on the real control plane, with fnr as the runner (issue 15 item 1; issue 14 item 6):
+ * Porch at HEAD's own files on the real control plane, with fnr as the runner (docs/porch-swap.md, docs/cluster.md):
  * Porch's namespaces, its FunctionConfig and ServiceTemplate CRDs, its runner RBAC (porch_5/porch_6), its
  * ServiceAccount (from porch_2), its base PodTemplate and ServiceTemplate (porch_22) and its 19 FunctionConfigs
  * (porch_23), applied unmodified from ../shared/compat/porch/head. fnr serve runs with the flags of Porch's

@@ -1,5 +1,5 @@
 /**
- * The runner's suites moved to the real control plane (issue 14 item 6): every `fnr serve` here talks to
+ * The runner's suites moved to the real control plane (docs/cluster.md): every `fnr serve` here talks to
  * kube-apiserver with a token of the porch-fn-runner ServiceAccount (`kubectl apply -k` of manifests/ with the
  * function-config components, `kubectl create token`), never as admin, with fnr's default `--pod-address=service`
  * through the test DNS server, and its pods run real images under runc on the node:

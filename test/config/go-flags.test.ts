@@ -17,7 +17,7 @@ describe('Go-style flags', () => {
     expect(normaliseGoStyleArgs(['--warm-up-pod-cache=false'], bools, known)).to.deep.equal(['--warm-up-pod-cache=false'])
   })
 
-  it('reads "--flag false" as the value instead of silently dropping later flags (upstream bug §10.19)', () => {
+  it('reads "--flag false" as the value instead of silently dropping later flags (an upstream bug)', () => {
     expect(normaliseGoStyleArgs(['--warm-up-pod-cache', 'false', '--port=1'], bools, known)).to.deep.equal(['--warm-up-pod-cache=false', '--port=1'])
   })
 

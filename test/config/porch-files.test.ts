@@ -1,5 +1,5 @@
 /**
- * Porch's own files work with fnr as they do with Porch (issue 15 items 1, 5, 6, 7; issue 14 item 7),
+ * Porch's own files work with fnr as they do with Porch (docs/porch-swap.md),
  * read at test time from ../shared/compat/porch (never copied into the repository):
  *
  *   - the pod-cache-config ConfigMaps of v1.5.8 (a list) and v1.5.7 (the older map `image: ttl`), quoted numbers,

@@ -39,7 +39,7 @@ class Knowing extends Fake {
 }
 
 describe('multi evaluator', () => {
-  it('always tries exec before pod (upstream order is random: spec §10.2)', async () => {
+  it('always tries exec before pod (upstream order is random: it iterates a Go map)', async () => {
     for (let i = 0; i < 20; i++) {
       const exec = new Fake('exec', 'ok')
       const pod = new Fake('pod', 'ok')

@@ -1,5 +1,5 @@
 /**
- * Fair admission (issue 26 item 1), pure parts: the per-client round-robin queue
+ * Fair admission (docs/limits.md), pure parts: the per-client round-robin queue
  * (src/lib/fair-queue.ts), the judgement of which function process groups sleep
  * (src/lib/idle-calls.ts), and the call budget lending the slots of sleeping calls and taking turns
  * between clients (src/lib/budget.ts), with a scripted idle source instead of /proc.

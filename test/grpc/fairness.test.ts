@@ -1,5 +1,5 @@
 /**
- * Fair admission side by side with Porch's own runner (issue 26 item 1). The same functions
+ * Fair admission side by side with Porch's own runner (docs/limits.md). The same functions
  * (test/support/fairness.ts: a function that hangs, a 1 s busy loop, cat) and the same client
  * code go to `fnr serve` (inside the budget of the Deployment's 1 GiB: 16 slots) and to Porch
  * v1.5.8's func/server (built by scripts/catalog-peers.mjs), in the same run:
@@ -28,7 +28,7 @@ import {startServeProcess, type ServeProcess} from '../support/serve.js'
 import {TempDirs} from '../support/tmp.js'
 import {startPorchRunner, type PorchRunner} from '../porch-side-by-side/support.js'
 
-describe('fair admission side by side with Porch\'s runner (issue 26 item 1)', function () {
+describe('fair admission side by side with Porch\'s runner', function () {
   this.timeout(BUILD_TIMEOUT_MS)
   const temp = new TempDirs()
   const started: ServeProcess[] = []

@@ -1,5 +1,5 @@
 /**
- * Image labels of fnr serve's metrics (src/lib/telemetry/metrics.ts; issue 26 item 5): callers do
+ * Image labels of fnr serve's metrics (src/lib/telemetry/metrics.ts; docs/observability.md): callers do
  * not choose them. Only an image a runtime served becomes a label (at most MAX_IMAGE_LABELS, then
  * "other"); a made-up name is "unknown", so it cannot fill the cap; label values carry no control
  * or bidirectional characters and are cut at MAX_IMAGE_LABEL_LENGTH.

@@ -1,5 +1,5 @@
 /**
- * Function pods for real (issue 14 items 3 and 4): fnr serve's pod runtime (in process) against the in-process test
+ * Function pods for real (docs/node.md): fnr serve's pod runtime (in process) against the in-process test
  * API server, with LocalKubelet delegating pods to the runc node. The pods come from fnr's inline template: the init
  * container copies the packaged wrapper server out of a wrapper-server image pulled from a real registry into an
  * emptyDir, the function container runs a real function image (static busybox + a shell script) with the wrapper

@@ -1,5 +1,5 @@
 /**
- * The image swap (issue 15 item 1): Porch's own Deployment and templates, with only the images
+ * The image swap (docs/porch-swap.md): Porch's own Deployment and templates, with only the images
  * swapped for fnr's, run fnr. There is no Docker engine here, so each image's filesystem is
  * assembled from its Dockerfile's runtime stage, and Porch's exact command lines run in it:
  *

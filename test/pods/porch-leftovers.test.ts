@@ -1,5 +1,5 @@
 /**
- * After a swap (issue 15 item 8): the function pods and Services Porch's runner left in the pod namespace,
+ * After a swap (docs/porch-swap.md): the function pods and Services Porch's runner left in the pod namespace,
  * labelled as Porch labels them (fn.kpt.dev/image=<podId>, fn.kpt.dev/template-version; the Service named <podId>,
  * selecting that label), are counted at start, and collected with `fnr serve --collect-porch-pods` or
  * `fnr pods gc --porch-leftovers`. fnr's own pods and anything else in the namespace are never touched.
@@ -13,7 +13,7 @@ import {memoryLogger} from '../config/function-config-crd.helpers.js'
 const PORCH_ID = 'set-labels-v022-1-584115f2'
 const GONE_ID = 'set-namespace-v041-1-abcdef12'
 
-/** What Porch's runner leaves (spec §4.6): a pod from its inline template, its Service, and a Service whose pod is gone. */
+/** What Porch's runner leaves: a pod from its inline template, its Service, and a Service whose pod is gone. */
 function leavePorchObjects(pb: PodBed, ns: string): void {
   pb.bed.api.registry.create('pods', ns, {
     metadata: {name: `${PORCH_ID}-x7k2p`, labels: {'fn.kpt.dev/image': PORCH_ID}, annotations: {'fn.kpt.dev/template-version': 'inline-v1', 'cluster-autoscaler.kubernetes.io/safe-to-evict': 'true'}},

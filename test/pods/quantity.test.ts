@@ -1,6 +1,6 @@
 /**
  * Kubernetes quantities parsed as the API server parses them (src/lib/k8s/quantity.ts), and the
- * resource checks it makes on a container (issue 14 item 7): a request above its limit, a malformed
+ * resource checks it makes on a container (docs/porch-swap.md, "Pods the API server would reject are refused first"): a request above its limit, a malformed
  * or negative quantity, a resource name it does not know.
  */
 import {expect} from 'chai'

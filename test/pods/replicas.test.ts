@@ -1,5 +1,5 @@
 /**
- * Several runner replicas on one pod namespace (issue 10; upstream must run one replica because
+ * Several runner replicas on one pod namespace (docs/replicas.md; upstream must run one replica because
  * replicas delete each other's pods, nephio#1069). Each replica holds a Lease; GC never touches a
  * live replica's pods; the pods of a replica that is gone are taken over or deleted by exactly one
  * of the others.

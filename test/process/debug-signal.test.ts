@@ -1,5 +1,5 @@
 /**
- * No debugger by signal (issue 26 item 3; docs/process.md "No debugger by signal"): SIGUSR1 makes
+ * No debugger by signal (docs/process.md "No debugger by signal"): SIGUSR1 makes
  * a Node process open its inspector (127.0.0.1:9229 by default), through which any loopback
  * neighbour could run code as the runner. `fnr serve`, `fnr wrapper-server`, the packaged wrapper
  * and the spawner each of them starts must take the signal without opening a listener, and keep

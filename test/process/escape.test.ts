@@ -1,5 +1,5 @@
 /**
- * Function processes never outlive their call (issue 16 item 4): descendants that left the
+ * Function processes never outlive their call (docs/process.md): descendants that left the
  * function's process group with setsid, or double-forked, are killed when the call ends, at its
  * deadline, and on the second SIGTERM of the server. Real setsid(1) and sh, no stand-ins.
  */

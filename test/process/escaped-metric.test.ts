@@ -1,5 +1,5 @@
 /**
- * Processes that escaped their call's process group are counted and logged (issue 16 item 4):
+ * Processes that escaped their call's process group are counted and logged (docs/process.md):
  * the end-of-call sweep reports, per call, how many processes it killed outside the function's
  * process group; `fnr serve` logs one warning per such call (image, count) and counts them in
  * fnr_function_escaped_processes_total. A double fork that stays in the group is killed with the

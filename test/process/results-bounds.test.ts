@@ -1,5 +1,5 @@
 /**
- * Reading results from a function's output stays bounded whatever the output (issue 16 item 2):
+ * Reading results from a function's output stays bounded whatever the output (docs/process.md):
  * large lists, deep nesting, long blank runs and many aliases finish with bounded heap growth,
  * at most RESULT_LIMITS.maxResults results, and a sentence saying what was left out. The bounds
  * asserted are on work done (results read, heap growth), never on wall-clock time.

@@ -1,6 +1,5 @@
 /**
- * `fnr serve`'s exec runtime through its gRPC API, for the function-process edges of issues 15
- * and 16: empty output, the exact size limit, the stderr kept in `log`, the exec environment.
+ * `fnr serve`'s exec runtime through its gRPC API, for the function-process edges in docs/process.md: empty output, the exact size limit, the stderr kept in `log`, the exec environment.
  */
 import * as grpc from '@grpc/grpc-js'
 import {expect} from 'chai'

@@ -1,8 +1,8 @@
 /**
  * The process spawners (src/lib/process/spawner.ts, spawner-process.ts, native-spawner.ts and
  * native/fnr-spawn.c): servers start function processes through a small process of their own, so
- * forks of a large runner do not hold its event loop (issue 16), and with the native helper
- * without forking a Node process at all (issue 24). A function started through either must behave
+ * forks of a large runner do not hold its event loop, and with the native helper
+ * without forking a Node process at all (docs/process.md, "The native spawn helper"). A function started through either must behave
  * exactly as one started directly: the same output, stderr, exit status, limits, deadline and
  * cancellation, and errors. Every spec of the first block runs for each of the two.
  */

@@ -1,5 +1,5 @@
 /**
- * `npm audit --omit=dev` (issue 9: no high or critical advisories in production dependencies).
+ * `npm audit --omit=dev` (no high or critical advisories in production dependencies).
  *
  * The live test runs `npm audit --omit=dev --json` on the repository's lockfile and fails on any
  * high or critical advisory, listing them. npm needs its advisory service for that; a registry

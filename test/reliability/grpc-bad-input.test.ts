@@ -260,7 +260,7 @@ describe('reliability: bad gRPC input', function () {
       }
     })
 
-    it('a request that fits is echoed whole: only the real framing counts (issue 16: max - 40 was refused)', async () => {
+    it('a request that fits is echoed whole: only the real framing counts (max - 40 was once refused)', async () => {
       tally.tried('size', {requestResourceList: {bytes: MAX_MESSAGE - 40, fill: 'a'}})
       const label = 'serve: echo of max - 40 bytes'
       const o = await withinHangLimit(label, outcomeOf(serve.client.evaluateRaw(serve.fns.image.cat!, Buffer.alloc(MAX_MESSAGE - 40, 'a'))))

@@ -1,5 +1,5 @@
 /**
- * Unit-level pins of the bounds added for issue 9, next to the end-to-end cases that found them:
+ * Unit-level pins of the bounds the reliability suites added, next to the end-to-end cases that found them:
  * status messages and failure trailers stay small whatever a function prints, alias expansion
  * and nesting are bounded, large maps are read in linear time, and nothing is lost on the way
  * (a "__proto__" key, the comment above the first item of a ResourceList).

@@ -1,6 +1,6 @@
 /**
  * fnr serve and the wrapper server inside a memory cgroup with the Deployment's own limit (1 GiB,
- * manifests/deployment.yaml), under the hostile and heavy loads of issue 16: a burst of 6 MiB
+ * manifests/deployment.yaml), under the hostile and heavy loads of docs/limits.md: a burst of 6 MiB
  * calls, 120 concurrent 4 MB calls over 4 connections, a slowloris of 200 streams each sending
  * 6,000,000 of a declared 6,200,000 bytes, 5,000 sockets that never speak, 3,000 streams on one
  * connection. Each case counts OOM kills in the cgroup (must be 0), checks the server is still up,
@@ -23,7 +23,7 @@ import {isSpawnerProcess, resourceUsage} from '../support/reliability/processes.
 
 
 /**
- * A stall of the server over 1 s fails (issue 16). A stall is counted as the server's own: for each
+ * A stall of the server over 1 s fails. A stall is counted as the server's own: for each
  * health check, the least of its round trip and the CPU time the server's event-loop thread spent
  * meanwhile (hostile.ts, probeHealth). On a shared, loaded machine a round trip also stretches
  * while the server's thread waits for a core; that is the machine's doing, and the control process
@@ -336,7 +336,7 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
   })
 
   /**
-   * Hostile outputs (issue 16 items 2 and 8): failing functions whose stdout is 3 MB of `- a`, 6 MB
+   * Hostile outputs (docs/process.md, "Reading results: bounded work whatever the output"): failing functions whose stdout is 3 MB of `- a`, 6 MB
    * of structured results, nesting 100,000 deep, a 1 MB blank run or 100,000 aliases, 8 of each at
    * once. Each call fails INTERNAL with the function's exit code; the results read are bounded.
    */

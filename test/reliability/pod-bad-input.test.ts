@@ -1,5 +1,5 @@
 /**
- * The bad image-name corpus against the pod runtime on the Kubernetes test bed (issue 9): a real
+ * The bad image-name corpus against the pod runtime on the Kubernetes test bed: a real
  * `fnr serve` child process with only the pod runtime (pod-serve.ts: the test API server, the local
  * kubelet, a TLS registry with htpasswd auth). On the exec runtime every bad name is a map miss;
  * here names reach pod naming, the registry client and pod creation. Each must get a clean error

@@ -1,5 +1,5 @@
 /**
- * Bad pod runtime configuration, in the tallied corpus (issue 9): malformed --pod-cache-config
+ * Bad pod runtime configuration, in the tallied corpus (test/support/reliability/tally.ts): malformed --pod-cache-config
  * files and malformed function pod template ConfigMaps (--function-pod-template). Each must be
  * a Config error (exit 3 in the CLI) whose one-line message names the file or ConfigMap and what
  * is wrong, or, for the fields Porch ignores when they are wrong (a timeToLive that is not a

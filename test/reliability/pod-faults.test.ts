@@ -1,5 +1,5 @@
 /**
- * Pod-runtime faults on the Kubernetes test bed beyond test/pods/faults.test.ts (issue 9): API
+ * Pod-runtime faults on the Kubernetes test bed beyond test/pods/faults.test.ts: API
  * 5xx, 409, slow responses and dropped watches during pod creation AND during garbage collection;
  * a pod deleted through the API or crashing in the middle of a call. Every call gets a result or a
  * clean one-line error within its deadline; afterwards (plus GC) no fnr pod or Service is leaked,

@@ -1,5 +1,5 @@
 /**
- * Load on the pod path (issue 9): concurrent EvaluateFunction calls through a real `fnr serve`
+ * Load on the pod path: concurrent EvaluateFunction calls through a real `fnr serve`
  * child process whose pod runtime runs the function in pods on the Kubernetes test bed (the real
  * wrapper server), one client channel as Porch uses: 0 errors, every caller gets its own bytes,
  * and the pods, Services, processes and the server's file descriptors counted before and after.

@@ -1,7 +1,7 @@
 /**
  * `fnr serve` with the pod runtime, as a real child process on the Kubernetes test bed, killed
  * with SIGKILL while its pods exist (one busy with a call, one still starting), then restarted on
- * the same port (issue 9, faults), as the same runner identity and as a new one (whose takeover
+ * the same port, as the same runner identity and as a new one (whose takeover
  * waits for the killed runner's Lease to expire). Expected: the calls in flight get a clean error at once (never
  * a hang to their deadline); the restarted runner adopts the ready pods and deletes the one it
  * cannot use; after its GC scans no fnr pod or Service is leaked and none in use was deleted;

@@ -1,5 +1,5 @@
 /**
- * Security defaults of function pods (issue 9): non-root, allowPrivilegeEscalation false,
+ * Security defaults of function pods (docs/runtimes.md): non-root, allowPrivilegeEscalation false,
  * capabilities drop ALL, seccomp RuntimeDefault, no service account token, in the inline template
  * and in pods made from a template ConfigMap or from Porch's PodTemplate base-pod-template that
  * omits them, with --harden-pod-templates (src/lib/pods/pod-security.ts; without it a user's

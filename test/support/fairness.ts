@@ -1,5 +1,5 @@
 /**
- * The scenarios of issue 26 item 1, run against any runner (fnr serve, Porch's func/server) by the
+ * The fair-admission scenarios of docs/limits.md, run against any runner (fnr serve, Porch's func/server) by the
  * integration spec test/grpc/fairness.test.ts and the bench bench/fairness.ts: calls that hang
  * without a deadline, a burst from one client, Porch's one connection with hung and normal calls
  * mixed. Each scenario records what the other client saw (its wait, its code) and the order in

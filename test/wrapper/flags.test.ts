@@ -45,7 +45,7 @@ describe('wrapper-server flags', () => {
       expect(verbosity).to.equal(2)
     })
 
-    it('takes the pod args the function runner writes (spec §4.6)', () => {
+    it('takes the pod args the function runner writes', () => {
       const {options} = parseWrapperArgs(['--port', '9446', '--max-request-body-size', '6291456', '--', '/usr/local/bin/function', 'a'])
       expect(options.port).to.equal(9446)
       expect(options.maxRequestBodySize).to.equal(6291456)
@@ -130,7 +130,7 @@ describe('wrapper-server flags', () => {
       expect(b.path).to.equal('/evaluator.FunctionEvaluator/EvaluateFunction')
       expect(b.path).to.equal(a.path)
       const req = {resourceList: Buffer.from('ab'), image: 'i'}
-      // Field 1 bytes "ab", field 2 string "i": the wire bytes of the proto in spec §1.1.
+      // Field 1 bytes "ab", field 2 string "i": the wire bytes of the proto at PROTO_PATH.
       expect(b.requestSerialize(req).toString('hex')).to.equal('0a0261621201' + '69')
       expect(b.requestSerialize(req).equals(a.requestSerialize(req))).to.equal(true)
       const res = {resourceList: Buffer.from('out'), log: Buffer.from('err')}

@@ -1,6 +1,6 @@
 /**
  * The packaged wrapper run as a function pod by the local kubelet of the test bed
- * (test/support/k8s), with the pod shaped like Porch's inline template (spec §4.6): an init
+ * (test/support/k8s), with the pod shaped like Porch's inline template: an init
  * container that `cp -a`s the wrapper folder into the "emptyDir", the function container running
  * /wrapper-server-tools/wrapper-server with the runner's args, and grpc-health-probe as the
  * readiness probe. The kubelet runs processes on the host, so the paths under

@@ -1,5 +1,5 @@
 /**
- * The wrapper as PID 1 reaps zombies (issue 16 item 4; docs/process.md "How zombies are reaped").
+ * The wrapper as PID 1 reaps zombies (docs/process.md "How zombies are reaped").
  *
  * The packaged folder is mounted at /wrapper-server-tools in real containers (runc: their own pid
  * namespace and /proc), and the container runs Porch's template command,

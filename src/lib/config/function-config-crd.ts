@@ -1,5 +1,5 @@
 /**
- * The FunctionConfig source (Porch at HEAD, spec §11): `config.porch.kpt.dev/v1alpha1` `FunctionConfig` objects
+ * The FunctionConfig source (Porch at HEAD; docs/function-config.md): `config.porch.kpt.dev/v1alpha1` `FunctionConfig` objects
  * in place of config.yaml (exec mappings), the pod-cache ConfigMap (per-image pod settings, warm-up) and per-image
  * pod template changes. This module validates the objects and keeps them in a store the evaluators read on every
  * call, so changes apply live; function-config-watch.ts feeds it from the API server (list + watch).

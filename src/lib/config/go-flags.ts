@@ -4,7 +4,7 @@
  *   - "-port=9445" (one dash) means "--port=9445";
  *   - a bare boolean flag means true, and "--flag=false" works;
  *   - durations are Go durations ("30m", "1h30m", "500ms").
- * Go stops parsing at "--flag false" and silently ignores every later flag (spec §10.19); fnr
+ * Go stops parsing at "--flag false" and silently ignores every later flag (an upstream bug); fnr
  * instead reads a following "true"/"false" as the flag's value.
  */
 

@@ -1,5 +1,5 @@
 /**
- * --pod-cache-config: per-image pod settings and the warm-up list, in Porch's format (spec §4.13):
+ * --pod-cache-config: per-image pod settings and the warm-up list, in Porch's format (docs/runtimes.md, "The pod runtime"):
  * a YAML list of
  *
  *   - name: ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.1.5   # matched exactly against the request image

@@ -36,7 +36,7 @@ export interface EntrypointEvaluatorOptions {
  * of the text, a line, `{` or `,`. Found by a literal search for each `kind` and a look back
  * over the whitespace in front of it, so the time is linear in the output: the former single
  * regex, `(^|[\n{,])\s*…kind…`, retried `\s*` from every line break of a blank run and took
- * 9.5 s on 100 KB of output with a long run of blank lines (issue 16).
+ * 9.5 s on 100 KB of output with a long run of blank lines.
  */
 export function looksLikeResourceList(output: Buffer): boolean {
   return findResourceListKind(output.toString('utf8'))

@@ -2,7 +2,7 @@
  * The exec evaluator: runs a local binary mapped from the image name by the exec config.
  * Unknown images are NotFound (so the multi evaluator can try the pod runtime).
  *
- * Each call re-checks the binary before it runs (issue 16 item 5): the functions directory
+ * Each call re-checks the binary before it runs (docs/process.md, "The exec runtime re-checks each binary before it runs"): the functions directory
  * still resolves to the directory it resolved to at start-up, the binary's path still resolves
  * to itself inside that directory (no symlink put in its place or in its path), and it is still
  * the same file (device and inode as first seen). A failed check refuses the call with

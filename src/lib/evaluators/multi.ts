@@ -3,7 +3,7 @@
  * next one only when an evaluator answers NotFound. Any other error ends the call.
  *
  * Upstream builds its evaluator list by iterating a Go map, so about half of its starts put the
- * pod runtime first and never use the exec fast path (porch-function-runner.md §3, §10.2). fnr's
+ * pod runtime first and never use the exec fast path. fnr's
  * order is deterministic, and a test pins it.
  */
 import {FnrError} from '../errors.js'

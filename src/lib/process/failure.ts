@@ -13,7 +13,7 @@ export type {FunctionFailure} from '../function-result.js'
 /**
  * Size of a failure's status message. Porch's client reads only the message, and Porch's
  * wrapper puts every result and all of stderr there (`failed to evaluate function … with
- * structured results: … and stderr: …`, porch-function-runner.md §6.2). fnr fills the message
+ * structured results: … and stderr: …`; docs/process.md, "What a failure says"). fnr fills the message
  * up to this size: the results (errors first), then as much of the stderr tail as is left, at
  * least MESSAGE_STDERR_MIN of it. The gRPC server caps status messages at 8 KiB
  * (grpc/server.ts MAX_STATUS_MESSAGE_BYTES: a larger trailer hangs grpc-js clients, whose header

@@ -73,7 +73,7 @@ export function resultsSection(text: string): string | undefined {
 }
 
 /**
- * Limits on reading results (issue 16 item 2). A failing function's stdout is up to the message
+ * Limits on reading results (docs/process.md, "Reading results: bounded work whatever the output"). A failing function's stdout is up to the message
  * limit (6 MiB) and is written by code fnr does not trust: reading its results must take
  * bounded time and memory whatever its shape. Before these limits, 3 MB of `- a` lines took
  * 25 s and 640 MB of heap, 6 MB of ordinary results 22 s and 430 MB (bench/results-parse.ts).
@@ -324,7 +324,7 @@ async function readEntries(section: string, split: BlockEntries, parse: Parse, c
   // Entries parsed one by one after a batch failed: each parse has a fixed cost, so few.
   let retries = RESULT_LIMITS.maxRetries
   // Each batch is a few ms of parsing, and the event loop turns after each: several calls' results
-  // read at once took turns of 0.7 s (40 hostile outputs together, issue 16) before they yielded.
+  // read at once took turns of 0.7 s (40 hostile outputs together, bench/results-parse.ts) before they yielded.
   const flush = async (): Promise<void> => {
     if (batch.length === 0) return
     const before = out.length

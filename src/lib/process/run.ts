@@ -13,7 +13,7 @@
  *
  * It uses node:child_process directly rather than execa: it needs group kills, a tail-capped
  * stderr and a stdout cap that stops reading at the limit, and it is on the hot path of every
- * request, where execa's extra work costs about a millisecond per spawn (test-infra.md §5).
+ * request, where execa's extra work costs about a millisecond per spawn (docs/process.md, "How servers start function processes: the spawner").
  */
 import {FnrError, withoutStack} from '../errors.js'
 import {joinWithHeadroom, type Headroom} from '../headroom.js'

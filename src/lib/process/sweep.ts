@@ -1,5 +1,6 @@
 /**
- * Killing what a function started, even after it left its process group (issue 16 item 4).
+ * Killing what a function started, even after it left its process group (docs/process.md,
+ * "Function processes never outlive their call").
  *
  * runFunctionProcess runs each function in its own process group and kills the group. A
  * descendant that calls setsid(2) (or setpgid) leaves the group, and once its parent exits it

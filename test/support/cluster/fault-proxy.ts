@@ -1,5 +1,5 @@
 /**
- * A fault-injecting HTTPS reverse proxy in front of the real kube-apiserver (issue 14 item 6): a client given
+ * A fault-injecting HTTPS reverse proxy in front of the real kube-apiserver (docs/cluster.md): a client given
  * `proxy.kubeconfigFor(token)` talks to kube-apiserver through it (HTTP/1.1, the proxy's own certificate; the
  * bearer token is passed on, so the apiserver authenticates and authorizes the client itself). Per request the
  * proxy can

@@ -2,7 +2,7 @@ import {chmod, mkdir, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 
 /**
- * Hostile shapes of a function's output (issue 16 item 2): what process/results.ts must read in
+ * Hostile shapes of a function's output (docs/process.md): what process/results.ts must read in
  * bounded time and memory. Used by bench/results-parse.ts (time, heap, RSS of one read) and by the
  * memory-limit suite (many at once, inside the Deployment's memory limit).
  */

@@ -142,7 +142,7 @@ export interface PayloadCase {
    * with a `kind: ResourceList` key (at a line start or after `{` or `,`), is accepted (OK); anything
    * else is INTERNAL "is not a ResourceList". Output with results is parsed for them only.
    * `blank`: whitespace-only output, which the wrapper and the exec runtime of serve both refuse
-   * (INTERNAL, "wrote only whitespace"): an empty ResourceList would delete the package (issue 15).
+   * (INTERNAL, "wrote only whitespace"): an empty ResourceList would delete the package (docs/process.md, "Empty output is an error").
    */
   wrapper: 'accepts' | 'rejects' | 'blank'
   /** A well-formed ResourceList, only big or unusual (a control): not counted as a bad input. */

@@ -11,7 +11,7 @@
  * in its container, when the machine allows (root and a memory controller; `--no-cgroup` to run it
  * bare): OOM kills in the cgroup fail the run. A health check every 50 ms from a process of its own
  * measures the server's stalls (hostile.ts, probeHealth): one over 1 s of the server's own time
- * fails the run (issue 16).
+ * fails the run.
  *
  *   node --import tsx test/support/reliability/long-run.ts --rounds 5 --calls 1000 --soak 60s
  *   … --pods            then the same against the pod runtime on the Kubernetes test bed

@@ -1,7 +1,7 @@
 /**
  * The reliability suites' bookkeeping: every distinct bad input tried, every crash and every
  * hang, counted across all test files of one mocha run and printed once at the very end
- * (`bad inputs tried: N distinct, crashes: 0, hangs: 0`), then enforced (issue 9's target):
+ * (`bad inputs tried: N distinct, crashes: 0, hangs: 0`), then enforced:
  *
  *   - any crash or hang fails the run (a root-level `after` hook), whatever part of the set ran;
  *   - when the whole reliability set ran (every file of test/reliability loaded, every one of its

@@ -1,5 +1,5 @@
 /**
- * Running the packaged wrapper in a real container with runc (test-infra.md §3): a root
+ * Running the packaged wrapper in a real container with runc (docs/node.md): a root
  * filesystem made in a temp dir (only static busybox, or only a static function binary: no Node,
  * no libc), the packaged folder mounted read-only at /wrapper-server-tools, and a config.json
  * derived from `runc spec` with the network namespace dropped, so the wrapper's port is reachable

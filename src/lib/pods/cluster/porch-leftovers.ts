@@ -1,7 +1,7 @@
 /**
  * After a swap from Porch's runner: the function pods Porch's runner left in the pod namespace.
  *
- * How Porch marks them (spec §4.6, §4.8): a pod carries the label `fn.kpt.dev/image=<podId>` (podId =
+ * How Porch marks them (docs/porch-swap.md, "After the swap: Porch's leftover function pods"): a pod carries the label `fn.kpt.dev/image=<podId>` (podId =
  * `<name>-<tag>-<n>-<digest8>`) and the annotation `fn.kpt.dev/template-version` (`inline-v1`, a ConfigMap's or a
  * PodTemplate's resourceVersion); its Service is named `<podId>` and selects `fn.kpt.dev/image=<podId>`. No other
  * label: fnr's own pods and Services carry `app.kubernetes.io/managed-by=fnr` besides, which is how the two are told

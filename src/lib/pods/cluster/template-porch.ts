@@ -1,5 +1,5 @@
 /**
- * Porch at HEAD's base templates (spec §11): the core PodTemplate `base-pod-template` and the
+ * Porch at HEAD's base templates (docs/function-config.md): the core PodTemplate `base-pod-template` and the
  * `config.porch.kpt.dev/v1alpha1` ServiceTemplate `base-service-template`, in the pod namespace. With
  * --function-config-source=crd|both and no --function-pod-template, fnr reads and watches them:
  *

@@ -12,7 +12,7 @@
  *   - the name starts with a letter ("fn-" is put in front otherwise) and ends with a letter or
  *     digit, so it is a valid DNS-1123 label *and* DNS-1035 label (the Service has the same name).
  * Upstream builds the name from the tag alone and breaks on digests, uppercase and underscores
- * (spec §4.6, §10.9); this works for any string.
+ * (docs/runtimes.md, "The pod runtime"); this works for any string.
  */
 import {createHash, randomInt} from 'node:crypto'
 import os from 'node:os'

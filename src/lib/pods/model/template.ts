@@ -1,7 +1,7 @@
 /**
  * Function pod and Service templates: fnr's inline default, templates from a ConfigMap
  * (--function-pod-template: keys `template` and `serviceTemplate`, in the runner's namespace, as
- * upstream, spec §4.7), the template contract, the template version, and the pod and Service
+ * upstream; docs/porch-swap.md), the template contract, the template version, and the pod and Service
  * built for one function.
  *
  * The contract a template must meet (checked when it is loaded; a broken point stops the runner,
