@@ -27,6 +27,7 @@ export const UNIT = [
   'test/grpc/internals.test.ts',
   'test/grpc/reply.test.ts',
   'test/k8s/patch-and-selectors.test.ts',
+  'test/lib/citations.test.ts',
   'test/lib/dependency-warnings.test.ts',
   'test/lib/errors.test.ts',
   'test/lib/kptfile.test.ts',
