@@ -17,7 +17,8 @@ import {REPO_ROOT} from './support/serve.js'
  */
 const PLANNED = new Set<string>()
 
-const DOC_FILES = ['README.md', ...readdirSync(path.join(REPO_ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)]
+const markdownIn = (dir: string): string[] => readdirSync(path.join(REPO_ROOT, dir)).filter((f) => f.endsWith('.md')).map((f) => `${dir}/${f}`)
+const DOC_FILES = ['README.md', ...markdownIn('docs'), ...markdownIn('docs/decisions')]
 
 /** The anchors of a Markdown file's headings, as GitHub makes them (a repeated one gets -1, -2, …). */
 function anchorsOf(file: string): Set<string> {
