@@ -1,6 +1,7 @@
 /**
  * Comments cite only what a reader of this repository can open. The source files under src/, test/, bench/,
- * scripts/ and bin/ are read as text and three kinds of citation are refused:
+ * scripts/ and bin/, and the pages of docs/, are read as text and three kinds of citation are
+ * refused:
  *
  * - "issue <number>" (also "issues 15 and 16", "issue #9"): the project's tracker is not in the
  *   repo, so no reader can follow it. An upstream issue is cited by its URL, and a URL never
@@ -23,6 +24,8 @@ import {REPO_ROOT} from '../support/serve.js'
 
 const ROOTS = ['src', 'test', 'bench', 'scripts', 'bin']
 const SOURCE = /\.(?:[cm]?[jt]s|sh)$/
+/** docs/ is read too (its Markdown pages); docs.test.ts checks its links, this the plain-text mentions. */
+const DOCS = /\.md$/
 
 /**
  * Files another branch rewrites at the same time (the Porch side-by-side suites); remove a name
@@ -30,14 +33,14 @@ const SOURCE = /\.(?:[cm]?[jt]s|sh)$/
  */
 const ELSEWHERE = new Set(['test/porch-side-by-side/side-by-side.test.ts', 'test/porch-side-by-side/response-size.test.ts'])
 
-function sourceFiles(dir: string): string[] {
+function filesUnder(dir: string, kind: RegExp): string[] {
   const out: string[] = []
   for (const name of readdirSync(path.join(REPO_ROOT, dir))) {
     const rel = `${dir}/${name}`
     if (name === 'node_modules' || name.startsWith('.')) continue
     const stat = statSync(path.join(REPO_ROOT, rel))
-    if (stat.isDirectory()) out.push(...sourceFiles(rel))
-    else if (SOURCE.test(name)) out.push(rel)
+    if (stat.isDirectory()) out.push(...filesUnder(rel, kind))
+    else if (kind.test(name)) out.push(rel)
   }
   return out
 }
@@ -81,10 +84,11 @@ describe('comments cite what exists', () => {
     ])
   })
 
-  it('no source file cites an issue number, a "§" section or a missing .md document', () => {
+  it('no source file or docs/ page cites an issue number, a "§" section or a missing .md document', () => {
     const exists = (rel: string) => existsSync(path.join(REPO_ROOT, rel))
     const found = ROOTS.filter((r) => existsSync(path.join(REPO_ROOT, r)))
-      .flatMap((r) => sourceFiles(r))
+      .flatMap((r) => filesUnder(r, SOURCE))
+      .concat(filesUnder('docs', DOCS))
       .filter((f) => !ELSEWHERE.has(f) && f !== 'test/lib/citations.test.ts')
       .flatMap((f) => unfollowable(f, readFileSync(path.join(REPO_ROOT, f), 'utf8'), exists))
     expect(found).to.deep.equal([])
