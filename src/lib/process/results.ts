@@ -324,7 +324,7 @@ async function readEntries(section: string, split: BlockEntries, parse: Parse, c
   // Entries parsed one by one after a batch failed: each parse has a fixed cost, so few.
   let retries = RESULT_LIMITS.maxRetries
   // Each batch is a few ms of parsing, and the event loop turns after each: several calls' results
-  // read at once took turns of 0.7 s (40 hostile outputs together, bench/results-parse.ts) before they yielded.
+  // read at once took turns of 0.7 s (40 hostile outputs together, test/reliability/memory-limit.test.ts) before they yielded.
   const flush = async (): Promise<void> => {
     if (batch.length === 0) return
     const before = out.length
