@@ -1,9 +1,9 @@
 // Builds every Go test peer (scripts/go-peers.mjs): the catalog functions, the Go client, Porch's
-// runner and the control plane, each cached in .cache/peers/. `npm test` runs this in the
-// background, at low priority, while the suites that need no peer run first (test/suites.mjs puts
+// runner, Porch's client and the control plane, each cached in .cache/peers/. `npm test` runs this
+// in the background, at low priority, while the suites that need no peer run first (test/suites.mjs puts
 // the peer suites last); a suite that needs a peer still being built waits for its build lock.
 // On a machine that built them before this is a few seconds of checks.
-import {buildCatalogFunctions, buildGoClient, buildPorchRunner} from './catalog-peers.mjs'
+import {buildCatalogFunctions, buildGoClient, buildPorchClient, buildPorchRunner} from './catalog-peers.mjs'
 import {buildClusterBinaries} from './cluster-build.mjs'
 
 const started = Date.now()
@@ -13,6 +13,7 @@ for (const [what, build] of [
   ['catalog functions', buildCatalogFunctions],
   ['Go client', buildGoClient],
   ["Porch's runner", buildPorchRunner],
+  ["Porch's client", buildPorchClient],
   ['control plane', buildClusterBinaries],
 ]) {
   try {

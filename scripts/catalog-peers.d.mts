@@ -14,3 +14,4 @@ export const CATALOG_FUNCTIONS_DIR: string
 export function buildCatalogFunctions(options?: BuildOptions): string
 export function buildPorchRunner(options?: BuildOptions): {server: string; wrapperServer: string}
 export function buildGoClient(options?: BuildOptions): string
+export function buildPorchClient(options?: BuildOptions): string

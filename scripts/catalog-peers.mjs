@@ -70,11 +70,22 @@ export function buildGoClient(options = {}) {
   return path.join(buildGoPeer('goclient', [{pkg: '.', out: 'goclient'}], options), 'goclient')
 }
 
+/**
+ * Porch v1.5.8's own client path (pkg/engine, pkg/task, kpt's renderer, the gRPC function runtime)
+ * around in-memory storage (test/peers/porchclient): runs PackageRevisionResources updates against
+ * a runner and prints what Porch sees.
+ */
+export function buildPorchClient(options = {}) {
+  // pkg/engine's built-in functions come from the catalog's modules: the same checksum exception
+  return path.join(buildGoPeer('porchclient', [{pkg: '.', out: 'porchclient'}], {env: ENV, ...options}), 'porchclient')
+}
+
 // `node scripts/catalog-peers.mjs` builds them all (what a fresh CI machine does before the tests).
 if (process.argv[1] && path.resolve(process.argv[1]) === new URL(import.meta.url).pathname) {
   const started = Date.now()
   buildCatalogFunctions()
   buildGoClient()
   buildPorchRunner()
-  process.stderr.write(`peers: catalog functions, goclient and Porch's runner ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n`)
+  buildPorchClient()
+  process.stderr.write(`peers: catalog functions, goclient, Porch's runner and Porch's client ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n`)
 }

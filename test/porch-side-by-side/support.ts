@@ -57,14 +57,17 @@ const SHELL = {
   'exit-2': '#!/bin/sh\ncat >/dev/null\necho "bad things happened" >&2\nexit 2\n',
 }
 
-/** A functions dir with the built catalog binaries (Porch's layout) and a few shell functions, and its config.yaml. */
-export async function runnerBed(dir: string): Promise<RunnerBed> {
+/**
+ * A functions dir with the built catalog binaries (Porch's layout) and a few shell functions (plus
+ * `extra`: name → script), each shell function mapped to example.com/<name>:v1, and its config.yaml.
+ */
+export async function runnerBed(dir: string, extra: Record<string, string> = {}): Promise<RunnerBed> {
   const built = buildCatalogFunctions()
   const functionsDir = path.join(dir, 'functions')
   await mkdir(functionsDir, {recursive: true})
   const entries = (await readConfig(CATALOG_YAML)).filter((e) => CATALOG.some((f) => f.name === e.function))
   for (const e of entries) await copyFile(path.join(built, e.function), path.join(functionsDir, e.function)).then(() => execa('chmod', ['755', path.join(functionsDir, e.function)]))
-  for (const [name, script] of Object.entries(SHELL)) {
+  for (const [name, script] of Object.entries({...SHELL, ...extra})) {
     await writeExecutable(path.join(functionsDir, name), script)
     entries.push({function: name, images: [`example.com/${name}:v1`]})
   }
