@@ -1,5 +1,6 @@
 /**
- * Porch's own client code against fnr serve and against Porch's runner v1.5.8 (issue 26 item 7).
+ * Porch's own client code against fnr serve and against Porch's runner v1.5.8
+ * (docs/catalog-functions.md).
  *
  * The peer test/peers/porchclient runs porch-server's path for a PackageRevisionResources update:
  * Porch v1.5.8's engine replaces the draft's resources, renders them with kpt's renderer through

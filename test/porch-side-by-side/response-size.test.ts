@@ -1,6 +1,6 @@
 /**
- * Outputs at the message size limit, fnr serve and Porch's runner v1.5.8 side by side (issue 26
- * item 7). Go's protobuf leaves an empty `log` out of the response; fnr wrote it (2 bytes), so an
+ * Outputs at the message size limit, fnr serve and Porch's runner v1.5.8 side by side
+ * (docs/grpc.md). Go's protobuf leaves an empty `log` out of the response; fnr wrote it (2 bytes), so an
  * output of 6 MiB - 6 or - 5 bytes, which Porch's runner sends, failed RESOURCE_EXHAUSTED in fnr.
  * Both runners get the same config and function; a raw gRPC client (no decoding) reads what each
  * sends, and the bytes must be the same.

@@ -1,5 +1,5 @@
 /**
- * A second client and Porch's own runner, side by side with fnr (issue 15 items 9 and 10).
+ * A second client and Porch's own runner, side by side with fnr (docs/catalog-functions.md).
  *
  * The Go client calls as porch-server does (grpc-go, Porch's generated client, no deadline, 6 MiB
  * limits, only resource_list read, errors as text). The same conformance corpus goes through fnr
