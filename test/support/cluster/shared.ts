@@ -1,7 +1,7 @@
 /**
  * One real control plane per mocha process, started lazily by the first suite that asks for it and stopped by a
- * root-level `after` hook (registered when this module is first imported by a spec file) or, as a last resort,
- * on process exit. Suites work in namespaces of their own (`namespace()`), so they never see each other's objects.
+ * root-level `after` hook (registered when this module is first imported by a spec file) or, when an earlier root
+ * hook failed and mocha skipped that one, by mocha's global teardown (test/support/teardown.ts). Suites work in namespaces of their own (`namespace()`), so they never see each other's objects.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
@@ -11,6 +11,7 @@ import type { ControlPlane } from './controlplane.js';
 import { clusterBinaries, startControlPlane } from './controlplane.js';
 import { KubeRequestError, KubeRestClient } from '../k8s/client.js';
 import type { ImageMapping } from '../k8s/kubelet.js';
+import { onTeardown } from '../teardown.js';
 
 let shared: Promise<ControlPlane> | undefined;
 
@@ -21,6 +22,7 @@ let shared: Promise<ControlPlane> | undefined;
  * images to host processes with `cp.kubelet.setImage()` / `setCommand()` (a pod whose images are all mapped).
  */
 export function sharedControlPlane(): Promise<ControlPlane> {
+  onTeardown('shared control plane', stopSharedControlPlane);
   shared ??= (async () => {
     const dir = await mkdtemp(join(tmpdir(), 'fnr-cluster-'));
     return startControlPlane({

@@ -18,6 +18,7 @@ import {serveOptions, startInProcess} from '../serve.js'
 import {SAMPLE_RL, TempDirs} from '../tmp.js'
 import {makeReliabilityFunctions, type FunctionsDir} from './functions.js'
 import {describeProcesses, describeUnreaped, leftoversAfter, unreapedChildren} from './processes.js'
+import {onTeardown} from '../teardown.js'
 import {eventually, tally, withinHangLimit} from './tally.js'
 import {RawEvaluatorClient} from './wire.js'
 
@@ -197,4 +198,6 @@ export async function stopSharedTargets(): Promise<void> {
 if (typeof after === 'function' && !state.hook) {
   state.hook = true
   after(stopSharedTargets)
+  // and in mocha's global teardown, should a failed root hook make mocha skip this one (teardown.ts)
+  onTeardown('reliability targets', stopSharedTargets)
 }
