@@ -226,7 +226,14 @@ describe("Porch's own client code (pkg/engine, pkg/task) against fnr serve and P
   it(`a function outliving the request's deadline (${DEADLINE_MS} ms here, 291 s in porch-server): the same DeadlineExceeded`, () => {
     const o = same('timeout')
     expect(code(o.error)).to.equal('DeadlineExceeded')
-    expect(messages('timeout')).to.deep.equal(['context deadline exceeded', 'context deadline exceeded'])
+    // Both the client and the server keep the deadline, and whichever timer fires first writes the
+    // message: usually the client's own "context deadline exceeded"; on a loaded machine the
+    // server's answer can arrive first (grpc-go's server resets the stream with CANCEL, which its
+    // client reports as DeadlineExceeded; grpc-js's server sends its "Deadline exceeded" status).
+    // CI saw Porch's runner win that race once. The code and the outcome are the same either way.
+    const [f, p] = messages('timeout')
+    expect(['context deadline exceeded', 'Deadline exceeded'], 'fnr').to.include(f)
+    expect(['context deadline exceeded', 'stream terminated by RST_STREAM with error code: CANCEL'], "Porch's runner").to.include(p)
     expect(o.closed).to.equal(false)
   })
 
