@@ -20,6 +20,7 @@ export const UNIT = [
   'test/config/go-flags.test.ts',
   'test/docs.test.ts',
   'test/evaluators/multi.test.ts',
+  'test/evaluators/pod-refused.test.ts',
   'test/fntest/compare.test.ts',
   'test/fntest/config.test.ts',
   'test/grpc/admission.test.ts',

@@ -105,6 +105,11 @@ export interface FnrErrorDetails {
   reason?: string
   /** A pod name was taken (409 on create): pick another name and retry. */
   nameTaken?: boolean
+  /**
+   * The server refused the call's HTTP/2 stream (REFUSED_STREAM: it was over the stream limit the
+   * server had just lowered): the call never ran and the server is alive (grpc/client.ts).
+   */
+  refusedStream?: boolean
   /** The caller cancelled or its deadline passed (not the pod's fault). */
   caller?: boolean
   /** A render stopped at a failing function (its results are written, like kpt). */

@@ -14,7 +14,7 @@ import {mkdtemp, rm} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 
-import {EvaluatorClient} from '../../src/lib/grpc/client.js'
+import {EvaluatorClient, isRefusedStream} from '../../src/lib/grpc/client.js'
 import {createMemoryCgroup, deploymentMemoryLimit, memoryCgroupProblem, startInCgroup, type CgroupServer, type MemoryCgroup} from '../support/reliability/cgroup.js'
 import {makeReliabilityFunctions, type FunctionsDir} from '../support/reliability/functions.js'
 import {bigResourceList, idleSockets, probeHealth, slowloris, startStallControl, type ProbeResult, type StallControl} from '../support/reliability/hostile.js'
@@ -134,14 +134,14 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
   }
 
   /**
-   * A call the server refused: RESOURCE_EXHAUSTED, or the form a Node 26 grpc-js client reports a
-   * refusal in when its write fails before it reads the reset (UNAVAILABLE "Write error: …"): the
-   * budget's ENHANCE_YOUR_CALM, or REFUSED_STREAM for a stream opened past a stream limit the
-   * budget had just lowered (docs/limits.md: the client had not read the new SETTINGS yet; grpc-go,
-   * Porch's client, retries such a stream by itself). Normalised to 8 here.
+   * A call the server refused: RESOURCE_EXHAUSTED (the budget answers with that status before it
+   * closes the stream), or a stream nghttp2 refused (REFUSED_STREAM) because it was opened past
+   * the stream limit before the client had read the server's SETTINGS (docs/limits.md; grpc-go,
+   * Porch's client, retries such a stream by itself), which grpc-js reports as UNAVAILABLE
+   * ("Stream refused by server", or "Write error: …" when its write fails first). Normalised to 8.
    */
   function refusedCode(f: {code: number; details: string}): number {
-    return f.code === 14 && /NGHTTP2_(ENHANCE_YOUR_CALM|REFUSED_STREAM)/.test(f.details) ? 8 : f.code
+    return f.code === 14 && isRefusedStream(f.details) ? 8 : f.code
   }
 
   /** Hostile-output calls: each failed with the function's exit code, or was refused over the budget (not all). */

@@ -4,9 +4,12 @@
  *
  * - The caller's deadline and cancellation bound everything: waiting for a pod, connecting and
  *   the call itself.
- * - A call that fails with Unavailable (the pod went away, refused or dropped the connection)
- *   evicts that pod and is retried on a fresh or other pod, `callRetries` times (default 1).
- *   Functions are pure transformations of their input, so a retry is safe.
+ * - A call that fails with Unavailable (the pod went away or dropped the connection) evicts that
+ *   pod and is retried on a fresh or other pod, `callRetries` times (default 1). Functions are
+ *   pure transformations of their input, so a retry is safe. A stream the pod refused (HTTP/2
+ *   REFUSED_STREAM: over the stream limit its wrapper had just lowered under load) is retried the
+ *   same way but evicts nothing: the pod answered, it is alive and busy. Its budget refusals come
+ *   as RESOURCE_EXHAUSTED statuses (grpc/hygiene.ts) and are not retried.
  * - It never answers NotFound: that code means "not an exec function" to the evaluator chain.
  *   An image the registry does not know, or a pod that cannot start, is FailedPrecondition with
  *   the image and the pod's last state in the message.
@@ -78,13 +81,15 @@ export class PodEvaluator implements Evaluator {
         const e = toFnrError(err)
         call?.end(`${e.kind}: ${e.message.slice(0, 500)}`)
         if (e.kind === 'Unavailable') {
-          this.options.cache.noteUnavailable(lease.slot, e.message)
+          const refused = e.details.refusedStream === true
+          if (!refused) this.options.cache.noteUnavailable(lease.slot, e.message)
           const timeLeft = deadline === undefined || deadline > Date.now()
           if (attempt < this.retries && timeLeft && !signal?.aborted) {
-            this.logger.info('function pod unavailable; retrying on another pod', {image, pod: lease.slot.name, error: e.message, attempt: attempt + 1})
+            this.logger.info(refused ? 'function pod refused the stream (busy); retrying' : 'function pod unavailable; retrying on another pod', {image, pod: lease.slot.name, error: e.message, attempt: attempt + 1})
             continue
           }
-          throw new FnrError('Unavailable', `function pod ${lease.slot.name} for image "${image}" is unavailable: ${e.message}`, {cause: e, details: e.details})
+          const why = refused ? `refused the call (busy: over its stream limit; the pod stays): ${e.message}` : `is unavailable: ${e.message}`
+          throw new FnrError('Unavailable', `function pod ${lease.slot.name} for image "${image}" ${why}`, {cause: e, details: e.details})
         }
         if (e.kind === 'NotFound') throw new FnrError('FailedPrecondition', e.message, {cause: e, details: e.details})
         throw e

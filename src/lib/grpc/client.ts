@@ -132,7 +132,21 @@ export function fnrErrorFromStatus(err: grpc.ServiceError): FnrError {
   // caller may retry it. test/reliability/rapid-reset.test.ts.
   const transport = err.code === grpc.status.INTERNAL && !failure && isTransportFailure(err.details)
   const kind = transport ? 'Unavailable' : err.code === grpc.status.INTERNAL ? 'FunctionFailed' : kindForGrpcCode(err.code)
-  return new FnrError(kind, err.details || err.message, {cause: err, details: {grpcCode: err.code, ...(failure ? {failure} : {})}})
+  const refused = err.code === grpc.status.UNAVAILABLE && isRefusedStream(err.details)
+  return new FnrError(kind, err.details || err.message, {cause: err, details: {grpcCode: err.code, ...(failure ? {failure} : {}), ...(refused ? {refusedStream: true} : {})}})
+}
+
+/**
+ * grpc-js's UNAVAILABLE for a stream the server refused before running it: REFUSED_STREAM ("Stream
+ * refused by server" when the reset arrives first), or, when the client's write of the message
+ * fails first (Node 26), "Write error: …" with REFUSED_STREAM or ENHANCE_YOUR_CALM, which is how a
+ * Node server refuses a stream over its stream count (fnr's own budget answers with a status:
+ * hygiene.ts). grpc-js keeps the reset code to itself (only its transparent retry of small messages
+ * sees it), so its text is the one signal; it is read here, beside isTransportFailure, and travels
+ * on as the typed details.refusedStream.
+ */
+export function isRefusedStream(details: string | undefined): boolean {
+  return /^Stream refused by server|^Write error: .*NGHTTP2_(REFUSED_STREAM|ENHANCE_YOUR_CALM)/.test(details ?? '')
 }
 
 /** grpc-js's own INTERNAL statuses for a stream or session that broke underneath the call. */

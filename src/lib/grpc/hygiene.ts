@@ -112,7 +112,13 @@ function guardStream(stream: ServerHttp2Stream, budget: CallBudget, settings: Gu
       return
     }
     const s = budget.snapshot()
-    reset(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM, 'receive-budget', 'refusing a request: receiving it would pass the budget of request bytes held', {received: reserved + chunk.length, heldBytes: s.heldBytes, maxInflightBytes: budget.settings.maxHeldBytes})
+    const fields = {received: reserved + chunk.length, heldBytes: s.heldBytes, maxInflightBytes: budget.settings.maxHeldBytes}
+    const msg = 'refusing a request: receiving it would pass the budget of request bytes held'
+    if (stream.headersSent || stream.destroyed) return reset(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM, 'receive-budget', msg, fields)
+    metrics().connectionGuard('receive-budget')
+    warn('receive-budget', msg, {...fields, remote: stream.session?.socket?.remoteAddress})
+    release()
+    refuseWithStatus(stream, RESOURCE_EXHAUSTED, `the runner is holding too many request bytes to receive this one (${fields.heldBytes} of ${fields.maxInflightBytes} held); retry later`)
   }
   const timer =
     settings.receiveTimeoutMs > 0
@@ -139,4 +145,31 @@ function guardStream(stream: ServerHttp2Stream, budget: CallBudget, settings: Gu
     if (sending > 0) budget.releaseSend(sending)
     sending = 0
   })
+}
+
+/** grpc.status.RESOURCE_EXHAUSTED (the numeric code: this module imports grpc-js's types only). */
+const RESOURCE_EXHAUSTED = 8
+
+/**
+ * Answers a stream whose request is still arriving with a gRPC status (a trailers-only response),
+ * then closes it with RST_STREAM(NO_ERROR): "stop sending, the answer is complete". A bare reset
+ * (ENHANCE_YOUR_CALM) left the client to guess: grpc-js reports it as RESOURCE_EXHAUSTED when the
+ * reset arrives first, but as UNAVAILABLE "Write error" when its own write of the rest of the
+ * message fails first (Node 26), and UNAVAILABLE is what the pod runtime takes for a dead pod.
+ * With the status sent before the reset, every client reads the status (test/grpc/hygiene.test.ts).
+ * Node sends a NO_ERROR reset only after the stream's writable side (the trailers) has finished.
+ */
+function refuseWithStatus(stream: ServerHttp2Stream, code: number, message: string): void {
+  stream.respond({':status': 200, 'content-type': 'application/grpc+proto', 'grpc-status': String(code), 'grpc-message': percentEncode(message)}, {endStream: true})
+  stream.pause()
+  const timer = setTimeout(() => stream.close(http2.constants.NGHTTP2_NO_ERROR), 5000)
+  timer.unref()
+  stream.once('close', () => clearTimeout(timer))
+}
+
+/** gRPC's grpc-message encoding: bytes outside printable ASCII, and '%', as %XX. */
+function percentEncode(text: string): string {
+  let out = ''
+  for (const byte of Buffer.from(text, 'utf8')) out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`
+  return out
 }
