@@ -222,7 +222,7 @@ interface Waiter {
 const NO_PEER: QueueKey = {client: '', connection: ''}
 
 /** How often the running function groups are sampled while calls wait or every slot is taken. */
-const SAMPLE_INTERVAL_MS = 250
+const SAMPLE_INTERVAL_MS = 100
 
 /** What reads which running calls are asleep (idle-calls.ts); null: none is (every call costs a slot). */
 export interface IdleSource {

@@ -20,9 +20,9 @@ import {readdirSync, readFileSync} from 'node:fs'
 /** A group is asleep below this share of one core over the sampled window. */
 export const IDLE_CPU_SHARE = 0.05
 /** A group younger than this is never asleep: it is starting (reading its input, loading). */
-export const MIN_IDLE_AGE_MS = 1000
+export const MIN_IDLE_AGE_MS = 300
 /** A group is judged over at least this long between two readings. */
-export const MIN_IDLE_WINDOW_MS = 500
+export const MIN_IDLE_WINDOW_MS = 250
 /** The least fraction of a slot an asleep group costs: at most 16 of them per slot. */
 export const MIN_IDLE_WEIGHT = 1 / 16
 /** Clock ticks per second of /proc/PID/stat's times (USER_HZ: 100 on every Linux fnr runs on). */
@@ -159,7 +159,8 @@ export function readGroups(leaders: Iterable<number>, at = Date.now()): Map<numb
  * the budget samples only while calls wait, at most every `minIntervalMs`.
  */
 export class IdleSampler {
-  private previous = new Map<number, GroupReading>()
+  /** Per group, its readings since the newest one at least MIN_IDLE_WINDOW_MS old (oldest first). */
+  private history = new Map<number, GroupReading[]>()
   private last: IdleSample = {idle: 0, lent: 0}
   private lastAt = 0
 
@@ -174,14 +175,26 @@ export class IdleSampler {
   sample(now = Date.now()): IdleSample {
     if (now - this.lastAt < this.minIntervalMs) return this.last
     const readings = this.read(this.leaders(), now)
-    this.last = judgeGroups(readings, this.previous, this.slotBytes)
-    // Keep, per group, the reading the next window starts from: replaced once the window is long enough.
-    const next = new Map<number, GroupReading>()
+    // Each group is compared with its newest reading at least a window old: a sliding window, so a
+    // group asleep stays asleep from one sample to the next. (Comparing with one kept reading, as
+    // before, judged every group working at each sample after the window restarted: the calls
+    // asleep were counted at one sample in three and a waiting call got a turn only then.)
+    const baseline = new Map<number, GroupReading>()
+    const next = new Map<number, GroupReading[]>()
     for (const [pgid, r] of readings) {
-      const p = this.previous.get(pgid)
-      next.set(pgid, p && p.startedAt === r.startedAt && r.at - p.at < MIN_IDLE_WINDOW_MS ? p : r)
+      const kept = (this.history.get(pgid) ?? []).filter((p) => p.startedAt === r.startedAt && p.at < r.at)
+      let from = -1
+      for (let i = kept.length - 1; i >= 0; i--) {
+        if (r.at - kept[i]!.at >= MIN_IDLE_WINDOW_MS) {
+          from = i
+          break
+        }
+      }
+      if (from >= 0) baseline.set(pgid, kept[from]!)
+      next.set(pgid, [...kept.slice(Math.max(0, from)), r])
     }
-    this.previous = next
+    this.last = judgeGroups(readings, baseline, this.slotBytes)
+    this.history = next
     this.lastAt = now
     return this.last
   }

@@ -9,7 +9,7 @@ import {expect} from 'chai'
 import {CallBudget, type BudgetSettings, type IdleSource} from '../../src/lib/budget.js'
 import {FnrError} from '../../src/lib/errors.js'
 import {FairQueue, peerKey} from '../../src/lib/fair-queue.js'
-import {IdleSampler, judgeGroups, MIN_IDLE_WEIGHT, type GroupReading, type IdleSample} from '../../src/lib/idle-calls.js'
+import {IdleSampler, judgeGroups, MIN_IDLE_AGE_MS, MIN_IDLE_WEIGHT, MIN_IDLE_WINDOW_MS, type GroupReading, type IdleSample} from '../../src/lib/idle-calls.js'
 import {parseLimitFlags, serverLimits} from '../../src/lib/grpc/limits.js'
 import {silentLogger} from '../../src/lib/telemetry/log.js'
 import {parseWrapperArgs} from '../../src/lib/wrapper.js'
@@ -118,14 +118,18 @@ describe('fair admission', () => {
       expect(s.lent).to.be.closeTo(1 - MIN_IDLE_WEIGHT + 0.5, 1e-9)
     })
 
-    it('a group without a reading at least half a second older, or under a second old, is working', () => {
-      const prev = new Map([[1, reading({at: 9_700})], [2, reading({at: 9_300, startedAt: 9_200})]])
+    it(`a group without a reading at least ${MIN_IDLE_WINDOW_MS} ms older, or under ${MIN_IDLE_AGE_MS} ms old, is working`, () => {
+      const young = 10_000 - MIN_IDLE_AGE_MS + 1
+      const prev = new Map([[1, reading({at: 10_000 - MIN_IDLE_WINDOW_MS + 1})], [2, reading({at: young - 100, startedAt: young - 200})]])
       const now = new Map([
-        [1, reading({})], // compared over 300 ms only
-        [2, reading({startedAt: 9_200})], // 800 ms old: starting
+        [1, reading({})], // compared over a window 1 ms too short
+        [2, reading({startedAt: young})], // 1 ms too young: starting
         [3, reading({})], // no previous reading
       ])
       expect(judgeGroups(now, prev, slot)).to.deep.equal({idle: 0, lent: 0})
+      // the same groups a millisecond later on both counts are asleep
+      const prevOld = new Map([[1, reading({at: 10_000 - MIN_IDLE_WINDOW_MS})], [2, reading({at: 10_000 - MIN_IDLE_WINDOW_MS, startedAt: young - 1})]])
+      expect(judgeGroups(new Map([[1, reading({})], [2, reading({startedAt: young - 1})]]), prevOld, slot).idle).to.equal(2)
     })
 
     it('a group that uses a whole slot of memory lends nothing; a reading of another process with the same pid is not compared', () => {
@@ -134,7 +138,7 @@ describe('fair admission', () => {
       expect(judgeGroups(now, prev, slot)).to.deep.equal({idle: 1, lent: 0})
     })
 
-    it('IdleSampler compares with a reading at least 500 ms old, and samples at most every 100 ms', () => {
+    it(`IdleSampler compares with a reading at least ${MIN_IDLE_WINDOW_MS} ms old, and samples at most every 100 ms`, () => {
       let cpu = 0
       let reads = 0
       const sampler = new IdleSampler(() => [7], slot, 100, (_leaders, at) => {
@@ -145,9 +149,11 @@ describe('fair admission', () => {
       expect(sampler.sample(10_000).idle).to.equal(0)
       expect(sampler.sample(10_050).idle).to.equal(0)
       expect(reads).to.equal(1)
-      // then asleep: no CPU since the reading of 10 000, but compared over 300 ms only
-      expect(sampler.sample(10_300).idle).to.equal(0)
-      expect(sampler.sample(10_600).idle).to.equal(1)
+      // then asleep: no CPU since the reading of 10 000, but compared over too short a window first
+      expect(sampler.sample(10_000 + MIN_IDLE_WINDOW_MS - 50).idle).to.equal(0)
+      expect(sampler.sample(10_000 + MIN_IDLE_WINDOW_MS + 50).idle).to.equal(1)
+      // and stays asleep at every sample after that, 100 ms apart (a sliding window)
+      for (let at = 10_000 + MIN_IDLE_WINDOW_MS + 150; at < 11_200; at += 100) expect(sampler.sample(at).idle, `at ${at}`).to.equal(1)
       cpu = 10_200 // awake again
       expect(sampler.sample(11_200).idle).to.equal(0)
     })
