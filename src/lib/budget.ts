@@ -42,6 +42,19 @@ import {MemoryReclaimer} from './reclaim.js'
 import {silentLogger, type Logger} from './telemetry/log.js'
 import {metrics} from './telemetry/metrics.js'
 
+/** A request being received: the bytes its stream holds, until its call claims them. */
+export interface Reception {
+  readonly id: string
+  bytes: number
+  claimed: boolean
+}
+
+/**
+ * The request header hygiene.ts sets on every stream it guards (overwriting any the client sent),
+ * through which the call claims its request's bytes (server.ts).
+ */
+export const RECEPTION_HEADER = 'fnr-reception'
+
 /** A running call's working set, as a multiple of its request: request, output, parsed results. */
 export const RUNNING_COST_FACTOR = 3
 /** Fixed cost of any running call (its process, pipes, buffers), counted on top. */
@@ -241,6 +254,9 @@ export class CallBudget {
   private runningBytes = 0
   /** Request bytes held: being received (hygiene.ts), queued, running. */
   private held = 0
+  /** Requests being received, by the id their stream carries (openReception). */
+  private readonly receptions = new Map<string, Reception>()
+  private receptionSeq = 0
   private readonly queue = new FairQueue<Waiter>()
   private readonly logger: Logger
   /** Gives back the memory of what calls released (reclaim.ts). */
@@ -345,13 +361,46 @@ export class CallBudget {
   }
 
   /**
-   * Reserves `bytes` of request data being received. False when that would pass maxHeldBytes
-   * (the caller refuses the message).
+   * Reserves `bytes` of request data being received, for `reception` when given. False when that
+   * would pass maxHeldBytes (the caller refuses the message).
    */
-  reserveReceive(bytes: number): boolean {
+  reserveReceive(bytes: number, reception?: Reception): boolean {
     if (this.held + bytes > this.settings.maxHeldBytes) return false
     this.held += bytes
+    if (reception) reception.bytes += bytes
     return true
+  }
+
+  /**
+   * A stream whose request is being received (hygiene.ts): its bytes stay held under its id until
+   * its call claims them (claimReception, then admit's handover) or the stream closes
+   * (closeReception). Between the request's last byte and the call's admission, another stream
+   * could otherwise take the room the request had just given back, and the complete request was
+   * refused at admission (calls that should have queued failed RESOURCE_EXHAUSTED under load).
+   */
+  openReception(): Reception {
+    const reception: Reception = {id: String(++this.receptionSeq), bytes: 0, claimed: false}
+    this.receptions.set(reception.id, reception)
+    return reception
+  }
+
+  /** The stream closed: what its request still holds (no call claimed it) is released. */
+  closeReception(reception: Reception): void {
+    this.receptions.delete(reception.id)
+    if (reception.claimed || reception.bytes === 0) return
+    this.releaseReceive(reception.bytes)
+    reception.bytes = 0
+  }
+
+  /**
+   * The call of the stream `id` takes over its request's bytes: returns them for admit's
+   * `handover` (0 for an unknown or already claimed id); they stay held until then.
+   */
+  claimReception(id: string | undefined): number {
+    const reception = id === undefined ? undefined : this.receptions.get(id)
+    if (!reception || reception.claimed) return 0
+    reception.claimed = true
+    return reception.bytes
   }
 
   releaseReceive(bytes: number): void {
@@ -391,12 +440,16 @@ export class CallBudget {
 
   /**
    * Admits a call whose request has `bytes` bytes: resolves with its release once it may run,
-   * at once when there is room, else when its turn comes (fair-queue.ts: `key` says which client
+   * at once when there is room, else when its turn comes (fair-queue.ts: `origin` says which client
    * and connection it came on). Rejects with ResourceExhausted when the queue is full, and when
    * `signal` aborts while queued with its reason if that is a DeadlineExceeded FnrError (the
    * server's limit for calls without a deadline), else Cancelled.
    */
-  admit(bytes: number, image: string, signal?: AbortSignal, key: QueueKey = NO_PEER): Promise<Release> {
+  admit(bytes: number, image: string, signal?: AbortSignal, origin: QueueKey & {handover?: number} = NO_PEER): Promise<Release> {
+    const key: QueueKey = {client: origin.client, connection: origin.connection}
+    // The bytes its stream held while it was received (`handover`, from claimReception) are counted
+    // as the call's from here on, in the same turn: no other stream can take their room in between.
+    if (origin.handover) this.releaseReceive(origin.handover)
     const cost = bytes * RUNNING_COST_FACTOR + RUNNING_COST_BASE
     const fits = this.queue.size === 0 && this.fits(cost)
     if (fits && !this.pacing) {

@@ -179,4 +179,30 @@ describe('call budget', () => {
     budget.releaseReceive(60)
     expect(budget.reserveReceive(100)).to.equal(true)
   })
+
+  it('a complete request keeps its bytes until its call is admitted: another stream cannot take the room in between', async () => {
+    const budget = new CallBudget(settings({maxHeldBytes: 100}))
+    const a = budget.openReception()
+    expect(budget.reserveReceive(60, a)).to.equal(true)
+    // a's request is complete; its call is not admitted yet. Before, its bytes were given back at
+    // the end of the stream, b took them, and a's admission was refused (held 50 + 60 > 100).
+    const b = budget.openReception()
+    expect(budget.reserveReceive(50, b)).to.equal(false)
+    expect(budget.snapshot().heldBytes).to.equal(60)
+    const handover = budget.claimReception(a.id)
+    expect(handover).to.equal(60)
+    expect(budget.claimReception(a.id), 'claimed once').to.equal(0)
+    const release = await budget.admit(60, 'a', undefined, {client: 'x', connection: 'x:1', handover})
+    expect(budget.snapshot().heldBytes, 'counted once').to.equal(60)
+    budget.closeReception(a) // the stream closes after its call: nothing more to release
+    expect(budget.snapshot().heldBytes).to.equal(60)
+    release()
+    expect(budget.snapshot().heldBytes).to.equal(0)
+    // a request no call claims (refused before admission, or a health check) is released with its stream
+    const c = budget.openReception()
+    expect(budget.reserveReceive(30, c)).to.equal(true)
+    budget.closeReception(c)
+    expect(budget.snapshot().heldBytes).to.equal(0)
+    expect(budget.claimReception(c.id)).to.equal(0)
+  })
 })

@@ -117,6 +117,36 @@ describe('gRPC listener hygiene', function () {
     client.close()
   })
 
+  it("a call's request is counted once, from its first byte to the call's end (its stream's bytes pass to the call)", async () => {
+    let running: () => void = () => {}
+    let finish: () => void = () => {}
+    const slow: Evaluator = {
+      name: 'slow',
+      evaluate: async (r) => {
+        running()
+        await new Promise<void>((resolve) => (finish = resolve))
+        return {resourceList: r.resourceList, log: Buffer.alloc(0), evaluator: 'slow'}
+      },
+      close: async () => {},
+    }
+    const budget = new CallBudget(deriveBudget({memoryLimitBytes: 1024 * MiB}))
+    const server = await startServer({evaluator: slow, budget})
+    servers.push(server)
+    const client = new EvaluatorClient(`127.0.0.1:${server.port}`)
+    const body = Buffer.alloc(MiB, 0x61)
+    const started = new Promise<void>((resolve) => (running = resolve))
+    const call = client.evaluateRaw('x', body)
+    await started
+    // Counted once: had the call not claimed its stream's bytes, they would count twice until the
+    // stream closed (2 MiB); had it claimed them and the stream released them too, 0.
+    expect(budget.snapshot().heldBytes).to.be.within(MiB, MiB + 64)
+    finish()
+    expect((await call).resourceList.length).to.equal(MiB)
+    for (let i = 0; i < 100 && budget.snapshot().heldBytes > 0; i++) await new Promise((r) => setTimeout(r, 20))
+    expect(budget.snapshot().heldBytes).to.equal(0)
+    client.close()
+  })
+
   it('closes sockets that never send the HTTP/2 preface after the handshake timeout; clients that speak stay', async () => {
     const server = await startServer({http2: {handshakeTimeoutMs: 300}})
     servers.push(server)

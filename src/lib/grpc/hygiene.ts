@@ -9,7 +9,9 @@
  *   - grpc.max_connection_idle_ms: a connection with no stream for that long gets GOAWAY and is
  *     closed (a client with calls to make reconnects; Porch's connection, which sends calls, stays).
  * Everything else is here, on the HTTP/2 servers grpc-js keeps (reached through internals.ts):
- *   - request bytes being received count against the budget's held bytes (budget.ts); a data
+ *   - request bytes being received count against the budget's held bytes (budget.ts) until the
+ *     call claims them (the stream's reception id, in the fnr-reception header) or the stream
+ *     closes; a data
  *     frame that would pass it resets its stream with ENHANCE_YOUR_CALM (the client sees
  *     RESOURCE_EXHAUSTED), so partial messages across streams and connections cannot exhaust
  *     memory (200 streams each sending 6,000,000 of a declared 6,200,000 bytes);
@@ -21,11 +23,11 @@
  *     being an unhandled 'error' event; libuv closes the pending connection, the client sees
  *     UNAVAILABLE, and the server goes on accepting once descriptors are free.
  */
-import http2, {type Http2Session, type ServerHttp2Stream} from 'node:http2'
+import http2, {type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream} from 'node:http2'
 
 import type * as grpc from '@grpc/grpc-js'
 
-import type {CallBudget} from '../budget.js'
+import {RECEPTION_HEADER, type CallBudget} from '../budget.js'
 import type {Logger} from '../telemetry/log.js'
 import {metrics} from '../telemetry/metrics.js'
 import {http2ServersOf, sessionSocket} from './internals.js'
@@ -65,7 +67,9 @@ export function installGuard(server: grpc.Server, budget: CallBudget, settings: 
       warn('accept', 'cannot accept a connection', {error: err.message, code: err.code, hint: err.code === 'EMFILE' || err.code === 'ENFILE' ? 'out of file descriptors: idle connections are closed after --handshake-timeout and --connection-idle-timeout' : undefined})
     })
     h2.on('session', (session) => guardSession(session, budget, settings, warn))
-    h2.on('stream', (stream) => guardStream(stream, budget, settings, warn))
+    // Before grpc-js's own listener: the stream's reception id goes into the headers grpc-js
+    // reads the call's metadata from, and its bytes are counted before grpc-js buffers them.
+    h2.prependListener('stream', (stream, headers) => guardStream(stream, headers, {budget, settings, warn}))
   }
 }
 
@@ -89,16 +93,24 @@ function guardSession(session: Http2Session, budget: CallBudget, settings: Guard
   session.once('close', () => clearTimeout(timer))
 }
 
-function guardStream(stream: ServerHttp2Stream, budget: CallBudget, settings: GuardSettings, warn: ReturnType<typeof rateLimited>): void {
-  let reserved = 0
+function guardStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, guard: {budget: CallBudget; settings: GuardSettings; warn: ReturnType<typeof rateLimited>}): void {
+  const {budget, settings, warn} = guard
+  // The request's bytes are counted under this reception until the call claims them (server.ts,
+  // through the header) or the stream closes (budget.ts).
+  const reception = budget.openReception()
+  headers[RECEPTION_HEADER] = reception.id
   let done = false
-  const release = (): void => {
+  /** The request is complete, or will never be: no more bytes to count, no timeout. */
+  const stopReceiving = (): void => {
     if (done) return
     done = true
     if (timer) clearTimeout(timer)
-    budget.releaseReceive(reserved)
-    reserved = 0
     stream.removeListener('data', onData)
+  }
+  /** Refused: what the request held is released now. */
+  const release = (): void => {
+    stopReceiving()
+    budget.closeReception(reception)
   }
   const reset = (code: number, action: string, msg: string, fields: Record<string, unknown>): void => {
     metrics().connectionGuard(action)
@@ -107,12 +119,9 @@ function guardStream(stream: ServerHttp2Stream, budget: CallBudget, settings: Gu
     if (!stream.destroyed) stream.close(code)
   }
   const onData = (chunk: Buffer): void => {
-    if (budget.reserveReceive(chunk.length)) {
-      reserved += chunk.length
-      return
-    }
+    if (budget.reserveReceive(chunk.length, reception)) return
     const s = budget.snapshot()
-    const fields = {received: reserved + chunk.length, heldBytes: s.heldBytes, maxInflightBytes: budget.settings.maxHeldBytes}
+    const fields = {received: reception.bytes + chunk.length, heldBytes: s.heldBytes, maxInflightBytes: budget.settings.maxHeldBytes}
     const msg = 'refusing a request: receiving it would pass the budget of request bytes held'
     if (stream.headersSent || stream.destroyed) return reset(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM, 'receive-budget', msg, fields)
     metrics().connectionGuard('receive-budget')
@@ -124,12 +133,12 @@ function guardStream(stream: ServerHttp2Stream, budget: CallBudget, settings: Gu
     settings.receiveTimeoutMs > 0
       ? setTimeout(() => {
           if (done) return
-          reset(http2.constants.NGHTTP2_CANCEL, 'receive-timeout', 'resetting a stream whose request did not complete in time', {received: reserved, receiveTimeoutMs: settings.receiveTimeoutMs})
+          reset(http2.constants.NGHTTP2_CANCEL, 'receive-timeout', 'resetting a stream whose request did not complete in time', {received: reception.bytes, receiveTimeoutMs: settings.receiveTimeoutMs})
         }, settings.receiveTimeoutMs)
       : undefined
   timer?.unref()
   stream.on('data', onData)
-  stream.once('end', () => release())
+  stream.once('end', () => stopReceiving())
   stream.once('close', () => release())
   // The response counts against the budget until the stream closes (all sent, or reset).
   let sending = 0

@@ -14,7 +14,7 @@
  * a grpc-js without the field is not a warning: the server refuses to start (InternalError), since
  * running without its limits is what an attacker would want.
  */
-import type {Http2Session, ServerHttp2Stream} from 'node:http2'
+import type {Http2Session, IncomingHttpHeaders, ServerHttp2Stream} from 'node:http2'
 import {createRequire} from 'node:module'
 
 import type * as grpc from '@grpc/grpc-js'
@@ -29,6 +29,8 @@ export interface Http2Listening {
   on(event: 'session', listener: (session: Http2Session) => void): unknown
   on(event: 'stream', listener: (stream: ServerHttp2Stream) => void): unknown
   on(event: 'error', listener: (err: NodeJS.ErrnoException) => void): unknown
+  /** Runs before grpc-js's own 'stream' listener, which reads the call's metadata from `headers`. */
+  prependListener(event: 'stream', listener: (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => void): unknown
 }
 
 /** The installed grpc-js version. */
@@ -42,7 +44,7 @@ export function grpcJsVersion(): string {
  */
 export function http2ServersOf(server: grpc.Server): Http2Listening[] {
   const field = (server as unknown as {http2Servers?: unknown}).http2Servers
-  const servers = field instanceof Map ? [...field.keys()].filter((s): s is Http2Listening => !!s && typeof (s as Http2Listening).on === 'function') : []
+  const servers = field instanceof Map ? [...field.keys()].filter((s): s is Http2Listening => !!s && typeof (s as Http2Listening).on === 'function' && typeof (s as Http2Listening).prependListener === 'function') : []
   if (servers.length === 0) {
     throw new FnrError(
       'Internal',

@@ -12,7 +12,7 @@ import {format} from 'node:util'
 import * as grpc from '@grpc/grpc-js'
 import {HealthImplementation, type ServingStatus} from 'grpc-health-check'
 
-import {CallBudget, deriveBudget} from '../budget.js'
+import {CallBudget, deriveBudget, RECEPTION_HEADER} from '../budget.js'
 import {FnrError, GrpcCode, toFnrError} from '../errors.js'
 import {peerKey} from '../fair-queue.js'
 import type {EvaluationRequest, Evaluator} from '../evaluator.js'
@@ -54,6 +54,12 @@ const REQUEST_LOG_VERBOSITY = 3
 /** The abort reason of every call its caller cancelled (the caller gets no answer to read it in). */
 const CALL_CANCELLED = new FnrError('Cancelled', 'the caller cancelled the call')
 /** The abort reason of a call without a deadline that ran past --default-deadline (server.ts turns it into its error). */
+/** The reception id hygiene.ts gave the call's stream: its request's bytes, held until admission claims them. */
+function receptionOf(metadata: grpc.Metadata): string | undefined {
+  const value = metadata.get(RECEPTION_HEADER)[0]
+  return typeof value === 'string' ? value : undefined
+}
+
 const DEFAULT_DEADLINE_PASSED = new FnrError('DeadlineExceeded', 'the call ran past the runner\'s --default-deadline')
 
 /**
@@ -289,7 +295,7 @@ export class EvaluatorServer {
     // The budget (budget.ts): run now, wait in the queue (in turn with other clients), or RESOURCE_EXHAUSTED.
     let release: (() => void) | undefined
     this.budget
-      .admit(resourceList.length, image, abort.signal, peerKey(call.getPeer()))
+      .admit(resourceList.length, image, abort.signal, {...peerKey(call.getPeer()), handover: this.budget.claimReception(receptionOf(call.metadata))})
       .then((r) => {
         release = r
         // the room the reply needs around the output, so that it is not copied once more (reply.ts)
