@@ -117,6 +117,22 @@ describe('gRPC listener hygiene', function () {
     client.close()
   })
 
+  it('refusals over the budget free their stream: more refusals than the stream limit on one connection, then calls still run', async () => {
+    const budget = new CallBudget({...deriveBudget({memoryLimitBytes: 1024 * MiB}), maxHeldBytes: MiB, maxConcurrentStreams: 2})
+    const server = await startServer({budget, http2: {maxConcurrentStreams: 2}})
+    servers.push(server)
+    const client = new EvaluatorClient(`127.0.0.1:${server.port}`)
+    const outcomes: string[] = []
+    for (let i = 0; i < 6; i++) outcomes.push(await client.evaluateRaw('x', Buffer.alloc(2 * MiB, 0x61)).then(() => 'ok', (e: grpc.ServiceError) => `${e.code} ${e.details}`))
+    // A refused stream that stayed paused after the client's reset kept its slot: from the third on,
+    // Node refused every stream of the connection (14 "Write error: … ENHANCE_YOUR_CALM").
+    for (const o of outcomes) expect(o).to.match(/^8 the runner is holding too many request bytes/)
+    expect((await client.evaluateRaw('x', RL)).resourceList.equals(RL)).to.equal(true)
+    for (let i = 0; i < 100 && budget.snapshot().heldBytes > 0; i++) await new Promise((r) => setTimeout(r, 20))
+    expect(budget.snapshot().heldBytes).to.equal(0)
+    client.close()
+  })
+
   it("a call's request is counted once, from its first byte to the call's end (its stream's bytes pass to the call)", async () => {
     let running: () => void = () => {}
     let finish: () => void = () => {}

@@ -161,19 +161,21 @@ const RESOURCE_EXHAUSTED = 8
 
 /**
  * Answers a stream whose request is still arriving with a gRPC status (a trailers-only response),
- * then closes it with RST_STREAM(NO_ERROR): "stop sending, the answer is complete". A bare reset
+ * then destroys it once the status has left (RST_STREAM): "stop sending, the answer is complete". A bare reset
  * (ENHANCE_YOUR_CALM) left the client to guess: grpc-js reports it as RESOURCE_EXHAUSTED when the
  * reset arrives first, but as UNAVAILABLE "Write error" when its own write of the rest of the
  * message fails first (Node 26), and UNAVAILABLE is what the pod runtime takes for a dead pod.
  * With the status sent before the reset, every client reads the status (test/grpc/hygiene.test.ts).
- * Node sends a NO_ERROR reset only after the stream's writable side (the trailers) has finished.
  */
 function refuseWithStatus(stream: ServerHttp2Stream, code: number, message: string): void {
   stream.respond({':status': 200, 'content-type': 'application/grpc+proto', 'grpc-status': String(code), 'grpc-message': percentEncode(message)}, {endStream: true})
+  // No more of the request is read (grpc-js would buffer it). The stream is destroyed in the next
+  // turn, after Node has written the status (it writes a session's frames in an immediate queued
+  // by respond): a reset sent at once overtook it ("Call ended without gRPC status"), and a
+  // paused stream the client reset was never destroyed (its end was never read) and kept its slot
+  // of the connection's stream limit, so every later stream was refused (ENHANCE_YOUR_CALM).
   stream.pause()
-  const timer = setTimeout(() => stream.close(http2.constants.NGHTTP2_NO_ERROR), 5000)
-  timer.unref()
-  stream.once('close', () => clearTimeout(timer))
+  setImmediate(() => stream.destroy())
 }
 
 /** gRPC's grpc-message encoding: bytes outside printable ASCII, and '%', as %XX. */
