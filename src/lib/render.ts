@@ -282,7 +282,7 @@ async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], opt
     io.stderr.write(rl.formatStderrBlock(stderrText, block))
     io.stderr.write(`  Exit code: ${run.exitCode}\n\n`)
     records.push({...record, results})
-    throw failed(new FnrError('FunctionFailed', `function ${JSON.stringify(label)} in package ${JSON.stringify(pkg.display)} exited with code ${run.exitCode}; nothing was written`))
+    throw failed(new FnrError('FunctionFailed', `function ${JSON.stringify(label)} in package ${JSON.stringify(pkg.display)} exited with code ${run.exitCode}; nothing was written`, {details: {consoleShown: true}}))
   }
   let output: rl.FunctionOutput
   try {

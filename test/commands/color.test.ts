@@ -28,7 +28,7 @@ describe('console colour', function () {
       expect(await onTty(cmd, {...fast, NO_COLOR: '1'})).not.to.contain('\u001B[')
       expect(await onTty(`${cmd} --no-color`, fast)).not.to.contain('\u001B[')
     }
-    const piped = await runCli(['eval', '--exec', 'cat', '-i', file, '-o', 'unwrap'])
+    const piped = await runCli(['eval', '--exec', 'cat', '--input', file, '-o', 'unwrap'])
     expect(piped.stderr).to.contain('[PASS]').and.not.to.contain('\u001B[')
   })
 })

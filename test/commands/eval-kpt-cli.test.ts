@@ -90,7 +90,7 @@ describe('fnr eval: kpt\'s command line', function () {
     const script = '#!/bin/sh\ncat\necho "team=$TEAM own=$OWN secret=$SECRET" >&2\n'
     const fn = await writeExecutable(path.join(work, 'env.sh'), script)
     const env = {OWN: 'mine', SECRET: 's'}
-    const r = await runCli(['eval', '-i', pkg, '--exec', fn, '--env', 'TEAM=blue', '-e', 'OWN', '--no-truncate-output'], {env})
+    const r = await runCli(['eval', '--input', pkg, '--exec', fn, '--env', 'TEAM=blue', '-e', 'OWN', '--no-truncate-output'], {env})
     expect(r.exitCode, r.stderr).to.equal(0)
     // --exec: fnr's whole environment, as kpt.
     expect(r.stderr).to.contain('"team=blue own=mine secret=s"')
@@ -99,15 +99,15 @@ describe('fnr eval: kpt\'s command line', function () {
     await writeExecutable(path.join(work, 'functions', 'env-fn'), script)
     await writeFile(path.join(work, 'config.yaml'), 'functions:\n- function: env-fn\n  images: [example.com/env:v1]\n')
     const execConfig = ['--config', path.join(work, 'config.yaml'), '--functions', path.join(work, 'functions')]
-    const i = await runCli(['eval', '-i', pkg, '--image', 'example.com/env:v1', ...execConfig, '--env', 'TEAM=green', '--env', 'OWN', '--no-truncate-output'], {env})
+    const i = await runCli(['eval', '--input', pkg, '--image', 'example.com/env:v1', ...execConfig, '--env', 'TEAM=green', '--env', 'OWN', '--no-truncate-output'], {env})
     expect(i.exitCode, i.stderr).to.equal(0)
     expect(i.stderr).to.contain('"team=green own=mine secret="')
-    const without = await runCli(['eval', '-i', pkg, '--image', 'example.com/env:v1', ...execConfig, '--no-truncate-output'], {env})
+    const without = await runCli(['eval', '--input', pkg, '--image', 'example.com/env:v1', ...execConfig, '--no-truncate-output'], {env})
     expect(without.stderr).to.contain('"team= own= secret="')
-    const u = await runCli(['eval', '-i', pkg, '--image', 'fnr.local/set-namespace:v0.4', '--runner', '127.0.0.1:1', '--env', 'A=b'])
+    const u = await runCli(['eval', '--input', pkg, '--image', 'fnr.local/set-namespace:v0.4', '--runner', '127.0.0.1:1', '--env', 'A=b'])
     expect(u.exitCode).to.equal(2)
     expect(u.stderr).to.contain('--env cannot be passed through --runner').and.to.contain('proto/evaluator.proto')
-    const bad = await runCli(['eval', '-i', pkg, '--exec', fn, '--env', '=x'])
+    const bad = await runCli(['eval', '--input', pkg, '--exec', fn, '--env', '=x'])
     expect(bad.exitCode).to.equal(2)
     expect(bad.stderr).to.contain('--env takes KEY=VALUE or KEY, got "=x"')
   })
@@ -116,12 +116,12 @@ describe('fnr eval: kpt\'s command line', function () {
     let running: RunningServer | undefined
     try {
       running = await startInProcess(serveOptions({configPath: path.join(REPO_ROOT, 'functions', 'config.yaml'), functionsDir: path.join(REPO_ROOT, 'functions'), disableRuntimes: 'pod'}))
-      const args = ['eval', '-i', pkg, '--image', 'fnr.local/set-namespace:v0.4', '-o', 'unwrap']
+      const args = ['eval', '--input', pkg, '--image', 'fnr.local/set-namespace:v0.4', '-o', 'unwrap']
       const remote = await runCli([...args, '--runner', `127.0.0.1:${running.port}`, '--', 'namespace=remote'])
       const local = await runCli([...args, '--', 'namespace=remote'])
       expect(remote.exitCode, remote.stderr).to.equal(0)
       expect(remote.stdout).to.equal(local.stdout).and.to.contain('namespace: remote')
-      const unknown = await runCli(['eval', '-i', pkg, '--image', 'example.com/nope:v1', '--runner', `127.0.0.1:${running.port}`])
+      const unknown = await runCli(['eval', '--input', pkg, '--image', 'example.com/nope:v1', '--runner', `127.0.0.1:${running.port}`])
       expect(unknown.exitCode).to.equal(4)
     } finally {
       await running?.stop()
