@@ -14,11 +14,12 @@
 import {readFile} from 'node:fs/promises'
 import path from 'node:path'
 
-import {isMap, isScalar, isSeq, parseDocument, YAMLMap, YAMLSeq, type Document} from 'yaml'
+import {isMap, isScalar, isSeq, parseDocument, visit, YAMLMap, YAMLSeq, type Document} from 'yaml'
 
 import {FnrError} from './errors.js'
 import {applyChanges} from './resourcelist/transaction.js'
 import {isEmptySelector, type Selector} from './resourcelist/select.js'
+import {stringScalar} from './resourcelist/yaml.js'
 
 export type SaveType = 'mutator' | 'validator'
 
@@ -87,6 +88,13 @@ export function addToKptfile(text: string, pkgDir: string, fn: SavedFunction, ty
   const seq = isSeq(foundList) ? foundList : new YAMLSeq()
   if (seq !== foundList) pipeline.set(listKey, seq)
   const node = doc.createNode(pipelineEntry(pkgDir, fn))
+  // Every key and value is a string: quoted where a YAML 1.1 reader would take it for something
+  // else (`"n": "5"`), as kpt's YAML library writes them.
+  visit(node, {
+    Scalar(_key, scalar) {
+      if (typeof scalar.value === 'string') scalar.type = stringScalar(scalar.value).type
+    },
+  })
   const label = fn.image ?? fn.exec!
   const field = fn.image !== undefined ? 'image' : 'exec'
   const same = seq.items.findIndex((item) => {
