@@ -23,7 +23,7 @@ export const EXIT_CODE_STYLES = ['kpt', 'fnr'] as const
  * The form a kpt-compatible command reports in, read from its own argv (before "--") and the
  * environment, so that a failure to parse the command line is reported in it too: fnr's form with
  * `--exit-codes fnr` (or `--exit-codes=fnr`, the last one given wins), else with FNR_EXIT_CODES=fnr,
- * and with --json (or FNR_CONTENT_TYPE=json: fnr's JSON output, which kpt does not have); kpt's
+ * and, on eval, with --json (or FNR_CONTENT_TYPE=json: fnr's JSON output, which kpt does not have); kpt's
  * form otherwise.
  */
 export function errorFormFor(command: 'eval' | 'render', argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ErrorForm {
@@ -37,7 +37,8 @@ export function errorFormFor(command: 'eval' | 'render', argv: readonly string[]
     else if (arg.startsWith('--exit-codes=')) style = arg.slice('--exit-codes='.length)
     else if (arg === '--json' || arg === '--json=true') json = true
   }
-  if (json || style === 'fnr') return 'fnr'
+  // Only eval has --json (render would refuse the flag, in kpt's form).
+  if (style === 'fnr' || (json && command === 'eval')) return 'fnr'
   return command === 'eval' ? 'kpt-eval' : 'kpt-render'
 }
 

@@ -39,6 +39,8 @@ describe('kpt\'s error form on eval and render', () => {
     expect(errorFormFor('render', ['--exit-codes', 'kpt'], {FNR_EXIT_CODES: 'fnr'})).to.equal('kpt-render')
     expect(errorFormFor('eval', ['--json'], {})).to.equal('fnr')
     expect(errorFormFor('eval', [], {FNR_CONTENT_TYPE: 'JSON'})).to.equal('fnr')
+    // render has no --json: it is an unknown flag there, reported in kpt's form.
+    expect(errorFormFor('render', ['--json'], {})).to.equal('kpt-render')
     // After "--" it is function config, not a flag.
     expect(errorFormFor('eval', ['--', '--exit-codes=fnr'], {})).to.equal('kpt-eval')
   })
