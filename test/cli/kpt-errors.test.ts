@@ -84,6 +84,13 @@ describe('kpt\'s command line on fnr eval (flags to options)', () => {
     expect(evalOptions(['pkg', '--exec', 'cat', '-o', 'unwrap'])).to.include({output: 'unwrap'})
   })
 
+  it('a repeatable flag takes one value each time, as kpt\'s (never the DIR after it: `-e A=b pkg`)', () => {
+    for (const [name, spec] of Object.entries(EVAL_FLAG_SPECS)) {
+      if ('multiple' in spec && spec.multiple) expect('multipleNonGreedy' in spec && spec.multipleNonGreedy, name).to.equal(true)
+    }
+    expect(evalOptions(['-e', 'A=b', 'pkg', '--exec', 'cat'])).to.include({output: 'pkg'}).and.to.have.deep.property('env', ['A=b'])
+  })
+
   it('refuses what kpt refuses, in kpt\'s words', () => {
     expect(usageMessage(['pkg', '--exec', 'cat', '-m'])).to.equal('--include-meta-resources is no longer necessary because meta resources are now included by default')
     expect(usageMessage(['pkg', '--exec', 'cat', '-s'])).to.equal('--type must be specified if saving functions to Kptfile (--save=true)')
