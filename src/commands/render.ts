@@ -55,6 +55,9 @@ fnr's codes by kind (docs/cli.md).`
     dir: Args.string({description: 'The package directory (default: the current directory).', required: false}),
   }
 
+  // kpt fn render ignores arguments after PKG_PATH; so does fnr render.
+  static strict = false
+
   static flags = oclifFlags(RENDER_FLAG_SPECS)
 
   protected errorForm(): ErrorForm {

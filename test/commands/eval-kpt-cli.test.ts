@@ -248,15 +248,16 @@ describe('fnr eval: kpt\'s command line', function () {
     expect(i.stdout).to.contain('namespace: by-image')
   })
 
-  it('render takes kpt\'s --allow-network and --image-pull-policy, with the same files as kpt, and --allow-alpha-wasm', async () => {
+  it('render takes kpt\'s --allow-network and --image-pull-policy (and ignores an extra argument), with the same files as kpt, and --allow-alpha-wasm', async () => {
     const work = await temp.make('fnr-render-flags-')
     const files = {Kptfile: `apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: p\npipeline:\n  mutators:\n  - exec: ${SET_NS}\n    configMap:\n      namespace: rendered\n`, 'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n'}
     await writeTree(path.join(work, 'kpt'), files)
     await writeTree(path.join(work, 'fnr'), files)
     const flags = ['--allow-exec', '--allow-network', '--image-pull-policy', 'Never']
-    const k = await execa(KPT, ['fn', 'render', path.join(work, 'kpt'), ...flags], {reject: false})
+    // An argument after PKG_PATH is ignored, as kpt ignores it.
+    const k = await execa(KPT, ['fn', 'render', path.join(work, 'kpt'), 'extra', ...flags], {reject: false})
     // kpt 1.0.0-beta.56 as released refuses --allow-alpha-wasm (built without wasmtime); fnr accepts it and runs no wasm.
-    const f = await runCli(['render', path.join(work, 'fnr'), ...flags, '--allow-alpha-wasm'])
+    const f = await runCli(['render', path.join(work, 'fnr'), 'extra', ...flags, '--allow-alpha-wasm'])
     expect(k.exitCode, String(k.stderr)).to.equal(0)
     expect(f.exitCode, f.stderr).to.equal(0)
     expect(await tree(path.join(work, 'fnr'))).to.deep.equal(await tree(path.join(work, 'kpt')))
