@@ -290,6 +290,8 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
   if (options.image !== undefined && options.image.trim() === '') throw new FnrError('Usage', '--image is empty')
   if (options.exec !== undefined) splitExec(options.exec)
   const label = options.image ?? options.exec!
+  // DIR (kpt's argument, the one input written in place) is checked as kpt checks it.
+  if (options.inputs.length === 1 && options.inputs[0] === options.output) await rl.checkPackageArgument(options.inputs[0])
   const {list, fromStdin} = await readInput(options, io)
   const inPlace = !['stdout', 'unwrap'].includes(options.output) && !fromStdin && options.inputs.length === 1 && (await sameDirectory(options.inputs[0]!, options.output))
   // The output is checked before the function runs (kpt checks -o DIR only afterwards).

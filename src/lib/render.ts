@@ -85,6 +85,7 @@ export async function runRender(options: RenderOptions, io: EvalIO): Promise<voi
 }
 
 async function render(options: RenderOptions, io: EvalIO): Promise<void> {
+  await rl.checkPackageArgument(options.dir)
   const rootAbs = path.resolve(options.dir)
   if (options.output !== '' && !['stdout', 'unwrap'].includes(options.output)) await rl.checkSinkTarget(options.output)
   // Every Kptfile is decoded and validated as kpt does before any function runs

@@ -167,14 +167,14 @@ describe('fnr eval: kpt\'s command line', function () {
       ['two DIRs', ['eval', 'pkg', 'exists', '--exec', SET_NS], 'prefix'],
       ['--fn-config and arguments', ['eval', 'pkg', '--exec', SET_NS, '--fn-config', 'fc.yaml', '--', 'a=b'], 'prefix'],
       ['--network with --exec', ['eval', 'pkg', '--exec', SET_NS, '--network'], /can only be used with container functions/],
-      ['DIR missing', ['eval', 'nope', '--exec', SET_NS], /^error: .*nope: no such file or directory$/],
+      ['DIR missing', ['eval', 'nope', '--exec', SET_NS], 'same'],
       ['--exec missing', ['eval', 'pkg', '--exec', './missing-fn'], /^error: .*missing-fn/],
       ['render: exec without --allow-exec', ['render', 'needs-exec'], 'same'],
       ['render: unknown flag', ['render', 'needs-exec', '--bogus'], 'same'],
       ['render: --image-pull-policy not a policy', ['render', 'needs-exec', '--image-pull-policy', 'sometimes'], 'same'],
       ['render: no Kptfile', ['render', 'no-kptfile'], 'same'],
       ['render: the function fails', ['render', 'fails', '--allow-exec'], 'same'],
-      ['render: DIR missing', ['render', 'nope'], /^(error|Error): .*nope: no such file or directory ?$/],
+      ['render: DIR missing', ['render', 'nope'], 'same'],
     ]
     for (const [what, args, compare] of cases) {
       it(`${what}: ${args.join(' ')}`, async () => {
