@@ -27,8 +27,8 @@ export const LAYERS = [
   ['pods-runtime', '^src/lib/pods/runtime/'],
   ['pods-admin', '^src/lib/pods/admin/'],
   ['evaluators-cache', '^src/lib/(evaluators|cache)/'],
-  // what the commands call: serve, wrapper-server, eval, render, test, and their flag specs
-  ['entry-points', '^src/lib/(flags|fntest)/|^src/lib/(eval|render|drain|serve|wrapper)[.]ts$'],
+  // what the commands call: serve, wrapper-server, eval (and its --save), render, test, and their flag specs
+  ['entry-points', '^src/lib/(flags|fntest)/|^src/lib/(eval|render|drain|serve|wrapper|save-function)[.]ts$'],
   // the CLI adapter, the packaged binaries, oclif hooks
   ['adapters', '^src/(cli|bin|hooks)/'],
   ['commands', '^src/commands/'],

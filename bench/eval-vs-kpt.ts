@@ -38,7 +38,7 @@ export async function benchEvalVsKpt(iterations: number): Promise<{rows: Row[]; 
       const kptPkg = path.join(dir, `kpt-${fn.name.replace(/\W/g, '')}`)
       await cp(path.join(ROOT, 'examples', 'hello'), fnrPkg, {recursive: true})
       await cp(path.join(ROOT, 'examples', 'hello'), kptPkg, {recursive: true})
-      const fnrArgs = [BIN_RUN, 'eval', '-i', fnrPkg, '-o', fnrPkg, '--exec', fn.exec, '--', ...fn.args]
+      const fnrArgs = [BIN_RUN, 'eval', '--input', fnrPkg, '-o', fnrPkg, '--exec', fn.exec, '--', ...fn.args]
       const kptArgs = ['fn', 'eval', kptPkg, '--exec', fn.exec, '--', ...fn.args]
       for (let i = 0; i < 3; i++) {
         wall(process.execPath, fnrArgs)

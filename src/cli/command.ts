@@ -12,7 +12,7 @@ import {Command, Errors, type Interfaces} from '@oclif/core'
 import {FnrError} from '../lib/errors.js'
 import {parseLogFormat, setLogFormat} from '../lib/telemetry/log.js'
 import {jsonFlag, logFormatFlag} from './flags.js'
-import {errorJson, renderError} from './render-error.js'
+import {errorJson, renderError, type ErrorForm} from './render-error.js'
 import {flagHint} from '../lib/flags/suggest.js'
 
 // The shapes oclif's parse() is generic over (not exported from @oclif/core's entry point).
@@ -20,6 +20,17 @@ import {flagHint} from '../lib/flags/suggest.js'
 type FlagOutput = {[name: string]: any}
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type ArgOutput = {[name: string]: any}
+
+/** oclif's parse error message as one line. */
+function oneLineParseMessage(text: string): string {
+  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !/^See more help/.test(l))
+  // oclif lists several errors under a heading (both of two exclusive flags): the first one, as the fast path reports it.
+  if (/^The following errors occurred:?$/.test(lines[0] ?? '') && lines.length > 1) lines.splice(0, lines.length, lines[1]!)
+  // "Missing 1 required arg:" is followed by the arg's help and notes: keep its name only.
+  const message = /^Missing \d+ required args?:?$/.test(lines[0] ?? '') ? `${lines[0]!.replace(/:?$/, ':')} ${(lines[1] ?? '').split(/\s+/)[0]}` : lines.join(': ')
+  // "Missing 1 required arg:: image" and the like: one colon.
+  return message.replace(/:: /g, ': ')
+}
 
 export abstract class FnrCommand extends Command {
   /** Set by commands that accept --log-level, so errors can show stacks when it is high. */
@@ -37,15 +48,12 @@ export abstract class FnrCommand extends Command {
       return parsed
     } catch (err) {
       if (err instanceof Errors.ExitError) throw err
-      const lines = (err as Error).message.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !/^See more help/.test(l))
-      // "Missing 1 required arg:" is followed by the arg's help and notes: keep its name only.
-      let message = /^Missing \d+ required args?:?$/.test(lines[0] ?? '') ? `${lines[0]!.replace(/:?$/, ':')} ${(lines[1] ?? '').split(/\s+/)[0]}` : lines.join(': ')
-      // "Missing 1 required arg:: image" and the like: one colon.
-      message = message.replace(/:: /g, ': ')
+      let message = oneLineParseMessage((err as Error).message)
       const unknown = /^Nonexistent flags?: (\S+)/.exec(message)
       const known = [...Object.keys(options?.flags ?? {}), ...(this.ctor.enableJsonFlag ? ['json'] : [])]
-      if (unknown) message = `Nonexistent flag: ${unknown[1]!.replace(/,$/, '')}${flagHint(unknown[1]!, known)}`
-      throw new FnrError('Usage', message, {cause: err})
+      const unknownFlag = unknown ? unknown[1]!.replace(/,$/, '') : undefined
+      if (unknownFlag !== undefined) message = `Nonexistent flag: ${unknownFlag}${flagHint(unknownFlag, known)}`
+      throw new FnrError('Usage', message, {cause: err, details: {commandLine: true, ...(unknownFlag === undefined ? {} : {unknownFlag})}})
     }
   }
 
@@ -64,10 +72,18 @@ export abstract class FnrCommand extends Command {
   protected async catch(err: Error & {exitCode?: number; oclif?: {exit?: number}}, exitCode?: number): Promise<void> {
     // oclif's own exits (this.exit(), --help, --version) pass straight through.
     if (err instanceof Errors.ExitError) throw err
-    const rendered = renderError(err, this.verbosity)
+    const rendered = renderError(err, this.verbosity, process.stderr, this.errorForm())
     const code = exitCode ?? rendered
     process.exitCode = code
     if (this.jsonEnabled()) this.logJson(this.toErrorJson(err, code))
+  }
+
+  /**
+   * How this command reports failures: fnr's form; the kpt-compatible commands (eval, render)
+   * report as kpt does unless asked otherwise (render-error.ts errorFormFor).
+   */
+  protected errorForm(): ErrorForm {
+    return 'fnr'
   }
 
   /** `{"error": {kind, message, exitCode}}`, beside the report the error carries (render-error.ts). */

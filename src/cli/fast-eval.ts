@@ -7,7 +7,7 @@ import {runEval} from '../lib/eval.js'
 import {EVAL_FLAG_SPECS, evalOptionsFromFlags, splitFunctionConfigArgs} from './eval-flags.js'
 import {colorEnabled, consoleStream} from './color.js'
 import {onInterrupt} from './interrupt.js'
-import {renderError} from './render-error.js'
+import {errorFormFor, renderError} from './render-error.js'
 import {parseWithSpecs} from '../lib/flags/spec.js'
 
 export async function runEvalFast(argv: string[]): Promise<number> {
@@ -18,7 +18,7 @@ export async function runEvalFast(argv: string[]): Promise<number> {
     await runEval({...evalOptionsFromFlags(values, given, fnConfigArgs, positionals), signal: interrupt.signal}, {stdin: process.stdin, stdout: process.stdout, stderr: consoleStream(process.stderr, colorEnabled(process.stderr, values.color as boolean))})
     return 0
   } catch (err) {
-    const code = renderError(err)
+    const code = renderError(err, 0, process.stderr, errorFormFor('eval', argv))
     return interrupt.exitCode ?? code
   } finally {
     interrupt.dispose()

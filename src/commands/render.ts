@@ -5,12 +5,18 @@ import {FnrCommand} from '../cli/command.js'
 import {oclifFlags} from '../cli/flags.js'
 import {colorEnabled, consoleStream} from '../cli/color.js'
 import {runInterruptible} from '../cli/interrupt.js'
+import {checkImagePullPolicy, EXIT_CODES_SPEC} from '../cli/eval-flags.js'
+import {errorFormFor, type ErrorForm} from '../cli/render-error.js'
 import {EXEC_FLAG_SPECS, normalizeBooleanFlags, type FlagSpecs} from '../lib/flags/spec.js'
 import {FnrError} from '../lib/errors.js'
 import {runRender} from '../lib/render.js'
 
 const RENDER_FLAG_SPECS = {
   'allow-exec': {kind: 'boolean', summary: 'Allow the pipeline\'s `exec:` functions (binaries run in the current directory, as kpt runs them).', default: false},
+  'allow-network': {kind: 'boolean', summary: 'Let the functions use the network (kpt: container functions). The exec config\'s functions are local processes with the host\'s network already; an error with --runner, which cannot carry it.', default: false},
+  'image-pull-policy': {kind: 'string', summary: 'Always, IfNotPresent or Never (any case), as kpt. Checked; fnr pulls no images (the exec config runs local binaries, and --runner\'s server pulls by its own policy), so it changes nothing.'},
+  'allow-alpha-wasm': {kind: 'boolean', summary: 'kpt\'s switch for alpha wasm functions: accepted, no effect (fnr runs no wasm functions).', default: false},
+  'exit-codes': EXIT_CODES_SPEC,
   output: {kind: 'string', char: 'o', summary: 'stdout (wrapped ResourceList), unwrap (YAML documents) or a new directory; default: the package, in place.'},
   'results-dir': {kind: 'string', summary: 'Write results.yaml (a kpt FunctionResultList) into this directory.'},
   runner: {kind: 'string', summary: 'Run the pipeline\'s `image:` functions through a running function runner (fnr serve, or Porch\'s) at HOST:PORT, so CI renders as Porch will.'},
@@ -32,7 +38,12 @@ kpt's. Nothing is written when a function fails.
 
 image: functions run through the exec config (the functions fnr ships, or --config), or through
 --runner HOST:PORT (a running fnr serve, so CI renders a package exactly as Porch will). exec:
-functions run only with --allow-exec.`
+functions run only with --allow-exec. kpt's flags are all accepted (--allow-network,
+--image-pull-policy, --allow-alpha-wasm: see each).
+
+Exit codes, as kpt: 0 rendered, 1 any failure, with kpt's "Error: ..." line (none after a
+function's [FAIL] block), 130 and 143 interrupted. With --exit-codes fnr (or FNR_EXIT_CODES=fnr):
+fnr's codes by kind (docs/cli.md).`
 
   static examples = [
     {description: 'Render a package in place:', command: '<%= config.bin %> <%= command.id %> my-pkg'},
@@ -44,13 +55,24 @@ functions run only with --allow-exec.`
     dir: Args.string({description: 'The package directory (default: the current directory).', required: false}),
   }
 
+  // kpt fn render ignores arguments after PKG_PATH; so does fnr render.
+  static strict = false
+
   static flags = oclifFlags(RENDER_FLAG_SPECS)
+
+  protected errorForm(): ErrorForm {
+    return errorFormFor('render', this.argv)
+  }
 
   async run(): Promise<void> {
     const {args, flags, metadata} = await this.parse(Render, normalizeBooleanFlags(this.argv, RENDER_FLAG_SPECS))
     const given = new Set(Object.keys(flags).filter((name) => !metadata.flags[name]?.setFromDefault))
     const str = (name: string): string | undefined => (flags as Record<string, unknown>)[name] as string | undefined
-    if (str('runner-ca-file') && !str('runner')) throw new FnrError('Usage', '--runner-ca-file needs --runner')
+    if (str('runner-ca-file') && !str('runner')) throw new FnrError('Usage', '--runner-ca-file needs --runner', {details: {commandLine: true}})
+    checkImagePullPolicy(str('image-pull-policy'))
+    if (flags['allow-network'] && str('runner')) {
+      throw new FnrError('Usage', '--allow-network cannot be passed through --runner: the function evaluator protocol (proto/evaluator.proto, EvaluateFunctionRequest: resource_list and image only) carries no container options; the runner\'s own runtime decides them', {details: {commandLine: true}})
+    }
     await runInterruptible(
       async (interrupt, onClose) => {
         let imageRunner

@@ -133,6 +133,18 @@ export interface FnrErrorDetails {
    * the error beside them (src/cli/render-error.ts).
    */
   report?: object
+  /**
+   * The console already shows this failure in full (a function's [FAIL] block with its exit code):
+   * kpt's CLI adds no line of its own after it, and neither does fnr's kpt form (src/cli/render-error.ts).
+   */
+  consoleShown?: boolean
+  /**
+   * An error in the command line itself (an unknown flag, a bad flag value, an extra argument), not
+   * in the work it asked for: kpt prints these in its CLI library's form (`error: …`).
+   */
+  commandLine?: boolean
+  /** The unknown flag of a command line, as given (`--bogus`): kpt words this `unknown flag: --bogus`. */
+  unknownFlag?: string
   /** What the function wrote, where the error keeps it. */
   stdout?: Buffer
   stderr?: Buffer

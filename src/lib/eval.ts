@@ -34,6 +34,7 @@ import {functionFailedError} from './process/failure.js'
 import {runFunctionProcess} from './process/run.js'
 import * as rl from './resourcelist/index.js'
 import {selectResources, type Selector} from './resourcelist/select.js'
+import {checkSavedConfigPath, saveFunctionToKptfile, type SaveType} from './save-function.js'
 
 export interface EvalOptions {
   /** Files or directories; empty (or ["-"]) means stdin. */
@@ -67,6 +68,11 @@ export interface EvalOptions {
    * (in place or -o DIR); with output stdout or unwrap it is a usage error.
    */
   json?: boolean
+  /**
+   * --save with --type: after the function ran and its output was written, add it to DIR's
+   * Kptfile pipeline (save-function.ts; dir "" when the input was not a DIR).
+   */
+  save?: {type: SaveType; dir: string}
 }
 
 /** Where the resources went. */
@@ -157,7 +163,7 @@ async function readInput(options: EvalOptions, io: EvalIO): Promise<{list: rl.Re
 
 async function functionConfigFor(options: EvalOptions, list: rl.ResourceList): Promise<YAMLMap | null> {
   if (options.fnConfigPath && options.fnConfigArgs.length > 0) {
-    throw new FnrError('Usage', '--fn-config and "-- key=value" arguments cannot be used together')
+    throw new FnrError('Usage', 'function arguments can only be specified without function config file (--fn-config and "-- key=value" cannot be used together)')
   }
   if (options.fnConfigPath) return rl.readFunctionConfig(options.fnConfigPath)
   if (options.fnConfigArgs.length > 0) return rl.functionConfigFromArgs(options.fnConfigArgs, {evalOrder: true})
@@ -266,9 +272,10 @@ export async function runEval(options: EvalOptions, io: EvalIO, runner?: Functio
 }
 
 function checkUsage(options: EvalOptions): void {
-  if ((options.image === undefined) === (options.exec === undefined)) {
-    throw new FnrError('Usage', 'give exactly one of --image or --exec')
-  }
+  // kpt's words when neither is given.
+  if (options.image === undefined && options.exec === undefined) throw new FnrError('Usage', 'must specify --image or --exec')
+  if (options.image !== undefined && options.exec !== undefined) throw new FnrError('Usage', 'give exactly one of --image or --exec')
+  if (options.save && options.save.dir !== '') checkSavedConfigPath(options.save.dir, options.fnConfigPath)
   if (options.json && ['stdout', 'unwrap'].includes(options.output)) {
     throw new FnrError(
       'Usage',
@@ -283,6 +290,8 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
   if (options.image !== undefined && options.image.trim() === '') throw new FnrError('Usage', '--image is empty')
   if (options.exec !== undefined) splitExec(options.exec)
   const label = options.image ?? options.exec!
+  // DIR (kpt's argument, the one input written in place) is checked as kpt checks it.
+  if (options.inputs.length === 1 && options.inputs[0] === options.output) await rl.checkPackageArgument(options.inputs[0])
   const {list, fromStdin} = await readInput(options, io)
   const inPlace = !['stdout', 'unwrap'].includes(options.output) && !fromStdin && options.inputs.length === 1 && (await sameDirectory(options.inputs[0]!, options.output))
   // The output is checked before the function runs (kpt checks -o DIR only afterwards).
@@ -309,7 +318,7 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
     io.stderr.write(rl.formatStderrBlock(stderrText, blockOptions))
     io.stderr.write(`  Exit code: ${run.exitCode}\n\n`)
     const report = await writeResults(options, io, {...record, results}, 1)
-    throw new FnrError('FunctionFailed', `function ${JSON.stringify(label)} exited with code ${run.exitCode}; nothing was written`, {details: {report}})
+    throw new FnrError('FunctionFailed', `function ${JSON.stringify(label)} exited with code ${run.exitCode}; nothing was written`, {details: {report, consoleShown: true}})
   }
 
   // Never empty: exit 0 with nothing on stdout would otherwise delete every resource (kpt does).
@@ -348,7 +357,12 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
   }
 
   if (options.signal?.aborted) throw options.signal.reason
-  return {...results, output: await writeOutput(options, io, {list: output.list, inPlace, previousPaths})}
+  const written = await writeOutput(options, io, {list: output.list, inPlace, previousPaths})
+  if (options.save) {
+    const fn = {image: options.image, exec: options.exec, fnConfigPath: options.fnConfigPath, fnConfigArgs: options.fnConfigArgs, selector: options.selector, exclude: options.exclude}
+    io.stderr.write(await saveFunctionToKptfile(options.save.dir, fn, options.save.type, options.signal))
+  }
+  return {...results, output: written}
 }
 
 /** The function's resources to stdout (wrapped or unwrapped), back into the package, or into a new directory. */

@@ -85,6 +85,7 @@ export async function runRender(options: RenderOptions, io: EvalIO): Promise<voi
 }
 
 async function render(options: RenderOptions, io: EvalIO): Promise<void> {
+  await rl.checkPackageArgument(options.dir)
   const rootAbs = path.resolve(options.dir)
   if (options.output !== '' && !['stdout', 'unwrap'].includes(options.output)) await rl.checkSinkTarget(options.output)
   // Every Kptfile is decoded and validated as kpt does before any function runs
@@ -282,7 +283,7 @@ async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], opt
     io.stderr.write(rl.formatStderrBlock(stderrText, block))
     io.stderr.write(`  Exit code: ${run.exitCode}\n\n`)
     records.push({...record, results})
-    throw failed(new FnrError('FunctionFailed', `function ${JSON.stringify(label)} in package ${JSON.stringify(pkg.display)} exited with code ${run.exitCode}; nothing was written`))
+    throw failed(new FnrError('FunctionFailed', `function ${JSON.stringify(label)} in package ${JSON.stringify(pkg.display)} exited with code ${run.exitCode}; nothing was written`, {details: {consoleShown: true}}))
   }
   let output: rl.FunctionOutput
   try {

@@ -23,7 +23,7 @@ describe('bin/run.js: Node\'s compile cache', function () {
   after(() => temp.cleanup())
 
   for (const [what, args] of [
-    ['fnr eval (the fast path)', (pkg: string) => ['eval', '-i', pkg, '-o', 'stdout', '--exec', 'cat']],
+    ['fnr eval (the fast path)', (pkg: string) => ['eval', '--input', pkg, '-o', 'stdout', '--exec', 'cat']],
     ['fnr image inspect --help (oclif)', () => ['image', 'inspect', '--help']],
   ] as const) {
     it(`${what} leaves its modules' bytecode in the OS temporary folder, and runs the same from it`, async () => {

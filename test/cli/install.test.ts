@@ -46,7 +46,7 @@ describe('install: npm pack, then npm i -g of the tarball', function () {
 
     const file = path.join(dir, 'cm.yaml')
     await writeFile(file, 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n')
-    const e = await run(['eval', '-i', file, '--image', 'fnr.local/set-namespace:v0.4', '-o', 'unwrap', '--', 'namespace=prod'])
+    const e = await run(['eval', '--input', file, '--image', 'fnr.local/set-namespace:v0.4', '-o', 'unwrap', '--', 'namespace=prod'])
     expect(e.exitCode, e.stderr).to.equal(0)
     expect(e.stdout).to.match(/^ {2}namespace: prod$/m)
     expect(e.stderr).to.contain('[PASS] "fnr.local/set-namespace:v0.4"')

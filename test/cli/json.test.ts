@@ -42,9 +42,11 @@ function errorLine(r: CliResult): string {
 /**
  * Runs `args` with and without --json: the same exit code (`code`) and error line; with --json,
  * stdout is the error as JSON (and `extra` keys of a report beside it), without it, `plainStdout`.
+ * --json has fnr's exit codes: eval and render (kpt's codes by default) run plain with
+ * FNR_EXIT_CODES=fnr to compare.
  */
 async function expectJsonError(args: string[], code: number, kind: string, options: {extraKeys?: string[]; plainStdout?: string; env?: NodeJS.ProcessEnv} = {}): Promise<Record<string, unknown>> {
-  const plain = await runCli(args, {env: options.env})
+  const plain = await runCli(args, {env: {...(['eval', 'render'].includes(args[0]!) ? {FNR_EXIT_CODES: 'fnr'} : {}), ...options.env}})
   const json = await runCli([...args, '--json'], {env: options.env})
   expect(plain.exitCode, plain.stderr).to.equal(code)
   expect(json.exitCode, json.stderr).to.equal(code)
@@ -104,7 +106,7 @@ describe('--json: data or the error as one JSON object on stdout, exit codes as 
       const p = await pkg('to-dir')
       const out = path.join(dir, 'to-dir-out')
       const fn = await writeExecutable(path.join(dir, 'cat.sh'), SCRIPTS.cat)
-      const r = await runCli(['eval', '-i', p, '-o', out, '--exec', fn, '--json'])
+      const r = await runCli(['eval', '--input', p, '-o', out, '--exec', fn, '--json'])
       expect(r.exitCode, r.stderr).to.equal(0)
       expect(onlyJson(r)).to.deep.include({exitCode: 0, items: [{exec: fn, exitCode: 0, results: []}], output: {to: out, inPlace: false, written: ['cm.yaml'], unchanged: [], deleted: []}})
     })
@@ -151,7 +153,7 @@ describe('--json: data or the error as one JSON object on stdout, exit codes as 
 
     it('stdout stays the ResourceList: --json with the resources on stdout is a usage error (2); without --json the list comes out', async () => {
       const p = await pkg('stdout')
-      for (const args of [['-'], ['-i', p], [p, '-o', 'unwrap']]) {
+      for (const args of [['-'], ['--input', p], [p, '-o', 'unwrap']]) {
         const r = await runCli(['eval', ...args, '--image', 'fnr.local/set-namespace:v0.4', '--json', '--', 'namespace=prod'], {input: CM})
         expect(r.exitCode, r.stderr).to.equal(2)
         expect((onlyJson(r).error as ErrorJson).kind).to.equal('Usage')

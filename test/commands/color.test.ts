@@ -22,13 +22,13 @@ describe('console colour', function () {
     const dir = await temp.make('fnr-color-')
     const file = path.join(dir, 'cm.yaml')
     await writeFile(file, 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n')
-    const cmd = `${process.execPath} ${BIN_RUN} eval --exec cat -i ${file} -o unwrap`
+    const cmd = `${process.execPath} ${BIN_RUN} eval --exec cat --input ${file} -o unwrap`
     for (const fast of [{}, {FNR_NO_FAST_PATH: '1'}] as Array<Record<string, string>>) {
       expect(await onTty(cmd, fast)).to.contain('\u001B[32m[PASS]\u001B[0m')
       expect(await onTty(cmd, {...fast, NO_COLOR: '1'})).not.to.contain('\u001B[')
       expect(await onTty(`${cmd} --no-color`, fast)).not.to.contain('\u001B[')
     }
-    const piped = await runCli(['eval', '--exec', 'cat', '-i', file, '-o', 'unwrap'])
+    const piped = await runCli(['eval', '--exec', 'cat', '--input', file, '-o', 'unwrap'])
     expect(piped.stderr).to.contain('[PASS]').and.not.to.contain('\u001B[')
   })
 })

@@ -23,11 +23,11 @@ describe('exec config defaults (no silent config.yaml)', function () {
   it('fnr eval --image in a directory holding a kpt config.yaml runs the shipped function', async () => {
     const dir = await temp.make('fnr-cfg-')
     await writeFile(path.join(dir, 'config.yaml'), KPT_CONFIG)
-    const r = await runCli(['eval', '--image', 'fnr.local/set-namespace:v0.4', '-o', 'unwrap', '--', 'namespace=prod'], {cwd: dir, input: CM})
+    const r = await runCli(['eval', '-', '--image', 'fnr.local/set-namespace:v0.4', '-o', 'unwrap', '--', 'namespace=prod'], {cwd: dir, input: CM})
     expect(r.exitCode, r.stderr).to.equal(0)
     expect(r.stdout).to.contain('namespace: prod')
     // --config still chooses a file, and says what is wrong with it.
-    const c = await runCli(['eval', '--image', 'fnr.local/set-namespace:v0.4', '--config', 'config.yaml', '--', 'namespace=prod'], {cwd: dir, input: CM})
+    const c = await runCli(['eval', '-', '--image', 'fnr.local/set-namespace:v0.4', '--config', 'config.yaml', '--', 'namespace=prod'], {cwd: dir, input: CM})
     expect(c.exitCode).to.not.equal(0)
   })
 

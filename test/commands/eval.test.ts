@@ -48,7 +48,7 @@ describe('fnr eval', function () {
 
   it('kpt fn source | fnr eval --exec | kpt fn sink gives the same files as kpt fn eval', async () => {
     const out = path.join(work, 'piped')
-    const cmd = `${KPT} fn source ${EXAMPLE} | ${process.execPath} ${BIN_RUN} eval --exec ${SET_NS} -- namespace=prod | ${KPT} fn sink ${out}`
+    const cmd = `${KPT} fn source ${EXAMPLE} | ${process.execPath} ${BIN_RUN} eval - --exec ${SET_NS} -- namespace=prod | ${KPT} fn sink ${out}`
     await execa('bash', ['-o', 'pipefail', '-c', cmd])
     expect(await tree(out)).to.deep.equal(kptResult)
     expect(kptResult['deploy.yaml']).to.contain('namespace: prod')
@@ -66,7 +66,7 @@ describe('fnr eval', function () {
   it('--input DIR --output DIR updates the package in place', async () => {
     const pkg = path.join(work, 'inplace')
     await cp(EXAMPLE, pkg, {recursive: true})
-    const r = await runCli(['eval', '-i', pkg, '-o', pkg, '--image', 'fnr.local/set-namespace:v0.4', '--', 'namespace=prod'])
+    const r = await runCli(['eval', '--input', pkg, '-o', pkg, '--image', 'fnr.local/set-namespace:v0.4', '--', 'namespace=prod'])
     expect(r.exitCode, r.stderr).to.equal(0)
     expect(await tree(pkg)).to.deep.equal(kptResult)
   })
@@ -77,11 +77,11 @@ describe('fnr eval', function () {
     await cp(EXAMPLE, kptPkg, {recursive: true})
     await execa(KPT, ['fn', 'eval', kptPkg, '--exec', SET_NS, '--results-dir', kptRes, '--', 'namespace=prod'])
     const fnrRes = path.join(work, 'fnr-results')
-    const r = await runCli(['eval', '-i', EXAMPLE, '--exec', SET_NS, '--results-dir', fnrRes, '--', 'namespace=prod'])
+    const r = await runCli(['eval', '--input', EXAMPLE, '--exec', SET_NS, '--results-dir', fnrRes, '--', 'namespace=prod'])
     expect(r.exitCode, r.stderr).to.equal(0)
     expect(await readFile(path.join(fnrRes, 'results.yaml'), 'utf8')).to.equal(await readFile(path.join(kptRes, 'results.yaml'), 'utf8'))
     expect(r.stderr).to.contain('[info]: namespace [default hello] updated to "prod"')
-    const short = await runCli(['eval', '-i', EXAMPLE, '--image', 'fnr.local/set-namespace:v0.4', '-o', 'unwrap', '--', 'namespace=prod'])
+    const short = await runCli(['eval', '--input', EXAMPLE, '--image', 'fnr.local/set-namespace:v0.4', '-o', 'unwrap', '--', 'namespace=prod'])
     expect(short.exitCode, short.stderr).to.equal(0)
     expect(short.stdout).to.contain('namespace: prod')
     expect(short.stdout).not.to.contain('internal.config.kubernetes.io')
@@ -98,18 +98,22 @@ describe('fnr eval', function () {
     const k = await execa(KPT, ['fn', 'eval', kptPkg, '--exec', SET_NS, '--results-dir', kptRes], {reject: false})
     expect(k.exitCode).to.equal(1)
     const fnrRes = path.join(work, 'fnr-fail-results')
-    const r = await runCli(['eval', '-i', pkg, '-o', pkg, '--exec', SET_NS, '--results-dir', fnrRes])
+    const r = await runCli(['eval', '--input', pkg, '-o', pkg, '--exec', SET_NS, '--results-dir', fnrRes])
     expect(r.exitCode).to.equal(1)
     expect(await tree(pkg)).to.deep.equal(before)
     expect(r.stderr).to.contain(`[FAIL] "${SET_NS}"`)
     expect(r.stderr).to.contain('Exit code: 1')
-    expect(r.stderr).to.match(/fnr: function .* exited with code 1; nothing was written/)
+    // As kpt: the [FAIL] block says it all, no line after it; fnr's own form adds one.
+    expect(r.stderr.trimEnd()).to.match(/Exit code: 1\n\n\nFor complete results, see .*results\.yaml$/)
+    const own = await runCli(['eval', '--input', pkg, '-o', pkg, '--exec', SET_NS, '--exit-codes', 'fnr'])
+    expect(own.exitCode).to.equal(1)
+    expect(own.stderr).to.match(/fnr: function .* exited with code 1; nothing was written/)
     expect(await readFile(path.join(fnrRes, 'results.yaml'), 'utf8')).to.equal(await readFile(path.join(kptRes, 'results.yaml'), 'utf8'))
   })
 
   it('reads plain YAML documents on stdin and keeps a ResourceList\'s own functionConfig', async () => {
     const docs = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n'
-    const r = await runCli(['eval', '--exec', SET_NS, '--', 'namespace=x'], {input: docs})
+    const r = await runCli(['eval', '-', '--exec', SET_NS, '--', 'namespace=x'], {input: docs})
     expect(r.exitCode, r.stderr).to.equal(0)
     expect(r.stdout).to.match(/kind: ResourceList/)
     expect(r.stdout.match(/namespace: x/g)).to.have.length(2)
@@ -128,7 +132,7 @@ functionConfig:
   data:
     namespace: from-list
 `
-    const own = await runCli(['eval', '--exec', SET_NS], {input: list})
+    const own = await runCli(['eval', '-', '--exec', SET_NS], {input: list})
     expect(own.exitCode, own.stderr).to.equal(0)
     expect(own.stdout).to.contain('namespace: from-list')
   })
@@ -150,40 +154,45 @@ YAML
 `,
     )
     const input = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n'
-    const pass = await runCli(['eval', '--exec', fn], {input})
+    const pass = await runCli(['eval', '-', '--exec', fn], {input})
     expect(pass.exitCode, pass.stderr).to.equal(0)
     expect(pass.stderr).to.contain('[error]: something is wrong')
-    const fail = await runCli(['eval', '--exec', fn, '--fail-on-error-results'], {input})
+    const fail = await runCli(['eval', '-', '--exec', fn, '--fail-on-error-results'], {input})
     expect(fail.exitCode).to.equal(1)
     expect(fail.stdout).to.equal('')
   })
 
-  it('kills a function at --timeout (exit 6)', async () => {
+  it('kills a function at --timeout (exit 6 with fnr\'s exit codes)', async () => {
     const dir = await temp.make()
     const fn = await writeExecutable(path.join(dir, 'sleepy'), SCRIPTS.sleep)
-    const r = await runCli(['eval', '--exec', fn, '--timeout', '500ms'], {input: 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n'})
+    const r = await runCli(['eval', '-', '--exec', fn, '--timeout', '500ms', '--exit-codes', 'fnr'], {input: 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n'})
     expect(r.exitCode).to.equal(6)
     expect(r.stderr).to.match(/did not finish before the deadline/)
   })
 
-  it('gives one-line usage errors', async () => {
+  it('gives one-line usage errors: kpt\'s "error: " line and exit 1, or fnr\'s own code and "fnr: " line with --exit-codes fnr', async () => {
     const input = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n'
     const cases: Array<[string[], number, RegExp, string?]> = [
-      [['eval', '--input', EXAMPLE], 2, /exactly one of --image or --exec/],
-      [['eval', '--image', 'a', '--exec', 'b'], 2, /cannot also be provided when using --exec|--image/],
-      [['eval', '--image', 'example.com/not-there:v1', '-i', EXAMPLE], 4, /not in the exec config/],
-      [['eval', '--exec', SET_NS], 2, /stdin is empty/, ''],
-      [['eval', '--exec', 'cat | sh', '-i', EXAMPLE], 2, /shell operators are not supported/],
-      [['eval', '--exec', SET_NS, '-i', EXAMPLE, '--fn-config', '/nonexistent', '--', 'a=b'], 2, /cannot be used together/],
-      [['eval', '--exec', SET_NS, '-i', '/nonexistent/dir'], 2, /nonexistent/],
+      [['eval', '--input', EXAMPLE], 2, /must specify --image or --exec/],
+      [['eval', '-', '--image', 'a', '--exec', 'b'], 2, /cannot also be provided when using --exec|--image/],
+      [['eval', '--image', 'example.com/not-there:v1', '--input', EXAMPLE], 4, /not in the exec config/],
+      [['eval', '-', '--exec', SET_NS], 2, /stdin is empty/, ''],
+      [['eval', '--exec', 'cat | sh', '--input', EXAMPLE], 2, /shell operators are not supported/],
+      [['eval', '--exec', SET_NS, '--input', EXAMPLE, '--fn-config', '/nonexistent', '--', 'a=b'], 2, /cannot be used together/],
+      [['eval', '--exec', SET_NS, '--input', '/nonexistent/dir'], 2, /nonexistent/],
       [['eval', '--exec', SET_NS, 'stray'], 2, /stray: no such file or directory/],
-      [['eval', '--exec', SET_NS, EXAMPLE, 'stray'], 2, /unexpected argument "stray"/],
+      [['eval', '--exec', SET_NS, EXAMPLE, 'stray'], 2, /0 or 1 arguments supported, function arguments go after '--'/],
     ]
     for (const [args, code, pattern, stdin] of cases) {
-      const r = await runCli(args, {input: stdin ?? input})
-      expect(r.exitCode, `${args.join(' ')}\n${r.stderr}`).to.equal(code)
-      expect(r.stderr, args.join(' ')).to.match(pattern)
-      expect(r.stderr.trim().split('\n').filter((l) => l.startsWith('fnr: ')), args.join(' ')).to.have.length(1)
+      const fnr = await runCli([...args.slice(0, 1), '--exit-codes', 'fnr', ...args.slice(1)], {input: stdin ?? input})
+      expect(fnr.exitCode, `${args.join(' ')}\n${fnr.stderr}`).to.equal(code)
+      expect(fnr.stderr, args.join(' ')).to.match(pattern)
+      expect(fnr.stderr.trim().split('\n').filter((l) => l.startsWith('fnr: ')), args.join(' ')).to.have.length(1)
+      const kpt = await runCli(args, {input: stdin ?? input})
+      expect(kpt.exitCode, `${args.join(' ')}\n${kpt.stderr}`).to.equal(1)
+      const lines = kpt.stderr.trim().split('\n').filter((l) => /^(error|fnr): /.test(l))
+      expect(lines, args.join(' ')).to.have.length(1)
+      expect(lines[0], args.join(' ')).to.match(/^error: /).and.to.match(pattern)
     }
   })
 
@@ -209,7 +218,7 @@ process.stdout.write(s)
     await cp(pkg, kptPkg, {recursive: true})
     await execa(KPT, ['fn', 'eval', kptPkg, '--exec', fn])
     const out = path.join(dir, 'out')
-    const r = await runCli(['eval', '-i', pkg, '-o', out, '--exec', fn])
+    const r = await runCli(['eval', '--input', pkg, '-o', out, '--exec', fn])
     expect(r.exitCode, r.stderr).to.equal(0)
     const ours = await tree(out)
     expect(ours).to.deep.equal(await tree(kptPkg))
@@ -219,21 +228,26 @@ process.stdout.write(s)
   it('gives the same results through oclif as through the fast path', async () => {
     const input = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n'
     const cases = [
-      ['eval', '--exec', SET_NS, '--', 'namespace=x'],
-      ['eval', '--exec', SET_NS, '-o', 'unwrap', '--no-truncate-output', '--timeout', '1m', '--', 'namespace=y'],
-      ['eval', '--image', 'fnr.local/set-namespace:v0.4', '--', 'namespace=z'],
-      ['eval', '--image', 'a', '--exec', 'b'],
-      ['eval', '--exec', SET_NS, '--timeout', 'soon'],
-      ['eval', '--exec', SET_NS, '--max-output-size', '12'],
-      ['eval', '--exec', SET_NS, '--bogus'],
+      ['eval', '-', '--exec', SET_NS, '--', 'namespace=x'],
+      ['eval', '-', '--exec', SET_NS, '-o', 'unwrap', '--no-truncate-output', '--timeout', '1m', '--', 'namespace=y'],
+      ['eval', '-', '--image', 'fnr.local/set-namespace:v0.4', '--', 'namespace=z'],
+      ['eval', '-', '--image', 'a', '--exec', 'b'],
+      ['eval', '-', '--exec', SET_NS, '--timeout', 'soon'],
+      ['eval', '-', '--exec', SET_NS, '--max-output-size', '12'],
+      ['eval', '-', '--exec', SET_NS, '--bogus'],
       ['eval', '--exec', SET_NS, 'stray'],
-      ['eval', '--exec', SET_NS],
+      ['eval', '-', '--exec', SET_NS],
+      ['eval', '-', '--exec', SET_NS, '--bogus', '--exit-codes', 'fnr'],
+      ['eval', '-', '-i', 'fnr.local/set-namespace:v0.4', '--image-pull-policy', 'never', '-o', 'unwrap', '--', 'namespace=w'],
     ]
     for (const args of cases) {
       const fast = await runCli(args, {input})
       const viaOclif = await runCli(args, {input, env: {FNR_NO_FAST_PATH: '1'}})
       expect(fast.exitCode, `${args.join(' ')}: ${fast.stderr}`).to.equal(viaOclif.exitCode)
       expect(fast.stdout, args.join(' ')).to.equal(viaOclif.stdout)
+      // The error line in the same form (kpt's, or fnr's with --exit-codes fnr).
+      const errorLines = (text: string): string[] => text.split('\n').filter((l) => /^(error|fnr): /.test(l)).map((l) => l.split(':')[0]!)
+      expect(errorLines(fast.stderr), args.join(' ')).to.deep.equal(errorLines(viaOclif.stderr))
       if (fast.exitCode === 0) expect(fast.stdout).to.contain('kind: ')
     }
   })
@@ -242,9 +256,9 @@ process.stdout.write(s)
     const out = path.join(work, 'exists')
     await mkdir(out)
     await writeFile(path.join(out, 'keep.txt'), 'mine')
-    const r = await runCli(['eval', '-i', EXAMPLE, '-o', out, '--exec', SET_NS, '--', 'namespace=prod'])
-    expect(r.exitCode).to.equal(2)
-    expect(r.stderr).to.contain('already exists')
+    const r = await runCli(['eval', '--input', EXAMPLE, '-o', out, '--exec', SET_NS, '--', 'namespace=prod'])
+    expect(r.exitCode).to.equal(1)
+    expect(r.stderr).to.contain(`error: directory ${JSON.stringify(out)} already exists, please delete the directory and retry`)
     expect(await tree(out)).to.deep.equal({'keep.txt': 'mine'})
   })
 })

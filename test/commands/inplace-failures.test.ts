@@ -101,7 +101,8 @@ describe('in-place eval and render: every failure keeps the package as it was', 
   function fnr(cmd: 'eval' | 'render', pkg: string, fn: string, asNobody = false, env: Record<string, string> = {}): ResultPromise<{reject: false}> {
     const args = cmd === 'eval' ? ['eval', pkg, '--exec', fn] : ['render', pkg, '--allow-exec']
     const argv = [...(asNobody ? AS_NOBODY : []), process.execPath, BIN_RUN, ...args]
-    return execa(argv[0]!, argv.slice(1), {reject: false, env})
+    // fnr's own exit codes (5 permission, 7 space, …): kpt's are all 1.
+    return execa(argv[0]!, argv.slice(1), {reject: false, env: {FNR_EXIT_CODES: 'fnr', ...env}})
   }
 
   async function kpt(cmd: 'eval' | 'render', pkg: string, fn: string, asNobody = false) {

@@ -79,7 +79,7 @@ describe('interrupts (SIGINT/SIGTERM) on fnr eval and fnr test', function () {
       await mkdir(pkg)
       await writeFile(path.join(pkg, 'cm.yaml'), CM)
       const {fn, pidFile, childFile} = await hangingFunction(dir)
-      const proc = execa(process.execPath, [BIN_RUN, 'eval', '-i', pkg, '-o', pkg, '--exec', fn], {reject: false, env})
+      const proc = execa(process.execPath, [BIN_RUN, 'eval', '--input', pkg, '-o', pkg, '--exec', fn], {reject: false, env})
       started.push(proc)
       const pid = await waitFor(pidFile)
       const child = await waitFor(childFile)
@@ -97,7 +97,7 @@ describe('interrupts (SIGINT/SIGTERM) on fnr eval and fnr test', function () {
   }
 
   it('fnr eval: SIGINT while it waits for stdin exits 130 at once', async () => {
-    const proc = execa(process.execPath, [BIN_RUN, 'eval', '--exec', 'cat'], {reject: false, stdin: 'pipe'})
+    const proc = execa(process.execPath, [BIN_RUN, 'eval', '-', '--exec', 'cat'], {reject: false, stdin: 'pipe'})
     started.push(proc)
     await new Promise((r) => setTimeout(r, 700))
     const t = Date.now()

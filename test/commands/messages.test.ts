@@ -21,9 +21,9 @@ describe('CLI messages', function () {
     const cases: Array<[string[], string]> = [
       [['evl'], 'fnr: unknown command "fnr evl"; did you mean "fnr eval"?'],
       [['pods', 'lst'], 'did you mean "fnr pods ls"?'],
-      [['eval', '--exce', 'x'], 'fnr: Nonexistent flag: --exce; did you mean --exec? (see --help)'],
+      [['eval', '--exit-codes', 'fnr', '--exce', 'x'], 'fnr: Nonexistent flag: --exce; did you mean --exec? (see --help)'],
       [['test', 'x', '--imag', 'y'], 'did you mean --image?'],
-      [['render', '--alow-exec'], 'did you mean --allow-exec?'],
+      [['render', '--exit-codes=fnr', '--alow-exec'], 'did you mean --allow-exec?'],
     ]
     for (const [args, text] of cases) {
       for (const env of [{}, {FNR_NO_FAST_PATH: '1'}]) {
@@ -34,6 +34,14 @@ describe('CLI messages', function () {
       }
     }
     expect(closest('zzzz', ['eval', 'test'])).to.equal(undefined)
+    // kpt's form on its own commands (the default): kpt's words, exit 1.
+    for (const args of [['eval', '--exce', 'x'], ['render', '--alow-exec']]) {
+      for (const env of [{}, {FNR_NO_FAST_PATH: '1'}]) {
+        const r = await runCli(args, {env})
+        expect(r.exitCode, args.join(' ')).to.equal(1)
+        expect(r.stderr.trimEnd(), args.join(' ')).to.equal(`error: unknown flag: ${args[1]}`)
+      }
+    }
   })
 
   it('parser errors read as one clean line', async () => {
@@ -47,10 +55,10 @@ describe('CLI messages', function () {
   it('accepts kpt\'s --truncate-output=false (the hint kpt and fnr print) on eval and render', async () => {
     const dir = await temp.make('fnr-msg-')
     const fn = await writeExecutable(path.join(dir, 'noisy'), '#!/bin/sh\nfor i in 1 2 3 4 5 6 7; do echo "line $i" >&2; done\nexec cat\n')
-    const short = await runCli(['eval', '--exec', fn], {input: CM})
+    const short = await runCli(['eval', '-', '--exec', fn], {input: CM})
     expect(short.stderr).to.contain("use '--truncate-output=false' to disable")
     for (const env of [{}, {FNR_NO_FAST_PATH: '1'}]) {
-      const r = await runCli(['eval', '--exec', fn, '--truncate-output=false'], {input: CM, env})
+      const r = await runCli(['eval', '-', '--exec', fn, '--truncate-output=false'], {input: CM, env})
       expect(r.exitCode, r.stderr).to.equal(0)
       expect(r.stderr).to.contain('"line 7"')
     }
@@ -59,7 +67,7 @@ describe('CLI messages', function () {
   it('--timeout 0 means no timeout', async () => {
     const dir = await temp.make('fnr-msg-timeout-')
     const fn = await writeExecutable(path.join(dir, 'slow'), '#!/bin/sh\nsleep 1\nexec cat\n')
-    const r = await runCli(['eval', '--exec', fn, '--timeout', '0'], {input: CM})
+    const r = await runCli(['eval', '-', '--exec', fn, '--timeout', '0'], {input: CM})
     expect(r.exitCode, r.stderr).to.equal(0)
     expect(r.stdout).to.contain('name: a')
   })

@@ -47,7 +47,7 @@ describe('metrics, the response cache and OpenTelemetry cost nothing when off', 
     const hook = path.join(REPO_ROOT, 'test', 'support', 'pods', 'module-trace.mjs')
     const input = path.join(dir, 'cm.yaml')
     await writeFile(input, 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n')
-    const child = spawn(process.execPath, ['--import', hook, BIN_RUN, 'eval', '-i', input, '--exec', path.join(fns.functionsDir, 'cat')], {
+    const child = spawn(process.execPath, ['--import', hook, BIN_RUN, 'eval', '--input', input, '--exec', path.join(fns.functionsDir, 'cat')], {
       env: {...process.env, FNR_MODULE_TRACE: trace, OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9'},
       stdio: ['ignore', 'pipe', 'pipe'],
     })

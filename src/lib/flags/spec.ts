@@ -79,8 +79,9 @@ export interface ParsedFlags {
  */
 export type ParseDialect = 'cli' | 'wrapper'
 
-function usage(message: string): FnrError {
-  return new FnrError('Usage', message)
+/** A command-line error (src/lib/errors.ts FnrErrorDetails.commandLine). */
+function usage(message: string, details: {unknownFlag?: string} = {}): FnrError {
+  return new FnrError('Usage', message, {details: {commandLine: true, ...details}})
 }
 
 function wrapperInteger(name: string, spec: FlagSpec, raw: string): number {
@@ -145,8 +146,8 @@ function nodeOptions(specs: FlagSpecs): NodeOptions {
 function parseError(err: unknown, options: NodeOptions, dialect: ParseDialect): FnrError {
   const message = (err as Error).message
   const unknown = /^Unknown option '([^']*)'/.exec(message)
-  if (unknown && dialect === 'cli') return usage(`Nonexistent flag: ${unknown[1]}${flagHint(unknown[1]!, Object.keys(options))}`)
-  return new FnrError('Usage', message.split('\n')[0]!.replace(/\. To specify a positional.*$/, ''), {cause: err})
+  if (unknown && dialect === 'cli') return usage(`Nonexistent flag: ${unknown[1]}${flagHint(unknown[1]!, Object.keys(options))}`, {unknownFlag: unknown[1]!})
+  return new FnrError('Usage', message.split('\n')[0]!.replace(/\. To specify a positional.*$/, ''), {cause: err, details: {commandLine: true}})
 }
 
 /** One flag's value: given (raw, or negated by --no-NAME), else its environment variable, else its default. */

@@ -36,7 +36,7 @@ export {
   type ResultResourceRef,
 } from './results.js'
 export {checkSinkTarget, sinkToDirectory, sourcePathsOf, writePackage, type WritePackageOptions, type WriteReport} from './sink.js'
-export {readPackage, sourcePackage, type SourceOptions} from './source.js'
+export {checkPackageArgument, readPackage, sourcePackage, type SourceOptions} from './source.js'
 export {afterPackageWrites, holdsPackageWrites} from './transaction.js'
 export {
   checkPathInvariants,

@@ -64,6 +64,19 @@ interface SourceFile {
  * Reads files and directories into a ResourceList (items only). See the module comment for the
  * rules; errors are FnrError('InvalidArgument').
  */
+/**
+ * kpt's first check of its DIR argument (`kpt fn eval DIR`, `kpt fn render DIR`): a DIR that is
+ * not there is a command-line error in kpt's words (`lstat DIR: no such file or directory`).
+ */
+export async function checkPackageArgument(dir: string): Promise<void> {
+  try {
+    await lstat(dir)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return
+    throw new FnrError('InvalidArgument', `lstat ${dir}: no such file or directory`, {cause: err, details: {commandLine: true}})
+  }
+}
+
 export async function readPackage(paths: readonly string[], options: SourceOptions = {}): Promise<ResourceList> {
   if (paths.length === 0) throw new FnrError('InvalidArgument', 'no input path given')
   const files: SourceFile[] = []

@@ -47,7 +47,9 @@ export async function runCliCase(c: CliCase): Promise<CliRun> {
     timeout: HANG_MS * 2,
     input: c.stdin ?? DEFAULT_STDIN,
     cwd: REPO_ROOT,
-    env: {FNR_DEBUG: '', ...c.env},
+    // These cases pin fnr's own exit codes and "fnr: " lines: eval and render report as kpt does
+    // unless asked (test/commands/eval-kpt-cli.test.ts pins that form).
+    env: {FNR_DEBUG: '', ...(c.args[0] === 'eval' || c.args[0] === 'render' ? {FNR_EXIT_CODES: 'fnr'} : {}), ...c.env},
     ...(c.asNobody ? {uid: 65534, gid: 65534} : {}),
     stripFinalNewline: false,
   })
