@@ -76,7 +76,7 @@ export async function benchEvalVsKpt(iterations: number): Promise<{rows: Row[]; 
       startup.version!.push(wall(process.execPath, [BIN_RUN, '--version']))
       startup.help!.push(wall(process.execPath, [BIN_RUN, '--help']))
       startup.evalHelp!.push(wall(process.execPath, [BIN_RUN, 'eval', '--help']))
-      startup.evalStdin!.push(wall(process.execPath, [BIN_RUN, 'eval', '--exec', 'cat'], {input: small}))
+      startup.evalStdin!.push(wall(process.execPath, [BIN_RUN, 'eval', '-', '--exec', 'cat'], {input: small}))
       if (withCaCerts) startup.nodeCaCerts!.push(wall(process.execPath, ['-e', '0'], {env: withCaCerts}))
     }
     const nodeP50 = round(percentile(startup.node!, 50), 1)

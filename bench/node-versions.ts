@@ -83,7 +83,7 @@ export async function benchNodeVersions(rounds: number): Promise<{rows: Row[]; r
   const measures = {
     node: (s: Side) => wall(s.node, ['-e', '0']),
     version: (s: Side) => wall(s.node, [path.join(s.root, 'bin', 'run.js'), '--version']),
-    eval: (s: Side) => wall(s.node, [path.join(s.root, 'bin', 'run.js'), 'eval', '--exec', 'cat'], small),
+    eval: (s: Side) => wall(s.node, [path.join(s.root, 'bin', 'run.js'), 'eval', '-', '--exec', 'cat'], small),
   }
   const samples: Record<string, Record<string, number[]>> = {}
   for (const s of all) {
@@ -101,7 +101,7 @@ export async function benchNodeVersions(rounds: number): Promise<{rows: Row[]; r
   for (const [name, what] of [
     ['node', 'node -e 0'],
     ['version', 'fnr --version'],
-    ['eval', 'fnr eval --exec cat < 3-resource list'],
+    ['eval', 'fnr eval - --exec cat < 3-resource list'],
     ['serve', 'fnr serve: spawn to first SERVING'],
   ] as const) {
     const baseP50 = round(percentile(samples[base]![name]!, 50), 1)

@@ -129,16 +129,16 @@ describe('catalog functions: the real binaries through fnr and kpt', function ()
       // kpt fn source | fnr eval --exec | kpt fn sink: the function sees what it sees under kpt.
       const sunk = path.join(work, 'examples', ex.name, 'sunk')
       const src = await execa(KPT, ['fn', 'source', ex.dir], {timeout: 60_000})
-      const piped = await runCli(['eval', '--exec', bed.binary[ex.fn]!, ...configArgs(ex.dir, ex)], {input: String(src.stdout), timeout: 120_000})
+      const piped = await runCli(['eval', '-', '--exec', bed.binary[ex.fn]!, ...configArgs(ex.dir, ex)], {input: String(src.stdout), timeout: 120_000})
       expect(piped.exitCode, `${ex.name}: fnr eval on stdin\n${piped.stderr}`).to.equal(0)
       await execa(KPT, ['fn', 'sink', sunk], {input: piped.stdout, timeout: 60_000})
       const sunkTree = await tree(sunk)
       expect(Object.keys(sunkTree)).to.not.be.empty
       expect(sunkTree, `${ex.name}: kpt fn source | fnr eval | kpt fn sink vs kpt`).to.deep.equal(Object.fromEntries(Object.keys(sunkTree).map((f) => [f, want[f]!])))
 
-      const r1 = await runCli(['eval', '-i', fnrExec, '-o', fnrExec, '--exec', bed.binary[ex.fn]!, ...configArgs(fnrExec, ex)], {timeout: 120_000})
+      const r1 = await runCli(['eval', '--input', fnrExec, '-o', fnrExec, '--exec', bed.binary[ex.fn]!, ...configArgs(fnrExec, ex)], {timeout: 120_000})
       expect(r1.exitCode, `${ex.name}: fnr --exec\n${r1.stderr}`).to.equal(0)
-      const r2 = await runCli(['eval', '-i', fnrImage, '-o', fnrImage, '--image', ex.image, '--config', bed.configPath, '--functions', bed.functionsDir, ...configArgs(fnrImage, ex)], {timeout: 120_000})
+      const r2 = await runCli(['eval', '--input', fnrImage, '-o', fnrImage, '--image', ex.image, '--config', bed.configPath, '--functions', bed.functionsDir, ...configArgs(fnrImage, ex)], {timeout: 120_000})
       expect(r2.exitCode, `${ex.name}: fnr --image\n${r2.stderr}`).to.equal(0)
       expect(await tree(fnrExec), `${ex.name}: fnr eval -i DIR --exec vs kpt`).to.deep.equal(want)
       expect(await tree(fnrImage), `${ex.name}: fnr eval -i DIR --image vs kpt`).to.deep.equal(want)
@@ -167,7 +167,7 @@ describe('catalog functions: the real binaries through fnr and kpt', function ()
       await writeFile(path.join(pkg, rel), text)
     }
     const kpt = await execa(KPT, ['fn', 'source', pkg], {timeout: 60_000})
-    const fnr = await runCli(['eval', '-i', pkg, '--exec', 'cat'], {timeout: 60_000})
+    const fnr = await runCli(['eval', '--input', pkg, '--exec', 'cat'], {timeout: 60_000})
     expect(fnr.exitCode, fnr.stderr).to.equal(0)
     expect(fnr.stdout).to.equal(String(kpt.stdout))
   })
@@ -190,7 +190,7 @@ describe('catalog functions: the real binaries through fnr and kpt', function ()
             c.configPath = '../fn-config.yaml'
           }
           const k = await kptEval(kptPkg, bed.binary[fn]!, c)
-          const r = await runCli(['eval', '-i', fnrPkg, '-o', fnrPkg, '--exec', bed.binary[fn]!, ...configArgs(fnrPkg, c)], {timeout: 120_000})
+          const r = await runCli(['eval', '--input', fnrPkg, '-o', fnrPkg, '--exec', bed.binary[fn]!, ...configArgs(fnrPkg, c)], {timeout: 120_000})
           const label = `${fn} / ${cfg.label} / ${pkg.name}`
           expect(r.exitCode === 0, `${label}: fnr exit ${r.exitCode} vs kpt exit ${k.exitCode}\n${r.stderr}\n---\n${k.stderr}`).to.equal(k.exitCode === 0)
           expect(await tree(fnrPkg), label).to.deep.equal(await tree(kptPkg))
