@@ -151,7 +151,8 @@ async function readInput(options: EvalOptions, io: EvalIO): Promise<{list: rl.Re
     return {list: await rl.parseResourceListInterruptible(bytes, {origin: 'stdin', signal: options.signal}), fromStdin}
   }
   if (options.inputs.includes('-')) throw new FnrError('Usage', '"-" (stdin) cannot be combined with other --input paths')
-  const list = await rl.readPackage(options.inputs, {signal: options.signal})
+  // Not-KRM documents are refused once the function is named, as kpt does (evaluate).
+  const list = await rl.readPackage(options.inputs, {signal: options.signal, requireKrm: false})
   return {list, fromStdin}
 }
 
@@ -290,9 +291,15 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
   const functionConfig = await functionConfigFor(options, list)
   const previousPaths = rl.sourcePathsOf(list.items)
   const selection = selectResources(list.items, options.selector ? [options.selector] : [], options.exclude ? [options.exclude] : [])
-  const input = await rl.buildFunctionInputInterruptible(selection.selected, {functionConfig}, options.signal)
-
   io.stderr.write(`[RUNNING] ${JSON.stringify(label)}${selection.filtered ? ` on ${selection.selected.length} resource(s)` : ''}\n`)
+  let input: rl.FunctionInput
+  try {
+    input = await rl.buildFunctionInputInterruptible(selection.selected, {functionConfig}, options.signal)
+  } catch (err) {
+    // A resource that is not KRM fails the function's run, as in kpt: [FAIL] in 0s, then the reason.
+    if (!options.signal?.aborted) io.stderr.write(`[FAIL] ${JSON.stringify(label)} in ${rl.formatKptDuration(0)}\n`)
+    throw err
+  }
   const run = await (runner ?? ((l: string, bytes: Buffer) => runFunction(options, l, bytes)))(label, Buffer.from(input.text))
   const stderrText = options.image !== undefined ? rl.containerStderr(run.stderr.toString('utf8')) : run.stderr.toString('utf8')
   const record: rl.FunctionRunRecord = {
