@@ -16,6 +16,7 @@ export const UNIT = [
   'test/cli/error-json.test.ts',
   'test/cli/flag-specs.test.ts',
   'test/config/exec-config.test.ts',
+  'test/conformance/judge.test.ts',
   'test/config/function-config-crd.test.ts',
   'test/config/go-flags.test.ts',
   'test/docs.test.ts',
