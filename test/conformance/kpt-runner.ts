@@ -41,6 +41,16 @@ export interface Outcome {
    * stderr right once `fnr: MSG (see --help)` reads `Error: MSG` (kptMessageForm).
    */
   formOnly?: boolean
+  /** What the tool did on the first run. */
+  observed?: Observed
+}
+
+export interface Observed {
+  exitCode: number
+  /** The results file, trimmed, `actualStripLines` removed. */
+  results: string
+  /** The package's `git diff` against its first state, trimmed. */
+  diff: string
 }
 
 export interface Tool {
@@ -158,6 +168,7 @@ async function runIn(tmp: string, c: KptCase, tool: Tool): Promise<Outcome> {
   const script = (name: string): string | undefined => (existsSync(path.join(expectedDir, name)) ? path.join(expectedDir, name) : undefined)
 
   const problems: Outcome[] = []
+  let observed: Observed | undefined
   /** True when teardown.sh passed (or there is none). */
   const teardown = async (): Promise<boolean> => {
     const t = script('teardown.sh')
@@ -190,6 +201,19 @@ async function runIn(tmp: string, c: KptCase, tool: Tool): Promise<Outcome> {
     const stderrOk = (text: string): boolean => text.includes(cfg.stdErr) && (!cfg.stdErrRegEx || goRegExp(cfg.stdErrRegEx).test(text))
     const formOk = (text: string): boolean => stderrOk(kptMessageForm(text, 'Error')) || stderrOk(kptMessageForm(text, 'error'))
 
+    // What the tool did on the first run (exit code, results, package diff), to set the two tools
+    // side by side where kpt itself fails the case (read here, before the checks, so a failed
+    // check does not hide it; reading changes nothing the checks look at).
+    const diffNow = async (): Promise<string> => {
+      await git(pkg, ['add', '--all'], tool)
+      // As kpt's runner: git diff with an environment of GIT_DIFF_OPTS= alone.
+      const d = await execa(GIT, ['diff', '--cached', initial], {cwd: pkg, env: {GIT_DIFF_OPTS: ''}, extendEnv: false, reject: false, stripFinalNewline: false})
+      return String(d.stdout).trim()
+    }
+    const actualResults = await readActualResults(resultsDir).then((text) => stripLines(text, cfg.actualStripLines), (err: unknown) => err as Error)
+    const actualDiff = await diffNow()
+    if (i === 0) observed = {exitCode: r.exitCode, results: typeof actualResults === 'string' ? actualResults : `(${actualResults.message})`, diff: actualDiff}
+
     if (r.exitCode !== cfg.exitCode && !fail('exit code', `actual exit code ${r.exitCode} doesn't match expected ${cfg.exitCode}`, r.exitCode !== 0 && cfg.exitCode !== 0)) break
     if (i === 0) {
       if (!stderr.includes(cfg.stdErr)) {
@@ -198,13 +222,12 @@ async function runIn(tmp: string, c: KptCase, tool: Tool): Promise<Outcome> {
         if (!fail('stderr', `unable to match regular expression ${JSON.stringify(cfg.stdErrRegEx)}, got ${stderr}`, formOk(stderr))) break
       }
       if (!r.stdout.includes(cfg.stdOut) && !fail('stdout', `wanted stdout ${JSON.stringify(cfg.stdOut)}, got ${JSON.stringify(r.stdout)}`)) break
-      const actual = stripLines(await readActualResults(resultsDir), cfg.actualStripLines)
-      if (actual !== expectedResults && !fail('results', `actual results doesn't match expected\nActual\n===\n${actual}\nExpected\n===\n${expectedResults}`)) break
+      if (typeof actualResults !== 'string') {
+        fail('results', `failed to read actual results: ${actualResults.message}`)
+        break
+      }
+      if (actualResults !== expectedResults && !fail('results', `actual results doesn't match expected\nActual\n===\n${actualResults}\nExpected\n===\n${expectedResults}`)) break
     }
-    await git(pkg, ['add', '--all'], tool)
-    // As kpt's runner: git diff with an environment of GIT_DIFF_OPTS= alone.
-    const d = await execa(GIT, ['diff', '--cached', initial], {cwd: pkg, env: {GIT_DIFF_OPTS: ''}, extendEnv: false, reject: false, stripFinalNewline: false})
-    const actualDiff = String(d.stdout).trim()
     if (actualDiff !== expectedDiff && !fail('diff', `actual diff doesn't match expected\nActual\n===\n${actualDiff}\nExpected\n===\n${expectedDiff}`)) break
 
     if (cfg.testType === 'eval') {
@@ -215,8 +238,8 @@ async function runIn(tmp: string, c: KptCase, tool: Tool): Promise<Outcome> {
       if (failed) break
     }
   }
-  if (problems.length === 0) return {passed: true}
-  return {...problems[0], formOnly: problems.every((p) => p.formOnly)}
+  if (problems.length === 0) return {passed: true, observed}
+  return {...problems[0], formOnly: problems.every((p) => p.formOnly), observed}
 }
 
 /** fnr's message form read as kpt's: `fnr: MSG (see --help)` lines as `Error: MSG` (or kpt's other form, `error: MSG`). */

@@ -37,6 +37,13 @@ export function categorize(name: string, fnr: Outcome): string {
   }
 }
 
+/** fnr's first run did what kpt's did: exit code (zero or not), results and package diff. */
+export function sameObserved(r: CaseReport): boolean {
+  const k = r.kpt?.observed
+  const f = r.fnr?.observed
+  return !!k && !!f && k.exitCode === 0 === (f.exitCode === 0) && k.results === f.results && k.diff === f.diff
+}
+
 const count = <T>(items: readonly T[], key: (t: T) => string): Array<[string, number]> => {
   const m = new Map<string, number>()
   for (const i of items) m.set(key(i), (m.get(key(i)) ?? 0) + 1)
@@ -65,8 +72,13 @@ export function formatReport(reports: readonly CaseReport[]): string {
     }
   }
   if (kptFails.length > 0) {
-    lines.push(`    kpt fails here (reported, not asserted): ${kptFails.length}, fnr passes ${kptFails.filter((r) => r.fnr?.passed).length} of them`)
-    for (const r of kptFails) lines.push(`        ${r.name} [kpt: ${r.kpt?.mismatch}${r.fnr?.passed ? '; fnr passes' : `; fnr: ${r.fnr?.mismatch}`}] ${r.kpt?.message?.split('\n')[0].slice(0, 160)}`)
+    const same = kptFails.filter((r) => sameObserved(r))
+    lines.push(`    kpt fails here (reported, not asserted): ${kptFails.length}, fnr passes ${kptFails.filter((r) => r.fnr?.passed).length} of them; fnr does what kpt does (exit code, results, package diff) in ${same.length}`)
+    for (const r of kptFails) {
+      lines.push(`        ${r.name} [kpt: ${r.kpt?.mismatch}${r.fnr?.passed ? '; fnr passes' : `; fnr: ${r.fnr?.mismatch}`}${sameObserved(r) ? '; same as kpt' : ''}] ${r.kpt?.message?.split('\n')[0].slice(0, 160)}`)
+      const err = r.fnr?.stderr?.trim()
+      if (err && r.fnr?.mismatch !== r.kpt?.mismatch && process.env.FNR_CONFORMANCE_VERBOSE) lines.push(...err.split('\n').slice(-4).map((l) => `          fnr | ${l.slice(0, 200)}`))
+    }
   }
   const notRun = reports.filter((r) => r.notRun)
   if (notRun.length > 0) {
