@@ -28,6 +28,7 @@ import type {YAMLMap} from 'yaml'
 
 import {loadExecConfig} from './config/exec-config.js'
 import type {ExecPaths} from './config/embedded.js'
+import {displayImage} from './config/image-ref.js'
 import {FnrError} from './errors.js'
 import {ExecEvaluator} from './evaluators/exec.js'
 import {functionFailedError} from './process/failure.js'
@@ -283,7 +284,8 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
   // Checked before any work, so a bad value is a usage error and nothing is printed first.
   if (options.image !== undefined && options.image.trim() === '') throw new FnrError('Usage', '--image is empty')
   if (options.exec !== undefined) splitExec(options.exec)
-  const label = options.image ?? options.exec!
+  // An image is named as kpt names it (a bare name with the default prefix); the exec config is asked with it as given.
+  const label = options.image !== undefined ? displayImage(options.image, options.execPaths.defaultImagePrefix) : options.exec!
   const {list, fromStdin} = await readInput(options, io)
   const inPlace = !['stdout', 'unwrap'].includes(options.output) && !fromStdin && options.inputs.length === 1 && (await sameDirectory(options.inputs[0]!, options.output))
   // The output is checked before the function runs (kpt checks -o DIR only afterwards).
@@ -303,7 +305,7 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
   const run = await (runner ?? ((l: string, bytes: Buffer) => runFunction(options, l, bytes)))(label, Buffer.from(input.text))
   const stderrText = options.image !== undefined ? rl.containerStderr(run.stderr.toString('utf8')) : run.stderr.toString('utf8')
   const record: rl.FunctionRunRecord = {
-    ...(options.image ? {image: options.image} : {exec: options.exec}),
+    ...(options.image ? {image: label} : {exec: options.exec}),
     exitCode: run.exitCode,
     ...(stderrText ? {stderr: stderrText} : {}),
   }
