@@ -5,11 +5,13 @@
 // On a machine that built them before this is a few seconds of checks.
 import {buildCatalogFunctions, buildGoClient, buildPorchClient, buildPorchRunner} from './catalog-peers.mjs'
 import {buildClusterBinaries} from './cluster-build.mjs'
+import {fetchKptE2e} from './kpt-e2e.mjs'
 
 const started = Date.now()
 let failed = false
 // In the order the peer suites run: catalog, Porch side by side, then the cluster suites.
 for (const [what, build] of [
+  ['kpt e2e cases', fetchKptE2e],
   ['catalog functions', buildCatalogFunctions],
   ['Go client', buildGoClient],
   ["Porch's runner", buildPorchRunner],

@@ -17,6 +17,7 @@ export const UNIT = [
   'test/cli/flag-specs.test.ts',
   'test/cli/kpt-errors.test.ts',
   'test/config/exec-config.test.ts',
+  'test/conformance/judge.test.ts',
   'test/config/function-config-crd.test.ts',
   'test/config/go-flags.test.ts',
   'test/docs.test.ts',
@@ -70,7 +71,7 @@ export const ALL = 'test/**/*.test.ts'
  * Folders whose suites need Go test peers (scripts/build-peers.mjs): they run last, so that on a
  * fresh machine the peers build in the background while every other suite runs.
  */
-export const PEER_SUITES = ['catalog', 'porch-side-by-side', 'cluster']
+export const PEER_SUITES = ['catalog', 'conformance', 'porch-side-by-side', 'cluster']
 
 /** `--spec` arguments for every spec file, the peer suites last (mocha keeps the order given). */
 function allInOrder() {

@@ -28,6 +28,7 @@ import type {YAMLMap} from 'yaml'
 
 import {loadExecConfig} from './config/exec-config.js'
 import type {ExecPaths} from './config/embedded.js'
+import {displayImage} from './config/image-ref.js'
 import {FnrError} from './errors.js'
 import {ExecEvaluator} from './evaluators/exec.js'
 import {functionFailedError} from './process/failure.js'
@@ -157,7 +158,8 @@ async function readInput(options: EvalOptions, io: EvalIO): Promise<{list: rl.Re
     return {list: await rl.parseResourceListInterruptible(bytes, {origin: 'stdin', signal: options.signal}), fromStdin}
   }
   if (options.inputs.includes('-')) throw new FnrError('Usage', '"-" (stdin) cannot be combined with other --input paths')
-  const list = await rl.readPackage(options.inputs, {signal: options.signal})
+  // Not-KRM documents are refused once the function is named, as kpt does (evaluate).
+  const list = await rl.readPackage(options.inputs, {signal: options.signal, requireKrm: false})
   return {list, fromStdin}
 }
 
@@ -289,7 +291,8 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
   // Checked before any work, so a bad value is a usage error and nothing is printed first.
   if (options.image !== undefined && options.image.trim() === '') throw new FnrError('Usage', '--image is empty')
   if (options.exec !== undefined) splitExec(options.exec)
-  const label = options.image ?? options.exec!
+  // An image is named as kpt names it (a bare name with the default prefix); the exec config is asked with it as given.
+  const label = options.image !== undefined ? displayImage(options.image, options.execPaths.defaultImagePrefix) : options.exec!
   // DIR (kpt's argument, the one input written in place) is checked as kpt checks it.
   if (options.inputs.length === 1 && options.inputs[0] === options.output) await rl.checkPackageArgument(options.inputs[0])
   const {list, fromStdin} = await readInput(options, io)
@@ -299,13 +302,19 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
   const functionConfig = await functionConfigFor(options, list)
   const previousPaths = rl.sourcePathsOf(list.items)
   const selection = selectResources(list.items, options.selector ? [options.selector] : [], options.exclude ? [options.exclude] : [])
-  const input = await rl.buildFunctionInputInterruptible(selection.selected, {functionConfig}, options.signal)
-
   io.stderr.write(`[RUNNING] ${JSON.stringify(label)}${selection.filtered ? ` on ${selection.selected.length} resource(s)` : ''}\n`)
+  let input: rl.FunctionInput
+  try {
+    input = await rl.buildFunctionInputInterruptible(selection.selected, {functionConfig}, options.signal)
+  } catch (err) {
+    // A resource that is not KRM fails the function's run, as in kpt: [FAIL] in 0s, then the reason.
+    if (!options.signal?.aborted) io.stderr.write(`[FAIL] ${JSON.stringify(label)} in ${rl.formatKptDuration(0)}\n`)
+    throw err
+  }
   const run = await (runner ?? ((l: string, bytes: Buffer) => runFunction(options, l, bytes)))(label, Buffer.from(input.text))
   const stderrText = options.image !== undefined ? rl.containerStderr(run.stderr.toString('utf8')) : run.stderr.toString('utf8')
   const record: rl.FunctionRunRecord = {
-    ...(options.image ? {image: options.image} : {exec: options.exec}),
+    ...(options.image ? {image: label} : {exec: options.exec}),
     exitCode: run.exitCode,
     ...(stderrText ? {stderr: stderrText} : {}),
   }

@@ -28,6 +28,7 @@ import path from 'node:path'
 import type {YAMLMap} from 'yaml'
 
 import type {ExecPaths} from './config/embedded.js'
+import {displayImage} from './config/image-ref.js'
 import {FnrError} from './errors.js'
 import {isBlank, runFunction, splitExec, type EvalIO, type RunOutcome} from './eval.js'
 import {missingKptfileError, readKptfile, validateError, type Kptfile} from './kptfile.js'
@@ -240,7 +241,8 @@ async function readRootKptfile(rootAbs: string): Promise<string | undefined> {
 }
 
 async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], options: RenderOptions, io: EvalIO, records: rl.FunctionRunRecord[], validator: boolean): Promise<YAMLMap[]> {
-  const label = fn.image ?? fn.exec!
+  // An image is named as kpt names it (a bare name with the default prefix); the exec config is asked with it as given.
+  const label = fn.image !== undefined ? displayImage(fn.image, options.execPaths.defaultImagePrefix) : fn.exec!
   if (fn.exec !== undefined && !options.allowExec) {
     throw new FnrError('Usage', 'must run with `--allow-exec` option to allow running function binaries')
   }
@@ -265,7 +267,7 @@ async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], opt
     ? await options.imageRunner(fn.image, Buffer.from(input.text))
     : await runFunction({image: fn.image, exec: fn.exec, timeoutMs: options.timeoutMs, maxOutputBytes: options.maxOutputBytes, execPaths: options.execPaths, signal: options.signal}, label, Buffer.from(input.text))
   const stderrText = fn.image !== undefined ? rl.containerStderr(run.stderr.toString('utf8')) : run.stderr.toString('utf8')
-  const record: rl.FunctionRunRecord = {...(fn.image ? {image: fn.image} : {exec: fn.exec}), exitCode: run.exitCode, ...(stderrText ? {stderr: stderrText} : {})}
+  const record: rl.FunctionRunRecord = {...(fn.image ? {image: label} : {exec: fn.exec}), exitCode: run.exitCode, ...(stderrText ? {stderr: stderrText} : {})}
   const block = {truncate: options.truncateOutput}
   const failed = (err: FnrError): FnrError => new FnrError(err.kind, err.message, {cause: err.cause, details: {...err.details, renderFailed: true}})
 

@@ -107,7 +107,7 @@ describe('resourcelist functionConfig', () => {
       f = write('I am not a valid config file\n')
       const e = await err(f)
       expect(e.kind).to.equal('InvalidArgument')
-      expect(e.message).to.equal(`failed to read functionConfig ${JSON.stringify(f)}: wrong node kind: expected MappingNode but got ScalarNode: I am not a valid config file`)
+      expect(e.message).to.equal(`failed to read functionConfig ${JSON.stringify(f)}: wrong node kind: expected MappingNode but got ScalarNode: node contents:\nI am not a valid config file`)
       f = write('apiVersion: v1\nkind: A\nmetadata:\n  name: x\n')
       expect((await readFunctionConfig(f)).toJSON().metadata.name).to.equal('x')
     })

@@ -107,7 +107,7 @@ describe('resourcelist read and write', () => {
       expect(e.kind).to.equal('FunctionFailed')
       expect(e.message).to.equal('in.yaml: invalid document separator: --- x')
       e = thrown(() => parseResourceList(RL('- just a string\n')))
-      expect(e.message).to.equal('stdin: items[0]: wrong node kind: expected MappingNode but got ScalarNode: just a string')
+      expect(e.message).to.equal('stdin: items[0]: wrong node kind: expected MappingNode but got ScalarNode: node contents:\njust a string')
       e = thrown(() => parseResourceList('apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: 5\n'))
       expect(e.message).to.equal('stdin: items must be a list')
     })

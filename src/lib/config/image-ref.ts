@@ -27,6 +27,15 @@ export function withPrefix(prefix: string, name: string): string {
   return prefix.endsWith('/') ? `${prefix}${name}` : `${prefix}/${name}`
 }
 
+/**
+ * How kpt names an image function on the console and in results.yaml: a name with no "/" gets the
+ * default image prefix ("set-namespace:v0.4" -> "ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4"),
+ * anything else is kept as written (no other normalisation).
+ */
+export function displayImage(image: string, defaultPrefix: string = DEFAULT_IMAGE_PREFIX): string {
+  return image.includes('/') ? image : withPrefix(defaultPrefix, image)
+}
+
 export function normaliseImage(image: string, defaultPrefix: string = DEFAULT_IMAGE_PREFIX): string {
   let ref = image.trim()
   if (!ref.includes('/')) ref = withPrefix(defaultPrefix, ref)

@@ -3,7 +3,7 @@
  * multi-document YAML stream whose documents become the items, as `kpt fn eval -` and kpt's
  * function runner read them (kyaml ByteReader). Items stay YAML nodes so comments survive.
  */
-import {isMap, isScalar, isSeq, Pair, Scalar, YAMLMap, YAMLSeq, type Node} from 'yaml'
+import {Document, isMap, isScalar, isSeq, Pair, Scalar, YAMLMap, YAMLSeq, type Node} from 'yaml'
 
 import {FnrError, type ErrorKind} from '../errors.js'
 import {A, BARE_SEQ_KEY, RESOURCE_LIST_API_VERSION, RESOURCE_LIST_KIND} from './constants.js'
@@ -166,8 +166,17 @@ function asItem(node: Node, origin: string, kind: ErrorKind, wrapBareSeq: boolea
     return map
   }
   const what = isSeq(node) ? 'SequenceNode' : isScalar(node) ? 'ScalarNode' : 'AliasNode'
-  const contents = isScalar(node) ? `: ${scalarString(node)}` : ''
-  throw new FnrError(kind, `${origin}: wrong node kind: expected MappingNode but got ${what}${contents}`)
+  throw new FnrError(kind, `${origin}: wrong node kind: expected MappingNode but got ${what}${nodeContents(node)}`)
+}
+
+/**
+ * kpt's (kyaml's) tail of a wrong-node-kind error: `: node contents:` and the node's YAML on the
+ * lines after it (kpt's e2e case fn-eval/invalid-fn-config-file matches that text).
+ */
+export function nodeContents(node: Node): string {
+  if (isScalar(node)) return `: node contents:\n${scalarString(node) ?? ''}`
+  if (isSeq(node)) return `: node contents:\n${new Document(node).toString().trimEnd()}`
+  return ''
 }
 
 /** kyaml CopyLegacyAnnotations: fills in whichever of each legacy/internal pair is missing. */

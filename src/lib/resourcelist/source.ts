@@ -26,9 +26,9 @@ import {FnrError} from '../errors.js'
 import {A, BARE_SEQ_KEY, isResourceFileName, KPTFILE, KRMIGNORE} from './constants.js'
 import {IgnoreMatcher} from './krmignore.js'
 import {krmError, setAnnotation} from './meta.js'
-import {copyLegacyAnnotations, emptyResourceList, type ResourceList} from './read.js'
+import {copyLegacyAnnotations, emptyResourceList, nodeContents, type ResourceList} from './read.js'
 import {stringifyResourceList} from './write.js'
-import {deriveSeqIndent, dropBlankLines, parseStreamSteps, runStepsInterruptible, scalarString, type Steps} from './yaml.js'
+import {deriveSeqIndent, dropBlankLines, parseStreamSteps, runStepsInterruptible, type Steps} from './yaml.js'
 
 export interface SourceOptions {
   /**
@@ -138,7 +138,7 @@ function* fileItemsSteps(text: string, f: SourceFile): Steps<YAMLMap[]> {
       doc.node.commentBefore = undefined
       item.items.push(new Pair(new Scalar(BARE_SEQ_KEY), doc.node))
     } else {
-      const what = isScalar(doc.node) ? `ScalarNode: ${scalarString(doc.node)}` : 'AliasNode'
+      const what = isScalar(doc.node) ? `ScalarNode${nodeContents(doc.node)}` : 'AliasNode'
       throw new FnrError('InvalidArgument', `${f.display}: wrong node kind: expected MappingNode but got ${what}`)
     }
     dropBlankLines(item)
