@@ -20,7 +20,7 @@ export const CATALOG_SOURCE: string
 export const CATALOG_SOURCE_COMMIT: string
 export const CATALOG_FUNCTIONS_DIR: string
 export function rewriteSdk(dir: string): void
-export function buildFromCatalogSource(fn: CatalogFunction, options?: BuildOptions): string
+export function buildFromCatalogSource(fns: CatalogFunction[], options?: BuildOptions): void
 export function buildCatalogFunctions(options?: BuildOptions): string
 export function buildPorchRunner(options?: BuildOptions): {server: string; wrapperServer: string}
 export function buildGoClient(options?: BuildOptions): string

@@ -93,13 +93,8 @@ export function rewriteSdk(dir) {
 
 const defaultLog = (m) => process.stderr.write(`peers: ${m}\n`)
 
-/**
- * Builds one function from CATALOG_SOURCE into .cache/peers/catalog/<name>/function (cached while
- * the source folder is unchanged; the same per-peer build lock as scripts/go-peers.mjs). The source
- * is copied to .cache/peers/catalog/<name>/src/ first and built there, so nothing is written into
- * the shared source. Returns the binary's path.
- */
-export function buildFromCatalogSource(fn, {log = defaultLog} = {}) {
+/** Where a function from the source is built, and the cache key of its source. */
+function sourceBuild(fn) {
   const src = path.join(CATALOG_SOURCE, 'functions', 'go', fn.name)
   if (!existsSync(path.join(src, 'go.mod'))) throw new Error(`catalog source of ${fn.name} not found at ${src} (kptdev/krm-functions-catalog at ${CATALOG_SOURCE_COMMIT}; set FNR_CATALOG_SOURCE to its folder)`)
   const out = path.join(PEERS_OUT, 'catalog', fn.name)
@@ -107,31 +102,63 @@ export function buildFromCatalogSource(fn, {log = defaultLog} = {}) {
   const stamp = path.join(out, '.source-key')
   const key = sourceKey(src) + JSON.stringify({commit: CATALOG_SOURCE_COMMIT, sdk: fn.sdkRewrite ? `${SDK_NEW}@${SDK_NEW_VERSION}` : null, env: SOURCE_ENV, goflags: SOURCE_GOFLAGS})
   const done = () => existsSync(stamp) && readFileSync(stamp, 'utf8') === key && existsSync(binary)
-  if (done()) return binary
-  const release = acquireLock(`catalog/${fn.name}`, log)
+  return {fn, src, out, binary, stamp, key, done, work: path.join(out, 'src')}
+}
+
+// Two builds at a time: on 2 cores one `go build` leaves the CPU idle while it downloads modules and
+// links; the seven share GOMODCACHE, so a module version two of them need is downloaded once.
+const PARALLEL_BUILDS = 2
+
+/**
+ * Builds functions from CATALOG_SOURCE into .cache/peers/catalog/<name>/function (each cached while
+ * its source folder is unchanged, under the same per-peer build lock as scripts/go-peers.mjs, taken in
+ * CATALOG order). Each source folder is copied to .cache/peers/catalog/<name>/src/ and built there,
+ * so nothing is written into the shared source; at most PARALLEL_BUILDS `go build`s run at once.
+ * Throws with Go's output for the builds that failed (the others are kept).
+ */
+export function buildFromCatalogSource(fns, {log = defaultLog} = {}) {
+  const builds = fns.map(sourceBuild).filter((b) => !b.done())
+  if (builds.length === 0) return
+  const releases = []
   try {
-    if (done()) return binary
-    const work = path.join(out, 'src')
-    rmSync(work, {recursive: true, force: true})
-    mkdirSync(out, {recursive: true})
-    cpSync(src, work, {recursive: true})
-    if (fn.sdkRewrite) rewriteSdk(work)
+    const todo = []
+    for (const b of builds) {
+      releases.push(acquireLock(`catalog/${b.fn.name}`, log))
+      if (b.done()) continue
+      rmSync(b.work, {recursive: true, force: true})
+      rmSync(path.join(b.out, 'build.rc'), {force: true})
+      mkdirSync(b.out, {recursive: true})
+      cpSync(b.src, b.work, {recursive: true})
+      if (b.fn.sdkRewrite) rewriteSdk(b.work)
+      log(`building catalog/${b.fn.name} from the catalog's source${b.fn.sdkRewrite ? ` (SDK import path rewritten to ${SDK_NEW}/go/fn ${SDK_NEW_VERSION})` : ''}`)
+      todo.push(b)
+    }
+    if (todo.length === 0) return
     const started = Date.now()
-    log(`building catalog/${fn.name} from the catalog's source${fn.sdkRewrite ? ` (SDK import path rewritten to ${SDK_NEW}/go/fn ${SDK_NEW_VERSION})` : ''}`)
     const env = {...process.env, CGO_ENABLED: '0', GOFLAGS: SOURCE_GOFLAGS, ...SOURCE_ENV}
-    const r = spawnSync('go', ['build', '-trimpath', '-o', binary, '.'], {cwd: work, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 * 1024 * 1024})
-    if (r.status !== 0) throw new Error(`go build (catalog/${fn.name} from ${src}) failed with exit code ${r.status}:\n${r.stdout}${r.stderr}`)
-    log(`built catalog/${fn.name} in ${((Date.now() - started) / 1000).toFixed(1)} s`)
-    writeFileSync(stamp, key)
-    return binary
+    // xargs runs them; each writes its output to build.log and its exit status to build.rc beside src/.
+    const each = 'cd "$1" && { go build -trimpath -o ../function . >../build.log 2>&1; echo $? >../build.rc; }'
+    const r = spawnSync('xargs', ['-0', '-n', '1', '-P', String(PARALLEL_BUILDS), 'sh', '-c', each, 'sh'], {input: todo.map((b) => `${b.work}\0`).join(''), env, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe']})
+    if (r.error) throw r.error
+    const failed = []
+    for (const b of todo) {
+      const rc = existsSync(path.join(b.out, 'build.rc')) ? readFileSync(path.join(b.out, 'build.rc'), 'utf8').trim() : 'none'
+      if (rc === '0' && existsSync(b.binary)) writeFileSync(b.stamp, b.key)
+      else failed.push(`go build (catalog/${b.fn.name} from ${b.src}) failed with exit code ${rc}:\n${existsSync(path.join(b.out, 'build.log')) ? readFileSync(path.join(b.out, 'build.log'), 'utf8') : r.stderr}`)
+    }
+    log(`built ${todo.length - failed.length} of ${todo.length} catalog functions from the catalog's source in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+    if (failed.length > 0) throw new Error(failed.join('\n'))
   } finally {
-    release()
+    for (const release of releases.reverse()) release()
   }
 }
 
 /** Builds one function of CATALOG from its source (cached); returns the binary's path. */
 function buildCatalogFunction(fn, options) {
-  if (fn.source === 'catalog-source') return buildFromCatalogSource(fn, options)
+  if (fn.source === 'catalog-source') {
+    buildFromCatalogSource([fn], options)
+    return sourceBuild(fn).binary
+  }
   const out = buildGoPeer(`catalog/${fn.name}`, [{pkg: fn.module, out: 'function'}], {env: ENV, ...options})
   return path.join(out, 'function')
 }
@@ -139,6 +166,8 @@ function buildCatalogFunction(fn, options) {
 /** Builds every function of CATALOG (cached) and returns CATALOG_FUNCTIONS_DIR. */
 export function buildCatalogFunctions(options = {}) {
   mkdirSync(CATALOG_FUNCTIONS_DIR, {recursive: true})
+  // The ones from source first, two at a time; the loop below then finds them built.
+  buildFromCatalogSource(CATALOG.filter((f) => f.source === 'catalog-source'), options)
   for (const fn of CATALOG) {
     const src = buildCatalogFunction(fn, options)
     const dest = path.join(CATALOG_FUNCTIONS_DIR, fn.name)
