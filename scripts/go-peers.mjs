@@ -19,7 +19,7 @@ export function peerBinDir(name) {
 }
 
 /** A hash of every file of the peer's module folder (not sub-folders' build output): the cache key. */
-function sourceKey(dir) {
+export function sourceKey(dir) {
   const hash = createHash('sha256')
   const walk = (d) => {
     for (const entry of readdirSync(d, {withFileTypes: true}).sort((a, b) => a.name.localeCompare(b.name))) {
@@ -83,7 +83,7 @@ function alive(pid) {
  * Takes the peer's build lock (a folder holding the builder's pid), waiting while another live
  * process holds it; a lock whose process is gone is taken over. Returns the release function.
  */
-function acquireLock(name, log) {
+export function acquireLock(name, log) {
   const dir = path.join(PEERS_OUT, '.locks', name.replaceAll('/', '_'))
   const pidFile = path.join(dir, 'pid')
   mkdirSync(path.dirname(dir), {recursive: true})

@@ -13,6 +13,7 @@ import {fileURLToPath} from 'node:url'
 /** Unit spec files, relative to the repository root. */
 export const UNIT = [
   'test/cache/response-store.test.ts',
+  'test/catalog/sdk-rewrite.test.ts',
   'test/cli/error-json.test.ts',
   'test/cli/flag-specs.test.ts',
   'test/cli/kpt-errors.test.ts',

@@ -180,8 +180,9 @@ describe("Porch at HEAD's files on the real control plane, fnr as the runner: CR
     expect(logger.lines.filter((l) => l.level === 'error').map((l) => `${l.msg}: ${JSON.stringify(l.fields)}`)).to.deep.equal([])
     const applied = new Set(logger.lines.filter((l) => l.msg === 'FunctionConfig applied').map((l) => String(l.fields?.functionConfig)))
     expect(applied.size).to.equal(19)
-    // Porch's runner image has every binary; here the seven the module proxy does not serve are missing
-    // (docs/catalog-functions.md), and apply-replacements' goExecutor runs inside porch-server in Porch.
+    // Porch's runner image has every binary, and so has the functions dir here (the ten catalog functions,
+    // docs/catalog-functions.md); what is left is apply-replacements' goExecutor (it runs inside porch-server in
+    // Porch) and the FunctionConfigs of functions Porch does not ship.
     const partial = logger.lines.filter((l) => l.msg === 'FunctionConfig applied without some of its settings')
     for (const l of partial) {
       const problems = (l.fields?.problems as string[]).join('; ')

@@ -162,6 +162,16 @@ describe('resourcelist sink', () => {
       expect(docs[2]).to.include('name: extra')
     })
 
+    it('writes several new files into one new directory, and deeper ones under it (ensure-name-substring moves a whole package there)', async () => {
+      const dir = scratch.tree(PACKAGES.basic!)
+      const list = await readPackage([dir])
+      const moved = parseResourceList(RL([item('ns/a.yaml', 'a'), item('ns/b.yaml', 'b'), item('ns/deeper/c.yaml', 'c'), item('ns/deeper/d.yaml', 'd')].join(''))).items
+      const report = await writePackage([...list.items, ...moved], dir, {previousPaths: sourcePathsOf(list.items)})
+      expect(report.written).to.deep.equal(['ns/a.yaml', 'ns/b.yaml', 'ns/deeper/c.yaml', 'ns/deeper/d.yaml'])
+      const files = readTree(dir)
+      for (const [f, name] of [['ns/a.yaml', 'a'], ['ns/b.yaml', 'b'], ['ns/deeper/c.yaml', 'c'], ['ns/deeper/d.yaml', 'd']]) expect(files[f!], f).to.include(`name: ${name}\n`)
+    })
+
     it('requires an existing directory', async () => {
       const e = (await writePackage([], scratch.path('nope')).catch((x: unknown) => x)) as FnrError
       expect(e).to.be.instanceOf(FnrError)

@@ -97,10 +97,12 @@ export async function checkChanges(changes: readonly FileChange[]): Promise<Map<
     return p
   }
   const mounts = await mountPoints()
+  // Directories that a change makes: a later file in one of them is checked at the nearest existing directory.
+  const planned = new Set(changes.flatMap((c) => c.mkdirs ?? []))
   for (const c of changes) {
     try {
       if (c.action !== 'create' && mounts.has(c.target)) throw new FnrError('InvalidArgument', `${c.target} is a mount point (a rename cannot replace it)`)
-      const old = await checkOne(c, dirInfo)
+      const old = await checkOne(c, dirInfo, planned)
       if (old) replaced.set(c, old)
     } catch (error) {
       // Say which change it was: `cannot delete sub/b.yaml: /pkg/sub: permission denied (EACCES)`.
@@ -131,10 +133,13 @@ async function mountPoints(): Promise<Set<string>> {
   return out
 }
 
-async function checkOne(c: FileChange, dirInfo: DirInfo): Promise<Replaced | undefined> {
+async function checkOne(c: FileChange, dirInfo: DirInfo, planned: ReadonlySet<string>): Promise<Replaced | undefined> {
   const madeDirs = c.mkdirs ?? []
-  // A new directory goes into the nearest existing one.
-  const d = await dirInfo(madeDirs.length > 0 ? dirname(madeDirs[0]!) : dirname(c.target))
+  // A new directory goes into the nearest existing one; so does a new file in a directory that
+  // another change makes (only the first file of a new directory lists it in its mkdirs).
+  let parent = madeDirs.length > 0 ? dirname(madeDirs[0]!) : dirname(c.target)
+  while (planned.has(parent)) parent = dirname(parent)
+  const d = await dirInfo(parent)
   if (c.action === 'create') return undefined
   let st
   try {
