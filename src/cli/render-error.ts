@@ -8,7 +8,7 @@
  * fnr's form (errorFormFor): exit 1 for every failure, and kpt's line (kptErrorLine). The error
  * stays typed; only this module decides how it reads and which code it exits with.
  */
-import {errorLine, firstLine, FnrError, toFnrError} from '../lib/errors.js'
+import {errorLine, FnrError, toFnrError} from '../lib/errors.js'
 
 /**
  * How a failure is reported. `fnr`: "fnr: …" and the exit code of the error's kind (docs/cli.md).
@@ -52,7 +52,8 @@ export function errorFormFor(command: 'eval' | 'render', argv: readonly string[]
 export function kptErrorLine(err: FnrError, form: Exclude<ErrorForm, 'fnr'>): string {
   if (err.kind === 'InvalidPackage') return `${err.message} \n`
   if (err.details.consoleShown) return ''
-  const message = err.details.unknownFlag !== undefined ? `unknown flag: ${err.details.unknownFlag}` : firstLine(err.message, 2000)
+  // kpt prints the whole message, lines and all (a YAML error ends with the node's contents).
+  const message = err.details.unknownFlag !== undefined ? `unknown flag: ${err.details.unknownFlag}` : wholeMessage(err.message)
   if (form === 'kpt-render' && !err.details.commandLine) return `Error: ${message} \n`
   return `error: ${message}\n`
 }
@@ -95,4 +96,10 @@ export function errorJson(err: unknown, exitCode?: number): Record<string, unkno
     ...(report !== null && typeof report === 'object' && !Array.isArray(report) ? report : {}),
     error: {kind: fnrError.kind, message: fnrError.message, exitCode: exitCode ?? fnrError.exitCode},
   }
+}
+
+/** A message as kpt prints it: every line, trailing blanks trimmed, at most 8,000 characters. */
+function wholeMessage(text: string): string {
+  const trimmed = text.trimEnd()
+  return trimmed.length > 8000 ? `${trimmed.slice(0, 7999)}…` : trimmed
 }

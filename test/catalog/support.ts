@@ -144,15 +144,6 @@ export async function exampleKptfileImages(functions: string[]): Promise<Array<{
   return out
 }
 
-/**
- * fnr bug, in `fnr test` (src/lib/fntest/compare.ts): these examples' diff.patch renames Kptfile
- * to kptfile_example.yaml with git's pure-rename block (`rename from` / `rename to`, no hunks),
- * which fnr test's patch application skips, so it expects the Kptfile to stay. The function's
- * output is the expected one: `fnr eval` and `kpt fn eval` give the same package, which `git
- * apply` of the same diff.patch also gives (catalog.test.ts), and `fnr render` gives kpt fn
- * render's (examples-render.test.ts). Pinned in both so that a fix shows up.
- */
-export const FNR_TEST_RENAME_BUG = ['ensure-name-substring-prefix', 'ensure-name-substring-suffix']
 
 /**
  * Render cases whose function, run by `fn eval` instead, also changes the Kptfile (eval hands the

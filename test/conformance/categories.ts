@@ -2,4 +2,5 @@
 export const FORM = 'exit code / Error: form'
 export const FLAGS = "kpt's command line (flags, DIR defaults to .)"
 export const SOURCE_SINK = 'kpt fn source / kpt fn sink (not in fnr)'
-export const FIRST_LINE = 'message cut to its first line (kpt prints all of a multi-line message)'
+export const YAML_MESSAGE = "the YAML parser's own words for a syntax error (Go's yaml.v3 and fnr's parser differ)"
+export const DOCKER_MESSAGE = "a container runtime's own words (fnr runs functions without one here)"

@@ -31,6 +31,29 @@ describe('fnr test: comparing packages', () => {
     expect(applyTreePatch(before, '')).to.deep.equal(before)
   })
 
+  it("applies git's rename-only sections (rename from / rename to, no hunks) as git apply does, quoted paths included", () => {
+    const before = tree({Kptfile: 'kind: Kptfile\n', 'resources.yaml': 'a: 1\n', 'x y.yaml': 'q: 1\n'})
+    const patch = [
+      'diff --git a/Kptfile b/kptfile_example.yaml',
+      'similarity index 100%',
+      'rename from Kptfile',
+      'rename to kptfile_example.yaml',
+      'diff --git "a/x y.yaml" "b/d\\303\\251.yaml"',
+      'similarity index 100%',
+      'rename from "x y.yaml"',
+      'rename to "d\\303\\251.yaml"',
+      'diff --git a/resources.yaml b/resources.yaml',
+      '--- a/resources.yaml',
+      '+++ b/resources.yaml',
+      '@@ -1 +1 @@',
+      '-a: 1',
+      '+a: 2',
+      '',
+    ].join('\n')
+    expect(Object.fromEntries(applyTreePatch(before, patch))).to.deep.equal({'dé.yaml': 'q: 1\n', 'kptfile_example.yaml': 'kind: Kptfile\n', 'resources.yaml': 'a: 2\n'})
+    expect(() => applyTreePatch(tree({}), patch)).to.throw(PatchError, /Kptfile: renamed by the patch, but the input has no such file/)
+  })
+
   it('round-trips any change of a small tree (property)', () => {
     const files = fc.dictionary(fc.constantFrom('a.yaml', 'b.yaml', 'd/c.yaml', 'd/e/f.yaml'), fc.array(fc.constantFrom('k: v', 'x: 1', '- a', '', '  y: 2'), {maxLength: 8}).map((l) => l.join('\n')))
     fc.assert(

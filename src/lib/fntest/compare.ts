@@ -71,6 +71,15 @@ export function applyTreePatch(before: Tree, patchText: string): Tree {
   } catch (err) {
     throw new PatchError(`cannot read the patch: ${(err as Error).message}`)
   }
+  // git's rename-only sections ("rename from"/"rename to", no ---/+++ lines and no hunks): the
+  // diff library leaves them out, so they are applied here, as `git apply` does.
+  for (const {from, to} of gitPureRenames(patchText)) {
+    const content = result.get(from)
+    if (content === undefined) throw new PatchError(`${from}: renamed by the patch, but the input has no such file`)
+    if (result.has(to)) throw new PatchError(`${to}: a rename target the input already has`)
+    result.delete(from)
+    result.set(to, content)
+  }
   for (const p of patches) {
     if (p.oldFileName === undefined && p.newFileName === undefined) {
       if (p.hunks.length === 0) continue
@@ -88,6 +97,47 @@ export function applyTreePatch(before: Tree, patchText: string): Tree {
     else if (patched !== '') throw new PatchError(`${oldName}: deleted by the patch, but the hunks leave content`)
   }
   return new Map([...result].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+}
+
+/**
+ * The renames of a git patch's sections that only rename (a section that also changes the file
+ * has ---/+++ lines naming both paths, which the diff library applies). Paths as git writes them:
+ * plain, or double-quoted with C escapes.
+ */
+export function gitPureRenames(patchText: string): Array<{from: string; to: string}> {
+  const renames: Array<{from: string; to: string}> = []
+  for (const section of patchText.split(/^(?=diff --git )/m)) {
+    if (!section.startsWith('diff --git ') || /^--- /m.test(section)) continue
+    const from = /^rename from (.+)$/m.exec(section)?.[1]
+    const to = /^rename to (.+)$/m.exec(section)?.[1]
+    if (from !== undefined && to !== undefined) renames.push({from: gitPath(from), to: gitPath(to)})
+  }
+  return renames
+}
+
+/** A path as git writes it in extended headers: as is, or quoted with C escapes (octal bytes). */
+function gitPath(text: string): string {
+  if (!text.startsWith('"') || !text.endsWith('"')) return text
+  const bytes: number[] = []
+  const body = text.slice(1, -1)
+  const simple: Record<string, number> = {n: 10, t: 9, '"': 34, '\\': 92, a: 7, b: 8, f: 12, r: 13, v: 11}
+  for (let i = 0; i < body.length; i++) {
+    const c = body[i]!
+    if (c !== '\\') {
+      bytes.push(...Buffer.from(c, 'utf8'))
+      continue
+    }
+    const next = body[i + 1] ?? ''
+    const octal = /^[0-7]{3}/.exec(body.slice(i + 1))
+    if (octal) {
+      bytes.push(Number.parseInt(octal[0], 8))
+      i += 3
+    } else {
+      bytes.push(simple[next] ?? next.charCodeAt(0))
+      i += 1
+    }
+  }
+  return Buffer.from(bytes).toString('utf8')
 }
 
 /** Unified diffs of the files that differ (expected/… vs actual/…), '' when the trees are equal. */

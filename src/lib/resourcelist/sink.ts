@@ -84,7 +84,8 @@ export async function sinkToDirectory(input: Uint8Array | string | ResourceList,
 export async function checkSinkTarget(dir: string): Promise<void> {
   try {
     await lstat(dir)
-    throw new FnrError('InvalidArgument', `directory ${JSON.stringify(dir)} already exists, please delete the directory and retry`)
+    // kpt checks it with the command line (its CLI library's `error: …` form, render included).
+    throw new FnrError('InvalidArgument', `directory ${JSON.stringify(dir)} already exists, please delete the directory and retry`, {details: {commandLine: true}})
   } catch (error) {
     if (error instanceof FnrError) throw error
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError(dir, error)
