@@ -22,7 +22,7 @@ import {startPodRuntime, type PodRuntimeOptions} from '../../src/lib/pods/runtim
 import type {ControlPlane} from '../support/cluster/controlplane.js'
 import {FaultProxy} from '../support/cluster/fault-proxy.js'
 import {adminClient, namespace, sharedControlPlane, waitForClusterBinaries} from '../support/cluster/shared.js'
-import type {KubeRestClient} from '../support/k8s/client.js'
+import {KubeRequestError, type KubeRestClient} from '../support/k8s/client.js'
 import {eventually} from '../support/k8s/fixtures.js'
 import type {KubeObject} from '../support/k8s/status.js'
 import {pushScriptFunctionImage} from '../support/node/fixtures.js'
@@ -246,9 +246,22 @@ describe('pod runtime: API and watch faults on the real control plane (through a
     try {
       await b.started
       const leasePath = `/apis/coordination.k8s.io/v1/namespaces/${ns.name}/leases/fnr-replica-runner-a`
-      // someone else writes the Lease (the replica's resourceVersion goes stale: kube-apiserver's own 409)
-      const current = await admin.get(leasePath)
-      await admin.replace(leasePath, {...current, metadata: {...current.metadata, annotations: {...current.metadata.annotations, touched: 'yes'}}})
+      // someone else writes the Lease (the replica's resourceVersion goes stale: kube-apiserver's own
+      // 409). That writer can itself lose the race with a renewal (every second here): it reads
+      // again and retries, as any client of a Lease does (CI saw its first write refused once).
+      for (let attempt = 1; ; attempt++) {
+        const current = await admin.get(leasePath)
+        const written = await admin
+          .replace(leasePath, {...current, metadata: {...current.metadata, annotations: {...current.metadata.annotations, touched: 'yes'}}})
+          .then(
+            () => true,
+            (err: unknown) => {
+              if (err instanceof KubeRequestError && err.code === 409 && attempt < 10) return false
+              throw err
+            },
+          )
+        if (written) break
+      }
       const before = a.runtime.lease!.renewals
       const updates = () => proxy.requestsFor({verb: 'update', resource: 'leases', namespace: ns.name, name: 'fnr-replica-runner-a'})
       await eventually(() => a.runtime.lease!.conflicts >= 1 && a.runtime.lease!.renewals > before + 1, 30_000, 100)
