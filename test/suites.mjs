@@ -27,6 +27,7 @@ export const UNIT = [
   'test/fntest/compare.test.ts',
   'test/fntest/config.test.ts',
   'test/grpc/admission.test.ts',
+  'test/grpc/client-refused.test.ts',
   'test/grpc/flow-control.test.ts',
   'test/grpc/internals.test.ts',
   'test/grpc/reply.test.ts',

@@ -2,6 +2,8 @@
  * A client for evaluator.FunctionEvaluator (fnr serve, fnr wrapper-server, or Porch's own
  * servers). One channel per address, reused across calls.
  */
+import {setTimeout as delay} from 'node:timers/promises'
+
 import * as grpc from '@grpc/grpc-js'
 
 import {FnrError, kindForGrpcCode} from '../errors.js'
@@ -73,8 +75,28 @@ export class EvaluatorClient {
     }) as unknown as RawClient
   }
 
-  /** Calls EvaluateFunction; rejects with the grpc ServiceError (code, details, metadata). */
-  evaluateRaw(image: string, resourceList: Buffer, options: CallOptions = {}): Promise<EvaluateResult> {
+  /**
+   * Calls EvaluateFunction; rejects with the grpc ServiceError (code, details, metadata). A call
+   * the server refused before running it (isRefusal) is sent again, up to REFUSED_RETRIES times
+   * within its deadline: gRPC's transparent retry, which grpc-js does at most once and only for
+   * messages under its 256 KiB retry buffer. A client that sends its first calls before the
+   * server's SETTINGS arrive (grpc-js does; grpc-go waits for them) gets those over the server's
+   * stream limit refused with REFUSED_STREAM; under load that was half of a burst of 4 MB calls.
+   */
+  async evaluateRaw(image: string, resourceList: Buffer, options: CallOptions = {}): Promise<EvaluateResult> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.callOnce(image, resourceList, options)
+      } catch (err) {
+        const pause = refusedRetryDelay(err as grpc.ServiceError, attempt, options)
+        if (pause === undefined) throw err
+        // Aborted meanwhile: the next attempt is cancelled at once and rejects CANCELLED.
+        await delay(pause, undefined, {signal: options.signal}).catch(() => undefined)
+      }
+    }
+  }
+
+  private callOnce(image: string, resourceList: Buffer, options: CallOptions): Promise<EvaluateResult> {
     return new Promise((resolve, reject) => {
       // grpc-js calls back before it emits 'status' (which carries the trailers on success).
       let response: EvaluateFunctionResponse | undefined
@@ -147,6 +169,29 @@ export function fnrErrorFromStatus(err: grpc.ServiceError): FnrError {
  */
 export function isRefusedStream(details: string | undefined): boolean {
   return /^Stream refused by server|^Write error: .*NGHTTP2_(REFUSED_STREAM|ENHANCE_YOUR_CALM)/.test(details ?? '')
+}
+
+/** How many times a refused call is sent again (evaluateRaw); the pauses grow from 20 ms to 640 ms. */
+export const REFUSED_RETRIES = 6
+
+/**
+ * A status for a call the server refused before its application saw it, so that sending it again
+ * cannot run it twice: REFUSED_STREAM and a Node server's ENHANCE_YOUR_CALM refusal of a stream
+ * (isRefusedStream), or an ENHANCE_YOUR_CALM reset that reached grpc-js before its write failed
+ * (its RESOURCE_EXHAUSTED "Bandwidth exhausted…"; a server's own RESOURCE_EXHAUSTED is a status
+ * with its own message, and is not retried).
+ */
+export function isRefusal(err: Pick<grpc.ServiceError, 'code' | 'details'>): boolean {
+  if (err.code === grpc.status.UNAVAILABLE) return isRefusedStream(err.details)
+  return err.code === grpc.status.RESOURCE_EXHAUSTED && err.details === 'Bandwidth exhausted or memory limit exceeded'
+}
+
+/** The pause before sending a refused call again, or undefined: not a refusal, no attempt left, no time left. */
+export function refusedRetryDelay(err: Pick<grpc.ServiceError, 'code' | 'details'>, attempt: number, options: Pick<CallOptions, 'deadline' | 'signal'> = {}, now = Date.now()): number | undefined {
+  if (attempt >= REFUSED_RETRIES || options.signal?.aborted || !isRefusal(err)) return undefined
+  const pause = 20 * 2 ** attempt
+  const deadline = options.deadline === undefined ? Infinity : new Date(options.deadline).getTime()
+  return now + pause < deadline ? pause : undefined
 }
 
 /** grpc-js's own INTERNAL statuses for a stream or session that broke underneath the call. */

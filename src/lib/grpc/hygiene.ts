@@ -112,10 +112,14 @@ function guardStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, gu
     stopReceiving()
     budget.closeReception(reception)
   }
-  const reset = (code: number, action: string, msg: string, fields: Record<string, unknown>): void => {
+  /** Refuses the request: counted, logged (at most once a second), its bytes released, then `end`. */
+  const refuse = (action: string, msg: string, fields: Record<string, unknown>, end: () => void): void => {
     metrics().connectionGuard(action)
     warn(action, msg, {...fields, remote: stream.session?.socket?.remoteAddress})
     release()
+    end()
+  }
+  const reset = (code: number): (() => void) => () => {
     if (!stream.destroyed) stream.close(code)
   }
   const onData = (chunk: Buffer): void => {
@@ -123,17 +127,18 @@ function guardStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, gu
     const s = budget.snapshot()
     const fields = {received: reception.bytes + chunk.length, heldBytes: s.heldBytes, maxInflightBytes: budget.settings.maxHeldBytes}
     const msg = 'refusing a request: receiving it would pass the budget of request bytes held'
-    if (stream.headersSent || stream.destroyed) return reset(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM, 'receive-budget', msg, fields)
-    metrics().connectionGuard('receive-budget')
-    warn('receive-budget', msg, {...fields, remote: stream.session?.socket?.remoteAddress})
-    release()
-    refuseWithStatus(stream, RESOURCE_EXHAUSTED, `the runner is holding too many request bytes to receive this one (${fields.heldBytes} of ${fields.maxInflightBytes} held); retry later`)
+    // A status can only go out while the response has not started; else the stream is reset.
+    const end =
+      stream.headersSent || stream.destroyed
+        ? reset(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM)
+        : () => refuseWithStatus(stream, RESOURCE_EXHAUSTED, `the runner is holding too many request bytes to receive this one (${fields.heldBytes} of ${fields.maxInflightBytes} held); retry later`)
+    refuse('receive-budget', msg, fields, end)
   }
   const timer =
     settings.receiveTimeoutMs > 0
       ? setTimeout(() => {
           if (done) return
-          reset(http2.constants.NGHTTP2_CANCEL, 'receive-timeout', 'resetting a stream whose request did not complete in time', {received: reception.bytes, receiveTimeoutMs: settings.receiveTimeoutMs})
+          refuse('receive-timeout', 'resetting a stream whose request did not complete in time', {received: reception.bytes, receiveTimeoutMs: settings.receiveTimeoutMs}, reset(http2.constants.NGHTTP2_CANCEL))
         }, settings.receiveTimeoutMs)
       : undefined
   timer?.unref()
@@ -171,9 +176,10 @@ function refuseWithStatus(stream: ServerHttp2Stream, code: number, message: stri
   stream.respond({':status': 200, 'content-type': 'application/grpc+proto', 'grpc-status': String(code), 'grpc-message': percentEncode(message)}, {endStream: true})
   // No more of the request is read (grpc-js would buffer it). The stream is destroyed in the next
   // turn, after Node has written the status (it writes a session's frames in an immediate queued
-  // by respond): a reset sent at once overtook it ("Call ended without gRPC status"), and a
-  // paused stream the client reset was never destroyed (its end was never read) and kept its slot
-  // of the connection's stream limit, so every later stream was refused (ENHANCE_YOUR_CALM).
+  // by respond): a reset sent at once, or in the same write, overtook it (the client's write of
+  // the rest of its message failed first: "Write error"), and a paused stream the client reset
+  // was never destroyed (its end was never read) and kept its slot of the connection's stream
+  // limit, so every later stream was refused (ENHANCE_YOUR_CALM).
   stream.pause()
   setImmediate(() => stream.destroy())
 }
