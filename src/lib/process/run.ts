@@ -9,7 +9,9 @@
  *   the whole group is killed with SIGKILL, so grandchildren die too. After a normal exit the
  *   group is killed as well, so nothing the function left behind keeps running.
  * - Descendants that left the group (setsid, setpgid, a double fork) are found by the call's
- *   marker in their environment and killed by a sweep of /proc when the call ends (sweep.ts).
+ *   marker in their environment and killed by a sweep of /proc when the call ends (sweep.ts);
+ *   skipped for a call that ended cleanly when the native helper, a child subreaper, saw no
+ *   process of it left (FunctionChild.leftNothing).
  *
  * It uses node:child_process directly rather than execa: it needs group kills, a tail-capped
  * stderr and a stdout cap that stops reading at the limit, and it is on the hot path of every
@@ -217,8 +219,13 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
         else liveCalls.set(child.pid!, marker)
       })
     }
-    const swept = (): void => {
+    let sweepRequested = false
+    const forget = (): void => {
       if (child.pid !== undefined && liveCalls.get(child.pid) === marker) liveCalls.delete(child.pid)
+    }
+    const swept = (): void => {
+      forget()
+      sweepRequested = true
       sweeper.request({marker, pid: child.pid, startedAt, label: options.label})
     }
 
@@ -297,8 +304,16 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
       if (settled) return
       settled = true
       cleanup()
-      killGroup(child.pid)
-      swept()
+      if (child.leftNothing && !ending && !sweepRequested) {
+        // Ended cleanly, and the native helper (a child subreaper) saw no process of the call left
+        // at its exit: there is no group to kill and nothing a sweep could find (sweep.ts). The
+        // group's id is not killed either: its leader is reaped, so the id may be a new process's.
+        forget()
+        sweeper.skipped++
+      } else {
+        killGroup(child.pid)
+        swept()
+      }
       const label = JSON.stringify(options.label)
       if (ending === 'deadline') {
         reject(new FnrError('DeadlineExceeded', `function ${label} did not finish before the deadline and was killed`, {details: {stderr: stderr.toBuffer()}}))
