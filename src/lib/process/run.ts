@@ -182,6 +182,17 @@ function headroomFor(asked: Headroom | undefined, stderrLength: number): Headroo
   return asked === undefined ? {before: 0, after: 0} : {before: asked.before, after: asked.after + stderrLength}
 }
 
+/**
+ * Whether a call's group is killed and its processes swept when its stdio has closed. Not when
+ * it ended normally (`ending` unset: not at its deadline, cancelled or over its stdout cap),
+ * nothing asked for a sweep before (its stdio held open past its exit), and the spawner knows it
+ * left no process alive (`leftNothing`: the native helper, a child subreaper, counted no orphan at
+ * its exit): then there is nothing a sweep could find (docs/process.md). Otherwise always.
+ */
+export function sweepAtClose(call: {ending?: string; leftNothing?: boolean; sweepRequested: boolean}): boolean {
+  return !(call.leftNothing === true && call.ending === undefined && !call.sweepRequested)
+}
+
 export function runFunctionProcess(options: FunctionProcessOptions): Promise<FunctionProcessResult> {
   const started = performance.now()
   const deadline = options.deadline ?? Number.POSITIVE_INFINITY
@@ -304,10 +315,8 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
       if (settled) return
       settled = true
       cleanup()
-      if (child.leftNothing && !ending && !sweepRequested) {
-        // Ended cleanly, and the native helper (a child subreaper) saw no process of the call left
-        // at its exit: there is no group to kill and nothing a sweep could find (sweep.ts). The
-        // group's id is not killed either: its leader is reaped, so the id may be a new process's.
+      if (!sweepAtClose({ending, leftNothing: child.leftNothing, sweepRequested})) {
+        // The group's id is not killed either: its leader is reaped, so the id may be a new process's.
         forget()
         sweeper.skipped++
       } else {
