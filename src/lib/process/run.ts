@@ -7,7 +7,8 @@
  *   kept as a bounded tail (a function flooding stderr cannot exhaust memory).
  * - The process runs in its own process group. On deadline, cancellation or an oversized stdout,
  *   the whole group is killed with SIGKILL, so grandchildren die too. After a normal exit the
- *   group is killed as well, so nothing the function left behind keeps running.
+ *   group is killed as well, so nothing the function left behind keeps running (unless the
+ *   native helper saw that nothing was left: below).
  * - Descendants that left the group (setsid, setpgid, a double fork) are found by the call's
  *   marker in their environment and killed by a sweep of /proc when the call ends (sweep.ts);
  *   skipped for a call that ended cleanly when the native helper, a child subreaper, saw no
