@@ -19,11 +19,12 @@ export interface ServeHandle {
 /**
  * Starts `fnr serve` with the given extra flags and resolves once it logs that it is ready.
  * FNR_BENCH_SERVE_NODE_ARGS adds Node options, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to
- * profile the server (the profile is written when it stops).
+ * profile the server (the profile is written when it stops). `binRun`: another checkout's
+ * bin/run.js (a before/after comparison).
  */
-export async function startServe(args: string[]): Promise<ServeHandle> {
+export async function startServe(args: string[], binRun = BIN_RUN): Promise<ServeHandle> {
   const nodeArgs = process.env.FNR_BENCH_SERVE_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? []
-  const child = spawn(process.execPath, [...nodeArgs, BIN_RUN, 'serve', '--port=0', '--log-level=1', ...args], {
+  const child = spawn(process.execPath, [...nodeArgs, binRun, 'serve', '--port=0', '--log-level=1', ...args], {
     env: benchEnv({FNR_BIND_ADDRESS: '127.0.0.1'}),
     stdio: ['ignore', 'ignore', 'pipe'],
   })

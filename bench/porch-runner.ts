@@ -10,15 +10,21 @@
  * /proc/PID/stat): unlike calls/s, that hardly moves with the machine's load.
  * Porch's runner has no address flag and listens on every address of a port found free just before;
  * the benchmark connects over loopback only.
+ *
+ *   FNR_BENCH_BEFORE_ROOT=DIR   a third arm: `fnr serve` of another built checkout (DIR/bin/run.js,
+ *                               e.g. main before a change), on the same config, interleaved too
+ *   FNR_BENCH_COMPETITOR=N      N busy processes (a shell loop each) run beside the whole case,
+ *                               started and stopped by the bench: the same figures on a loaded machine
+ * The load average at the start and end of the case is in the rows' notes and the raw results.
  */
-import {spawn} from 'node:child_process'
+import {spawn, type ChildProcess} from 'node:child_process'
 import net from 'node:net'
 import path from 'node:path'
 
 import {buildPorchRunner} from '../scripts/catalog-peers.mjs'
 import {EvaluatorClient} from '../src/lib/grpc/client.js'
-import {makeResourceList, startExecServe, type ServeFixture} from './fixture.js'
-import {percentile, procTreeCpuMs, round, runConcurrent, sleep, type Row} from './lib.js'
+import {makeResourceList, startExecServe, startServe, type ServeFixture, type ServeHandle} from './fixture.js'
+import {loadAverage, percentile, procTreeCpuMs, round, runConcurrent, sleep, type Row} from './lib.js'
 import {CONCURRENCY_LEVELS} from './throughput.js'
 import {PAYLOAD_SIZES} from './payload.js'
 
@@ -72,14 +78,52 @@ async function startPorch(server: string, fx: ServeFixture): Promise<PorchHandle
   }
 }
 
+/** `n` busy processes (a shell loop each), the CPU competitor; stop() kills them. */
+export function startCompetitors(n: number): {stop(): void} {
+  const children: ChildProcess[] = []
+  for (let i = 0; i < n; i++) children.push(spawn('/bin/sh', ['-c', 'while :; do :; done'], {stdio: 'ignore'}))
+  const stop = (): void => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL')
+  }
+  process.once('exit', stop)
+  return {stop}
+}
+
+interface Arm {
+  name: 'fnr' | 'fnr-before' | 'porch'
+  client: EvaluatorClient
+  pid: number
+}
+
 export async function benchPorchRunner(iterations: number, p3Calls: number, p4Iterations: number): Promise<{rows: Row[]; raw: Record<string, unknown>}> {
   const rows: Row[] = []
   const raw: Record<string, unknown> = {}
   const {server} = buildPorchRunner()
+  const competitors = Number(process.env.FNR_BENCH_COMPETITOR ?? 0)
+  const beforeRoot = process.env.FNR_BENCH_BEFORE_ROOT
   const fx = await startExecServe([{name: 'cat', source: '/bin/cat'}])
   const porch = await startPorch(server, fx)
   const porchClient = new EvaluatorClient(`127.0.0.1:${porch.port}`)
+  let before: ServeHandle | undefined
+  let beforeClient: EvaluatorClient | undefined
+  if (beforeRoot) {
+    before = await startServe([`--config=${path.join(path.dirname(fx.fnDir), 'config.yaml')}`, `--functions=${fx.fnDir}`, '--disable-runtimes=pod'], path.join(beforeRoot, 'bin', 'run.js'))
+    beforeClient = new EvaluatorClient(`127.0.0.1:${before.port}`)
+  }
+  const arms: Arm[] = [
+    {name: 'fnr', client: fx.client, pid: fx.serve.pid},
+    ...(before && beforeClient ? [{name: 'fnr-before' as const, client: beforeClient, pid: before.pid}] : []),
+    {name: 'porch', client: porchClient, pid: porch.pid},
+  ]
+  /** The arms in a rotating order: round r starts with arm r mod n. */
+  const rotated = (r: number): Arm[] => arms.map((_, i) => arms[(i + r) % arms.length]!)
+  const competitor = competitors > 0 ? startCompetitors(competitors) : undefined
+  const loadStart = loadAverage()
+  raw.setup = {competitors, beforeRoot: beforeRoot ?? null, loadStart}
+  const beforeNote = (values: Record<string, string>): string => (values['fnr-before'] ? `; fnr before: ${values['fnr-before']}` : '')
+  const env = `${competitors ? `${competitors} busy processes beside it` : 'no competitor'}, load at start ${loadStart}`
   try {
+    if (competitor) await sleep(2000)
     const image = fx.image('cat')
     const call = (c: EvaluatorClient, input: Buffer) => async (): Promise<number> => {
       const t0 = performance.now()
@@ -90,59 +134,52 @@ export async function benchPorchRunner(iterations: number, p3Calls: number, p4It
 
     // R-P1
     const small = makeResourceList(3)
-    for (let i = 0; i < 20; i++) {
-      await call(fx.client, small)()
-      await call(porchClient, small)()
-    }
-    const fnrMs: number[] = []
-    const porchMs: number[] = []
-    for (let i = 0; i < iterations; i++) {
-      if (i % 2 === 0) porchMs.push(await call(porchClient, small)())
-      fnrMs.push(await call(fx.client, small)())
-      if (i % 2 === 1) porchMs.push(await call(porchClient, small)())
-    }
+    for (let i = 0; i < 20; i++) for (const a of arms) await call(a.client, small)()
+    const p1: Record<string, number[]> = Object.fromEntries(arms.map((a) => [a.name, []]))
+    for (let i = 0; i < iterations; i++) for (const a of rotated(i)) p1[a.name]!.push(await call(a.client, small)())
+    const p1Note: Record<string, string> = Object.fromEntries(arms.map((a) => [a.name, `p50 ${round(percentile(p1[a.name]!, 50))} ms, p95 ${round(percentile(p1[a.name]!, 95))} ms`]))
     rows.push({
       case: 'R-P1 exec call (cat): fnr serve vs Porch\'s runner',
-      p50: round(percentile(fnrMs, 50)),
-      p95: round(percentile(fnrMs, 95)),
-      baselineP50: round(percentile(porchMs, 50)),
-      baselineP95: round(percentile(porchMs, 95)),
-      added: round(percentile(fnrMs, 50) - percentile(porchMs, 50)),
+      p50: round(percentile(p1.fnr!, 50)),
+      p95: round(percentile(p1.fnr!, 95)),
+      baselineP50: round(percentile(p1.porch!, 50)),
+      baselineP95: round(percentile(p1.porch!, 95)),
+      added: round(percentile(p1.fnr!, 50) - percentile(p1.porch!, 50)),
       unit: 'ms',
-      note: `baseline: Porch v1.5.8 func/server, same config and client; ${iterations} calls each`,
+      note: `baseline: Porch v1.5.8 func/server, same config and client; ${iterations} calls each; ${env}${beforeNote(p1Note)}`,
     })
-    raw['r-p1'] = {fnr: fnrMs, porch: porchMs}
+    raw['r-p1'] = p1
 
     // R-P3
     for (const c of CONCURRENCY_LEVELS) {
       const rounds = 3
       const perRound = Math.max(c, Math.round(p3Calls / rounds))
-      const side = {fnr: {calls: 0, wallMs: 0, cpuMs: 0, latencies: [] as number[]}, porch: {calls: 0, wallMs: 0, cpuMs: 0, latencies: [] as number[]}}
-      const pids = {fnr: fx.serve.pid, porch: porch.pid}
-      await runConcurrent(Math.min(50, perRound), Math.min(8, c), call(fx.client, small))
-      await runConcurrent(Math.min(50, perRound), Math.min(8, c), call(porchClient, small))
+      const side = Object.fromEntries(arms.map((a) => [a.name, {calls: 0, wallMs: 0, cpuMs: 0, latencies: [] as number[]}]))
+      for (const a of arms) await runConcurrent(Math.min(50, perRound), Math.min(8, c), call(a.client, small))
       for (let r = 0; r < rounds; r++) {
-        for (const [name, client] of (r % 2 === 0 ? [['fnr', fx.client], ['porch', porchClient]] : [['porch', porchClient], ['fnr', fx.client]]) as Array<['fnr' | 'porch', EvaluatorClient]>) {
-          const cpu0 = procTreeCpuMs(pids[name])
-          const res = await runConcurrent(perRound, c, call(client, small))
-          const cpu1 = procTreeCpuMs(pids[name])
+        for (const a of rotated(r)) {
+          const cpu0 = procTreeCpuMs(a.pid)
+          const res = await runConcurrent(perRound, c, call(a.client, small))
+          const cpu1 = procTreeCpuMs(a.pid)
           // the runner's own CPU, its reaped children's (the function processes, fork to exit) and
           // its live children's (fnr's spawner and what it reaped)
-          side[name].cpuMs += cpu1.self - cpu0.self + cpu1.children - cpu0.children
-          side[name].calls += perRound
-          side[name].wallMs += res.wallMs
-          side[name].latencies.push(...res.latencies)
+          const s = side[a.name]!
+          s.cpuMs += cpu1.self - cpu0.self + cpu1.children - cpu0.children
+          s.calls += perRound
+          s.wallMs += res.wallMs
+          s.latencies.push(...res.latencies)
         }
       }
-      const fnrRate = round((side.fnr.calls / side.fnr.wallMs) * 1000, 0)
-      const porchRate = round((side.porch.calls / side.porch.wallMs) * 1000, 0)
+      const rate = (n: string): number => round((side[n]!.calls / side[n]!.wallMs) * 1000, 0)
+      const cpu = (n: string): number => round(side[n]!.cpuMs / side[n]!.calls)
+      const lat = (n: string): string => `${round(percentile(side[n]!.latencies, 50))}/${round(percentile(side[n]!.latencies, 95))} ms`
       rows.push({
         case: `R-P3 throughput c=${c}: fnr serve vs Porch's runner (cat)`,
-        p50: fnrRate,
-        baselineP50: porchRate,
-        ratio: round(fnrRate / porchRate),
+        p50: rate('fnr'),
+        baselineP50: rate('porch'),
+        ratio: round(rate('fnr') / rate('porch')),
         unit: 'calls/s',
-        note: `latency p50/p95 ${round(percentile(side.fnr.latencies, 50))}/${round(percentile(side.fnr.latencies, 95))} ms vs Porch ${round(percentile(side.porch.latencies, 50))}/${round(percentile(side.porch.latencies, 95))} ms; CPU per call (runner + function processes) ${round(side.fnr.cpuMs / side.fnr.calls)} ms vs Porch ${round(side.porch.cpuMs / side.porch.calls)} ms; ${side.fnr.calls} calls each`,
+        note: `latency p50/p95 ${lat('fnr')} vs Porch ${lat('porch')}; CPU per call (runner + function processes) ${cpu('fnr')} ms vs Porch ${cpu('porch')} ms; ${side.fnr!.calls} calls each; ${env}${side['fnr-before'] ? `; fnr before: ${rate('fnr-before')} calls/s, CPU per call ${cpu('fnr-before')} ms, latency ${lat('fnr-before')}` : ''}`,
       })
       raw[`r-p3-c${c}`] = side
     }
@@ -151,33 +188,29 @@ export async function benchPorchRunner(iterations: number, p3Calls: number, p4It
     for (const items of PAYLOAD_SIZES) {
       const input = makeResourceList(items, 560)
       const n = Math.max(3, Math.round(p4Iterations * (items >= 10_000 ? 0.2 : items >= 1000 ? 0.4 : items >= 100 ? 0.8 : 1)))
-      for (let i = 0; i < 2; i++) {
-        await call(fx.client, input)()
-        await call(porchClient, input)()
-      }
-      const f: number[] = []
-      const p: number[] = []
-      for (let i = 0; i < n; i++) {
-        if (i % 2 === 0) p.push(await call(porchClient, input)())
-        f.push(await call(fx.client, input)())
-        if (i % 2 === 1) p.push(await call(porchClient, input)())
-      }
+      for (let i = 0; i < 2; i++) for (const a of arms) await call(a.client, input)()
+      const t: Record<string, number[]> = Object.fromEntries(arms.map((a) => [a.name, []]))
+      for (let i = 0; i < n; i++) for (const a of rotated(i)) t[a.name]!.push(await call(a.client, input)())
       const mib = round(input.length / 1024 / 1024, 2)
       rows.push({
         case: `R-P4 payload ${items} resources (${mib} MiB): fnr serve vs Porch's runner (cat)`,
-        p50: round(percentile(f, 50)),
-        p95: round(percentile(f, 95)),
-        baselineP50: round(percentile(p, 50)),
-        baselineP95: round(percentile(p, 95)),
-        ratio: round(percentile(f, 50) / percentile(p, 50)),
+        p50: round(percentile(t.fnr!, 50)),
+        p95: round(percentile(t.fnr!, 95)),
+        baselineP50: round(percentile(t.porch!, 50)),
+        baselineP95: round(percentile(t.porch!, 95)),
+        ratio: round(percentile(t.fnr!, 50) / percentile(t.porch!, 50)),
         unit: 'ms',
-        note: `${n} calls each`,
+        note: `${n} calls each${t['fnr-before'] ? `; fnr before: p50 ${round(percentile(t['fnr-before'], 50))} ms` : ''}`,
       })
-      raw[`r-p4-${items}`] = {fnr: f, porch: p}
+      raw[`r-p4-${items}`] = t
     }
   } finally {
+    raw.loadEnd = loadAverage()
+    competitor?.stop()
     porchClient.close()
+    beforeClient?.close()
     await porch.stop()
+    await before?.stop()
     await fx.close()
   }
   return {rows, raw}

@@ -18,7 +18,15 @@
  *       the runner's end of a new socketpair whose other end is the function's descriptor F;
  *       written back to back, without waiting for Node's acknowledgements;
  *   {"t":"failed","id":N,"code":"EMFILE","message":"..."} when it could not be started;
- *   {"t":"exit","id":N,"code":C,"signal":S} when it ended (reaped here).
+ *   {"t":"exit","id":N,"code":C,"signal":S,"orphans":K} when it ended (reaped here). K is how many
+ *       other children this program had at that moment (-1: unknown), see below.
+ *
+ * This program is a child subreaper (prctl PR_SET_CHILD_SUBREAPER): a process a function started
+ * whose parent exits (a double fork, a setsid daemon once its parent is gone) is re-parented to
+ * it, not to PID 1. So when a function has exited, every process it left alive anywhere (in its
+ * group or not) is in the tree of a child of this program that is not a function; and when there
+ * is no such child ("orphans":0), the function left nothing behind and the runner skips its /proc
+ * sweep for the call. Orphans are reaped here when they exit, and killed when the channel closes.
  *
  * Each function leads its own session and process group (POSIX_SPAWN_SETSID), as with Node's
  * `detached`; the runner kills the group by pid on deadline and cancellation. When the channel
@@ -35,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -53,8 +62,63 @@ static size_t running_len, running_cap;
 static int channel = -1;
 static int wake[2] = {-1, -1};
 
+static int is_running(pid_t pid) {
+  for (size_t i = 0; i < running_len; i++)
+    if (running[i].pid == pid) return 1;
+  return 0;
+}
+
+/* The path of this program's children list (/proc/PID/task/PID/children: it has one thread). */
+static char children_path[64];
+
+/*
+ * Calls fn(pid) for each child of this program that is not a running function (an orphan
+ * re-parented here, or a function's zombie not reaped yet). Returns how many, or -1 when the list
+ * cannot be read (a kernel without CONFIG_PROC_CHILDREN, /proc not mounted).
+ */
+static long for_each_orphan(void (*fn)(pid_t)) {
+  int fd = open(children_path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[4096];
+  long count = 0;
+  pid_t pid = 0;
+  int in_number = 0;
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      close(fd);
+      return -1;
+    }
+    for (ssize_t i = 0; i <= n; i++) {
+      /* the list is "PID PID ... " with a trailing space; n == 0 ends the last number */
+      if (i < n && buf[i] >= '0' && buf[i] <= '9') {
+        pid = pid * 10 + (buf[i] - '0');
+        in_number = 1;
+      } else if (in_number && (i < n || n == 0)) {
+        if (!is_running(pid)) {
+          count++;
+          if (fn) fn(pid);
+        }
+        pid = 0;
+        in_number = 0;
+      }
+    }
+    if (n == 0) break;
+  }
+  close(fd);
+  return count;
+}
+
+static void kill_orphan(pid_t pid) {
+  kill(-pid, SIGKILL);
+  kill(pid, SIGKILL);
+}
+
 static void kill_all_and_exit(int code) {
   for (size_t i = 0; i < running_len; i++) kill(-running[i].pid, SIGKILL);
+  /* What the functions left behind and was re-parented here dies with them. */
+  for_each_orphan(kill_orphan);
   _exit(code);
 }
 
@@ -168,27 +232,50 @@ static void track(pid_t pid, long long id) {
   running_len++;
 }
 
+/* Functions reaped in one pass, reported together once the orphans are counted. */
+struct ended {
+  long long id;
+  int status;
+};
+
 static void reap(void) {
+  struct ended ended[64];
+  size_t count = 0;
   for (;;) {
     int status;
-    pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid <= 0) return;
-    for (size_t i = 0; i < running_len; i++) {
-      if (running[i].pid != pid) continue;
-      long long id = running[i].id;
-      running[i] = running[--running_len];
-      char line[160];
+    pid_t pid = 0;
+    if (count < sizeof ended / sizeof ended[0]) pid = waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      /* An orphan re-parented here is reaped and otherwise ignored. */
+      for (size_t i = 0; i < running_len; i++) {
+        if (running[i].pid != pid) continue;
+        ended[count].id = running[i].id;
+        ended[count].status = status;
+        count++;
+        running[i] = running[--running_len];
+        break;
+      }
+      continue;
+    }
+    if (count == 0) return;
+    /* Counted after the reaping: a function's children are re-parented here before it can be
+       reaped, so a count of 0 means none of the functions reaped left a process alive. */
+    long orphans = for_each_orphan(NULL);
+    for (size_t k = 0; k < count; k++) {
+      char line[192];
       int n;
-      if (WIFSIGNALED(status)) {
-        const char *name = signal_name(WTERMSIG(status));
-        if (name) n = snprintf(line, sizeof line, "{\"t\":\"exit\",\"id\":%lld,\"code\":null,\"signal\":\"%s\"}\n", id, name);
-        else n = snprintf(line, sizeof line, "{\"t\":\"exit\",\"id\":%lld,\"code\":null,\"signal\":null}\n", id);
+      long long id = ended[k].id;
+      int st = ended[k].status;
+      if (WIFSIGNALED(st)) {
+        const char *name = signal_name(WTERMSIG(st));
+        if (name) n = snprintf(line, sizeof line, "{\"t\":\"exit\",\"id\":%lld,\"code\":null,\"signal\":\"%s\",\"orphans\":%ld}\n", id, name, orphans);
+        else n = snprintf(line, sizeof line, "{\"t\":\"exit\",\"id\":%lld,\"code\":null,\"signal\":null,\"orphans\":%ld}\n", id, orphans);
       } else {
-        n = snprintf(line, sizeof line, "{\"t\":\"exit\",\"id\":%lld,\"code\":%d,\"signal\":null}\n", id, WEXITSTATUS(status));
+        n = snprintf(line, sizeof line, "{\"t\":\"exit\",\"id\":%lld,\"code\":%d,\"signal\":null,\"orphans\":%ld}\n", id, WEXITSTATUS(st), orphans);
       }
       reply(line, (size_t)n);
-      break;
     }
+    count = 0;
   }
 }
 
@@ -416,6 +503,9 @@ int main(void) {
     return 2;
   }
   channel = atoi(fdvar);
+  /* Orphans of the functions come here rather than to PID 1 (see the top of this file). */
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) children_path[0] = 0;
+  else snprintf(children_path, sizeof children_path, "/proc/%d/task/%d/children", (int)getpid(), (int)getpid());
   /* Descriptors 0-2 open (on /dev/null if not): a socketpair made later must never land on them,
      where dup2 onto the function's own 0-2 would not clear its close-on-exec flag. */
   for (int fd = 0; fd < 3; fd++) {

@@ -3,7 +3,7 @@
  * function's process group with setsid, or double-forked, are killed when the call ends, at its
  * deadline, and on the second SIGTERM of the server. Real setsid(1) and sh, no stand-ins.
  */
-import {spawn} from 'node:child_process'
+import {execFileSync, spawn} from 'node:child_process'
 import {once} from 'node:events'
 import {existsSync, readFileSync} from 'node:fs'
 import {readFile} from 'node:fs/promises'
@@ -13,6 +13,8 @@ import {expect} from 'chai'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {runFunctionProcess} from '../../src/lib/process/run.js'
+import {nativeHelperPath} from '../../src/lib/process/native-spawner.js'
+import {launchFunction, nativeSpawner} from '../../src/lib/process/spawner.js'
 import {CALL_MARKER_ENV, liveCalls, sweeper} from '../../src/lib/process/sweep.js'
 import {SAMPLE_RL, TempDirs, writeExecutable} from '../support/tmp.js'
 import {startWrapperProcess} from '../wrapper/support/process.js'
@@ -129,6 +131,85 @@ describe('function processes never outlive their call', function () {
       client.close()
       await wrapper.kill()
     }
+  })
+})
+
+describe('through the native helper (a child subreaper): the sweep runs only when something was left', function () {
+  this.timeout(60_000)
+  const temp = new TempDirs()
+  let dir: string
+  const fns: Record<string, string> = {}
+  const SCRIPTS = {
+    ...ESCAPES,
+    /** A double fork whose middle process exits at once: the daemon is re-parented while the function hangs. */
+    doubleForkThenHang: '#!/bin/sh\ncat >/dev/null\n( setsid sleep 67 </dev/null >/dev/null 2>&1 & echo $! > "$0.pids" )\nsleep 60\n',
+    /** Clean: a child that ends before the function does. */
+    childEndsFirst: '#!/bin/sh\n/bin/true\nexec cat\n',
+  }
+  before(async () => {
+    // Built as `npm run build` does (the spec needs the helper; no compiler is a failure here).
+    execFileSync(process.execPath, [path.resolve('scripts/build-native.mjs')], {stdio: 'inherit'})
+    if (!nativeHelperPath()) throw new Error('the native helper was not built (no C compiler?)')
+    dir = await temp.make('fnr-escape-native-')
+    for (const [name, script] of Object.entries(SCRIPTS)) {
+      fns[name] = path.join(dir, name)
+      await writeExecutable(fns[name]!, script)
+    }
+    nativeSpawner.warm()
+    for (let i = 0; ; i++) {
+      const child = launchFunction({command: '/bin/true', args: [], env: {}}, 'native')
+      const viaHelper = child.constructor.name !== 'ChildProcess'
+      await once(child, 'close')
+      if (viaHelper) break
+      if (i > 200) throw new Error('the native helper did not become ready')
+      await new Promise((r) => setTimeout(r, 25))
+    }
+    await sweeper.whenIdle()
+  })
+  after(() => temp.cleanup())
+
+  const run = (name: keyof typeof SCRIPTS, deadline?: number) =>
+    runFunctionProcess({command: fns[name]!, input: SAMPLE_RL, maxStdoutBytes: 1024 * 1024, label: name, deadline, launch: 'native'})
+
+  it('a call that left nothing is not swept (/bin/cat, and a function whose child ended first)', async () => {
+    const before = {requested: sweeper.requested, skipped: sweeper.skipped}
+    for (let i = 0; i < 5; i++) {
+      const [a, b] = await Promise.all([
+        runFunctionProcess({command: '/bin/cat', input: SAMPLE_RL, maxStdoutBytes: 1024 * 1024, label: 'cat', launch: 'native'}),
+        run('childEndsFirst'),
+      ])
+      expect(a.stdout.equals(SAMPLE_RL) && b.stdout.equals(SAMPLE_RL)).to.equal(true)
+    }
+    await sweeper.whenIdle()
+    expect({requested: sweeper.requested - before.requested, skipped: sweeper.skipped - before.skipped}).to.deep.equal({requested: 0, skipped: 10})
+    expect(liveCalls.size).to.equal(0)
+  })
+
+  for (const name of ['setsidQuiet', 'doubleForkHolding', 'envCleared'] as const) {
+    it(`a call that left a process is swept, and what it left is killed: ${name}`, async () => {
+      const requested = sweeper.requested
+      const r = await run(name)
+      expect(r.exitCode).to.equal(0)
+      expect(r.stdout.equals(SAMPLE_RL)).to.equal(true)
+      const pids = (await waitForFile(`${fns[name]}.pids`)).split(/\s+/).map(Number)
+      await sweeper.whenIdle()
+      await waitDead(pids)
+      expect(sweeper.requested).to.be.above(requested)
+      expect(liveCalls.size).to.equal(0)
+    })
+  }
+
+  it('an orphan is re-parented to the helper, not to PID 1, and killed at the deadline', async () => {
+    const call = run('doubleForkThenHang', Date.now() + 3000).then(
+      () => expect.fail('should time out'),
+      (e: Error & {kind?: string}) => e,
+    )
+    const daemon = Number(await waitForFile(`${fns.doubleForkThenHang}.pids`))
+    const stat = readFileSync(`/proc/${daemon}/stat`, 'latin1')
+    expect(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]), 'the daemon\'s parent').to.equal(nativeSpawner.pid())
+    expect((await call).kind).to.equal('DeadlineExceeded')
+    await sweeper.whenIdle()
+    await waitDead([daemon])
   })
 })
 

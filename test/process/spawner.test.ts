@@ -292,6 +292,34 @@ for (const kind of KINDS) describe(`process spawner, ${kind.name}: functions sta
     await waitFor(() => !isAlive(spawnerPid), 'the spawner to exit', 10_000)
     await waitFor(() => !isAlive(fnPid!) && !isAlive(childPid!), 'the function and its child to be killed', 10_000)
   })
+
+  if (kind.mode === 'native') {
+    it('is a child subreaper: a daemon a function left in a session of its own is re-parented to it, and killed when its runner is killed', async () => {
+      const pidFile = path.join(dir, 'orphan.pids')
+      // A double fork into a new session: the subshell exits at once, the daemon loses its parent.
+      const fn = await writeExecutable(path.join(dir, 'orphaning-fn'), `#!/bin/sh\n( setsid sleep 61 </dev/null >/dev/null 2>&1 & echo "$$ $!" > ${pidFile} )\nexec sleep 60\n`)
+      const script = `
+        import {nativeSpawner as spawner} from ${JSON.stringify(path.resolve('src/lib/process/spawner.ts'))}
+        import {runFunctionProcess} from ${JSON.stringify(path.resolve('src/lib/process/run.ts'))}
+        spawner.warm()
+        const ready = setInterval(() => {
+          const child = spawner.launch({command: '/bin/true', args: [], env: {}})
+          if (!child) return
+          clearInterval(ready)
+          console.log(spawner.pid())
+          void runFunctionProcess({command: ${JSON.stringify(fn)}, input: Buffer.alloc(0), maxStdoutBytes: 1024, label: 'orphaning', launch: 'native'})
+        }, 50)
+      `
+      const runner = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {stdio: ['ignore', 'pipe', 'inherit']})
+      const [line] = (await once(runner.stdout, 'data')) as [Buffer]
+      const helperPid = Number(line.toString().trim())
+      const [fnPid, daemonPid] = (await pidFrom(pidFile, true)) as number[]
+      await waitFor(() => parentOf(daemonPid!) === helperPid, 'the daemon to be re-parented to the helper', 10_000)
+      runner.kill('SIGKILL')
+      await waitFor(() => !isAlive(helperPid), 'the helper to exit', 10_000)
+      await waitFor(() => !isAlive(fnPid!) && !isAlive(daemonPid!), 'the function and the daemon it left to be killed', 10_000)
+    })
+  }
 })
 
 describe('process spawner: when it cannot run', function () {

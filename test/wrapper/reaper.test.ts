@@ -7,7 +7,9 @@
  * with only static busybox. The function leaves orphans on every call: a double fork (re-parented
  * to PID 1 at once) and a setsid daemon (killed by the end-of-call sweep, then re-parented). The
  * launcher (PID 1) must reap them all; a control container that runs the executable itself as
- * PID 1 shows the zombies the check would catch. Also: the container's environment reaches the
+ * PID 1 and the Node spawner shows the zombies the check would catch (with the native helper, a
+ * child subreaper, the orphans are its children, and it reaps them even then). Also: the
+ * container's environment reaches the
  * function unchanged (names a shell would drop included), the health probe, SIGTERM draining with
  * exit 0, the second SIGTERM's exit 1, and the launcher's cost (printed).
  * Skipped, with the reason printed, only where runc cannot run containers (as runc.test.ts).
@@ -204,8 +206,9 @@ describe('the packaged wrapper as PID 1 reaps zombies (runc, Porch\'s template c
     expect(out).to.match(/^# FNR_FUNCTION_CALL=\d+\.\d+$/m)
   })
 
-  it('control: the executable itself as PID 1 leaves the orphans as zombies (what the check above would catch)', async () => {
-    const {c} = await start(porchArgs(SEA))
+  it('control: the executable itself as PID 1, without the native helper, leaves the orphans as zombies (what the check above would catch)', async () => {
+    // The Node spawner: the orphans go to PID 1 (the native helper is a subreaper: below).
+    const {c} = await start(porchArgs(SEA), ['FNR_SPAWNER=node'])
     await sixCalls(c)
     await orphansDone(c)
     const procs = processes(c)
@@ -213,6 +216,15 @@ describe('the packaged wrapper as PID 1 reaps zombies (runc, Porch\'s template c
     console.log(`      without the launcher: ${z.length} zombies after six calls`)
     expect(z.length, show(procs)).to.be.at.least(6)
     expect(z.every((p) => p.ppid === 1 && p.comm === 'sleep'), show(z)).to.equal(true)
+  })
+
+  it('the executable itself as PID 1 with the native helper: the helper, a child subreaper, takes the orphans and reaps them', async () => {
+    const {c} = await start(porchArgs(SEA))
+    await sixCalls(c)
+    await orphansDone(c)
+    const procs = processes(c)
+    expect(zombies(procs), show(procs)).to.deep.equal([])
+    expect(procs.map((p) => p.comm).sort(), show(procs)).to.deep.equal(['fnr-spawn', 'wrapper-server-'])
   })
 })
 

@@ -7,9 +7,12 @@
  *   kept as a bounded tail (a function flooding stderr cannot exhaust memory).
  * - The process runs in its own process group. On deadline, cancellation or an oversized stdout,
  *   the whole group is killed with SIGKILL, so grandchildren die too. After a normal exit the
- *   group is killed as well, so nothing the function left behind keeps running.
+ *   group is killed as well, so nothing the function left behind keeps running (unless the
+ *   native helper saw that nothing was left: below).
  * - Descendants that left the group (setsid, setpgid, a double fork) are found by the call's
- *   marker in their environment and killed by a sweep of /proc when the call ends (sweep.ts).
+ *   marker in their environment and killed by a sweep of /proc when the call ends (sweep.ts);
+ *   skipped for a call that ended cleanly when the native helper, a child subreaper, saw no
+ *   process of it left (FunctionChild.leftNothing).
  *
  * It uses node:child_process directly rather than execa: it needs group kills, a tail-capped
  * stderr and a stdout cap that stops reading at the limit, and it is on the hot path of every
@@ -180,6 +183,17 @@ function headroomFor(asked: Headroom | undefined, stderrLength: number): Headroo
   return asked === undefined ? {before: 0, after: 0} : {before: asked.before, after: asked.after + stderrLength}
 }
 
+/**
+ * Whether a call's group is killed and its processes swept when its stdio has closed. Not when
+ * it ended normally (`ending` unset: not at its deadline, cancelled or over its stdout cap),
+ * nothing asked for a sweep before (its stdio held open past its exit), and the spawner knows it
+ * left no process alive (`leftNothing`: the native helper, a child subreaper, counted no orphan at
+ * its exit): then there is nothing a sweep could find (docs/process.md). Otherwise always.
+ */
+export function sweepAtClose(call: {ending?: string; leftNothing?: boolean; sweepRequested: boolean}): boolean {
+  return !(call.leftNothing === true && call.ending === undefined && !call.sweepRequested)
+}
+
 export function runFunctionProcess(options: FunctionProcessOptions): Promise<FunctionProcessResult> {
   const started = performance.now()
   const deadline = options.deadline ?? Number.POSITIVE_INFINITY
@@ -217,8 +231,13 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
         else liveCalls.set(child.pid!, marker)
       })
     }
-    const swept = (): void => {
+    let sweepRequested = false
+    const forget = (): void => {
       if (child.pid !== undefined && liveCalls.get(child.pid) === marker) liveCalls.delete(child.pid)
+    }
+    const swept = (): void => {
+      forget()
+      sweepRequested = true
       sweeper.request({marker, pid: child.pid, startedAt, label: options.label})
     }
 
@@ -297,8 +316,14 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
       if (settled) return
       settled = true
       cleanup()
-      killGroup(child.pid)
-      swept()
+      if (!sweepAtClose({ending, leftNothing: child.leftNothing, sweepRequested})) {
+        // The group's id is not killed either: its leader is reaped, so the id may be a new process's.
+        forget()
+        sweeper.skipped++
+      } else {
+        killGroup(child.pid)
+        swept()
+      }
       const label = JSON.stringify(options.label)
       if (ending === 'deadline') {
         reject(new FnrError('DeadlineExceeded', `function ${label} did not finish before the deadline and was killed`, {details: {stderr: stderr.toBuffer()}}))

@@ -56,7 +56,13 @@ export type SpawnerMessage =
   | {t: 'stdio'; id: number; fd: 0 | 1 | 2}
   /** `code` is the errno name; the failure happened in this process (its descriptors, its processes). */
   | {t: 'failed'; id: number; code?: string; message: string}
-  | {t: 'exit'; id: number; code: number | null; signal: NodeJS.Signals | null}
+  /**
+   * `orphans` (the native helper only, a child subreaper): how many processes it had as children,
+   * besides running functions, when this one was reaped (-1: it could not tell). 0 means the
+   * function left no process alive anywhere (docs/process.md "Function processes never outlive
+   * their call").
+   */
+  | {t: 'exit'; id: number; code: number | null; signal: NodeJS.Signals | null; orphans?: number}
 
 /** Process groups of the functions started and not yet exited (each function leads its own). */
 const running = new Set<number>()

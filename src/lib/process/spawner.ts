@@ -46,6 +46,12 @@ export interface FunctionChild extends EventEmitter {
   readonly stdioPending?: boolean
   /** Writes the whole input to stdin and closes it (a process that does not read it is no error). */
   writeInput(input: Uint8Array): void
+  /**
+   * True once it exited when the spawner knows it left no process alive: the native helper is a
+   * child subreaper and counted no orphan at its exit (run.ts then skips the /proc sweep).
+   * Undefined when nobody can tell (started directly or by the Node spawner): sweep.
+   */
+  readonly leftNothing?: boolean
 }
 
 /**
@@ -140,6 +146,7 @@ class SpawnedFunction extends EventEmitter implements FunctionChild {
   private ended = false
   private exit: {code: number | null; signal: NodeJS.Signals | null} | undefined
   private open = 2
+  leftNothing: boolean | undefined
   private timer: NodeJS.Timeout | undefined
 
   constructor(readonly id: number) {
@@ -217,7 +224,8 @@ class SpawnedFunction extends EventEmitter implements FunctionChild {
     this.maybeClose()
   }
 
-  exited(code: number | null, signal: NodeJS.Signals | null): void {
+  /** It exited; `orphans`: the native helper's count of other children at that moment (spawner-process.ts). */
+  exited(code: number | null, signal: NodeJS.Signals | null, orphans?: number): void {
     if (this.ended || this.exit) return
     if (this.pid !== undefined && !this.spawned) {
       // A spawner sends a function's descriptors before its exit: those missing were lost on the
@@ -227,6 +235,7 @@ class SpawnedFunction extends EventEmitter implements FunctionChild {
       return
     }
     this.exit = {code, signal}
+    this.leftNothing = orphans === 0
     this.emit('exit', code, signal)
     this.maybeClose()
   }
@@ -407,7 +416,7 @@ export class ProcessSpawner {
         return
       }
       case 'exit': {
-        this.calls.get(message.id)?.exited(message.code, message.signal)
+        this.calls.get(message.id)?.exited(message.code, message.signal, message.orphans)
       }
     }
   }

@@ -5,7 +5,7 @@
  * runFunctionProcess runs each function in its own process group and kills the group. A
  * descendant that calls setsid(2) (or setpgid) leaves the group, and once its parent exits it
  * is re-parented to PID 1 (or the nearest subreaper): nothing links it to the call any more.
- * Without native code fnr can neither become a subreaper (prctl) nor wait for processes it did
+ * The runner (Node) can neither become a subreaper (prctl) nor wait for processes it did
  * not start, and per-call cgroups or pid namespaces need privileges a function runner's pod does
  * not have. So each call is marked instead:
  *
@@ -16,7 +16,9 @@
  *     every process whose process group or session is the function's own, and every
  *     descendant of those; it repeats while it finds new ones (a fork during the sweep).
  *
- * Sweeps run off the response path and are coalesced: calls ending together share one scan.
+ * Sweeps run off the response path and are coalesced: calls ending together share one scan. A
+ * call started by the native helper that ended cleanly is not swept when the helper, a child
+ * subreaper, saw no process of it left (run.ts, native/fnr-spawn.c).
  *
  * What a sweep kills outside the call's process group had escaped it: those are counted per call
  * (fnr_function_escaped_processes_total) and reported to onEscapedProcesses listeners, which log
@@ -500,8 +502,12 @@ class Sweeper {
   private running: Promise<void> | undefined
   /** Processes killed by sweeps so far (after a call ended: they had escaped its group). */
   killed = 0
+  /** Calls whose sweep was asked for, and calls that ended with nothing to sweep (run.ts; for tests and benches). */
+  requested = 0
+  skipped = 0
 
   request(target: SweepTarget): void {
+    this.requested++
     this.pending.push(target)
     this.running ??= this.loop()
   }
