@@ -32,12 +32,22 @@ export const KUBE_TARGETS = [
  * change the key of the kube build that machines (and worktrees sharing .cache/peers) already have.
  */
 export const SCHEDULER_TARGETS = [{pkg: 'k8s.io/kubernetes/cmd/kube-scheduler', out: 'kube-scheduler'}]
-/** etcd built from go.etcd.io/etcd/server/v3 (test/peers/etcd), used only with FNR_ETCD=build (see docs/cluster.md). */
+/**
+ * etcd 3.6 built from go.etcd.io/etcd/server/v3 (test/peers/etcd), the default: kube-apiserver 1.37 needs etcd 3.5+
+ * for watch progress requests (watches with allowWatchBookmarks) and consistent reads from its cache (docs/cluster.md).
+ */
 export const ETCD_TARGETS = [{pkg: 'go.etcd.io/etcd/server/v3', out: 'etcd'}]
-/** Debian's etcd-server (3.4.x), the default: it works with this apiserver and costs no build. */
+/** Debian's etcd-server (3.4.x): only with FNR_ETCD=debian, as a fallback without the build. */
 export const DEBIAN_ETCD = '/usr/bin/etcd'
 
-const useBuiltEtcd = () => process.env.FNR_ETCD === 'build'
+/** FNR_ETCD: `build` (default: etcd 3.6 from its module) or `debian` (Debian's etcd 3.4). */
+export function etcdKind(value = process.env.FNR_ETCD) {
+  if (value === undefined || value === '' || value === 'build') return 'build'
+  if (value === 'debian') return 'debian'
+  throw new Error(`FNR_ETCD=${value}: expected build (etcd 3.6 from its module, the default) or debian (Debian's etcd 3.4)`)
+}
+
+const useBuiltEtcd = () => etcdKind() === 'build'
 
 /** Builds (or reuses) every binary; returns their paths. */
 export function buildClusterBinaries({log} = {}) {

@@ -4,7 +4,7 @@ import path from 'node:path'
 import {expect} from 'chai'
 
 import {REPO_ROOT} from './support/serve.js'
-import {PEER_SUITES, UNIT, mochaSelection} from './suites.mjs'
+import {OPT_IN_SUITES, PEER_SUITES, UNIT, mochaSelection} from './suites.mjs'
 
 describe('test sets (test/suites.mjs)', () => {
   it('every unit spec listed exists (a renamed spec must not drop out of the unit set unseen)', () => {
@@ -27,5 +27,11 @@ describe('test sets (test/suites.mjs)', () => {
     expect(globs.slice(-PEER_SUITES.length)).to.deep.equal(PEER_SUITES.map((f) => `test/${f}/**/*.test.ts`))
     expect(new Set(globs).size).to.equal(globs.length)
     for (const folder of ['cache', 'commands', 'pods', 'wrapper']) expect(globs).to.include(`test/${folder}/**/*.test.ts`)
+  })
+
+  it('the opt-in suites (npm run porch-e2e) are in no set: their specs exist but npm test never selects them', () => {
+    expect(OPT_IN_SUITES).to.deep.equal(['porch-e2e'])
+    expect(existsSync(path.join(REPO_ROOT, 'test', 'porch-e2e', 'porch-server.test.ts'))).to.equal(true)
+    for (const set of ['all', 'unit', 'integration'] as const) expect(mochaSelection(set).filter((a) => a.includes('porch-e2e')), set).to.deep.equal([])
   })
 })

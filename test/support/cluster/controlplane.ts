@@ -19,7 +19,7 @@ import type { LocalKubeletOptions } from '../k8s/kubelet.js';
 import { LocalKubelet } from '../k8s/kubelet.js';
 import { RuncRuntime, type RuncRuntimeOptions } from '../node/runtime.js';
 // @ts-expect-error plain ESM script without types
-import { buildClusterBinaries, clusterBinaryPaths } from '../../../scripts/cluster-build.mjs';
+import { buildClusterBinaries, clusterBinaryPaths, DEBIAN_ETCD } from '../../../scripts/cluster-build.mjs';
 
 const run = promisify(execFile);
 
@@ -50,6 +50,15 @@ export interface ControlPlaneOptions {
    * binds every pending pod to itself, as before.
    */
   scheduler?: boolean;
+  /**
+   * kube-apiserver's `--enable-aggregator-routing` (default false; $FNR_CLUSTER_AGGREGATOR_ROUTING=1 turns it on): the
+   * aggregator then sends an APIService's requests to an address from its Service's EndpointSlices instead of the
+   * Service itself. EndpointSlices may not hold loopback addresses and that routing refuses ExternalName Services, so
+   * an APIService backed by a server on loopback (an ExternalName Service `localhost`, `serveAggregatedApi`) needs it
+   * off; a pod-backed one (runc pod addresses, reachable from the host) works either way with it on, since nothing
+   * routes ClusterIPs here. See docs/cluster.md, "The aggregation layer".
+   */
+  aggregatorRouting?: boolean;
   /** Progress lines. */
   log?: (msg: string) => void;
 }
@@ -59,6 +68,8 @@ export interface ControlPlane {
   url: string;
   /** PEM of the cluster CA (the apiserver's serving cert is signed by it). */
   caPem: string;
+  /** PEM of the front-proxy CA: kube-apiserver's client certificate for aggregated APIs is signed by it. */
+  frontProxyCaPem: string;
   /** The admin's bearer token (group system:masters). */
   adminToken: string;
   /** Admin kubeconfig (context `fnr-cluster`). */
@@ -68,6 +79,8 @@ export interface ControlPlane {
   runtime: RuncRuntime | undefined;
   /** Process ids of etcd, kube-apiserver, kube-controller-manager and kube-scheduler (when it runs). */
   pids: Record<string, number>;
+  /** A serving certificate signed by the cluster CA for these DNS names (and IP 127.0.0.1): PEMs. */
+  servingCert(dnsNames: string[]): Promise<{ cert: string; key: string }>;
   /** A kubeconfig for any bearer token (a ServiceAccount's, from `kubectl create token`). */
   kubeconfigFor(token: string, namespace?: string): string;
   /** Runs the real kubectl with the admin kubeconfig. */
@@ -94,6 +107,8 @@ export const NODE_NAME = 'fnr-node';
 export const KUBELET_CLIENT_CN = 'kube-apiserver-kubelet-client';
 /** Service ClusterIPs are allocated from this range; nothing is ever sent to them (see docs/cluster.md). */
 export const SERVICE_CIDR = '10.96.0.0/16';
+/** The CN of kube-apiserver's front-proxy client certificate (its only `--requestheader-allowed-names`). */
+export const FRONT_PROXY_CLIENT_CN = 'front-proxy-client';
 
 /** A free TCP port on 127.0.0.1 (closed again before use: the usual small race). */
 export function freePort(): Promise<number> {
@@ -138,8 +153,23 @@ async function makeCerts(dir: string): Promise<void> {
   await openssl(dir, ['req', ...ec, '-keyout', 'kubelet.key', '-out', 'kubelet.csr', '-subj', `/CN=${NODE_NAME}`]);
   await writeFile(join(dir, 'kubelet.ext'), `subjectAltName=IP:127.0.0.1,DNS:${NODE_NAME}\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n`);
   await openssl(dir, ['x509', '-req', '-in', 'kubelet.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'kubelet.crt', '-days', '30', '-extfile', 'kubelet.ext']);
+  // The aggregation layer: a CA of its own for kube-apiserver's client certificate towards aggregated API servers
+  // (--proxy-client-cert-file); they trust the identity headers of a request only with a certificate from it.
+  await openssl(dir, ['req', '-x509', ...ec, '-keyout', 'front-proxy-ca.key', '-out', 'front-proxy-ca.crt', '-days', '30', '-subj', '/CN=fnr-front-proxy-ca',
+    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
+  await openssl(dir, ['req', ...ec, '-keyout', 'front-proxy-client.key', '-out', 'front-proxy-client.csr', '-subj', `/CN=${FRONT_PROXY_CLIENT_CN}`]);
+  await openssl(dir, ['x509', '-req', '-in', 'front-proxy-client.csr', '-CA', 'front-proxy-ca.crt', '-CAkey', 'front-proxy-ca.key', '-CAcreateserial', '-out', 'front-proxy-client.crt', '-days', '30', '-extfile', 'kubelet-client.ext']);
   await openssl(dir, ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', 'sa.key']);
   await openssl(dir, ['pkey', '-in', 'sa.key', '-pubout', '-out', 'sa.pub']);
+}
+
+/** A serving certificate from the cluster CA (in `dir`) for `dnsNames` and 127.0.0.1. */
+async function servingCert(dir: string, dnsNames: string[]): Promise<{ cert: string; key: string }> {
+  const base = `serving-${randomBytes(4).toString('hex')}`;
+  await openssl(dir, ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', `${base}.key`, '-out', `${base}.csr`, '-subj', `/CN=${dnsNames[0] ?? 'localhost'}`]);
+  await writeFile(join(dir, `${base}.ext`), `subjectAltName=${[...dnsNames.map((n) => `DNS:${n}`), 'IP:127.0.0.1'].join(',')}\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n`);
+  await openssl(dir, ['x509', '-req', '-in', `${base}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${base}.crt`, '-days', '30', '-extfile', `${base}.ext`]);
+  return { cert: await readFile(join(dir, `${base}.crt`), 'utf8'), key: await readFile(join(dir, `${base}.key`), 'utf8') };
 }
 
 function kubeconfig(url: string, caPem: string, token: string, namespace = 'default'): string {
@@ -238,6 +268,8 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     const started = Date.now();
     await makeCerts(dir);
     const caPem = await readFile(join(dir, 'ca.crt'), 'utf8');
+    const frontProxyCaPem = await readFile(join(dir, 'front-proxy-ca.crt'), 'utf8');
+    const aggregatorRouting = options.aggregatorRouting ?? ['1', 'true'].includes(process.env.FNR_CLUSTER_AGGREGATOR_ROUTING ?? '');
     const adminToken = randomBytes(24).toString('hex');
     // Audit: every request's user, verb, resource and response code (tests read it: auditEvents()), except the
     // admin's (the controller manager, the node and the tests' own setup use the admin token).
@@ -254,7 +286,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       '--listen-client-urls', etcdUrl, '--advertise-client-urls', etcdUrl,
       '--listen-peer-urls', peerUrl, '--initial-advertise-peer-urls', peerUrl, '--initial-cluster', `fnr=${peerUrl}`,
       '--logger', 'zap', '--log-level', 'warn', '--quota-backend-bytes', String(2 * 1024 ** 3),
-      ...(bins.etcd.endsWith('/usr/bin/etcd') ? [] : ['--unsafe-no-fsync']),
+      ...(bins.etcd === DEBIAN_ETCD ? [] : ['--unsafe-no-fsync']),
     ], dir);
     liveGroups.add(children.etcd.pid!);
     await waitFor('etcd', 20_000, async () => (await fetch(`${etcdUrl}/health`)).ok, children.etcd, join(dir, 'etcd.log'));
@@ -277,6 +309,15 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       // pods/log: kube-apiserver calls the node's kubelet API (its InternalIP and daemonEndpoints port) over TLS.
       '--kubelet-client-certificate=kubelet-client.crt', '--kubelet-client-key=kubelet-client.key',
       '--kubelet-certificate-authority=ca.crt', '--kubelet-preferred-address-types=InternalIP',
+      // The aggregation layer (APIServices): kube-apiserver authenticates to an aggregated API server with the
+      // front-proxy client certificate and passes the user on in these headers, which that server trusts from a
+      // certificate of the front-proxy CA named front-proxy-client (published in kube-system's
+      // extension-apiserver-authentication ConfigMap).
+      '--requestheader-client-ca-file=front-proxy-ca.crt', `--requestheader-allowed-names=${FRONT_PROXY_CLIENT_CN}`,
+      '--requestheader-username-headers=X-Remote-User', '--requestheader-group-headers=X-Remote-Group',
+      '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+      '--proxy-client-cert-file=front-proxy-client.crt', '--proxy-client-key-file=front-proxy-client.key',
+      `--enable-aggregator-routing=${aggregatorRouting}`,
       '--audit-policy-file=audit-policy.yaml', '--audit-log-path=audit.log', '--audit-log-format=json', '--audit-log-mode=blocking',
       '--profiling=false', '--v=1',
     ], dir);
@@ -358,11 +399,13 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       dir,
       url,
       caPem,
+      frontProxyCaPem,
       adminToken,
       kubeconfigPath,
       kubelet,
       runtime,
       pids,
+      servingCert: (dnsNames) => servingCert(dir, dnsNames),
       kubeconfigFor: (token, namespace) => kubeconfig(url, caPem, token, namespace),
       kubectl: (args, o = {}) => kubectl(kubeconfigPath, dir, args, o),
       auditEvents: async (filter) => {
