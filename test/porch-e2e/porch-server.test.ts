@@ -1,5 +1,5 @@
 /**
- * Porch itself calling fnr (issue 27, docs/porch-swap.md "porch-server with fnr as its runner"): porch-server v1.5.8
+ * Porch itself calling fnr (docs/porch-swap.md, "porch-server itself with fnr as its runner"): porch-server v1.5.8
  * (built from the module proxy, scripts/porch-peers.mjs) as a process on loopback behind the project's control plane
  * (etcd 3.6, the aggregation layer), with Porch's CRDs and APIService as written, a git smart-HTTP server standing in
  * for Gitea, and `--function-runner` pointing at `fnr serve` (exec runtime, the catalog binaries mapped by
@@ -151,7 +151,7 @@ describe('porch-server v1.5.8 on the real control plane, with fnr serve as its f
     await git(['clone', '-q', '--bare', files.blueprintsBundle, path.join(repos, BLUEPRINTS)])
     gitServer = await startGitHttpServer(repos)
     const bed = await runnerBed(path.join(work, 'runner'))
-    // fnr first: porch-server's client backs off for ~40 s when its runner is not up yet (issue 27).
+    // fnr first: porch-server's client backs off for ~40 s when its runner is not up yet (docs/porch-swap.md).
     fnr = await startServeProcess([`--config=${bed.configPath}`, `--functions=${bed.functionsDir}`, '--disable-runtimes=pod'])
     porchRunner = await startPorchRunner(runner, bed)
   })
