@@ -57,6 +57,29 @@ function partialStream(session: http2.ClientHttp2Session, declared: number, sent
   return new Promise((resolve) => s.on('close', () => resolve(s.rstCode ?? -1)))
 }
 
+/**
+ * Sends a `size`-byte request on a raw stream, its second half 300 ms after the first; resolves with
+ * the status and message it was answered with, whether that answer came before the request was
+ * complete, and the stream's RST code.
+ */
+async function refusedOnTheWire(session: http2.ClientHttp2Session, size: number): Promise<{status?: string; message?: string; early: boolean; rstCode: number}> {
+  const s = session.request({':method': 'POST', ':path': '/evaluator.FunctionEvaluator/EvaluateFunction', 'content-type': 'application/grpc', te: 'trailers'}, {endStream: false})
+  s.on('error', () => {})
+  s.on('data', () => {})
+  let headers: http2.IncomingHttpHeaders | undefined
+  s.on('response', (h) => (headers = h))
+  const closed = new Promise<void>((resolve) => s.on('close', () => resolve()))
+  const header = Buffer.alloc(5)
+  header.writeUInt32BE(size, 1)
+  s.write(header)
+  s.write(Buffer.alloc(size / 2, 0x61))
+  await new Promise((r) => setTimeout(r, 300))
+  const early = headers !== undefined
+  s.end(Buffer.alloc(size - size / 2, 0x61))
+  await closed
+  return {status: headers?.['grpc-status'] as string | undefined, message: headers?.['grpc-message'] === undefined ? undefined : decodeURIComponent(headers['grpc-message'] as string), early, rstCode: s.rstCode ?? -1}
+}
+
 describe('gRPC listener hygiene', function () {
   this.timeout(30_000)
   const servers: EvaluatorServer[] = []
@@ -102,10 +125,18 @@ describe('gRPC listener hygiene', function () {
     const client = new EvaluatorClient(`127.0.0.1:${server.port}`)
     // Wait until the hog's bytes are held.
     for (let i = 0; i < 100 && budget.snapshot().heldBytes < 2_000_000; i++) await new Promise((r) => setTimeout(r, 20))
+    // On the wire: the RESOURCE_EXHAUSTED status once the client has sent its whole request, then
+    // the stream ends as a call's does (no reset). A reset with or a turn after the status broke
+    // connections, or lost the status (hygiene.ts, refuseWhenSent).
+    const wire = await refusedOnTheWire(session, 2 * MiB)
+    expect(wire.status, JSON.stringify(wire)).to.equal('8')
+    expect(wire.message).to.match(/too many request bytes .*; retry later$/)
+    expect(wire.early, 'answered before the request was complete').to.equal(false)
+    expect(wire.rstCode).to.equal(http2.constants.NGHTTP2_NO_ERROR)
+    // grpc-js reads the status too: a bare reset reached it on Node 26 as UNAVAILABLE "Write
+    // error" (its write of the rest of the message failed first), which the pod runtime takes for a
+    // dead pod.
     const err = await client.evaluateRaw('x', Buffer.alloc(2 * MiB, 0x61)).then(() => undefined, (e: grpc.ServiceError) => e)
-    // The server answers with a RESOURCE_EXHAUSTED status before it resets the stream: a bare
-    // reset reached grpc-js on Node 26 as UNAVAILABLE "Write error" (its write of the rest of the
-    // message failed first), which the pod runtime takes for a dead pod.
     expect(err?.code, String(err)).to.equal(grpc.status.RESOURCE_EXHAUSTED)
     expect(err?.details).to.match(/too many request bytes .*; retry later$/)
     expect((await client.evaluateRaw('x', RL)).resourceList.equals(RL)).to.equal(true)

@@ -11,10 +11,10 @@
  * Everything else is here, on the HTTP/2 servers grpc-js keeps (reached through internals.ts):
  *   - request bytes being received count against the budget's held bytes (budget.ts) until the
  *     call claims them (the stream's reception id, in the fnr-reception header) or the stream
- *     closes; a data
- *     frame that would pass it resets its stream with ENHANCE_YOUR_CALM (the client sees
- *     RESOURCE_EXHAUSTED), so partial messages across streams and connections cannot exhaust
- *     memory (200 streams each sending 6,000,000 of a declared 6,200,000 bytes);
+ *     closes; a data frame that would pass it refuses the request (a RESOURCE_EXHAUSTED status
+ *     once the client has sent the rest, which is dropped: refuseWhenSent), so partial messages
+ *     across streams and connections cannot exhaust memory (200 streams each sending 6,000,000 of
+ *     a declared 6,200,000 bytes);
  *   - a request message not complete within the receive timeout (counted from the stream's
  *     opening) resets its stream (CANCEL) and frees what it held;
  *   - a connection that has not sent the HTTP/2 preface and SETTINGS within the handshake
@@ -95,6 +95,7 @@ function guardSession(session: Http2Session, budget: CallBudget, settings: Guard
 
 function guardStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, guard: {budget: CallBudget; settings: GuardSettings; warn: ReturnType<typeof rateLimited>}): void {
   const {budget, settings, warn} = guard
+  const openedAt = Date.now()
   // The request's bytes are counted under this reception until the call claims them (server.ts,
   // through the header) or the stream closes (budget.ts).
   const reception = budget.openReception()
@@ -131,7 +132,8 @@ function guardStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, gu
     const end =
       stream.headersSent || stream.destroyed
         ? reset(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM)
-        : () => refuseWithStatus(stream, RESOURCE_EXHAUSTED, `the runner is holding too many request bytes to receive this one (${fields.heldBytes} of ${fields.maxInflightBytes} held); retry later`)
+        : () =>
+            refuseWhenSent(stream, RESOURCE_EXHAUSTED, `the runner is holding too many request bytes to receive this one (${fields.heldBytes} of ${fields.maxInflightBytes} held); retry later`, settings.receiveTimeoutMs > 0 ? Math.max(0, openedAt + settings.receiveTimeoutMs - Date.now()) : 0)
     refuse('receive-budget', msg, fields, end)
   }
   const timer =
@@ -165,23 +167,39 @@ function guardStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, gu
 const RESOURCE_EXHAUSTED = 8
 
 /**
- * Answers a stream whose request is still arriving with a gRPC status (a trailers-only response),
- * then destroys it once the status has left (RST_STREAM): "stop sending, the answer is complete". A bare reset
- * (ENHANCE_YOUR_CALM) left the client to guess: grpc-js reports it as RESOURCE_EXHAUSTED when the
- * reset arrives first, but as UNAVAILABLE "Write error" when its own write of the rest of the
- * message fails first (Node 26), and UNAVAILABLE is what the pod runtime takes for a dead pod.
- * With the status sent before the reset, every client reads the status (test/grpc/hygiene.test.ts).
+ * Refuses a request that is still arriving with a gRPC status (a trailers-only response) once the
+ * client has sent all of it; what comes until then is dropped, never held (grpc-js no longer sees
+ * the stream's data or its end, so it buffers nothing and runs nothing). The stream then ends the
+ * way a call's does: the client has ended its side, the status ends the other, and both ends and
+ * nghttp2 agree that it is closed.
+ *
+ * Why not sooner: a status sent while the client is still sending, followed by a reset (the
+ * client reads the status; "stop sending"), broke connections. nghttp2 ignores what arrives on a
+ * stream once it has a reset queued, the client's END_STREAM included, and counts the stream until
+ * the reset has left; a client that had read the status and finished its message had closed the
+ * stream and opened the next one, and nghttp2 ended the whole connection (GOAWAY PROTOCOL_ERROR
+ * "request HEADERS: max concurrent streams exceeded"; every call on it failed INTERNAL). Without a
+ * reset, the client's END_STREAM closed a stream whose end Node had not read yet, and Node counts
+ * such a stream until it has (it refused the next stream in the same read with ENHANCE_YOUR_CALM).
+ * A reset sent together with the status makes nghttp2 drop the status whenever a write is in
+ * progress (Node queues the reset; nghttp2 drops what a stream with a reset queued still has to
+ * send), and a bare reset reaches grpc-js on Node 26 as UNAVAILABLE "Write error", which the pod
+ * runtime took for a dead pod. A client that never finishes is reset (CANCEL) when the receive
+ * timeout (`giveUpMs` from now; 0: none) runs out, as any request is.
  */
-function refuseWithStatus(stream: ServerHttp2Stream, code: number, message: string): void {
-  stream.respond({':status': 200, 'content-type': 'application/grpc+proto', 'grpc-status': String(code), 'grpc-message': percentEncode(message)}, {endStream: true})
-  // No more of the request is read (grpc-js would buffer it). The stream is destroyed in the next
-  // turn, after Node has written the status (it writes a session's frames in an immediate queued
-  // by respond): a reset sent at once, or in the same write, overtook it (the client's write of
-  // the rest of its message failed first: "Write error"), and a paused stream the client reset
-  // was never destroyed (its end was never read) and kept its slot of the connection's stream
-  // limit, so every later stream was refused (ENHANCE_YOUR_CALM).
-  stream.pause()
-  setImmediate(() => stream.destroy())
+function refuseWhenSent(stream: ServerHttp2Stream, code: number, message: string, giveUpMs: number): void {
+  stream.removeAllListeners('data')
+  stream.removeAllListeners('end')
+  const timer = giveUpMs > 0 ? setTimeout(() => stream.destroyed || stream.close(http2.constants.NGHTTP2_CANCEL), giveUpMs) : undefined
+  timer?.unref()
+  stream.once('close', () => clearTimeout(timer))
+  stream.once('end', () => {
+    clearTimeout(timer)
+    if (stream.destroyed || stream.closed || stream.headersSent) return
+    stream.respond({':status': 200, 'content-type': 'application/grpc+proto', 'grpc-status': String(code), 'grpc-message': percentEncode(message)}, {endStream: true})
+  })
+  stream.on('data', () => {})
+  stream.resume()
 }
 
 /** gRPC's grpc-message encoding: bytes outside printable ASCII, and '%', as %XX. */
