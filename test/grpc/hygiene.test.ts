@@ -17,6 +17,7 @@ import {expect} from 'chai'
 
 import {CallBudget, deriveBudget} from '../../src/lib/budget.js'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
+import {http2ServersOf} from '../../src/lib/grpc/internals.js'
 import {EvaluatorServer} from '../../src/lib/grpc/server.js'
 import type {Evaluator} from '../../src/lib/evaluator.js'
 import {makeReliabilityFunctions} from '../support/reliability/functions.js'
@@ -206,6 +207,34 @@ describe('gRPC listener hygiene', function () {
     const session = await h2(`127.0.0.1:${server.port}`)
     await new Promise((r) => setTimeout(r, 600))
     expect(session.closed || session.destroyed).to.equal(false)
+    session.destroy()
+  })
+
+  it('a runner whose event loop was held up past the handshake timeout keeps the connections whose preface arrived meanwhile', async () => {
+    const server = await startServer({http2: {handshakeTimeoutMs: 200}})
+    servers.push(server)
+    // The runner's loop is busy for 500 ms once the connection is accepted and its timer set (the client's
+    // preface and SETTINGS arrive meanwhile), so the timeout is due before the preface is read.
+    const busy = (): void => {
+      const until = Date.now() + 500
+      while (Date.now() < until) {
+        // hold the event loop
+      }
+    }
+    const [h2server] = http2ServersOf((server as unknown as {server: grpc.Server}).server)
+    let first = true
+    h2server!.on('session', () => {
+      if (first) busy()
+      first = false
+    })
+    const session = http2.connect(`http://127.0.0.1:${server.port}`)
+    session.on('error', () => {})
+    await once(session, 'remoteSettings')
+    await new Promise((r) => setTimeout(r, 400))
+    expect(session.closed || session.destroyed, 'the connection was closed').to.equal(false)
+    const client = new EvaluatorClient(`127.0.0.1:${server.port}`)
+    expect((await client.evaluateRaw('x', RL)).resourceList.equals(RL)).to.equal(true)
+    client.close()
     session.destroy()
   })
 

@@ -82,14 +82,22 @@ function guardSession(session: Http2Session, budget: CallBudget, settings: Guard
   const socket = sessionSocket(session)
   session.once('close', () => budget.connectionClosed(socket?.bytesRead ?? 0))
   if (settings.handshakeTimeoutMs <= 0) return
-  const timer = setTimeout(() => {
-    if (session.destroyed) return
+  let spoke = false
+  const close = (): void => {
+    if (spoke || session.destroyed) return
     metrics().connectionGuard('handshake-timeout')
     warn('handshake', 'closing a connection that sent no HTTP/2 preface in time', {remote: session.socket?.remoteAddress, handshakeTimeoutMs: settings.handshakeTimeoutMs})
     session.destroy()
-  }, settings.handshakeTimeoutMs)
+  }
+  // Judged after one more poll of the sockets: timers run before the reads of a turn, so a runner
+  // whose event loop was held up past the timeout would otherwise close connections whose preface
+  // had arrived meanwhile and was waiting to be read.
+  const timer = setTimeout(() => setImmediate(close), settings.handshakeTimeoutMs)
   timer.unref()
-  session.once('remoteSettings', () => clearTimeout(timer))
+  session.once('remoteSettings', () => {
+    spoke = true
+    clearTimeout(timer)
+  })
   session.once('close', () => clearTimeout(timer))
 }
 
