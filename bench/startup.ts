@@ -14,7 +14,9 @@
  *
  *   node --import tsx bench/startup.ts        (FNR_BENCH_S_ROUNDS=20 by default)
  *   FNR_BENCH_S_FNR_ARGS="--foo" adds arguments to fnr's side only (none by default).
- *   FNR_BENCH_BEFORE_ROOT=<a built checkout> adds a third arm: that checkout's `fnr serve`.
+ *   FNR_BENCH_BEFORE_ROOT=<a built checkout> adds an arm: that checkout's `fnr serve`.
+ *   FNR_BENCH_S_BREAKDOWN=1 adds two: fnr with --expose-gc --disable-sigusr1 given to Node (no
+ *   re-run by bin/run.js), and fnr with FNR_SPAWNER=off (no spawner process).
  */
 import {spawn} from 'node:child_process'
 import {copyFile, mkdir, mkdtemp, rm, writeFile} from 'node:fs/promises'
@@ -27,10 +29,10 @@ import {freePort, waitServing} from './wrapper.js'
 
 const ENV = benchEnv({OTEL_METRICS_EXPORTER: 'none', OTEL_TRACES_EXPORTER: 'none', OTEL_LOGS_EXPORTER: 'none'})
 
-async function toServing(command: string, args: string[]): Promise<number> {
+async function toServing(command: string, args: string[], env: NodeJS.ProcessEnv = ENV): Promise<number> {
   const port = await freePort()
   const t0 = performance.now()
-  const child = spawn(command, [...args, `--port=${port}`], {env: ENV, stdio: ['ignore', 'ignore', 'ignore']})
+  const child = spawn(command, [...args, `--port=${port}`], {env, stdio: ['ignore', 'ignore', 'ignore']})
   const exited = new Promise((r) => child.once('exit', r))
   const killOnExit = (): void => {
     child.kill('SIGKILL')
@@ -58,11 +60,20 @@ export async function benchStartup(rounds: number): Promise<{rows: Row[]; raw: R
     await writeFile(config, 'functions:\n- function: cat\n  images: [bench.local/cat:v1]\n')
     const common = ['--disable-runtimes=pod', `--config=${config}`, `--functions=${fnDir}`, '--log-level=1']
     const before = process.env.FNR_BENCH_BEFORE_ROOT
+    const breakdown = Boolean(process.env.FNR_BENCH_S_BREAKDOWN)
     const extra = process.env.FNR_BENCH_S_FNR_ARGS?.split(/\s+/).filter(Boolean) ?? []
     const arms = {
       porch: () => toServing(server, common),
       fnr: () => toServing(process.execPath, [path.join(ROOT, 'bin', 'run.js'), 'serve', ...common, ...extra]),
       ...(before ? {before: () => toServing(process.execPath, [path.join(before, 'bin', 'run.js'), 'serve', ...common])} : {}),
+      ...(breakdown
+        ? {
+            // The server flags already on Node's command line (as the images pass them): no re-run.
+            'fnr, no re-run': () => toServing(process.execPath, ['--expose-gc', '--disable-sigusr1', path.join(ROOT, 'bin', 'run.js'), 'serve', ...common, ...extra]),
+            // Functions forked by the server itself: no spawner process started beside it.
+            'fnr, FNR_SPAWNER=off': () => toServing(process.execPath, [path.join(ROOT, 'bin', 'run.js'), 'serve', ...common, ...extra], {...ENV, FNR_SPAWNER: 'off'}),
+          }
+        : {}),
     } as Record<string, () => Promise<number>>
     const names = Object.keys(arms)
     const samples: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]))
@@ -88,6 +99,9 @@ export async function benchStartup(rounds: number): Promise<{rows: Row[]; raw: R
         note: `p95 column holds p90; p90 ratio ${round(p('fnr', 90) / p('porch', 90))}×`,
       },
     ]
+    for (const name of names.filter((n) => n.startsWith('fnr, '))) {
+      rows.push({case: `S start → SERVING, ${name}`, p50: p(name, 50), p95: p(name, 90), baselineP50: p('fnr', 50), baselineP95: p('fnr', 90), ratio: round(p(name, 50) / p('fnr', 50)), unit: 'ms', note: 'baseline: fnr serve as started bare; p95 column holds p90'})
+    }
     if (before) {
       rows.push({
         case: `S start → SERVING, fnr serve before (${path.basename(before)})`,

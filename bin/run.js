@@ -14,9 +14,10 @@
 //   the OS temporary folder or NODE_COMPILE_CACHE) spares later runs parsing and compiling.
 //
 // `fnr eval …` is on users' hot paths (kpt pipelines, CI loops): it skips loading oclif (~80 ms)
-// and parses its flags with the same specs the oclif command uses. Everything else, including
-// `fnr eval --help`, `--runner` and `--json`, goes through oclif (as does everything when
-// FNR_NO_FAST_PATH is set).
+// and parses its flags with the same specs the oclif command uses. `fnr serve …` skips oclif too
+// (start → SERVING; docs/performance.md "bench S"), for the command lines src/cli/fast-serve.ts
+// takes. Everything else, including `--help`, `fnr eval --runner` and `--json`, goes through
+// oclif (as does everything when FNR_NO_FAST_PATH is set).
 const args = process.argv.slice(2)
 if (args[0] === 'serve' || args[0] === 'wrapper-server') relaunchWithServerFlags()
 process.on('SIGUSR1', () => {})
