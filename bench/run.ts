@@ -9,11 +9,12 @@
  * path on the Kubernetes test bed), P6 serve-exec.ts (idle) and soak.ts, W wrapper.ts, C cache.ts (response-cache hit, 1 MiB),
  * R porch-runner.ts (P1, P3, P4 against Porch's own runner, built from the module proxy), N
  * node-versions.ts (start-up and `fnr eval` on the machine's old Node and on Node 26, side by side),
- * F fairness.ts (another client's wait behind hung calls and bursts, against Porch's own runner).
+ * F fairness.ts (another client's wait behind hung calls and bursts, against Porch's own runner), S
+ * startup.ts (`fnr serve` start → SERVING against Porch's runner).
  *
  * Settings (environment):
  *   FNR_BENCH_QUICK=1           ~1 minute smoke run (small counts everywhere)
- *   FNR_BENCH_ONLY=P1,P3        run only these cases (P1 P2 P3 P4 P5 P6 W C R N F)
+ *   FNR_BENCH_ONLY=P1,P3        run only these cases (P1 P2 P3 P4 P5 P6 W C R N F S)
  *   FNR_BENCH_ITERATIONS        P1 and wrapper calls per function (200; quick 30); P2 uses a tenth (≥ 5)
  *   FNR_BENCH_P3_CALLS          P3 calls per concurrency level and side (1200; quick 150)
  *   FNR_BENCH_P4_ITERATIONS     P4 calls per side for the smallest payload, fewer for larger (60; quick 10)
@@ -30,6 +31,7 @@ import {benchCache} from './cache.js'
 import {benchEvalVsKpt} from './eval-vs-kpt.js'
 import {benchFairness} from './fairness.js'
 import {benchNodeVersions} from './node-versions.js'
+import {benchStartup} from './startup.js'
 import type {FunctionUnderTest} from './fixture.js'
 import {QUICK, ROOT, envCount, loadAverage, printTable, saveResults, type Row} from './lib.js'
 import {benchPayload} from './payload.js'
@@ -40,7 +42,7 @@ import {benchSoak} from './soak.js'
 import {benchThroughput} from './throughput.js'
 import {benchWrapper} from './wrapper.js'
 
-const CASES = ['P1', 'P2', 'P3', 'P4', 'P5', 'P6', 'W', 'C', 'R', 'N', 'F'] as const
+const CASES = ['P1', 'P2', 'P3', 'P4', 'P5', 'P6', 'W', 'C', 'R', 'N', 'F', 'S'] as const
 type Case = (typeof CASES)[number]
 
 function selectedCases(): Set<Case> {
@@ -93,6 +95,7 @@ async function main(): Promise<void> {
   await run('R', () => benchPorchRunner(settings.iterations, settings.p3Calls, settings.p4Iterations))
   await run('N', () => benchNodeVersions(Math.max(5, Math.round(settings.iterations / 10))))
   await run('F', () => benchFairness())
+  await run('S', () => benchStartup(Math.max(5, Math.round(settings.iterations / 10))))
 
   const loadAfter = loadAverage()
   const table = printTable(rows)

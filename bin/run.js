@@ -14,9 +14,10 @@
 //   the OS temporary folder or NODE_COMPILE_CACHE) spares later runs parsing and compiling.
 //
 // `fnr eval …` is on users' hot paths (kpt pipelines, CI loops): it skips loading oclif (~80 ms)
-// and parses its flags with the same specs the oclif command uses. Everything else, including
-// `fnr eval --help`, `--runner` and `--json`, goes through oclif (as does everything when
-// FNR_NO_FAST_PATH is set).
+// and parses its flags with the same specs the oclif command uses. `fnr serve …` skips oclif too
+// (start → SERVING; docs/performance.md "bench S"), for the command lines src/cli/fast-serve.ts
+// takes. Everything else, including `--help`, `fnr eval --runner` and `--json`, goes through
+// oclif (as does everything when FNR_NO_FAST_PATH is set).
 const args = process.argv.slice(2)
 if (args[0] === 'serve' || args[0] === 'wrapper-server') relaunchWithServerFlags()
 process.on('SIGUSR1', () => {})
@@ -34,7 +35,19 @@ const beforeDash = args.indexOf('--') >= 0 ? args.slice(0, args.indexOf('--')) :
 // --runner needs the gRPC client, which only the oclif command loads; --json (and oclif's
 // FNR_CONTENT_TYPE=json) is oclif's JSON output.
 const oclifOnly = (a) => a === '--help' || a === '-h' || a === '--runner' || a.startsWith('--runner=') || a === '--json' || a.startsWith('--json=')
-if (args[0] === 'eval' && !process.env.FNR_NO_FAST_PATH && process.env.FNR_CONTENT_TYPE?.toLowerCase() !== 'json' && !beforeDash.some(oclifOnly)) {
+// `fnr serve …` (not --help) starts without oclif too, when src/cli/fast-serve.ts is sure to read
+// the command line as the oclif command would; otherwise (and for every flag error) it returns
+// undefined before starting anything and oclif runs the command.
+let served
+if (args[0] === 'serve' && !process.env.FNR_NO_FAST_PATH && !beforeDash.some(oclifOnly)) {
+  setShellWhenUnknown()
+  const {runServeFast} = await import('../dist/cli/fast-serve.js')
+  served = await runServeFast(args.slice(1))
+  if (served !== undefined) process.exitCode = served
+}
+if (served !== undefined) {
+  // `fnr serve` ran (or failed to start) without oclif.
+} else if (args[0] === 'eval' && !process.env.FNR_NO_FAST_PATH && process.env.FNR_CONTENT_TYPE?.toLowerCase() !== 'json' && !beforeDash.some(oclifOnly)) {
   // One ES module bundle (npm run build), else the plain module (e.g. after a bare tsc).
   const {runEvalFast} = await import('../dist/bundles/eval/fast-eval.bundle.mjs').catch((err) => {
     if (err?.code !== 'ERR_MODULE_NOT_FOUND') throw err
@@ -46,6 +59,12 @@ if (args[0] === 'eval' && !process.env.FNR_NO_FAST_PATH && process.env.FNR_CONTE
   // throws for a uid without a passwd entry: Porch's Deployment runs the image as 10001, and
   // Kubernetes sets no $SHELL. oclif only uses it for completion hints (processes fnr starts see
   // SHELL=sh, a value every POSIX system has).
+  setShellWhenUnknown()
+  const {execute} = await import('@oclif/core')
+  await execute({dir: import.meta.url})
+}
+
+function setShellWhenUnknown() {
   if (!process.env.SHELL) {
     try {
       process.getBuiltinModule('node:os').userInfo()
@@ -53,8 +72,6 @@ if (args[0] === 'eval' && !process.env.FNR_NO_FAST_PATH && process.env.FNR_CONTE
       process.env.SHELL = 'sh'
     }
   }
-  const {execute} = await import('@oclif/core')
-  await execute({dir: import.meta.url})
 }
 
 /**

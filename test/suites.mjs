@@ -15,6 +15,7 @@ export const UNIT = [
   'test/cache/response-store.test.ts',
   'test/catalog/sdk-rewrite.test.ts',
   'test/cli/error-json.test.ts',
+  'test/cli/fast-serve.test.ts',
   'test/cli/flag-specs.test.ts',
   'test/cli/kpt-errors.test.ts',
   'test/config/exec-config.test.ts',

@@ -1,0 +1,132 @@
+/**
+ * S: start → SERVING, `fnr serve` against Porch's runner (v1.5.8 func/server, built by
+ * scripts/catalog-peers.mjs), side by side in one run (issue 24 item 5; docs/performance.md).
+ *
+ * Both runners get the same command line (exec runtime only, one config.yaml mapping an image to
+ * /bin/cat, the same functions folder, a port found free just before, --log-level=1) and the same
+ * environment; they are started alternately, `rounds` times each, each one stopped (SIGTERM, then
+ * waited for) before the next starts. A sample is the wall time from spawn() to the first SERVING
+ * answer of grpc.health.v1 Check on that port (bench/wrapper.ts waitServing: a TCP connect is
+ * tried every millisecond, then a Check). `fnr serve` runs as a user starts it: the Node this
+ * bench runs on with bin/run.js, without --expose-gc/--disable-sigusr1 on its own command line
+ * (bin/run.js's handling of those is part of what is measured). One untimed start of each first,
+ * so Node's compile cache is warm, as on a machine that ran fnr before.
+ *
+ *   node --import tsx bench/startup.ts        (FNR_BENCH_S_ROUNDS=20 by default)
+ *   FNR_BENCH_S_FNR_ARGS="--foo" adds arguments to fnr's side only (none by default).
+ *   FNR_BENCH_BEFORE_ROOT=<a built checkout> adds an arm: that checkout's `fnr serve`.
+ *   FNR_BENCH_S_BREAKDOWN=1 adds two: fnr with --expose-gc --disable-sigusr1 given to Node (no
+ *   re-run by bin/run.js), and fnr with FNR_SPAWNER=off (no spawner process).
+ */
+import {spawn} from 'node:child_process'
+import {copyFile, mkdir, mkdtemp, rm, writeFile} from 'node:fs/promises'
+import path from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+import {buildPorchRunner} from '../scripts/catalog-peers.mjs'
+import {ROOT, benchEnv, loadAverage, percentile, printTable, round, saveResults, type Row} from './lib.js'
+import {freePort, waitServing} from './wrapper.js'
+
+const ENV = benchEnv({OTEL_METRICS_EXPORTER: 'none', OTEL_TRACES_EXPORTER: 'none', OTEL_LOGS_EXPORTER: 'none'})
+
+async function toServing(command: string, args: string[], env: NodeJS.ProcessEnv = ENV): Promise<number> {
+  const port = await freePort()
+  const t0 = performance.now()
+  const child = spawn(command, [...args, `--port=${port}`], {env, stdio: ['ignore', 'ignore', 'ignore']})
+  const exited = new Promise((r) => child.once('exit', r))
+  const killOnExit = (): void => {
+    child.kill('SIGKILL')
+  }
+  process.once('exit', killOnExit)
+  try {
+    await Promise.race([waitServing(port, Date.now() + 60_000), exited.then(() => Promise.reject(new Error(`${command} exited before SERVING`)))])
+    return performance.now() - t0
+  } finally {
+    process.removeListener('exit', killOnExit)
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+    await exited
+  }
+}
+
+export async function benchStartup(rounds: number): Promise<{rows: Row[]; raw: Record<string, unknown>}> {
+  const {server} = buildPorchRunner()
+  await mkdir(path.join(ROOT, 'build'), {recursive: true})
+  const dir = await mkdtemp(path.join(ROOT, 'build', 'bench-startup-'))
+  try {
+    const fnDir = path.join(dir, 'functions')
+    await mkdir(fnDir)
+    await copyFile('/bin/cat', path.join(fnDir, 'cat'))
+    const config = path.join(dir, 'config.yaml')
+    await writeFile(config, 'functions:\n- function: cat\n  images: [bench.local/cat:v1]\n')
+    const common = ['--disable-runtimes=pod', `--config=${config}`, `--functions=${fnDir}`, '--log-level=1']
+    const before = process.env.FNR_BENCH_BEFORE_ROOT
+    const breakdown = Boolean(process.env.FNR_BENCH_S_BREAKDOWN)
+    const extra = process.env.FNR_BENCH_S_FNR_ARGS?.split(/\s+/).filter(Boolean) ?? []
+    const arms = {
+      porch: () => toServing(server, common),
+      fnr: () => toServing(process.execPath, [path.join(ROOT, 'bin', 'run.js'), 'serve', ...common, ...extra]),
+      ...(before ? {before: () => toServing(process.execPath, [path.join(before, 'bin', 'run.js'), 'serve', ...common])} : {}),
+      ...(breakdown
+        ? {
+            // The server flags already on Node's command line (as the images pass them): no re-run.
+            'fnr, no re-run': () => toServing(process.execPath, ['--expose-gc', '--disable-sigusr1', path.join(ROOT, 'bin', 'run.js'), 'serve', ...common, ...extra]),
+            // Functions forked by the server itself: no spawner process started beside it.
+            'fnr, FNR_SPAWNER=off': () => toServing(process.execPath, [path.join(ROOT, 'bin', 'run.js'), 'serve', ...common, ...extra], {...ENV, FNR_SPAWNER: 'off'}),
+          }
+        : {}),
+    } as Record<string, () => Promise<number>>
+    const names = Object.keys(arms)
+    const samples: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]))
+    for (const start of Object.values(arms)) await start() // warm caches
+    for (let i = 0; i < rounds; i++) {
+      // Alternate which goes first, so neither always follows the other's shutdown.
+      const order = i % 2 === 0 ? names : [...names].reverse()
+      for (const name of order) samples[name]!.push(await arms[name]!())
+    }
+    const p = (name: string, q: number): number => round(percentile(samples[name]!, q), 1)
+    const rows: Row[] = [
+      {case: "S start → SERVING, Porch's runner v1.5.8", p50: p('porch', 50), p95: p('porch', 90), unit: 'ms', note: 'p95 column holds p90'},
+      {
+        case: 'S start → SERVING, fnr serve',
+        p50: p('fnr', 50),
+        p95: p('fnr', 90),
+        baselineP50: p('porch', 50),
+        baselineP95: p('porch', 90),
+        ratio: round(p('fnr', 50) / p('porch', 50)),
+        target: '≤ 1.5×',
+        met: p('fnr', 50) / p('porch', 50) <= 1.5,
+        unit: 'ms',
+        note: `p95 column holds p90; p90 ratio ${round(p('fnr', 90) / p('porch', 90))}×`,
+      },
+    ]
+    for (const name of names.filter((n) => n.startsWith('fnr, '))) {
+      rows.push({case: `S start → SERVING, ${name}`, p50: p(name, 50), p95: p(name, 90), baselineP50: p('fnr', 50), baselineP95: p('fnr', 90), ratio: round(p(name, 50) / p('fnr', 50)), unit: 'ms', note: 'baseline: fnr serve as started bare; p95 column holds p90'})
+    }
+    if (before) {
+      rows.push({
+        case: `S start → SERVING, fnr serve before (${path.basename(before)})`,
+        p50: p('before', 50),
+        p95: p('before', 90),
+        baselineP50: p('porch', 50),
+        baselineP95: p('porch', 90),
+        ratio: round(p('before', 50) / p('porch', 50)),
+        unit: 'ms',
+        note: `p95 column holds p90; p90 ratio ${round(p('before', 90) / p('porch', 90))}×`,
+      })
+    }
+    return {rows, raw: {startup: samples, node: process.version, fnrExtraArgs: extra}}
+  } finally {
+    await rm(dir, {recursive: true, force: true})
+  }
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const rounds = Number(process.env.FNR_BENCH_S_ROUNDS ?? 20)
+  const loadBefore = loadAverage()
+  const {rows, raw} = await benchStartup(rounds)
+  const loadAfter = loadAverage()
+  process.stdout.write(`${printTable(rows)}\n\nload average (1/5/15 min) before: ${loadBefore}, after: ${loadAfter}; ${rounds} rounds, ${process.version}\n`)
+  const label = process.env.FNR_BENCH_S_LABEL
+  const file = await saveResults(label ? `startup-${label}` : 'startup', {date: new Date().toISOString(), rounds, loadBefore, loadAfter, rows, raw})
+  process.stdout.write(`results: ${path.relative(ROOT, file)}\n`)
+}
