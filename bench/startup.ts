@@ -1,6 +1,6 @@
 /**
  * S: start → SERVING, `fnr serve` against Porch's runner (v1.5.8 func/server, built by
- * scripts/catalog-peers.mjs), side by side in one run (issue 24 item 5; docs/performance.md).
+ * scripts/catalog-peers.mjs), side by side in one run (docs/performance.md, "Start → SERVING").
  *
  * Both runners get the same command line (exec runtime only, one config.yaml mapping an image to
  * /bin/cat, the same functions folder, a port found free just before, --log-level=1) and the same
