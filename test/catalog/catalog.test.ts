@@ -16,6 +16,7 @@ import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {CATALOG, CATALOG_SOURCE_COMMIT, MISSING} from '../../scripts/catalog-peers.mjs'
 import {runCli} from '../support/cli.js'
 import {startServeProcess, type ServeProcess} from '../support/serve.js'
+import {requireShared} from '../support/shared.js'
 import {TempDirs} from '../support/tmp.js'
 import {
   argsConfigMap,
@@ -81,6 +82,7 @@ describe('catalog functions: functions/catalog.yaml', () => {
 })
 
 describe('catalog functions: the real binaries through fnr and kpt', function () {
+  before(() => requireShared('compat/catalog-examples'))
   this.timeout(BUILD_TIMEOUT_MS)
   const temp = new TempDirs()
   let work: string

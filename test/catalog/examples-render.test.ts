@@ -21,6 +21,7 @@ import {parse} from 'yaml'
 import {CATALOG} from '../../scripts/catalog-peers.mjs'
 import {runCli} from '../support/cli.js'
 import {startServeProcess, type ServeProcess} from '../support/serve.js'
+import {requireShared} from '../support/shared.js'
 import {TempDirs} from '../support/tmp.js'
 import {BUILD_TIMEOUT_MS, catalogBed, EXAMPLES, KPT, readConfig, tree, type CatalogBed} from './support.js'
 
@@ -61,6 +62,7 @@ const NO_ATTRIBUTION = {KPT_DISABLE_ATTRIBUTION: '1', KRM_DISABLE_ATTRIBUTION: '
 const NO_KPTFILE = ['upsert-resource-simple']
 
 describe('catalog examples through fnr test (render cases, images mapped to the catalog peers)', function () {
+  before(() => requireShared('compat/catalog-examples'))
   this.timeout(BUILD_TIMEOUT_MS)
   const temp = new TempDirs()
   let bed: CatalogBed

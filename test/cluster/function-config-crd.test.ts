@@ -17,6 +17,7 @@ import type {KubeRestClient} from '../support/k8s/client.js'
 import {eventually} from '../support/k8s/fixtures.js'
 import {RL} from '../support/pods/index.js'
 import {REPO_ROOT, makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
+import {requireShared} from '../support/shared.js'
 import {SCRIPTS, writeExecutable} from '../support/tmp.js'
 
 const COMPONENT = path.join(REPO_ROOT, 'manifests', 'function-config')
@@ -24,6 +25,7 @@ const PORCH_CRD = path.join(REPO_ROOT, '..', 'shared', 'compat', 'porch', 'head'
 const API = `${FUNCTION_CONFIG_GROUP}/v1alpha1`
 
 describe('FunctionConfig CRDs on the real control plane (kube-apiserver\'s schema and CEL)', function () {
+  before(() => requireShared('compat/porch/head'))
   this.timeout(120_000)
   waitForClusterBinaries()
   let cp: ControlPlane

@@ -23,6 +23,7 @@ import {eventually} from '../support/k8s/fixtures.js'
 import type {KubeObject} from '../support/k8s/status.js'
 import {FUNCTION_PATH, RL, WRAPPER_IMAGE, WRAPPER_PATH, wrapperCommand} from '../support/pods/index.js'
 import {REPO_ROOT, makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
+import {requireShared} from '../support/shared.js'
 import {pushImage} from '../support/registry/fixtures.js'
 import {TestRegistry} from '../support/registry/registry.js'
 import {SCRIPTS, writeExecutable} from '../support/tmp.js'
@@ -34,6 +35,7 @@ const SA = `system:serviceaccount:${RUNNER_NS}:porch-fn-runner`
 const FN_IMAGE = 'example.com/fn/cluster-cat:v1'
 
 describe('manifests/ and Porch\'s runner RBAC on the real control plane (porch-fn-runner token, audit-checked)', function () {
+  before(() => requireShared('compat/porch/head'))
   this.timeout(180_000)
   waitForClusterBinaries()
   let cp: ControlPlane

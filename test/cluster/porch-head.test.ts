@@ -39,6 +39,7 @@ import {TestDnsServer} from '../support/node/index.js'
 import {pushImage} from '../support/registry/fixtures.js'
 import {TestRegistry} from '../support/registry/registry.js'
 import {REPO_ROOT, serveOptions, startInProcess} from '../support/serve.js'
+import {requireShared} from '../support/shared.js'
 import {PACKAGE_TIMEOUT_MS} from '../wrapper/support/package.js'
 
 const HEAD = path.join(REPO_ROOT, '..', 'shared', 'compat', 'porch', 'head')
@@ -56,6 +57,7 @@ interface FunctionConfigSpec {
 }
 
 describe("Porch at HEAD's files on the real control plane, fnr as the runner: CRDs, RBAC, PodTemplate, 19 FunctionConfigs, catalog binaries", function () {
+  before(() => requireShared('compat/porch/head'))
   this.timeout(600_000)
   waitForClusterBinaries()
   let cp: ControlPlane

@@ -11,6 +11,7 @@ import {KUBECTL_PATH} from '../support/k8s/kubectl.js'
 import {customResourceScope, registerCrd, startTestBed, type KubeObject} from '../support/k8s/index.js'
 import {parseCelSubset} from '../support/k8s/custom-resources.js'
 import {REPO_ROOT} from '../support/serve.js'
+import {requireShared} from '../support/shared.js'
 import {SCRIPTS, TempDirs, writeExecutable} from '../support/tmp.js'
 
 const MANIFESTS = path.join(REPO_ROOT, 'manifests')
@@ -35,6 +36,7 @@ async function kustomize(dir: string): Promise<KubeObject[]> {
 }
 
 describe('manifests/function-config: the FunctionConfig CRD component', function () {
+  before(() => requireShared('compat/porch/head'))
   this.timeout(120_000)
   const temp = new TempDirs()
   let withComponent: KubeObject[]

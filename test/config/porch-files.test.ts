@@ -34,6 +34,7 @@ import {checkHealth, healthClient} from '../support/health.js'
 import {customResourceScope, registerCrd, registerCustomResource, type KubeObject} from '../support/k8s/index.js'
 import {RL, WRAPPER_IMAGE, startPodBed, storedPods, until, type PodBed} from '../support/pods/index.js'
 import {BIN_RUN, REPO_ROOT, makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
+import {requireShared} from '../support/shared.js'
 import {SCRIPTS, TempDirs, writeExecutable} from '../support/tmp.js'
 import {memoryLogger} from './function-config-crd.helpers.js'
 
@@ -103,6 +104,7 @@ async function serveProcess(args: string[], env: Record<string, string>): Promis
 }
 
 describe("Porch's files with fnr (../shared/compat/porch)", function () {
+  before(() => requireShared('compat/porch'))
   this.timeout(180_000)
   const temp = new TempDirs()
   after(() => temp.cleanup())

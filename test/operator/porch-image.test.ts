@@ -35,6 +35,7 @@ import {parse as parseYaml, parseAllDocuments} from 'yaml'
 import {templatesFromPorchObjects} from '../../src/lib/pods/cluster/template-porch.js'
 import {buildPod} from '../../src/lib/pods/model/template.js'
 import {REPO_ROOT} from '../support/serve.js'
+import {requireShared} from '../support/shared.js'
 import {TempDirs} from '../support/tmp.js'
 import {copyFolder, packagedFolder, PACKAGE_TIMEOUT_MS} from '../wrapper/support/package.js'
 import {findRunc, findStaticBusybox, probeRunc} from '../wrapper/support/runc.js'
@@ -83,6 +84,7 @@ function sh(cmd: string, args: string[], options: {env?: NodeJS.ProcessEnv; time
 }
 
 describe("Porch's Deployment and templates with only the images swapped (assembled images)", function () {
+  before(() => requireShared('compat/porch'))
   this.timeout(300_000)
   const temp = new TempDirs()
   const children: ChildProcess[] = []

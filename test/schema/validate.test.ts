@@ -13,8 +13,8 @@ import {POD_CACHE_CONFIG_ENTRY} from '../../src/lib/schema/pod-cache-config.js'
 import {TEST_CASE_CONFIG} from '../../src/lib/schema/test-case-config.js'
 import {compileCelSubset, compileSchema, fieldPath, schemaProblems, withoutNulls, type Schema} from '../../src/lib/schema/validate.js'
 import {REPO_ROOT} from '../support/serve.js'
+import {requireShared} from '../support/shared.js'
 
-const PORCH_HEAD = path.join(REPO_ROOT, '..', 'shared', 'compat', 'porch', 'head')
 
 describe('schemas: validation and kubectl-like field errors', () => {
   const schema: Schema = {
@@ -99,7 +99,7 @@ describe('schemas: validation and kubectl-like field errors', () => {
   })
 
   it("every FunctionConfig Porch ships passes it (../shared/compat/porch/head)", async () => {
-    const docs = parseAllDocuments(await readFile(path.join(PORCH_HEAD, 'porch_23-function-configurations.yaml'), 'utf8'))
+    const docs = parseAllDocuments(await readFile(path.join(requireShared('compat/porch/head'), 'porch_23-function-configurations.yaml'), 'utf8'))
       .map((d) => d.toJS() as Record<string, unknown>)
       .filter((d) => d && d.kind === 'FunctionConfig')
     expect(docs).to.have.length(19)
