@@ -6,6 +6,7 @@ import {mkdirSync, openSync} from 'node:fs'
 import path from 'node:path'
 
 import {PEERS_OUT} from './go-peers.mjs'
+import {runMocha} from './mocha-run.mjs'
 import {ROOT, ensureBuilt, ensureNpmDependencies, ensureSupportedNode, ensureTestPackages} from './setup.mjs'
 import {mochaSelection} from '../test/suites.mjs'
 
@@ -32,33 +33,15 @@ function startPeerBuild() {
   return builder
 }
 
-const mocha = path.join(ROOT, 'node_modules', '.bin', 'mocha')
-const child = spawn(mocha, [...mochaSelection(set), ...args], {cwd: ROOT, stdio: ['inherit', 'pipe', 'inherit']})
-// mocha's summary ("N passing (…)", "N pending", "N failing") is read line by line as it comes:
-// the failures printed after it can be long enough to push it out of any fixed-size tail.
-const summary = {passing: 0, failing: 0, pending: 0}
-let partial = ''
-child.stdout.on('data', (chunk) => {
-  process.stdout.write(chunk)
-  const lines = (partial + chunk.toString()).split('\n')
-  partial = lines.pop() ?? ''
-  for (const line of lines) {
-    const m = /^ {2}(\d+) (passing|failing|pending)\b/.exec(line)
-    if (m) summary[m[2]] = Number(m[1])
-  }
-})
-child.on('close', (code, signal) => {
+runMocha([...mochaSelection(set), ...args], {
   // A run that needed no peer (--grep, say) leaves no build running behind it.
-  if (peers && peers.exitCode === null && peers.signalCode === null) {
-    try {
-      process.kill(-peers.pid, 'SIGTERM')
-    } catch {
-      // already gone
+  beforeExit: () => {
+    if (peers && peers.exitCode === null && peers.signalCode === null) {
+      try {
+        process.kill(-peers.pid, 'SIGTERM')
+      } catch {
+        // already gone
+      }
     }
-  }
-  const {passing, failing, pending} = summary
-  // A plain summary line that CI reads in any language.
-  process.stdout.write(`\n${passing} passed, ${failing} failed${pending ? `, ${pending} skipped` : ''}\n`)
-  if (signal) process.exit(1)
-  process.exit(code ?? 1)
+  },
 })
