@@ -20,12 +20,16 @@ const SPECS: FlagSpecs = {...SERVE_FLAG_SPECS, 'log-format': LOG_FORMAT_SPEC}
 /** The options and log settings, or undefined when oclif must read this command line. */
 export function readServeArgs(argv: readonly string[]): {options: ServeOptions; verbosity: number; logFormat: LogFormat | undefined; warnings: string[]} | undefined {
   const args = normaliseGoStyleArgs(argv, SERVE_BOOLEAN_FLAG_NAMES, new Set(Object.keys(SERVE_FLAG_SPECS)))
+  const seen = new Set<string>()
   for (const arg of args) {
     if (!arg.startsWith('--')) return undefined
     const eq = arg.indexOf('=')
     const name = arg.slice(2, eq < 0 ? undefined : eq)
     const spec = SPECS[name]
     if (!spec || (eq < 0 && spec.kind !== 'boolean')) return undefined
+    // oclif refuses a flag given twice ("can only be specified once"); the last one must not win here.
+    if (seen.has(name) && !spec.multiple) return undefined
+    seen.add(name)
   }
   try {
     const {values, given, positionals} = parseWithSpecs(args, SPECS)

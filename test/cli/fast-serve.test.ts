@@ -38,6 +38,8 @@ describe('fnr serve without oclif: which command lines it takes', () => {
     ['--disable-runtimes=exec,pod'],
     ['extra'],
     ['--functions'],
+    // oclif: "can only be specified once" (the fast path once started on the last one and never exited)
+    ['--disable-runtimes=pod', '--port=1', '--port=2'],
   ]) {
     it(`leaves ${JSON.stringify(argv)} to oclif`, () => {
       expect(readServeArgs(argv)).to.equal(undefined)

@@ -82,6 +82,9 @@ describe('fnr serve over gRPC (exec runtime)', () => {
     // The server notices the deadline independently of the client; give it a moment.
     for (let i = 0; i < 50 && isAlive(childPid); i++) await new Promise((r) => setTimeout(r, 100))
     expect(isAlive(childPid), `grandchild ${childPid} should be killed`).to.equal(false)
+    // The call ends once its killed group's stdio has closed, which may come a moment after the
+    // grandchild is seen gone (CI once found the call still counted right then).
+    for (let i = 0; i < 50 && running.server.activeCalls > 0; i++) await new Promise((r) => setTimeout(r, 100))
     expect(running.server.activeCalls).to.equal(0)
   })
 
