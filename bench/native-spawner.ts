@@ -17,7 +17,7 @@ import {parseArgs} from 'node:util'
 import {nativeHelperPath} from '../src/lib/process/native-spawner.js'
 import {runFunctionProcess} from '../src/lib/process/run.js'
 import {launchFunction, nativeSpawner, processSpawner, type LaunchMode} from '../src/lib/process/spawner.js'
-import {procTreeCpuMs} from './lib.js'
+import {procTreeCpuMs, runConcurrent} from './lib.js'
 
 const {values: flags} = parseArgs({options: {calls: {type: 'string'}, rounds: {type: 'string'}, json: {type: 'string'}}})
 const CALLS = Number(flags.calls ?? 400)
@@ -54,15 +54,10 @@ async function measure(arm: (typeof ARMS)[number], inFlight: number, round: numb
   const cpu0 = process.cpuUsage()
   const tree0 = treeCpu()
   const t0 = performance.now()
-  let next = 0
-  const worker = async (): Promise<void> => {
-    while (next < CALLS) {
-      next++
-      const r = await runFunctionProcess({command: '/bin/cat', input, maxStdoutBytes: 1 << 20, label: 'bench', launch: arm.mode})
-      if (!r.stdout.equals(input)) throw new Error('wrong output')
-    }
-  }
-  await Promise.all(Array.from({length: inFlight}, worker))
+  await runConcurrent(CALLS, inFlight, async () => {
+    const r = await runFunctionProcess({command: '/bin/cat', input, maxStdoutBytes: 1 << 20, label: 'bench', launch: arm.mode})
+    if (!r.stdout.equals(input)) throw new Error('wrong output')
+  })
   const ms = performance.now() - t0
   const cpu = process.cpuUsage(cpu0)
   // The spawners' reaped functions are in their counters at once; a moment for the last exits.

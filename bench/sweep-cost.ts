@@ -16,7 +16,7 @@ import {parseArgs} from 'node:util'
 import * as after from '../src/lib/process/run.js'
 import * as afterSpawner from '../src/lib/process/spawner.js'
 import * as afterSweep from '../src/lib/process/sweep.js'
-import {loadAverage, median, procTreeCpuMs, round, saveResults} from './lib.js'
+import {loadAverage, median, procTreeCpuMs, round, runConcurrent, saveResults} from './lib.js'
 
 const {values} = parseArgs({options: {before: {type: 'string'}, calls: {type: 'string', default: '300'}, rounds: {type: 'string', default: '3'}, out: {type: 'string', default: 'sweep-cost'}}})
 const CALLS = Number(values.calls)
@@ -90,15 +90,10 @@ async function measure(arm: Arm, inFlight: number): Promise<Sample> {
   const cpu0 = process.cpuUsage()
   const tree0 = treeCpu()
   const t0 = performance.now()
-  let next = 0
-  const worker = async (): Promise<void> => {
-    while (next < CALLS) {
-      next++
-      const r = await arm.run.runFunctionProcess({command: '/bin/cat', input, maxStdoutBytes: 1 << 20, label: 'bench', launch: 'native'})
-      if (!r.stdout.equals(input)) throw new Error('cat returned other bytes')
-    }
-  }
-  await Promise.all(Array.from({length: inFlight}, worker))
+  await runConcurrent(CALLS, inFlight, async () => {
+    const r = await arm.run.runFunctionProcess({command: '/bin/cat', input, maxStdoutBytes: 1 << 20, label: 'bench', launch: 'native'})
+    if (!r.stdout.equals(input)) throw new Error('cat returned other bytes')
+  })
   await arm.sweep.sweeper.whenIdle()
   const wall = performance.now() - t0
   const cpu = process.cpuUsage(cpu0)
