@@ -10,9 +10,24 @@ import {ROOT} from './setup.mjs'
  * "N failing") is read line by line as it comes (the failures printed after it can be long enough to
  * push it out of any fixed-size tail). `beforeExit` runs once mocha has ended, before the summary
  * line; then the process exits with mocha's code (1 when mocha was killed by a signal).
+ *
+ * mocha runs in a process group of its own, and SIGTERM, SIGINT and SIGHUP sent to this process go
+ * to that whole group: with `node-option` (.mocharc.json) mocha's launcher starts the process that
+ * runs the tests as its child and passes it SIGINT only, so a CI limit's SIGTERM would leave the
+ * tests (and the control plane they started) running. The test process then runs its teardown
+ * (test/support/teardown.ts) before it ends.
  */
 export function runMocha(args, {beforeExit} = {}) {
-  const child = spawn(path.join(ROOT, 'node_modules', '.bin', 'mocha'), args, {cwd: ROOT, stdio: ['inherit', 'pipe', 'inherit']})
+  const child = spawn(path.join(ROOT, 'node_modules', '.bin', 'mocha'), args, {cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], detached: true})
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
+    process.on(signal, () => {
+      try {
+        process.kill(-child.pid, signal)
+      } catch {
+        // the group is gone already
+      }
+    })
+  }
   const summary = {passing: 0, failing: 0, pending: 0}
   let partial = ''
   child.stdout.on('data', (chunk) => {
