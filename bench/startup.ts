@@ -16,7 +16,8 @@
  *   FNR_BENCH_S_FNR_ARGS="--foo" adds arguments to fnr's side only (none by default).
  *   FNR_BENCH_BEFORE_ROOT=<a built checkout> adds an arm: that checkout's `fnr serve`.
  *   FNR_BENCH_S_BREAKDOWN=1 adds two: fnr with --expose-gc --disable-sigusr1 given to Node (no
- *   re-run by bin/run.js), and fnr with FNR_SPAWNER=off (no spawner process).
+ *   re-run by bin/run.js), fnr with FNR_SPAWNER=off (no spawner process) and fnr with
+ *   FNR_NO_BUNDLE=1 (the plain modules instead of the serve bundle).
  */
 import {spawn} from 'node:child_process'
 import {copyFile, mkdir, mkdtemp, rm, writeFile} from 'node:fs/promises'
@@ -72,6 +73,8 @@ export async function benchStartup(rounds: number): Promise<{rows: Row[]; raw: R
             'fnr, no re-run': () => toServing(process.execPath, ['--expose-gc', '--disable-sigusr1', path.join(ROOT, 'bin', 'run.js'), 'serve', ...common, ...extra]),
             // Functions forked by the server itself: no spawner process started beside it.
             'fnr, FNR_SPAWNER=off': () => toServing(process.execPath, [path.join(ROOT, 'bin', 'run.js'), 'serve', ...common, ...extra], {...ENV, FNR_SPAWNER: 'off'}),
+            // The plain modules instead of the serve bundle (scripts/bundles.mjs).
+            'fnr, FNR_NO_BUNDLE=1': () => toServing(process.execPath, [path.join(ROOT, 'bin', 'run.js'), 'serve', ...common, ...extra], {...ENV, FNR_NO_BUNDLE: '1'}),
           }
         : {}),
     } as Record<string, () => Promise<number>>

@@ -41,18 +41,14 @@ const oclifOnly = (a) => a === '--help' || a === '-h' || a === '--runner' || a.s
 let served
 if (args[0] === 'serve' && !process.env.FNR_NO_FAST_PATH && !beforeDash.some(oclifOnly)) {
   setShellWhenUnknown()
-  const {runServeFast} = await import('../dist/cli/fast-serve.js')
+  const {runServeFast} = await importBundle('../dist/bundles/serve/fast-serve.bundle.mjs', '../dist/cli/fast-serve.js')
   served = await runServeFast(args.slice(1))
   if (served !== undefined) process.exitCode = served
 }
 if (served !== undefined) {
   // `fnr serve` ran (or failed to start) without oclif.
 } else if (args[0] === 'eval' && !process.env.FNR_NO_FAST_PATH && process.env.FNR_CONTENT_TYPE?.toLowerCase() !== 'json' && !beforeDash.some(oclifOnly)) {
-  // One ES module bundle (npm run build), else the plain module (e.g. after a bare tsc).
-  const {runEvalFast} = await import('../dist/bundles/eval/fast-eval.bundle.mjs').catch((err) => {
-    if (err?.code !== 'ERR_MODULE_NOT_FOUND') throw err
-    return import('../dist/cli/fast-eval.js')
-  })
+  const {runEvalFast} = await importBundle('../dist/bundles/eval/fast-eval.bundle.mjs', '../dist/cli/fast-eval.js')
   process.exitCode = await runEvalFast(args.slice(1))
 } else {
   // oclif asks the user database for the login shell when $SHELL is unset (os.userInfo), which
@@ -62,6 +58,18 @@ if (served !== undefined) {
   setShellWhenUnknown()
   const {execute} = await import('@oclif/core')
   await execute({dir: import.meta.url})
+}
+
+/**
+ * The fast path's ES module bundle (scripts/bundles.mjs, made by npm run build), else the plain
+ * module (e.g. after a bare tsc). FNR_NO_BUNDLE loads the plain module (to compare the two).
+ */
+async function importBundle(bundle, plain) {
+  if (process.env.FNR_NO_BUNDLE) return import(plain)
+  return import(bundle).catch((err) => {
+    if (err?.code !== 'ERR_MODULE_NOT_FOUND' || !String(err.message).includes(bundle.replace('../', ''))) throw err
+    return import(plain)
+  })
 }
 
 function setShellWhenUnknown() {

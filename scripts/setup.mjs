@@ -124,7 +124,7 @@ export function ensureBuilt() {
     }
     return
   }
-  log('building (tsc, eval and client-node bundles, oclif manifest)')
+  log('building (tsc, the eval, serve and client-node bundles, oclif manifest)')
   build()
 }
 
@@ -138,7 +138,7 @@ export function build() {
     console.error(`setup: ${err.message}`)
     process.exit(1)
   }
-  run(process.execPath, [path.join(ROOT, 'scripts', 'bundle-eval.mjs')])
+  run(process.execPath, [path.join(ROOT, 'scripts', 'bundles.mjs')])
   run(process.execPath, [path.join(ROOT, 'scripts', 'bundle-client-node.mjs')])
   // The manifest keeps `fnr --help` and command lookup fast; oclif's own chatter is dropped.
   const r = spawnSync(path.join(ROOT, 'node_modules', '.bin', 'oclif'), ['manifest'], {cwd: ROOT, encoding: 'utf8'})

@@ -15,6 +15,28 @@ describe('heavy modules stay off the eval path', () => {
     expect(bundle).not.to.match(/\bajv\b|x-kubernetes-validations/)
   })
 
+  it('the fnr serve bundle leaves the pod runtime, the Kubernetes client, metrics and tracing to chunks loaded on first use, and imports no built-in module as an ES module', async () => {
+    const dir = path.join(REPO_ROOT, 'dist', 'bundles', 'serve')
+    // the entry and the chunks it imports statically: what every start loads
+    const eager = new Set<string>(['fast-serve.bundle.mjs'])
+    const texts: string[] = []
+    const walk = async (file: string): Promise<void> => {
+      const text = await readFile(path.join(dir, file), 'utf8')
+      texts.push(text)
+      for (const m of text.matchAll(/^import (?:[^'"]*from )?"\.\/([^"]+)";?$/gm)) {
+        if (eager.has(m[1]!)) continue
+        eager.add(m[1]!)
+        await walk(m[1]!)
+      }
+    }
+    await walk('fast-serve.bundle.mjs')
+    const loaded = texts.join('\n')
+    expect(loaded).to.include('grpc.health.v1')
+    expect(loaded).not.to.match(/CoreV1Api|class PodCache\b|@opentelemetry\/sdk-trace-base|prom-client\/lib\/registry/)
+    // an ES import of a built-in builds its facade, reading every export: node:http's loads undici
+    expect(loaded).not.to.match(/^import [^;]* from "(node:)?[a-z_/0-9]+";?$/m)
+  })
+
   it('ajv is loaded on the first validation: no module imports it at load time', async () => {
     const {readdir} = await import('node:fs/promises')
     const files = (await readdir(path.join(REPO_ROOT, 'src'), {recursive: true})).filter((f) => f.endsWith('.ts'))
