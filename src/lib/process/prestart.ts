@@ -46,6 +46,10 @@ export interface PrestartPoolOptions {
   launch?: LaunchMode
   /** Whether one more waiting process fits the runner's budget now (default: always). */
   room?: () => boolean
+  /** How a process is started (default startFunctionProcess; the unit tests pass a fake). */
+  start?: (spec: PrestartSpec, launch?: LaunchMode) => StartedFunction
+  /** Whether a waiting process is still alive (default processAlive). */
+  alive?: (pid: number) => boolean
 }
 
 /** What a call would start: a pre-started process serves it only when all of it matches. */
@@ -99,12 +103,12 @@ function sameArgs(a: readonly string[] | undefined, b: readonly string[] | undef
 }
 
 /** Why a waiting process cannot serve a call with `spec`, or undefined when it can. */
-function unfit(entry: Entry, spec: PrestartSpec): PrestartDiscardReason | undefined {
+function unfit(entry: Entry, spec: PrestartSpec, alive: (pid: number) => boolean): PrestartDiscardReason | undefined {
   const s = entry.spec
   if (s.command !== spec.command || s.cwd !== spec.cwd || !sameArgs(s.args, spec.args) || s.env !== spec.env) return 'config-changed'
   if (s.identity !== spec.identity) return 'binary-changed'
   const pid = entry.started.child.pid
-  if (pid !== undefined && !processAlive(pid)) return 'died'
+  if (pid !== undefined && !alive(pid)) return 'died'
   return undefined
 }
 
@@ -150,7 +154,7 @@ export class PrestartPool {
       const entry = list.shift()!
       this.forget(entry)
       entry.detach()
-      const reason = unfit(entry, spec)
+      const reason = unfit(entry, spec, this.options.alive ?? processAlive)
       if (reason) {
         this.discard(entry, reason)
         continue
@@ -177,7 +181,7 @@ export class PrestartPool {
     while ((list?.length ?? 0) < this.perImage && this.total < this.maxTotal && this.room()) {
       let started: StartedFunction
       try {
-        started = startFunctionProcess(spec, this.options.launch)
+        started = (this.options.start ?? startFunctionProcess)(spec, this.options.launch)
       } catch {
         prestartCounters().discarded['start-failed']++
         return
