@@ -5,7 +5,7 @@
  * a shutdown each leave no process behind and never fail a call.
  */
 import {expect} from 'chai'
-import {existsSync, readFileSync} from 'node:fs'
+import {readFileSync} from 'node:fs'
 import {utimes} from 'node:fs/promises'
 import path from 'node:path'
 
@@ -13,9 +13,11 @@ import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {prestartStats} from '../../src/lib/process/prestart-stats.js'
 import {idleFunctions} from '../../src/lib/process/sweep.js'
 import type {RunningServer} from '../../src/lib/serve.js'
-import {serveOptions, startInProcess} from '../support/serve.js'
+import {scrape} from '../metrics/prom-text.js'
+import {freePort} from '../support/registry/tools.js'
+import {makeFunctionsDir, serveOptions, startInProcess, startServeProcess} from '../support/serve.js'
 import {SAMPLE_RL, TempDirs} from '../support/tmp.js'
-import {functionsDirWith} from './support/functions.js'
+import {functionProcesses, functionsDirWith} from './support/functions.js'
 
 /** Echoes its input, then its environment (the per-call marker left out), working directory and arguments as comments; its pid to stderr. */
 const ECHO_FN = '#!/bin/sh\ncat\nenv | grep -v "^FNR_FUNCTION_CALL=" | sort | sed "s/^/# env /"\necho "# cwd $(pwd)"\necho "# args $#"\necho "pid $$" >&2\n'
@@ -36,13 +38,12 @@ async function waitingPid(): Promise<number> {
   return [...idleFunctions.keys()][0]!
 }
 
-/** True once `pid` has exited and been reaped (no zombie left either). */
+/** True once `pid` has exited and been reaped: no process, no zombie (a pid the kernel gave to another process, one without a call marker, counts as gone). */
 function reaped(pid: number): boolean {
-  if (!existsSync(`/proc/${pid}`)) return true
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'latin1')
-    // A pid reused by another process would not be the function's: its parent is not ours.
-    return !stat.includes('(echo)') && !stat.includes('(sh)')
+    if (stat.charAt(stat.lastIndexOf(')') + 2) === 'Z') return false
+    return !readFileSync(`/proc/${pid}/environ`, 'latin1').includes('FNR_FUNCTION_CALL=')
   } catch {
     return true
   }
@@ -170,4 +171,36 @@ describe('fnr serve: pre-started exec functions', function () {
     await new Promise((r) => setTimeout(r, 200))
     expect(idleFunctions.size).to.equal(0)
   })
+})
+
+describe('fnr serve (the built CLI): --prestart-functions, the fnr_prestart_* metrics, nothing left at exit', function () {
+  this.timeout(60_000)
+  const temp = new TempDirs()
+  after(() => temp.cleanup())
+
+  for (const [args, on] of [[[], true], [['--prestart-functions=0'], false]] as const) {
+    it(`${args.length ? args.join(' ') : 'by default'}: ${on ? 'the second and third calls take a waiting process' : 'nothing is started ahead'}`, async () => {
+      const fns = await makeFunctionsDir(await temp.make())
+      const metricsPort = await freePort()
+      const serve = await startServeProcess(['--disable-runtimes=pod', `--config=${fns.configPath}`, `--functions=${fns.functionsDir}`, `--metrics-port=${metricsPort}`, ...args])
+      const client = new EvaluatorClient(`127.0.0.1:${serve.port}`)
+      let waiting: number[] = []
+      try {
+        for (let i = 0; i < 3; i++) expect((await client.evaluateRaw('example.com/cat:v1', SAMPLE_RL)).resourceList.equals(SAMPLE_RL)).to.equal(true)
+        if (on) {
+          await until(() => functionProcesses(serve.child.pid!).length === 1)
+          waiting = functionProcesses(serve.child.pid!)
+        }
+        const m = await scrape(metricsPort)
+        expect(m.value('fnr_prestart_hits_total', {})).to.equal(on ? 2 : 0)
+        expect(m.value('fnr_prestart_misses_total', {})).to.equal(on ? 1 : 0)
+        expect(m.value('fnr_prestart_processes', {})).to.equal(on ? 1 : 0)
+      } finally {
+        client.close()
+        serve.child.kill('SIGTERM')
+      }
+      expect((await serve.exited).code).to.equal(0)
+      for (const pid of waiting) await until(() => reaped(pid))
+    })
+  }
 })
