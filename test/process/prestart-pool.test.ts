@@ -106,7 +106,7 @@ describe('pre-started function pool: its rules', () => {
     expect(discardedDelta(before)).to.deep.equal({died: 1})
   })
 
-  it(`drops a process that exits while it waits; after ${MAX_EXITS_BEFORE_USE} in a row the image is not pre-started any more, and a hit resets the count`, () => {
+  it(`drops a process that exits while it waits; after ${MAX_EXITS_BEFORE_USE} in a row the image is not pre-started any more, and a hit or another binary resets the count`, () => {
     const {pool, started} = make()
     const before = {...prestartStats().discarded}
     for (let i = 0; i < MAX_EXITS_BEFORE_USE - 1; i++) {
@@ -124,6 +124,9 @@ describe('pre-started function pool: its rules', () => {
     pool.refill('img', spec())
     expect(started).to.have.length(count)
     expect(discardedDelta(before)).to.deep.equal({exited: 2 * MAX_EXITS_BEFORE_USE - 1})
+    // Another binary: pre-started again.
+    pool.refill('img', spec({identity: '9:9:9:9:9'}))
+    expect(started).to.have.length(count + 1)
   })
 
   it('a start that throws is counted and never reaches the caller', () => {

@@ -19,7 +19,8 @@
  *   from: that call starts a fresh one;
  * - one that exited or died while it waited is dropped and the call starts a fresh one: a call
  *   never fails because of the pool. An image whose processes exit before their call three times
- *   in a row (a function that does not read its input) is not pre-started any more.
+ *   in a row (a function that does not read its input) is not pre-started any more, until its
+ *   binary changes.
  */
 import {readFileSync} from 'node:fs'
 
@@ -116,8 +117,8 @@ export class PrestartPool {
   private readonly byKey = new Map<string, Entry[]>()
   private total = 0
   private closed = false
-  /** Exits before the call, in a row, per image. */
-  private readonly exitsBeforeUse = new Map<string, number>()
+  /** Exits before the call, in a row, per image, and the binary they were of (another binary starts the count again). */
+  private readonly exitsBeforeUse = new Map<string, {count: number; identity: string; command: string}>()
   private readonly perImage: number
   private readonly idleTtlMs: number
   private maxTotal: number
@@ -176,7 +177,7 @@ export class PrestartPool {
    */
   refill(key: string, spec: PrestartSpec): void {
     if (this.closed || this.perImage === 0) return
-    if ((this.exitsBeforeUse.get(key) ?? 0) >= MAX_EXITS_BEFORE_USE) return
+    if (this.givenUp(key, spec)) return
     let list = this.byKey.get(key)
     while ((list?.length ?? 0) < this.perImage && this.total < this.maxTotal && this.room()) {
       let started: StartedFunction
@@ -194,6 +195,15 @@ export class PrestartPool {
       this.total++
       prestartCounters().size++
     }
+  }
+
+  /** Whether the image's processes exited before their call too often, for this same binary (another one starts the count again). */
+  private givenUp(key: string, spec: PrestartSpec): boolean {
+    const exits = this.exitsBeforeUse.get(key)
+    if (!exits) return false
+    if (exits.identity === spec.identity && exits.command === spec.command) return exits.count >= MAX_EXITS_BEFORE_USE
+    this.exitsBeforeUse.delete(key)
+    return false
   }
 
   /** Kills every waiting process and waits (bounded) until they are reaped. */
@@ -221,7 +231,8 @@ export class PrestartPool {
     }
     const onError = (): void => this.lost(entry, 'start-failed')
     const onExit = (): void => {
-      this.exitsBeforeUse.set(key, (this.exitsBeforeUse.get(key) ?? 0) + 1)
+      const exits = this.exitsBeforeUse.get(key)
+      this.exitsBeforeUse.set(key, {count: (exits?.count ?? 0) + 1, identity: spec.identity, command: spec.command})
       this.lost(entry, 'exited')
     }
     if (child.pid !== undefined) onSpawn()
