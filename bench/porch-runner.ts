@@ -45,7 +45,7 @@ async function freePort(): Promise<number> {
   })
 }
 
-async function startPorch(server: string, fx: ServeFixture): Promise<PorchHandle> {
+export async function startPorch(server: string, fx: ServeFixture): Promise<PorchHandle> {
   const port = await freePort()
   const child = spawn(server, [`--port=${port}`, '--disable-runtimes=pod', `--config=${path.join(path.dirname(fx.fnDir), 'config.yaml')}`, `--functions=${fx.fnDir}`, '--log-level=1'], {
     env: {PATH: process.env.PATH, HOME: process.env.HOME, OTEL_METRICS_EXPORTER: 'none', OTEL_TRACES_EXPORTER: 'none', OTEL_LOGS_EXPORTER: 'none'},

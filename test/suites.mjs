@@ -54,6 +54,7 @@ export const UNIT = [
   'test/pods/pod-events.test.ts',
   'test/pods/replicas-rules.test.ts',
   'test/pods/template.test.ts',
+  'test/process/prestart-pool.test.ts',
   'test/process/sweep-at-close.test.ts',
   'test/registry/auth.test.ts',
   'test/registry/pull-secret.test.ts',

@@ -20,6 +20,7 @@ import {
 } from '../lib/flags/runner-flag-specs.js'
 import {EXEC_FLAG_SPECS, type FlagSpecs, type SpecValue} from '../lib/flags/spec.js'
 import {parseLimitFlags} from '../lib/grpc/limits.js'
+import {DEFAULT_PRESTART_IDLE_TTL_MS, DEFAULT_PRESTART_PER_IMAGE} from '../lib/process/prestart.js'
 import {parsePassEnv} from '../lib/process/run.js'
 import type {ServeOptions} from '../lib/serve.js'
 
@@ -32,6 +33,8 @@ export const SERVE_FLAG_SPECS = {
   'grace-period': {kind: 'duration', summary: 'How long calls in flight may run after SIGTERM before they are cancelled.', default: 25_000, defaultHelp: '25s'},
   ...EXEC_FLAG_SPECS,
   'exec-env': {kind: 'string', summary: 'Runner environment variables to pass to exec functions, besides HTTP_PROXY, HTTPS_PROXY and NO_PROXY (any case), which always pass (comma-separated or repeated).', multiple: true},
+  'prestart-functions': {kind: 'integer', summary: 'Exec function processes kept started and waiting on stdin per image called recently, so a call only writes its input (0 turns pre-starting off; docs/process.md).', default: DEFAULT_PRESTART_PER_IMAGE, min: 0, max: 16, helpGroup: 'EXEC RUNTIME'},
+  'prestart-idle-ttl': {kind: 'duration', summary: 'How long a pre-started exec function process waits for a call before it is killed.', default: DEFAULT_PRESTART_IDLE_TTL_MS, defaultHelp: '1m', helpGroup: 'EXEC RUNTIME'},
   ...POD_FLAG_SPECS,
   ...REGISTRY_FLAG_SPECS,
   ...FUNCTION_CONFIG_FLAG_SPECS,
@@ -63,6 +66,7 @@ export function serveOptionsFromFlags(flags: ServeFlagValues, given: (name: keyo
       ...resolveExecPaths(flags.config, flags.functions, given('config'), given('functions'), warn ? {warn} : {}),
       defaultImagePrefix: flags['default-image-prefix'],
       passEnv: parsePassEnv(flags['exec-env'] ?? []),
+      prestart: {perImage: flags['prestart-functions'], idleTtlMs: flags['prestart-idle-ttl']},
     },
     pod: {
       namespace: flags['pod-namespace'],

@@ -32,7 +32,7 @@ export interface ServeOptions {
   port: number
   host?: string
   disableRuntimes: string
-  exec: ExecPaths & {defaultImagePrefix: string; /** --exec-env: more runner variables for exec functions */ passEnv?: string[]}
+  exec: ExecPaths & {defaultImagePrefix: string; /** --exec-env: more runner variables for exec functions */ passEnv?: string[]; /** --prestart-functions, --prestart-idle-ttl (process/prestart.ts) */ prestart?: {perImage: number; idleTtlMs: number}}
   maxRequestBodySize: number
   gracePeriodMs: number
   /** TLS (or mTLS, with a client CA) on the listener; default plaintext, as Porch. */
@@ -119,6 +119,18 @@ export function enabledRuntimes(disable: string): Runtime[] {
   return enabled
 }
 
+/**
+ * Bounds the exec runtime's pre-started functions (process/prestart.ts) by the call budget: half
+ * the concurrent-call slots at most, and one more only while the running calls and the waiting
+ * processes together leave a slot free.
+ */
+function bindPrestartBudget(evaluators: readonly Evaluator[], server: EvaluatorServer): void {
+  const pool = evaluators.find((e): e is ExecEvaluator => e instanceof ExecEvaluator)?.prestart
+  if (!pool) return
+  const slots = server.budget.settings.maxConcurrentCalls
+  pool.bindBudget(() => server.budget.snapshot().running + pool.size < slots, Math.max(1, Math.floor(slots / 2)))
+}
+
 /** Checks the options that do not depend on the environment; throws a Usage/Config error. */
 export function validateServeOptions(options: ServeOptions): Runtime[] {
   const runtimes = enabledRuntimes(options.disableRuntimes)
@@ -127,6 +139,7 @@ export function validateServeOptions(options: ServeOptions): Runtime[] {
     throw new FnrError('Usage', '--enable-private-registries-tls needs --enable-private-registries=true')
   }
   if (options.pod.ttlMs <= 0) throw new FnrError('Usage', '--pod-ttl must be a positive duration')
+  if (options.exec.prestart && options.exec.prestart.idleTtlMs <= 0) throw new FnrError('Usage', '--prestart-idle-ttl must be a positive duration (--prestart-functions=0 turns pre-starting off)')
   if (runtimes.includes('pod') && !options.pod.wrapperServerImage && !options.pod.templateConfigMap) {
     throw new FnrError('Config', 'environment variable WRAPPER_SERVER_IMAGE must be set to use the pod runtime (or pass --disable-runtimes=pod)')
   }
@@ -256,7 +269,7 @@ async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logge
       images: config.imageCount,
     })
     if (config.imageCount === 0) logger.warn('the exec runtime serves no images: its config maps none; every exec call will be NOT_FOUND', {config: options.exec.configPath})
-    evaluators.push(new ExecEvaluator({config, maxOutputBytes: options.maxRequestBodySize, logger, passEnv: options.exec.passEnv, launch: startSpawner(serverLaunchMode(detectMemoryLimit().bytes), (why) => logger.warn(why))}))
+    evaluators.push(new ExecEvaluator({config, maxOutputBytes: options.maxRequestBodySize, logger, passEnv: options.exec.passEnv, prestart: options.exec.prestart, launch: startSpawner(serverLaunchMode(detectMemoryLimit().bytes), (why) => logger.warn(why))}))
   }
   let responseCache: ResponseCacheSetup | undefined
   try {
@@ -392,6 +405,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
   }
   metrics().setInFlightSource(() => server.activeCalls)
   metrics().setBudgetSource(() => server.budget.snapshot())
+  bindPrestartBudget(built.evaluators, server)
   const unlogEscapes = logEscapedProcesses(logger)
   // NOT_SERVING until every evaluator is ready (the pod runtime's warm-up).
   if (built.ready.length === 0) server.setServing(true)

@@ -10,8 +10,12 @@ import {startServeProcess, type ServeProcess} from '../support/serve.js'
 import {SAMPLE_RL, TempDirs, writeExecutable} from '../support/tmp.js'
 import {scrape} from '../metrics/prom-text.js'
 
-/** Records every run (a line in <binary>.count), writes to stderr, echoes its input. */
-const COUNTED = '#!/bin/sh\necho run >> "$0.count"\necho "working on it" >&2\nexec cat\n'
+/**
+ * Records every run (a line in <binary>.count), writes to stderr, echoes its input. It counts once it
+ * has read its input: `fnr serve` starts a process before its call (docs/process.md "Pre-started
+ * functions"), and one that never gets a call has not run the function.
+ */
+const COUNTED = '#!/bin/sh\ncat > "$0.in.$$"\necho run >> "$0.count"\necho "working on it" >&2\ncat "$0.in.$$"\nrm -f "$0.in.$$"\n'
 const NAMES = ['counted', 'nocache', 'short', 'big', 'plain'] as const
 
 describe('fnr serve response cache (exec runtime, real child processes)', function () {

@@ -36,9 +36,14 @@ describe('fair admission side by side with Porch\'s runner', function () {
   let porch: PorchRunner | undefined
   const waits: string[] = []
 
-  /** fnr serve on every address (A comes over 127.0.0.1, B over ::1) with the Deployment's memory limit. */
+  /**
+   * fnr serve on every address (A comes over 127.0.0.1, B over ::1) with the Deployment's memory
+   * limit. Without pre-started functions: the bed's functions record their pid when they start,
+   * and a process waiting for its call (docs/process.md "Pre-started functions") would count as
+   * one left after the cancel.
+   */
   async function fnrServe(...args: string[]): Promise<ServeProcess> {
-    const s = await startServeProcess([`--config=${bed.configPath}`, `--functions=${bed.functionsDir}`, '--disable-runtimes=pod', '--memory-limit=1Gi', '--bind-address=::', ...args])
+    const s = await startServeProcess([`--config=${bed.configPath}`, `--functions=${bed.functionsDir}`, '--disable-runtimes=pod', '--memory-limit=1Gi', '--bind-address=::', '--prestart-functions=0', ...args])
     started.push(s)
     return s
   }

@@ -159,7 +159,10 @@ describe('reliability: fnr serve killed with SIGKILL and restarted', function ()
     dir = await temp.make('fnr-rel-kill-')
     const fns = await makeReliabilityFunctions(dir)
     const port = await freePort()
-    const args = [`--config=${fns.configPath}`, `--functions=${fns.functionsDir}`, '--log-level=1']
+    // Without pre-started functions: the end checks that no function process is left while the
+    // restarted server runs, and a pre-started one waits there by design (test/process/prestart.test.ts
+    // covers the pool across shutdowns).
+    const args = [`--config=${fns.configPath}`, `--functions=${fns.functionsDir}`, '--log-level=1', '--prestart-functions=0']
     first = await startServeChild(port, args)
     const client = new EvaluatorClient(`127.0.0.1:${port}`)
     const health = healthClient(`127.0.0.1:${port}`)

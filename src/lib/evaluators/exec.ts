@@ -17,7 +17,8 @@ import type {ExecConfig, ExecFunction} from '../config/exec-config.js'
 // Type only: `fnr eval` bundles this module, and log.ts would bring pino into it.
 import type {Logger} from '../telemetry/log.js'
 import {emptyOutputError, functionFailedError} from '../process/failure.js'
-import {execEnvironment, notStartable, runFunctionProcess} from '../process/run.js'
+import {PrestartPool, type PrestartSpec} from '../process/prestart.js'
+import {execEnvironment, notStartable, runFunctionProcess, type StartedFunction} from '../process/run.js'
 import type {LaunchMode} from '../process/spawner.js'
 import type {EvaluationRequest, EvaluationResponse, Evaluator, ImageIdentity} from '../evaluator.js'
 
@@ -32,6 +33,11 @@ export interface ExecEvaluatorOptions {
   setEnv?: Readonly<Record<string, string>>
   /** How function processes are started (process/spawner.ts); servers pass 'spawner'. */
   launch?: LaunchMode
+  /**
+   * Pre-started functions (process/prestart.ts, docs/process.md "Pre-started functions"): how many
+   * processes to keep waiting per image called recently and for how long; absent or perImage 0: off.
+   */
+  prestart?: {perImage: number; idleTtlMs: number}
 }
 
 /*
@@ -67,6 +73,8 @@ export class ExecEvaluator implements Evaluator {
   private readonly identities = new Map<string, string | undefined>()
   /** The functions directory's real path at start-up. */
   private readonly dirReal: string | undefined
+  /** Processes started ahead of their call (undefined: off). */
+  readonly prestart: PrestartPool | undefined
 
   constructor(options: ExecEvaluatorOptions) {
     this.config = options.config
@@ -77,6 +85,7 @@ export class ExecEvaluator implements Evaluator {
     const dir = this.config.functionsDir
     this.dirReal = dir ? realReal(dir) : undefined
     for (const fn of this.config.functions) this.identityAtStart(fn.binary)
+    if (options.prestart && options.prestart.perImage > 0) this.prestart = new PrestartPool({...options.prestart, launch: options.launch})
   }
 
   private identityAtStart(binary: string): string | undefined {
@@ -128,20 +137,42 @@ export class ExecEvaluator implements Evaluator {
     const early = notStartable(request.image, request.deadline, request.signal)
     if (early) throw early
     this.recheck(request.image, fn)
-    const result = await runFunctionProcess({
-      command: fn.binary,
-      input: request.resourceList,
-      env: this.env,
-      cwd: this.config.functionsDir || undefined,
-      deadline: request.deadline,
-      signal: request.signal,
-      maxStdoutBytes: this.maxOutputBytes,
-      // the log keeps as much stderr as a response can carry (the server cuts it to what fits)
-      maxStderrBytes: this.maxOutputBytes,
-      label: request.image,
-      launch: this.launch,
-      stdoutHeadroom: request.outputHeadroom,
-    })
+    const cwd = this.config.functionsDir || undefined
+    const pool = this.prestart
+    let spec: PrestartSpec | undefined
+    let prestarted: StartedFunction | undefined
+    if (pool) {
+      const identity = statIdentity(fn.binary)
+      if (identity !== undefined) {
+        spec = {command: fn.binary, env: this.env, cwd, identity}
+        prestarted = pool.take(request.image, spec)
+      }
+    }
+    let result
+    try {
+      result = await runFunctionProcess({
+        command: fn.binary,
+        input: request.resourceList,
+        env: this.env,
+        cwd,
+        prestarted,
+        deadline: request.deadline,
+        signal: request.signal,
+        maxStdoutBytes: this.maxOutputBytes,
+        // the log keeps as much stderr as a response can carry (the server cuts it to what fits)
+        maxStderrBytes: this.maxOutputBytes,
+        label: request.image,
+        launch: this.launch,
+        stdoutHeadroom: request.outputHeadroom,
+      })
+    } finally {
+      // The next call's process starts once this call's answer is on its way (after this turn).
+      if (pool && spec) {
+        const image = request.image
+        const next = spec
+        setImmediate(() => pool.refill(image, next))
+      }
+    }
     if (result.exitCode !== 0) throw await functionFailedError(request.image, result)
     const empty = emptyOutputError(request.image, result)
     if (empty) throw empty
@@ -157,7 +188,18 @@ export class ExecEvaluator implements Evaluator {
     return {resourceList: result.stdout, log: result.stderr, logDropped: result.stderrDropped, evaluator: this.name}
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    await this.prestart?.close()
+  }
+}
+
+/** binaryIdentity's stat, or undefined when the file cannot be read (the call then fails to start as it would). */
+function statIdentity(binary: string): string | undefined {
+  try {
+    return binaryStat(binary)
+  } catch {
+    return undefined
+  }
 }
 
 /**
@@ -167,6 +209,10 @@ export class ExecEvaluator implements Evaluator {
  * local file, where the thread pool round trip of an async stat costs more under load.
  */
 export function binaryIdentity(binary: string): ImageIdentity {
+  return {runtime: 'exec', binary, stat: binaryStat(binary)}
+}
+
+function binaryStat(binary: string): string {
   const s = statSync(binary, {bigint: true})
-  return {runtime: 'exec', binary, stat: `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`}
+  return `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`
 }

@@ -52,6 +52,31 @@ export interface FunctionProcessOptions {
    * the output with a header and the stderr without copying the output again. Default none.
    */
   stdoutHeadroom?: Headroom
+  /**
+   * A process started ahead of this call for the same command, arguments, environment and working
+   * directory (prestart.ts, startFunctionProcess), blocked on its stdin: the call writes its input
+   * to it instead of starting one. Its deadline, cancellation and accounting are this call's.
+   */
+  prestarted?: StartedFunction
+}
+
+/** A function process started (perhaps ahead of its call): the process, its call marker and when it started. */
+export interface StartedFunction {
+  child: FunctionChild
+  marker: string
+  /** ms since the epoch: the sweep looks for the marker in processes started since. */
+  startedAt: number
+}
+
+/**
+ * Starts a function process with a call marker of its own, the way runFunctionProcess does;
+ * throws what the launch throws (a NUL byte, EMFILE when started directly).
+ */
+export function startFunctionProcess(spec: {command: string; args?: readonly string[]; env?: NodeJS.ProcessEnv; cwd?: string}, launch?: LaunchMode): StartedFunction {
+  const marker = newCallMarker()
+  const startedAt = Date.now()
+  const child = launchFunction({command: spec.command, args: spec.args ?? [], env: {...(spec.env ?? minimalEnvironment()), [CALL_MARKER_ENV]: marker}, cwd: spec.cwd}, launch)
+  return {child, marker, startedAt}
 }
 
 export interface FunctionProcessResult {
@@ -194,11 +219,34 @@ export function sweepAtClose(call: {ending?: string; leftNothing?: boolean; swee
   return !(call.leftNothing === true && call.ending === undefined && !call.sweepRequested)
 }
 
+/**
+ * Kills a started function process that will serve no call (a pre-started one dropped, or handed
+ * to a call that must not start) and everything it started: its group now, or as soon as it has
+ * a pid, then a sweep for its marker.
+ */
+export function abandonFunctionProcess(started: StartedFunction, label: string): void {
+  const {child, marker, startedAt} = started
+  // An 'error' now (its spawn failed, or the spawner died) has nobody else to hear it.
+  child.on('error', () => {})
+  const kill = (): void => {
+    killGroup(child.pid)
+    ;(child as {stdin?: {destroy(): void} | null}).stdin?.destroy()
+    child.stdout?.destroy()
+    child.stderr?.destroy()
+    if (child.pid !== undefined) sweeper.request({marker, pid: child.pid, startedAt, label})
+  }
+  if (child.pid === undefined && child.stdioPending) child.once('spawn', kill)
+  else kill()
+}
+
 export function runFunctionProcess(options: FunctionProcessOptions): Promise<FunctionProcessResult> {
   const started = performance.now()
   const deadline = options.deadline ?? Number.POSITIVE_INFINITY
   const early = notStartable(options.label, options.deadline, options.signal)
-  if (early) return Promise.reject(early)
+  if (early) {
+    if (options.prestarted) abandonFunctionProcess(options.prestarted, options.label)
+    return Promise.reject(early)
+  }
 
   return new Promise((resolve, reject) => {
     let settled = false
@@ -209,19 +257,15 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
     let timer: NodeJS.Timeout | undefined
     let graceTimer: NodeJS.Timeout | undefined
 
-    const marker = newCallMarker()
-    const startedAt = Date.now()
-    let child: FunctionChild
+    let launched: StartedFunction
     try {
-      child = launchFunction(
-        {command: options.command, args: options.args ?? [], env: {...(options.env ?? minimalEnvironment()), [CALL_MARKER_ENV]: marker}, cwd: options.cwd},
-        options.launch,
-      )
+      launched = options.prestarted ?? startFunctionProcess(options, options.launch)
     } catch (err) {
       settled = true
       reject(startError(options, err as NodeJS.ErrnoException))
       return
     }
+    const {child, marker, startedAt} = launched
     if (child.pid !== undefined) liveCalls.set(child.pid, marker)
     else {
       // Through the spawner the pid comes a moment later; a call that ended meanwhile (deadline,

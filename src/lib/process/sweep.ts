@@ -45,6 +45,18 @@ export function newCallMarker(): string {
  */
 export const liveCalls = new Map<number, string>()
 
+/**
+ * Function processes started ahead of their call and waiting for it (prestart.ts): pid -> marker.
+ * Kept apart from liveCalls, which the budget reads as running calls (idle-calls.ts); a sweep
+ * spares them as it spares running calls, and the last-resort kill kills them too.
+ */
+export const idleFunctions = new Map<number, string>()
+
+/** A function process running a call or waiting for one: a sweep never kills its group, session or descendants by relation. */
+function running(pid: number): boolean {
+  return liveCalls.has(pid) || idleFunctions.has(pid)
+}
+
 /** What a sweep looks for: the markers of ended calls, and their function processes' pids. */
 export interface SweepTarget {
   marker: string
@@ -201,8 +213,8 @@ function victims(procs: ProcInfo[], marked: Map<number, SweepTarget>, roots: Map
     if (p.pid === process.pid) continue
     const byMarker = marked.get(p.pid)
     if (byMarker) kill.set(p.pid, byMarker)
-    else if (roots.has(p.pgrp) && !liveCalls.has(p.pgrp)) kill.set(p.pid, roots.get(p.pgrp)!)
-    else if (roots.has(p.session) && !liveCalls.has(p.session)) kill.set(p.pid, roots.get(p.session)!)
+    else if (roots.has(p.pgrp) && !running(p.pgrp)) kill.set(p.pid, roots.get(p.pgrp)!)
+    else if (roots.has(p.session) && !running(p.session)) kill.set(p.pid, roots.get(p.session)!)
   }
   // descendants of those (a child that cleared its environment but still has a marked parent)
   const children = new Map<number, number[]>()
@@ -215,7 +227,7 @@ function victims(procs: ProcInfo[], marked: Map<number, SweepTarget>, roots: Map
   while (stack.length > 0) {
     const parent = stack.pop()!
     for (const c of children.get(parent) ?? []) {
-      if (c !== process.pid && !kill.has(c) && !liveCalls.has(c)) {
+      if (c !== process.pid && !kill.has(c) && !running(c)) {
         kill.set(c, kill.get(parent)!)
         stack.push(c)
       }
@@ -551,7 +563,7 @@ export const sweeper = new Sweeper()
  * just before the process exits (drain.ts). Returns the number of calls it killed.
  */
 export function killAllRunningFunctions(): number {
-  const targets: SweepTarget[] = [...liveCalls].map(([pid, marker]) => ({pid, marker}))
+  const targets: SweepTarget[] = [...liveCalls, ...idleFunctions].map(([pid, marker]) => ({pid, marker}))
   for (const {pid} of targets) {
     try {
       process.kill(-pid!, 'SIGKILL')
@@ -560,6 +572,7 @@ export function killAllRunningFunctions(): number {
     }
   }
   liveCalls.clear()
+  idleFunctions.clear()
   sweepSync([...targets, ...sweeper.takePending()])
   return targets.length
 }

@@ -19,6 +19,7 @@ import type {AddressInfo} from 'node:net'
 
 import {FnrError} from '../errors.js'
 import {escapedProcesses} from '../process/sweep.js'
+import {PRESTART_DISCARD_REASONS, prestartStats} from '../process/prestart-stats.js'
 
 export type PodCacheResult = 'hit' | 'starting' | 'miss'
 export type RegistryCacheResult = 'hit' | 'revalidated' | 'miss'
@@ -160,6 +161,25 @@ export const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05
 type PromClient = typeof import('prom-client')
 
 /** The prom-client implementation (built by createMetrics). */
+/** The metrics of exec function processes (the sweep's escapes, the pre-started pool: process/), read from their counts at each scrape. */
+function registerProcessMetrics(prom: PromClient, registers: import('prom-client').Registry[]): void {
+  new prom.Counter({name: 'fnr_function_escaped_processes_total', help: 'Processes of exec functions that left their call\'s process group (setsid, setpgid) and that the end-of-call sweep killed (docs/process.md).', registers, collect() { this.reset(); this.inc(escapedProcesses()) }})
+  new prom.Counter({name: 'fnr_prestart_hits_total', help: 'Exec calls that took a pre-started function process (docs/process.md "Pre-started functions").', registers, collect() { this.reset(); this.inc(prestartStats().hits) }})
+  new prom.Counter({name: 'fnr_prestart_misses_total', help: 'Exec calls that found no pre-started function process and started one as usual.', registers, collect() { this.reset(); this.inc(prestartStats().misses) }})
+  new prom.Counter({
+    name: 'fnr_prestart_discarded_total',
+    help: 'Pre-started function processes killed or dropped without serving a call, by reason: exited or died while waiting, binary-changed, config-changed, idle (--prestart-idle-ttl), shutdown, start-failed.',
+    labelNames: ['reason'],
+    registers,
+    collect() {
+      this.reset()
+      const discarded = prestartStats().discarded
+      for (const reason of PRESTART_DISCARD_REASONS) this.inc({reason}, discarded[reason])
+    },
+  })
+  new prom.Gauge({name: 'fnr_prestart_processes', help: 'Pre-started exec function processes waiting for a call now.', registers, collect() { this.set(prestartStats().size) }})
+}
+
 export class PrometheusMetrics implements Metrics {
   readonly enabled = true
   readonly registry: import('prom-client').Registry
@@ -203,7 +223,7 @@ export class PrometheusMetrics implements Metrics {
       },
     })
     this.admissions = new prom.Counter({name: 'fnr_admission_total', help: 'Calls the budget queued (queued) or refused with RESOURCE_EXHAUSTED (rejected-queue-full, rejected-memory); see docs/limits.md.', labelNames: ['outcome'], registers})
-    new prom.Counter({name: 'fnr_function_escaped_processes_total', help: 'Processes of exec functions that left their call\'s process group (setsid, setpgid) and that the end-of-call sweep killed (docs/process.md).', registers, collect() { this.reset(); this.inc(escapedProcesses()) }})
+    registerProcessMetrics(prom, registers)
     this.guards = new prom.Counter({name: 'fnr_connection_guard_total', help: 'Streams reset and connections closed by the HTTP/2 guard: receive-budget (a message over the held-bytes budget), receive-timeout (a message not completed in time), idle (a connection without calls), accept-error (EMFILE/ENFILE on accept).', labelNames: ['action'], registers})
     new prom.Gauge({
       name: 'fnr_calls_queued',
