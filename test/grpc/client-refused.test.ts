@@ -1,8 +1,10 @@
 /**
  * fnr's gRPC client sends a call again when the server refused it before running it (REFUSED_STREAM,
  * a Node server's ENHANCE_YOUR_CALM refusal), the way grpc-go retries such calls transparently;
- * grpc-js does that at most once, and only for messages under its 256 KiB retry buffer. The
- * servers are node:http2 servers on loopback that refuse the first streams and then answer.
+ * grpc-js does that at most once, and only for messages under its 256 KiB retry buffer; and when an
+ * fnr runner refused it over its budget of held request bytes (a status with the fnr-refused
+ * trailer). The servers are node:http2 servers on loopback that refuse the first streams and then
+ * answer.
  */
 import {expect} from 'chai'
 import http2 from 'node:http2'
@@ -11,7 +13,8 @@ import type {AddressInfo} from 'node:net'
 import * as grpc from '@grpc/grpc-js'
 
 import {FnrError} from '../../src/lib/errors.js'
-import {EvaluatorClient, REFUSED_RETRIES, isRefusal, refusedRetryDelay} from '../../src/lib/grpc/client.js'
+import {EvaluatorClient, HELD_BYTES_MAX_PAUSE_MS, REFUSED_RETRIES, isRefusal, refusedRetryDelay} from '../../src/lib/grpc/client.js'
+import {REFUSED_HELD_BYTES, REFUSED_TRAILER} from '../../src/lib/grpc/metadata.js'
 
 const RL = Buffer.from('apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n')
 const BIG = Buffer.concat([RL, Buffer.alloc(2 * 1024 * 1024, 0x20)])
@@ -127,6 +130,18 @@ describe('gRPC client: a call the server refused before running it is sent again
     expect(server.streams).to.equal(1)
   })
 
+  it("an fnr runner's refusal over its held request bytes (RESOURCE_EXHAUSTED with the fnr-refused trailer) is sent again until the runner has room, past REFUSED_RETRIES when the deadline allows", async () => {
+    const refusals = REFUSED_RETRIES + 2
+    const {server, client} = await setup((n, stream) => {
+      if (n > refusals) return answerOk(stream)
+      stream.resume()
+      stream.on('end', () => stream.respond({':status': 200, 'content-type': 'application/grpc', 'grpc-status': '8', 'grpc-message': 'held', [REFUSED_TRAILER]: REFUSED_HELD_BYTES}, {endStream: true}))
+    })
+    const res = await client.evaluateRaw('example.com/fn:v1', RL, {deadline: Date.now() + 15_000})
+    expect(res.resourceList.toString()).to.equal(RL.toString())
+    expect(server.streams).to.equal(refusals + 1)
+  })
+
   it('an abort while waiting to send again ends the call CANCELLED, without another attempt', async () => {
     const controller = new AbortController()
     const {server, client} = await setup((_n, stream) => {
@@ -145,7 +160,7 @@ describe('gRPC client: a call the server refused before running it is sent again
   describe('refusedRetryDelay', () => {
     const refused = {code: grpc.status.UNAVAILABLE, details: 'Stream refused by server'}
     it('pauses 20, 40, … 640 ms for refusals, then gives up', () => {
-      expect(Array.from({length: REFUSED_RETRIES + 1}, (_, i) => refusedRetryDelay(refused, i, {}, 0))).to.deep.equal([20, 40, 80, 160, 320, 640, undefined])
+      expect(Array.from({length: REFUSED_RETRIES + 1}, (_, i) => refusedRetryDelay(refused, i, {}, {now: 0}))).to.deep.equal([20, 40, 80, 160, 320, 640, undefined])
     })
     it('never for other failures, an aborted call, or one whose deadline comes first', () => {
       expect(refusedRetryDelay({code: grpc.status.UNAVAILABLE, details: 'Connection dropped'}, 0)).to.equal(undefined)
@@ -153,8 +168,21 @@ describe('gRPC client: a call the server refused before running it is sent again
       const aborted = new AbortController()
       aborted.abort()
       expect(refusedRetryDelay(refused, 0, {signal: aborted.signal})).to.equal(undefined)
-      expect(refusedRetryDelay(refused, 2, {deadline: 1_000 + 50}, 1_000)).to.equal(undefined)
-      expect(refusedRetryDelay(refused, 2, {deadline: 1_000 + 100}, 1_000)).to.equal(80)
+      expect(refusedRetryDelay(refused, 2, {deadline: 1_000 + 50}, {now: 1_000})).to.equal(undefined)
+      expect(refusedRetryDelay(refused, 2, {deadline: 1_000 + 100}, {now: 1_000})).to.equal(80)
+    })
+    it("held-bytes refusals: pauses doubling to HELD_BYTES_MAX_PAUSE_MS, spread by a random half, until the deadline; without one, REFUSED_RETRIES times", () => {
+      const metadata = new grpc.Metadata()
+      metadata.set(REFUSED_TRAILER, REFUSED_HELD_BYTES)
+      const held = {code: grpc.status.RESOURCE_EXHAUSTED, details: 'the runner is holding too many request bytes', metadata}
+      expect(isRefusal(held)).to.equal(true)
+      expect([0, 1, 5, 6, 20].map((i) => refusedRetryDelay(held, i, {deadline: 100_000}, {now: 0, random: () => 1}))).to.deep.equal([20, 40, 640, HELD_BYTES_MAX_PAUSE_MS, HELD_BYTES_MAX_PAUSE_MS])
+      expect([0, 6].map((i) => refusedRetryDelay(held, i, {deadline: 100_000}, {now: 0, random: () => 0}))).to.deep.equal([10, HELD_BYTES_MAX_PAUSE_MS / 2])
+      expect(refusedRetryDelay(held, 50, {deadline: 10_000}, {now: 9_500, random: () => 1})).to.equal(undefined)
+      expect(refusedRetryDelay(held, REFUSED_RETRIES - 1, {}, {now: 0, random: () => 1})).to.equal(640)
+      expect(refusedRetryDelay(held, REFUSED_RETRIES, {}, {now: 0, random: () => 1})).to.equal(undefined)
+      // the same status without the trailer (a full queue, say) is the server's answer: not retried
+      expect(refusedRetryDelay({...held, metadata: new grpc.Metadata()}, 0, {deadline: 100_000}, {now: 0})).to.equal(undefined)
     })
     it('isRefusal: the texts grpc-js gives a refused stream', () => {
       expect(isRefusal({code: grpc.status.UNAVAILABLE, details: 'Write error: Stream closed with error code NGHTTP2_REFUSED_STREAM'})).to.equal(true)

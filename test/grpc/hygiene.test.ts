@@ -63,7 +63,7 @@ function partialStream(session: http2.ClientHttp2Session, declared: number, sent
  * the status and message it was answered with, whether that answer came before the request was
  * complete, and the stream's RST code.
  */
-async function refusedOnTheWire(session: http2.ClientHttp2Session, size: number): Promise<{status?: string; message?: string; early: boolean; rstCode: number}> {
+async function refusedOnTheWire(session: http2.ClientHttp2Session, size: number): Promise<{status?: string; message?: string; refused?: string; early: boolean; rstCode: number}> {
   const s = session.request({':method': 'POST', ':path': '/evaluator.FunctionEvaluator/EvaluateFunction', 'content-type': 'application/grpc', te: 'trailers'}, {endStream: false})
   s.on('error', () => {})
   s.on('data', () => {})
@@ -78,7 +78,7 @@ async function refusedOnTheWire(session: http2.ClientHttp2Session, size: number)
   const early = headers !== undefined
   s.end(Buffer.alloc(size - size / 2, 0x61))
   await closed
-  return {status: headers?.['grpc-status'] as string | undefined, message: headers?.['grpc-message'] === undefined ? undefined : decodeURIComponent(headers['grpc-message'] as string), early, rstCode: s.rstCode ?? -1}
+  return {status: headers?.['grpc-status'] as string | undefined, message: headers?.['grpc-message'] === undefined ? undefined : decodeURIComponent(headers['grpc-message'] as string), refused: headers?.['fnr-refused'] as string | undefined, early, rstCode: s.rstCode ?? -1}
 }
 
 describe('gRPC listener hygiene', function () {
@@ -132,6 +132,8 @@ describe('gRPC listener hygiene', function () {
     const wire = await refusedOnTheWire(session, 2 * MiB)
     expect(wire.status, JSON.stringify(wire)).to.equal('8')
     expect(wire.message).to.match(/too many request bytes .*; retry later$/)
+    // the call did not run: fnr's client sends it again (client.ts refusedOverHeldBytes)
+    expect(wire.refused).to.equal('held-bytes')
     expect(wire.early, 'answered before the request was complete').to.equal(false)
     expect(wire.rstCode).to.equal(http2.constants.NGHTTP2_NO_ERROR)
     // grpc-js reads the status too: a bare reset reached it on Node 26 as UNAVAILABLE "Write

@@ -8,7 +8,7 @@ import * as grpc from '@grpc/grpc-js'
 
 import {FnrError, kindForGrpcCode} from '../errors.js'
 import {receiveWindowFor} from './flow-control.js'
-import {readFailure} from './metadata.js'
+import {REFUSED_HELD_BYTES, REFUSED_TRAILER, readFailure} from './metadata.js'
 import {evaluatorClientConstructor, type EvaluateFunctionRequest, type EvaluateFunctionResponse} from './proto.js'
 
 export interface EvaluatorClientOptions {
@@ -77,8 +77,8 @@ export class EvaluatorClient {
 
   /**
    * Calls EvaluateFunction; rejects with the grpc ServiceError (code, details, metadata). A call
-   * the server refused before running it (isRefusal) is sent again, up to REFUSED_RETRIES times
-   * within its deadline: gRPC's transparent retry, which grpc-js does at most once and only for
+   * the server refused before running it (isRefusal) is sent again within its deadline
+   * (refusedRetryDelay): gRPC's transparent retry, which grpc-js does at most once and only for
    * messages under its 256 KiB retry buffer. A client that sends its first calls before the
    * server's SETTINGS arrive (grpc-js does; grpc-go waits for them) gets those over the server's
    * stream limit refused with REFUSED_STREAM; under load that was half of a burst of 4 MB calls.
@@ -171,26 +171,51 @@ export function isRefusedStream(details: string | undefined): boolean {
   return /^Stream refused by server|^Write error: .*NGHTTP2_(REFUSED_STREAM|ENHANCE_YOUR_CALM)/.test(details ?? '')
 }
 
-/** How many times a refused call is sent again (evaluateRaw); the pauses grow from 20 ms to 640 ms. */
+/**
+ * How many times a refused call is sent again (evaluateRaw) when it has no deadline; the pauses
+ * grow from 20 ms to 640 ms. With a deadline, a call refused over the runner's held request bytes
+ * is sent again for as long as the deadline allows (below).
+ */
 export const REFUSED_RETRIES = 6
+/** The longest pause between two attempts of a call refused over the runner's held request bytes. */
+export const HELD_BYTES_MAX_PAUSE_MS = 1000
 
 /**
  * A status for a call the server refused before its application saw it, so that sending it again
  * cannot run it twice: REFUSED_STREAM and a Node server's ENHANCE_YOUR_CALM refusal of a stream
- * (isRefusedStream), or an ENHANCE_YOUR_CALM reset that reached grpc-js before its write failed
- * (its RESOURCE_EXHAUSTED "Bandwidth exhausted…"; a server's own RESOURCE_EXHAUSTED is a status
- * with its own message, and is not retried).
+ * (isRefusedStream), an ENHANCE_YOUR_CALM reset that reached grpc-js before its write failed
+ * (its RESOURCE_EXHAUSTED "Bandwidth exhausted…"), or an fnr runner's refusal of a request over
+ * its budget of held request bytes (RESOURCE_EXHAUSTED with the fnr-refused trailer: the request
+ * was dropped unread). Other RESOURCE_EXHAUSTED statuses (a full queue) are not retried.
  */
-export function isRefusal(err: Pick<grpc.ServiceError, 'code' | 'details'>): boolean {
+export function isRefusal(err: Pick<grpc.ServiceError, 'code' | 'details'> & {metadata?: grpc.Metadata}): boolean {
   if (err.code === grpc.status.UNAVAILABLE) return isRefusedStream(err.details)
-  return err.code === grpc.status.RESOURCE_EXHAUSTED && err.details === 'Bandwidth exhausted or memory limit exceeded'
+  return err.code === grpc.status.RESOURCE_EXHAUSTED && (err.details === 'Bandwidth exhausted or memory limit exceeded' || refusedOverHeldBytes(err))
 }
 
-/** The pause before sending a refused call again, or undefined: not a refusal, no attempt left, no time left. */
-export function refusedRetryDelay(err: Pick<grpc.ServiceError, 'code' | 'details'>, attempt: number, options: Pick<CallOptions, 'deadline' | 'signal'> = {}, now = Date.now()): number | undefined {
-  if (attempt >= REFUSED_RETRIES || options.signal?.aborted || !isRefusal(err)) return undefined
-  const pause = 20 * 2 ** attempt
+/** The runner refused the request over its held request bytes (its fnr-refused trailer says so). */
+export function refusedOverHeldBytes(err: {metadata?: grpc.Metadata}): boolean {
+  return err.metadata?.get(REFUSED_TRAILER).includes(REFUSED_HELD_BYTES) ?? false
+}
+
+/**
+ * The pause before sending a refused call again, or undefined: not a refusal, no attempt left, no
+ * time left. A refused stream is retried REFUSED_RETRIES times (20 ms doubling). A request refused
+ * over the runner's held bytes waits for other calls to finish: the pauses double up to
+ * HELD_BYTES_MAX_PAUSE_MS, spread by a random half so that the calls refused together do not come
+ * back together, and a call with a deadline is sent again until it would pass it.
+ */
+export function refusedRetryDelay(
+  err: Pick<grpc.ServiceError, 'code' | 'details'> & {metadata?: grpc.Metadata},
+  attempt: number,
+  options: Pick<CallOptions, 'deadline' | 'signal'> = {},
+  {now = Date.now(), random = Math.random}: {now?: number; random?: () => number} = {},
+): number | undefined {
+  if (options.signal?.aborted || !isRefusal(err)) return undefined
   const deadline = options.deadline === undefined ? Infinity : new Date(options.deadline).getTime()
+  const heldBytes = refusedOverHeldBytes(err)
+  if (attempt >= REFUSED_RETRIES && !(heldBytes && deadline !== Infinity)) return undefined
+  const pause = heldBytes ? Math.round(Math.min(20 * 2 ** attempt, HELD_BYTES_MAX_PAUSE_MS) * (0.5 + random() / 2)) : 20 * 2 ** attempt
   return now + pause < deadline ? pause : undefined
 }
 

@@ -31,6 +31,7 @@ import {RECEPTION_HEADER, type CallBudget} from '../budget.js'
 import type {Logger} from '../telemetry/log.js'
 import {metrics} from '../telemetry/metrics.js'
 import {http2ServersOf, sessionSocket} from './internals.js'
+import {REFUSED_HELD_BYTES, REFUSED_TRAILER} from './metadata.js'
 
 export interface GuardSettings {
   /** A request message must be complete this long after its stream opened; 0: no limit. */
@@ -141,7 +142,7 @@ function guardStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, gu
       stream.headersSent || stream.destroyed
         ? reset(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM)
         : () =>
-            refuseWhenSent(stream, RESOURCE_EXHAUSTED, `the runner is holding too many request bytes to receive this one (${fields.heldBytes} of ${fields.maxInflightBytes} held); retry later`, settings.receiveTimeoutMs > 0 ? Math.max(0, openedAt + settings.receiveTimeoutMs - Date.now()) : 0)
+            refuseWhenSent(stream, {code: RESOURCE_EXHAUSTED, message: `the runner is holding too many request bytes to receive this one (${fields.heldBytes} of ${fields.maxInflightBytes} held); retry later`, reason: REFUSED_HELD_BYTES}, settings.receiveTimeoutMs > 0 ? Math.max(0, openedAt + settings.receiveTimeoutMs - Date.now()) : 0)
     refuse('receive-budget', msg, fields, end)
   }
   const timer =
@@ -175,11 +176,11 @@ function guardStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, gu
 const RESOURCE_EXHAUSTED = 8
 
 /**
- * Refuses a request that is still arriving with a gRPC status (a trailers-only response) once the
- * client has sent all of it; what comes until then is dropped, never held (grpc-js no longer sees
- * the stream's data or its end, so it buffers nothing and runs nothing). The stream then ends the
- * way a call's does: the client has ended its side, the status ends the other, and both ends and
- * nghttp2 agree that it is closed.
+ * Refuses a request that is still arriving with a gRPC status (a trailers-only response, with
+ * REFUSED_TRAILER set to `reason`: the call did not run) once the client has sent all of it; what
+ * comes until then is dropped, never held (grpc-js no longer sees the stream's data or its end, so
+ * it buffers nothing and runs nothing). The stream then ends the way a call's does: the client has
+ * ended its side, the status ends the other, and both ends and nghttp2 agree that it is closed.
  *
  * Why not sooner: a status sent while the client is still sending, followed by a reset (the
  * client reads the status; "stop sending"), broke connections. nghttp2 ignores what arrives on a
@@ -195,7 +196,7 @@ const RESOURCE_EXHAUSTED = 8
  * runtime took for a dead pod. A client that never finishes is reset (CANCEL) when the receive
  * timeout (`giveUpMs` from now; 0: none) runs out, as any request is.
  */
-function refuseWhenSent(stream: ServerHttp2Stream, code: number, message: string, giveUpMs: number): void {
+function refuseWhenSent(stream: ServerHttp2Stream, {code, message, reason}: {code: number; message: string; reason: string}, giveUpMs: number): void {
   stream.removeAllListeners('data')
   stream.removeAllListeners('end')
   const timer = giveUpMs > 0 ? setTimeout(() => stream.destroyed || stream.close(http2.constants.NGHTTP2_CANCEL), giveUpMs) : undefined
@@ -204,7 +205,7 @@ function refuseWhenSent(stream: ServerHttp2Stream, code: number, message: string
   stream.once('end', () => {
     clearTimeout(timer)
     if (stream.destroyed || stream.closed || stream.headersSent) return
-    stream.respond({':status': 200, 'content-type': 'application/grpc+proto', 'grpc-status': String(code), 'grpc-message': percentEncode(message)}, {endStream: true})
+    stream.respond({':status': 200, 'content-type': 'application/grpc+proto', 'grpc-status': String(code), 'grpc-message': percentEncode(message), [REFUSED_TRAILER]: reason}, {endStream: true})
   })
   stream.on('data', () => {})
   stream.resume()

@@ -6,6 +6,9 @@
  *   fnr-failure-bin     JSON of a FunctionFailure (exit code, signal, results, stderr tail) when a
  *                       function failed; on success, JSON of {results} when the function
  *                       reported error-severity results
+ *   fnr-refused         set on a call refused before it ran, whose request was dropped unread
+ *                       (hygiene.ts: "held-bytes"): sending it again cannot run it twice, so
+ *                       fnr's client does (client.ts)
  */
 import * as grpc from '@grpc/grpc-js'
 
@@ -14,6 +17,9 @@ import type {FunctionResult} from '../process/results.js'
 
 export const FAILURE_TRAILER = 'fnr-failure-bin'
 export const EVALUATOR_TRAILER = 'fnr-evaluator'
+export const REFUSED_TRAILER = 'fnr-refused'
+/** REFUSED_TRAILER's value for a request refused over the budget of request bytes held. */
+export const REFUSED_HELD_BYTES = 'held-bytes'
 
 /** Trailers must stay well under the 8 KiB metadata limit most gRPC clients use by default. */
 const MAX_TRAILER_BYTES = 6 * 1024
