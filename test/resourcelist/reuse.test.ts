@@ -15,7 +15,7 @@ import {
   stringifyResourceList,
   type FunctionOutput,
 } from '../../src/lib/resourcelist/index.js'
-import {mergeReused, planReuse, splitListItems} from '../../src/lib/resourcelist/reuse.js'
+import {endsInComment, mergeReused, planReuse, splitListItems} from '../../src/lib/resourcelist/reuse.js'
 import {Scratch} from './helpers.js'
 
 const HEAD = 'apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n'
@@ -201,6 +201,15 @@ describe('resourcelist: keeping the items a function gives back unchanged (reuse
     for (const other of [`${HEAD}  - a: 1\n`, `${HEAD}${a}---\n`, `${HEAD}${a}# c\n`, `${HEAD}-x\n`, `${HEAD}${a}`.replace(/\n/g, '\r\n'), `{"apiVersion": "v1"}`, `kind: ResourceList\n${HEAD}`]) {
       expect(splitListItems(other), other).to.equal(undefined)
     }
+  })
+
+  it('endsInComment looks at the last line that is not blank', () => {
+    expect(endsInComment('- a: 1\n  # c\n')).to.equal(true)
+    expect(endsInComment('- a: 1\n  # c\n\n  \n')).to.equal(true)
+    expect(endsInComment('- a: 1 # c\n')).to.equal(false)
+    expect(endsInComment('- # head\n  a: 1\n')).to.equal(false)
+    expect(endsInComment('# only')).to.equal(true)
+    expect(endsInComment('\n\n')).to.equal(false)
   })
 
   it('mergeReused refuses a parse that found another number of items', () => {

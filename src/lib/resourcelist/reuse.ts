@@ -69,12 +69,14 @@ export function splitListItems(text: string): ListItemTexts | undefined {
 const NODE_PROPERTY = /(?:^|[\s[{,:-])[&*!]/m
 
 /** Whether the block's last non-empty line is a comment. */
-function endsInComment(block: string): boolean {
-  const lines = block.split('\n')
-  for (let i = lines.length - 1; i >= 0; i--) {
-    const line = lines[i]!.trim()
-    if (line === '') continue
-    return line.startsWith('#')
+export function endsInComment(block: string): boolean {
+  // Lines from the last one up: [start, end) without its newline.
+  for (let end = block.length; end > 0; ) {
+    const nl = block.lastIndexOf('\n', end - 1)
+    const line = block.slice(nl + 1, end).trim()
+    if (line !== '') return line.startsWith('#')
+    if (nl < 0) return false
+    end = nl
   }
   return false
 }
@@ -103,7 +105,6 @@ export function planReuse(output: string, inputItems: readonly YAMLMap[], inputT
   const changed: string[] = []
   let reused = 0
   for (const block of split.items) {
-    if (NODE_PROPERTY.test(block) || endsInComment(block)) return undefined
     const item = byText.get(block)
     if (item !== undefined && !item.flow) {
       byText.delete(block)
@@ -114,7 +115,10 @@ export function planReuse(output: string, inputItems: readonly YAMLMap[], inputT
       changed.push(block)
     }
   }
+  // The lookups first: when every item changed, the checks below are not worth their time.
   if (reused === 0) return undefined
+  if (NODE_PROPERTY.test(output.slice(HEAD.length, output.length - split.tail.length))) return undefined
+  if (split.items.some(endsInComment)) return undefined
   return {text: HEAD + changed.join('') + split.tail, kept, parsed: changed.length}
 }
 
