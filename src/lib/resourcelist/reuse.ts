@@ -99,15 +99,24 @@ export function planReuse(output: string, inputItems: readonly YAMLMap[], inputT
   if (inputItems.length !== inputTexts.length || inputItems.length === 0) return undefined
   const split = splitListItems(output)
   if (split === undefined) return undefined
-  const byText = new Map<string, YAMLMap>()
-  inputTexts.forEach((t, i) => byText.set(t, inputItems[i]!))
+  // Input items by the length of their text: a block is compared only with texts as long as it
+  // (no hashing of every block; a changed item usually changed its length too).
+  const byLength = new Map<number, number[]>()
+  inputTexts.forEach((t, i) => {
+    const same = byLength.get(t.length)
+    if (same) same.push(i)
+    else byLength.set(t.length, [i])
+  })
   const kept: Array<YAMLMap | undefined> = []
   const changed: string[] = []
   let reused = 0
   for (const block of split.items) {
-    const item = byText.get(block)
+    const candidates = byLength.get(block.length)
+    const at = candidates?.findIndex((i) => inputTexts[i] === block) ?? -1
+    const item = at >= 0 ? inputItems[candidates![at]!]! : undefined
     if (item !== undefined && !item.flow) {
-      byText.delete(block)
+      // Each input item is kept at most once.
+      candidates!.splice(at, 1)
       kept.push(item)
       reused++
     } else {
