@@ -64,6 +64,7 @@ export const UNIT = [
   'test/reliability/tally.test.ts',
   'test/resourcelist/interruptible-parse.test.ts',
   'test/resourcelist/read-write.test.ts',
+  'test/resourcelist/reuse.test.ts',
   'test/schema/validate.test.ts',
   'test/scripts/node-runtime.test.ts',
   'test/suites.test.ts',

@@ -50,6 +50,12 @@ export interface RenderOptions {
   /** Runs image functions through this runner (fnr test --runner, fnr render --runner). */
   imageRunner?: (image: string, input: Buffer) => Promise<RunOutcome>
   signal?: AbortSignal
+  /**
+   * Keep the nodes of the items a mutator gives back byte for byte instead of parsing them again
+   * (resourcelist/reuse.ts; default true). The result is the same either way: false is for the
+   * specs that check that.
+   */
+  reuseUnchanged?: boolean
 }
 
 interface PipelineFunction {
@@ -261,7 +267,9 @@ async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], opt
   } else functionConfig = null
   // kpt runs a validator directly, not in a kio pipeline: no resource or migration ids.
   if (validator) for (const item of selected) rl.deleteAnnotation(item, A.kptResourceId)
-  const input = await rl.buildFunctionInputInterruptible(selected, {functionConfig, migrationIds: !validator}, options.signal)
+  // A mutator's unchanged items are kept rather than parsed again (resourcelist/reuse.ts).
+  const reuse = !validator && options.reuseUnchanged !== false
+  const input = await rl.buildFunctionInputInterruptible(selected, {functionConfig, migrationIds: !validator, keepItemTexts: reuse}, options.signal)
   io.stderr.write(`[RUNNING] ${JSON.stringify(label)}${filtered ? ` on ${selected.length} resource(s)` : ''}\n`)
   const run = fn.image !== undefined && options.imageRunner
     ? await options.imageRunner(fn.image, Buffer.from(input.text))
@@ -292,7 +300,7 @@ async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], opt
     if (isBlank(run.stdout)) {
       throw new FnrError('FunctionFailed', `function ${JSON.stringify(label)} exited 0 but wrote nothing to stdout (a function must write a ResourceList; \`items: []\` deletes everything); nothing was written`)
     }
-    output = await rl.readFunctionOutputInterruptible(run.stdout, input, options.signal, {packageRelativePaths: true})
+    output = await rl.readFunctionOutputInterruptible(run.stdout, input, options.signal, {packageRelativePaths: true, reuseUnchanged: reuse})
   } catch (err) {
     if (options.signal?.aborted) throw err
     io.stderr.write(`[FAIL] ${JSON.stringify(label)} in ${rl.formatKptDuration(run.durationMs)}\n`)

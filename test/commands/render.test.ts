@@ -49,6 +49,20 @@ s = s.replace('\\nitems:\\n', '\\nitems:\\n- apiVersion: v1\\n  kind: ConfigMap\
 process.stdout.write(s.slice(0, s.indexOf('\\nfunctionConfig:') + 1))
 `,
     )
+    FN.changeMe = await writeExecutable(path.join(fns, 'change-me.sh'), "#!/bin/sh\nexec sed -e 's/change-me/changed/'\n")
+    // Gives the items back in reverse order, each one's text untouched.
+    FN.reverse = await writeExecutable(
+      path.join(fns, 'reverse.js'),
+      `#!/usr/bin/env node
+const s = require('fs').readFileSync(0, 'utf8')
+const at = s.indexOf('\\nitems:\\n') + 8
+const rest = s.slice(at)
+let end = rest.search(/^[a-zA-Z]/m)
+if (end < 0) end = rest.length
+const blocks = rest.slice(0, end).split(/^(?=- )/m).filter(Boolean)
+process.stdout.write(s.slice(0, at) + blocks.reverse().join('') + rest.slice(end))
+`,
+    )
     FN.fail = await writeExecutable(path.join(fns, 'fail.sh'), '#!/bin/sh\ncat >/dev/null\nfor i in 1 2 3 4 5 6; do echo "it broke $i" >&2; done\nexit 3\n')
     FN.empty = await writeExecutable(path.join(fns, 'empty.sh'), '#!/bin/sh\ncat >/dev/null\n')
   })
@@ -130,6 +144,24 @@ process.stdout.write(s.slice(0, s.indexOf('\\nfunctionConfig:') + 1))
       'b.yaml': CM('b'),
       'c.yaml': CM('c'),
     })
+  })
+
+  it('functions that give most resources back unchanged (fnr keeps those nodes instead of parsing them again): kpt\'s files, untouched files byte for byte', async () => {
+    const commented = '# the head comment\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: commented # on the name\n  annotations: # over a map\n    note: "quoted"\ndata:\n  hex: 0x1F\n  single: \'kept\'\n  block: |\n    one\n\n    three\n'
+    const files = {
+      Kptfile: kptfile('pkg', `pipeline:\n  mutators:\n    - exec: ${FN.dump}\n    - exec: ${FN.reverse}\n    - exec: ${FN.changeMe}\n    - exec: ${FN.reverse}\n  validators:\n    - exec: ${FN.dump}\n`),
+      'commented.yaml': commented,
+      'many.yaml': [CM('m1', '# first\n'), CM('m2'), `${CM('m3')}  marker: change-me\n`, CM('m4')].join('---\n'),
+      'wide.yaml': 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  template:\n    spec:\n      containers:\n        - name: main\n          args:\n            - --x\n',
+      'anchors.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: anchored\ndata:\n  a: &x shared\n  b: *x\n',
+      'sub/Kptfile': kptfile('sub', `pipeline:\n  mutators:\n    - exec: ${FN.changeMe}\n      selectors:\n        - name: s2\n`),
+      'sub/cms.yaml': [CM('s1'), `${CM('s2')}  marker: change-me\n`, CM('s3', '# third\n')].join('---\n'),
+    }
+    const {kpt, after} = await compare(files)
+    expect(kpt.exitCode).to.equal(0)
+    expect(after['commented.yaml']).to.equal(commented)
+    expect(after['many.yaml']).to.contain('marker: changed').and.to.contain('# first')
+    expect(after['sub/cms.yaml']).to.contain('marker: changed').and.to.contain('# third')
   })
 
   it('a failing function: [FAIL], stderr, exit code, results.yaml like kpt, and nothing written', async () => {

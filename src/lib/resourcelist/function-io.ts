@@ -17,6 +17,7 @@ import {A} from './constants.js'
 import {annotationsOf, deleteAnnotation, getAnnotation, krmError, setAnnotation} from './meta.js'
 import {copyLegacyAnnotations, parseResourceList, parseResourceListInterruptible, type ResourceList} from './read.js'
 import {extractResults, type FunctionResult} from './results.js'
+import {mergeReused, planReuse} from './reuse.js'
 import {checkPathInvariants, cleanPath, defaultPaths, stringifyResourceListSteps} from './write.js'
 import {runSteps, runStepsInterruptible, type Steps} from './yaml.js'
 
@@ -27,6 +28,8 @@ export interface FunctionInput {
   byId: Map<string, YAMLMap>
   /** Path/index annotations of each input item, by migration id. */
   original: Map<string, Map<string, string>>
+  /** With `keepItemTexts`: the items sent and each one's text in `text` (for reuse.ts). */
+  sent?: {items: readonly YAMLMap[]; texts: string[]}
 }
 
 export interface BuildInputOptions {
@@ -36,6 +39,11 @@ export interface BuildInputOptions {
    * function pipelines do; kpt fn render calls its validators directly, without it.
    */
   migrationIds?: boolean
+  /**
+   * Keep each item's text (FunctionInput.sent), so that readFunctionOutput with `reuseUnchanged`
+   * keeps the items a function gives back unchanged instead of parsing them (fnr render).
+   */
+  keepItemTexts?: boolean
 }
 
 /**
@@ -78,13 +86,14 @@ function* buildFunctionInputSteps(items: readonly YAMLMap[], options: BuildInput
     setAnnotation(item, A.legacyId, id)
     byId.set(id, item)
   }
-  const text = yield* stringifyResourceListSteps(items, {functionConfig: options.functionConfig ?? null})
+  const itemTexts: string[] | undefined = options.keepItemTexts ? [] : undefined
+  const text = yield* stringifyResourceListSteps(items, {functionConfig: options.functionConfig ?? null, itemTexts})
   for (const item of items) {
     deleteAnnotation(item, A.id)
     deleteAnnotation(item, A.legacyId)
     deleteAnnotation(item, A.migrationId)
   }
-  return {text, byId, original}
+  return {text, byId, original, ...(itemTexts ? {sent: {items, texts: itemTexts}} : {})}
 }
 
 function pathOf(item: YAMLMap): string {
@@ -119,6 +128,12 @@ const OUTPUT_PARSE = {origin: 'function output', errorKind: 'FunctionFailed', an
 /** How the output's paths are read: `packageRelativePaths` for render (see packageRelativePath). */
 export interface OutputOptions {
   packageRelativePaths?: boolean
+  /**
+   * Keep the input's node for every item the function wrote back byte for byte, and parse only
+   * the others (reuse.ts; needs an input built with `keepItemTexts`). The list is the same as
+   * the whole parse's.
+   */
+  reuseUnchanged?: boolean
 }
 
 export function readFunctionOutput(output: Uint8Array | string, input?: FunctionInput, options: OutputOptions = {}): FunctionOutput {
@@ -127,7 +142,24 @@ export function readFunctionOutput(output: Uint8Array | string, input?: Function
 
 /** readFunctionOutput whose parse lets SIGINT/SIGTERM handlers run and stops when the signal aborts. */
 export async function readFunctionOutputInterruptible(output: Uint8Array | string, input: FunctionInput | undefined, signal: AbortSignal | undefined, options: OutputOptions = {}): Promise<FunctionOutput> {
-  return functionOutputOf(await parseResourceListInterruptible(output, {...OUTPUT_PARSE, signal}), input, options)
+  const reused = options.reuseUnchanged && input?.sent ? await parseReusing(output, input.sent, signal) : undefined
+  return functionOutputOf(reused ?? (await parseResourceListInterruptible(output, {...OUTPUT_PARSE, signal})), input, options)
+}
+
+/** The output list with the unchanged items kept (reuse.ts), or undefined to parse it whole. */
+async function parseReusing(output: Uint8Array | string, sent: NonNullable<FunctionInput['sent']>, signal: AbortSignal | undefined): Promise<ResourceList | undefined> {
+  const text = typeof output === 'string' ? output : Buffer.from(output.buffer, output.byteOffset, output.byteLength).toString('utf8')
+  const plan = planReuse(text, sent.items, sent.texts)
+  if (plan === undefined) return undefined
+  let parsed: ResourceList
+  try {
+    parsed = await parseResourceListInterruptible(plan.text, {...OUTPUT_PARSE, signal})
+  } catch (error) {
+    // The whole parse gives the error with the output's own line numbers.
+    if (signal?.aborted) throw error
+    return undefined
+  }
+  return mergeReused(plan, parsed)
 }
 
 function functionOutputOf(list: ResourceList, input: FunctionInput | undefined, options: OutputOptions): FunctionOutput {
@@ -135,7 +167,7 @@ function functionOutputOf(list: ResourceList, input: FunctionInput | undefined, 
   for (const item of list.items) {
     const id = getAnnotation(item, A.id) ?? getAnnotation(item, A.legacyId)
     const source = id === undefined ? undefined : input?.byId.get(id)
-    if (source) {
+    if (source && source !== item) {
       copyComments(source, item)
       syncOrder(source, item)
     }

@@ -70,6 +70,9 @@ export function selectResources(items: YAMLMap[], selectors: Selector[], exclude
     filtered,
     selected,
     merge(output) {
+      // The ids first: an output item may be the very node that was sent (render keeps the
+      // nodes a function gives back unchanged, reuse.ts), and its id is removed below.
+      const ids = items.map((item) => getAnnotation(item, A.kptResourceId))
       const byId = new Map<string, YAMLMap>()
       const added: YAMLMap[] = []
       for (const item of output) {
@@ -80,8 +83,8 @@ export function selectResources(items: YAMLMap[], selectors: Selector[], exclude
       }
       const sent = new Set(selected)
       const merged: YAMLMap[] = []
-      for (const item of items) {
-        const id = getAnnotation(item, A.kptResourceId)
+      for (const [i, item] of items.entries()) {
+        const id = ids[i]
         deleteAnnotation(item, A.kptResourceId)
         if (!sent.has(item)) merged.push(item)
         else {

@@ -216,30 +216,69 @@ interface Transaction {
   applied: Applied[]
 }
 
+/** Temporaries written at once while staging. */
+const STAGE_CONCURRENCY = 8
+
+/**
+ * Makes the directories (in order, each one's parent first), then writes the temporaries a few
+ * at a time. Once all have ended, tx.staged lists every temporary made, in the changes' order
+ * (apply and undo follow it), so an undo removes them all; the error thrown is the first one in
+ * the changes' order, as when they were written one after the other.
+ */
 async function stage(changes: readonly FileChange[], tx: Transaction, signal?: AbortSignal): Promise<void> {
-  for (const c of changes) {
-    signal?.throwIfAborted()
-    for (const d of c.mkdirs ?? []) {
+  let failed: {at: number; error: unknown} | undefined
+  let upTo = changes.length
+  for (const [i, c] of changes.entries()) {
+    try {
+      signal?.throwIfAborted()
+      await makeDirs(c, tx)
+    } catch (error) {
+      failed = {at: i, error}
+      upTo = i
+      break
+    }
+  }
+  const slots: Array<Staged | undefined> = Array.from({length: upTo})
+  let next = 0
+  const worker = async (): Promise<void> => {
+    while (next < upTo) {
+      const i = next++
+      if (failed !== undefined && failed.at < i) return
+      const c = changes[i]!
       try {
-        await mkdir(d)
-        tx.made.push(d)
+        signal?.throwIfAborted()
+        if (c.action === 'delete') slots[i] = {change: c}
+        else await stageContent(c, tx, (s) => (slots[i] = s))
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw ioError(d, error)
+        if (failed === undefined || i < failed.at) failed = {at: i, error}
       }
     }
-    if (c.action === 'delete') tx.staged.push({change: c})
-    else await stageContent(c, tx)
+  }
+  await Promise.all(Array.from({length: Math.min(STAGE_CONCURRENCY, upTo)}, worker))
+  for (const s of slots) if (s) tx.staged.push(s)
+  if (failed !== undefined) throw failed.error
+}
+
+/** Makes the directories a change needs that do not exist yet (recorded in tx.made). */
+async function makeDirs(c: FileChange, tx: Transaction): Promise<void> {
+  for (const d of c.mkdirs ?? []) {
+    try {
+      await mkdir(d)
+      tx.made.push(d)
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw ioError(d, error)
+    }
   }
 }
 
 /** Writes the new content of c to a temporary sibling with the old file's owner, group and mode. */
-async function stageContent(c: FileChange, tx: Transaction): Promise<void> {
+async function stageContent(c: FileChange, tx: Transaction, made: (s: Staged) => void): Promise<void> {
   const old = tx.replaced.get(c)
   const s: Staged = {change: c, temp: siblingName(c.target, 'fnr')}
   let fh: FileHandle | undefined
   try {
     fh = await open(s.temp!, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o666)
-    tx.staged.push(s)
+    made(s)
     if (old && (old.uid !== process.geteuid?.() || old.gid !== process.getegid?.())) {
       // Not root: a new file cannot have another user's ownership; it is written through, like kpt.
       s.inPlace = !(await fh.chown(old.uid, old.gid).then(

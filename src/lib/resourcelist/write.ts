@@ -24,6 +24,8 @@ import {getIn, indentLines, runSteps, runStepsInterruptible, stringifyNode, toTy
 export interface WrapOptions {
   /** Include this functionConfig (default: none). */
   functionConfig?: YAMLMap | null
+  /** Receives each item's text in the list (its `- ` line and the lines under it), in order. */
+  itemTexts?: string[]
 }
 
 /**
@@ -43,7 +45,9 @@ export function* stringifyResourceListSteps(items: readonly Node[], options: Wra
     parts.push('items:\n')
     for (const item of items) {
       yield
-      parts.push(indentLines(stringifyNode(item, 'compact'), '  ', '- '))
+      const text = indentLines(stringifyNode(item, 'compact'), '  ', '- ')
+      options.itemTexts?.push(text)
+      parts.push(text)
     }
   }
   if (options.functionConfig) {
