@@ -32,7 +32,9 @@ async function fakePod(answer: (stream: http2.ServerHttp2Stream) => void): Promi
   server.on('stream', (stream) => {
     pod.streams++
     stream.on('error', () => {})
-    answer(stream)
+    // @types/node 26 types the server's stream event with the session's Http2Stream; the server
+    // passes a ServerHttp2Stream.
+    answer(stream as http2.ServerHttp2Stream)
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   pod.address = `127.0.0.1:${(server.address() as AddressInfo).port}`

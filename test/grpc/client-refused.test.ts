@@ -60,7 +60,9 @@ async function fakeServer(answer: (n: number, stream: http2.ServerHttp2Stream) =
   })
   server.on('stream', (stream) => {
     stream.on('error', () => {})
-    answer(++fake.streams, stream)
+    // @types/node 26 types the server's stream event with the session's Http2Stream; the server
+    // passes a ServerHttp2Stream.
+    answer(++fake.streams, stream as http2.ServerHttp2Stream)
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   fake.address = `127.0.0.1:${(server.address() as AddressInfo).port}`
