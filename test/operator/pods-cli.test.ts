@@ -10,7 +10,6 @@ import path from 'node:path'
 
 import {runCli, type CliResult} from '../support/cli.js'
 import {startTestBed, type TestBed} from '../support/k8s/index.js'
-import {freePort} from '../support/reliability/serve-process.js'
 import {TempDirs} from '../support/tmp.js'
 
 /** Exactly one line on stderr, fnr's format. */
@@ -33,9 +32,8 @@ describe('fnr pods: errors and help', function () {
   before(async () => {
     dir = await temp.make('fnr-pods-cli-')
     deadKubeconfig = path.join(dir, 'dead-kubeconfig.yaml')
-    // A port that was just free (connection refused): not port 1, which undici's fetch (client-node 2.x)
-    // refuses to dial at all ("bad port", the fetch standard's blocked ports).
-    await writeFile(deadKubeconfig, `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "http://127.0.0.1:${await freePort()}", insecure-skip-tls-verify: true}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\ncurrent-context: c\n`)
+    // Port 1 on loopback: connection refused.
+    await writeFile(deadKubeconfig, 'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "http://127.0.0.1:1", insecure-skip-tls-verify: true}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\ncurrent-context: c\n')
     bed = await startTestBed({kubelet: false, clientNode: false, namespaces: ['porch-fn-system']})
   })
   after(async () => {

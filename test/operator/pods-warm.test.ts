@@ -21,7 +21,6 @@ import {runCli} from '../support/cli.js'
 import {BIN_RUN} from '../support/serve.js'
 import {FUNCTION_PATH, RL, RUNNER_NS, WRAPPER_IMAGE, WRAPPER_PATH, wrapperCommand, createdCount, podNames, startPodBed, startRuntime, storedPods, storedServices, until, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
 import {pushImage} from '../support/registry/fixtures.js'
-import {freePort} from '../support/reliability/serve-process.js'
 import {TestRegistry} from '../support/registry/registry.js'
 import {SCRIPTS, TempDirs, writeExecutable} from '../support/tmp.js'
 
@@ -391,9 +390,7 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     oneLine(noCluster)
     // an API server that does not answer: one line, exit 8 (unavailable), nothing left running
     const deadKubeconfig = path.join(dir, 'dead-kubeconfig.yaml')
-    // A port that was just free (connection refused): not port 1, which undici's fetch (client-node 2.x)
-    // refuses to dial at all ("bad port", the fetch standard's blocked ports).
-    await writeFile(deadKubeconfig, `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "http://127.0.0.1:${await freePort()}", insecure-skip-tls-verify: true}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\ncurrent-context: c\n`)
+    await writeFile(deadKubeconfig, 'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "http://127.0.0.1:1", insecure-skip-tls-verify: true}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\ncurrent-context: c\n')
     const dead = await runCli(['pods', 'warm', '--kubeconfig', deadKubeconfig, '--image', img('cat'), '--wrapper-server-image', WRAPPER_IMAGE])
     expect(dead.exitCode).to.equal(8)
     oneLine(dead)
