@@ -1,12 +1,10 @@
 import {expect} from 'chai'
 import {mkdir, writeFile} from 'node:fs/promises'
-import http from 'node:http'
-import type {AddressInfo} from 'node:net'
 import path from 'node:path'
 
 import {FnrError} from '../../src/lib/errors.js'
 import {SERVICE_ACCOUNT_DIR, connectKube, runnerNamespace} from '../../src/lib/k8s/client.js'
-import {isRetryableApiError, kubeError} from '../../src/lib/k8s/errors.js'
+import {kubeError} from '../../src/lib/k8s/errors.js'
 import {TempDirs} from '../support/tmp.js'
 
 const KUBECONFIG = (server: string, ns: string): string => `apiVersion: v1
@@ -84,24 +82,5 @@ describe('Kubernetes client construction', () => {
     const network = kubeError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), {code: 'ECONNREFUSED'}), 'cannot list pods')
     expect(network.kind).to.equal('Unavailable')
     expect(network.message).to.equal('cannot list pods: connect ECONNREFUSED 127.0.0.1:1')
-  })
-
-  it("says why a call could not reach the API server (client-node 2.x's fetch fails with \"fetch failed\" and the reason in its cause)", async () => {
-    const closed = http.createServer()
-    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
-    const {port} = closed.address() as AddressInfo
-    await new Promise((resolve) => closed.close(resolve))
-    const dir = await temp.make()
-    const file = path.join(dir, 'config')
-    await writeFile(file, KUBECONFIG(`https://127.0.0.1:${port}`, 'ns'))
-    const {core} = await connectKube({kubeconfig: file, env: {HOME: dir}})
-    const err = await core.listNamespacedPod({namespace: 'ns'}).then(
-      () => undefined,
-      (e: unknown) => e,
-    )
-    expect(isRetryableApiError(err)).to.equal(true)
-    const e = kubeError(err, 'cannot list pods')
-    expect(e.kind).to.equal('Unavailable')
-    expect(e.message).to.match(new RegExp(`^cannot list pods: .*ECONNREFUSED 127\\.0\\.0\\.1:${port}`))
   })
 })

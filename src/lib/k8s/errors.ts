@@ -42,7 +42,7 @@ export function apiStatusReason(err: unknown): string | undefined {
   return parseBody(err).reason
 }
 
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT'])
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED', 'UND_ERR_SOCKET'])
 
 /** True for failures worth another try: 429, 5xx, and network errors. */
 export function isRetryableApiError(err: unknown): boolean {
@@ -73,22 +73,13 @@ export function kubeError(err: unknown, what: string): FnrError {
   const status = apiStatusCode(err)
   const body = parseBody(err)
   let reason = body.message ?? ''
-  if (reason === '') reason = reasonWithoutBody(err, status)
+  if (reason === '') {
+    const code = (err as {code?: unknown} | null)?.code
+    const text = err instanceof Error ? err.message : String(err)
+    // ApiException's message starts "HTTP-Code: 500\nMessage: …\nBody: …"; keep only the status.
+    reason = text.startsWith('HTTP-Code:') ? `HTTP ${status}` : firstLine(text, 200)
+    if (typeof code === 'string' && !reason.includes(code)) reason = `${reason} (${code})`
+  }
   if (status !== undefined && !reason.includes(String(status))) reason = `${reason} (HTTP ${status})`
   return new FnrError(kindFor(status), `${what}: ${firstLine(reason, 300)}`, {cause: err, details: {status, reason: body.reason}})
-}
-
-/** What an error with no Status body says: its first line, the cause's and the error code. */
-function reasonWithoutBody(err: unknown, status: number | undefined): string {
-  const cause = err instanceof Error && err.cause instanceof Error ? err.cause : undefined
-  const code = (err as {code?: unknown} | null)?.code ?? (cause as {code?: unknown} | undefined)?.code
-  const text = err instanceof Error ? err.message : String(err)
-  // ApiException's message starts "HTTP-Code: 500\nMessage: …\nBody: …"; keep only the status.
-  let reason = text.startsWith('HTTP-Code:') ? `HTTP ${status}` : firstLine(text, 200)
-  // client-node 2.x calls undici's fetch, which fails with "fetch failed" and says why in its
-  // cause ("connect ECONNREFUSED …"; an AggregateError with no message when every address failed).
-  const why = cause ? firstLine(cause.message, 200) : ''
-  if (why !== '' && !reason.includes(why)) reason = `${reason}: ${why}`
-  if (typeof code === 'string' && !reason.includes(code)) reason = `${reason} (${code})`
-  return reason
 }

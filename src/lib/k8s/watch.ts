@@ -196,13 +196,6 @@ export class ResourceWatcher<T extends KubeObjectLike> {
       if (expired) {
         this.logger.debug('watch expired; relisting', {watch: this.options.description})
         void this.relist()
-      } else if (errored === undefined && isWatchTimeout(err)) {
-        // client-node 2.x ends a watch that has received nothing for 30 s (or whose answer took
-        // that long) with a TimeoutError. A quiet watch missed nothing: resume from the last
-        // resourceVersion at once, as after a server-side close; the 30 s already spaced the tries.
-        this.logger.debug('watch quiet for the client timeout; resuming', {watch: this.options.description})
-        this.retryTimer = setTimeout(() => void this.watch(), 0)
-        this.retryTimer.unref()
       } else if (err || errored) {
         this.scheduleRetry(err ?? errored)
       } else {
@@ -224,9 +217,4 @@ export class ResourceWatcher<T extends KubeObjectLike> {
       this.scheduleRetry(err)
     }
   }
-}
-
-/** The client-side timeout of client-node's Watch (a DOMException named TimeoutError). */
-function isWatchTimeout(err: unknown): boolean {
-  return err instanceof Error && err.name === 'TimeoutError'
 }
