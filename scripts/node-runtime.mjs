@@ -24,10 +24,10 @@ export const CACHE_DIR = path.join(ROOT, '.cache', 'node')
 /** The Node the project runs on (Node 26, the active LTS line). */
 export const NODE_MAIN = '26.12.1'
 /**
- * The other supported lines the unit set runs on. 22.19.0 is package.json's engines floor on
+ * The other supported lines the unit set runs on. 22.15.0 is package.json's engines floor on
  * purpose: it is the oldest release the project claims to run on.
  */
-export const NODE_OTHERS = ['22.19.0', '24.22.3']
+export const NODE_OTHERS = ['22.15.0', '24.22.3']
 
 /**
  * The registry's integrity (sha512 of the package tarball) of each pinned linux-x64 build, checked
@@ -38,7 +38,7 @@ const INTEGRITY = {
   'linux-x64': {
     '26.12.1': 'sha512-jk5LMAmgHlPlPMWpsUrSOqNaEZG+11UNd35hWQ+p5/XGaelWuTqJ69IcAy/5xtPPN4d5ZRBNOGB6gLMCh2kL9A==',
     '24.22.3': 'sha512-KHsob+Fv9YerATvYujMbiyJqnRCvLtrcr/eTNqRqiOSGp97EOiRP1yP47+knGgQ/xnc3XY8xzkW587dlZzNqRA==',
-    '22.19.0': 'sha512-kjgmAijr2xPcEIrK1eky8L05W9pZcVUYihQbsN99F0zQP6VXX+DlAbSFbVre3bI7oLjtyUd10/vCdCkxfqnysw==',
+    '22.15.0': 'sha512-zOr1BZnxwcJUsIxIQK/MdRKMUAUg6s5YmVhq+nMFeipbE9mEnIND39y3XC0ZHg3IgY4gAXYVAk5mbJMSxKob3A==',
   },
 }
 

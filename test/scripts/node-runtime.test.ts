@@ -21,13 +21,13 @@ describe('Node versions: the pins and the engines floor', () => {
 
   it('the unit set runs on the engines floor itself: the lowest pinned version is package.json\'s minimum', () => {
     const {range, floor} = engineFloor()
-    expect(range).to.equal('>=22.19')
+    expect(range).to.equal('>=22.15')
     const lowest = [NODE_MAIN, ...NODE_OTHERS].map((v) => v.split('.').map(Number)).sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]! || a[2]! - b[2]!)[0]
     expect(lowest).to.deep.equal(floor)
   })
 
   it('nodeIsSupported compares the version with the floor part by part', () => {
-    for (const v of ['22.19.0', '22.19.1', '22.23.5', '23.0.0', '24.22.3', '26.12.1', '100.0.0']) expect(nodeIsSupported(v), v).to.equal(true)
-    for (const v of ['20.20.2', '22.15.0', '22.18.99', '22.9.0', '21.99.0', '18.0.0']) expect(nodeIsSupported(v), v).to.equal(false)
+    for (const v of ['22.15.0', '22.15.1', '22.23.5', '23.0.0', '24.22.3', '26.12.1', '100.0.0']) expect(nodeIsSupported(v), v).to.equal(true)
+    for (const v of ['20.20.2', '22.14.99', '22.9.0', '21.99.0', '18.0.0']) expect(nodeIsSupported(v), v).to.equal(false)
   })
 })

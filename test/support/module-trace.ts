@@ -5,6 +5,11 @@
  *
  * @kubernetes/client-node reaches a process either as the package or, after `npm run build`, as
  * fnr's tree-shaken bundle of it (dist/lib/k8s/client-node.bundle.mjs): both count as loading it.
+ *
+ * `fnr serve` runs on its plain modules here (FNR_NO_BUNDLE=1): a trace names module files, and the
+ * serve bundle (scripts/bundles.mjs) folds them into chunks. The bundle keeps the same split (what
+ * a module imports lazily is a chunk loaded when that line runs), and
+ * test/lib/lazy-loading.test.ts checks which chunks a start loads.
  */
 import {spawn} from 'node:child_process'
 import {once} from 'node:events'
@@ -32,7 +37,7 @@ export async function traceServeModules(dir: string, args: readonly string[], en
   const trace = path.join(dir, 'modules.txt')
   await writeFile(trace, '')
   const child = spawn(process.execPath, ['--import', HOOK, BIN_RUN, 'serve', '--port=0', '--log-level=2', ...args], {
-    env: {...env, FNR_BIND_ADDRESS: '127.0.0.1', FNR_MODULE_TRACE: trace},
+    env: {...env, FNR_BIND_ADDRESS: '127.0.0.1', FNR_MODULE_TRACE: trace, FNR_NO_BUNDLE: '1'},
     stdio: ['ignore', 'ignore', 'pipe'],
   })
   let stderr = ''
