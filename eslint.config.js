@@ -39,6 +39,10 @@ export default tseslint.config(
     },
   },
   {
+    files: ['**/*.cjs'],
+    languageOptions: {sourceType: 'commonjs', globals: {require: 'readonly', module: 'writable'}},
+  },
+  {
     files: ['**/*.ts'],
     extends: [tseslint.configs.recommended],
     languageOptions: {

@@ -8,6 +8,7 @@ import {fileURLToPath} from 'node:url'
 import {DEFAULT_IMAGE_PREFIX} from '../../src/lib/config/image-ref.js'
 import {silentLogger, type Logger} from '../../src/lib/telemetry/log.js'
 import {startServe, type RunningServer, type ServeOptions} from '../../src/lib/serve.js'
+import {onTeardown} from './teardown.js'
 import {SCRIPTS, writeExecutable} from './tmp.js'
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -64,18 +65,39 @@ export interface ServeProcess {
   exited: Promise<{code: number | null; signal: NodeJS.Signals | null}>
 }
 
+/**
+ * Every `fnr serve` child still running, killed at the end of the run whatever happened (a test
+ * that timed out before its `after` hook stopped it would leave it behind the run).
+ */
+const running = new Set<ChildProcess>()
+onTeardown('fnr serve child processes', async () => {
+  await Promise.all(
+    [...running].map(async (child) => {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      const gone = once(child, 'exit')
+      child.kill('SIGKILL')
+      await gone
+    }),
+  )
+})
+
 /** Runs `node bin/run.js serve ARGS` (the built CLI) and waits for its "ready" log line. */
 export async function startServeProcess(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServeProcess> {
   const child = spawn(process.execPath, [BIN_RUN, 'serve', '--port=0', '--log-level=3', ...args], {
     env: {...process.env, FNR_BIND_ADDRESS: '127.0.0.1', ...env},
     stdio: ['ignore', 'pipe', 'pipe'],
   })
+  running.add(child)
+  child.once('exit', () => running.delete(child))
   let err = ''
   child.stderr!.on('data', (c: Buffer) => (err += c.toString()))
   child.stdout!.resume()
   const exited = once(child, 'exit').then(([code, signal]) => ({code: code as number | null, signal: signal as NodeJS.Signals | null}))
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`fnr serve did not become ready:\n${err}`)), 20_000)
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`fnr serve did not become ready in 20 s (killed):\n${err}`))
+    }, 20_000)
     const check = (): void => {
       const m = /"port":(\d+).*"msg":"fnr serve is ready"/.exec(err)
       if (m) {
