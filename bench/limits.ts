@@ -28,12 +28,12 @@ import {evaluatorServiceDefinition} from '../src/lib/grpc/proto.js'
 import {createMemoryCgroup, startInCgroup, type CgroupServer, type MemoryCgroup} from '../test/support/reliability/cgroup.js'
 import {makeReliabilityFunctions, type FunctionsDir} from '../test/support/reliability/functions.js'
 import {bigResourceList, idleSockets, slowloris} from '../test/support/reliability/hostile.js'
+import {smallWhileBig} from './head-of-line.js'
 import {resourceUsage} from '../test/support/reliability/processes.js'
-import {loadAverage, percentile, ROOT, round} from './lib.js'
+import {loadAverage, ROOT, round} from './lib.js'
 
 const GiB = 1024 ** 3
 const MiB = 1024 ** 2
-const SMALL = Buffer.from('apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n')
 
 interface Bed {
   cg: MemoryCgroup
@@ -85,36 +85,6 @@ async function runBareServer(): Promise<void> {
   process.stdout.write(`${port}\n`)
 }
 
-/** Small calls (one at a time) while 8 workers send 5 MiB calls back to back; small-call latencies in ms. */
-async function smallUnderLoad(address: string, image: string, smallCalls: number): Promise<{p50: number; p99: number; max: number; bigCalls: number}> {
-  const big = new EvaluatorClient(address, {channelOptions: {'grpc.use_local_subchannel_pool': 1}})
-  const small = new EvaluatorClient(address, {channelOptions: {'grpc.use_local_subchannel_pool': 1}})
-  const input = bigResourceList(5 * MiB)
-  let stop = false
-  let bigCalls = 0
-  const workers = Array.from({length: 8}, async () => {
-    while (!stop) {
-      await big.evaluateRaw(image, input, {deadline: Date.now() + 120_000}).then(
-        () => bigCalls++,
-        (err: Error) => process.stderr.write(`L1 big call failed: ${err.message}\n`),
-      )
-    }
-  })
-  await new Promise((r) => setTimeout(r, 1000))
-  const latencies: number[] = []
-  for (let i = 0; i < smallCalls; i++) {
-    const t = performance.now()
-    await small.evaluateRaw(image, SMALL, {deadline: Date.now() + 60_000})
-    latencies.push(performance.now() - t)
-    if (i % 25 === 0) process.stderr.write(`L1 ${address}: ${i}/${smallCalls} small calls, ${bigCalls} big\n`)
-  }
-  stop = true
-  await Promise.all(workers)
-  big.close()
-  small.close()
-  return {p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)), max: round(Math.max(...latencies)), bigCalls}
-}
-
 async function main(): Promise<void> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'fnr-bench-limits-'))
   const fns = await makeReliabilityFunctions(dir)
@@ -124,12 +94,13 @@ async function main(): Promise<void> {
     // L1
     const smallCalls = Number(process.env.FNR_BENCH_LIMITS_SMALL ?? 100)
     const bed = await serveBed(fns)
-    const fnr = await smallUnderLoad(bed.address, fns.image.catBinary!, smallCalls)
+    const progress = (line: string): void => void process.stderr.write(`L1 ${line}\n`)
+    const {latencies: _f, ...fnr} = await smallWhileBig(bed.address, fns.image.catBinary!, smallCalls, progress)
     const fnrOom = bed.cg.oomKills()
     await stopBed(bed)
     const fnrLoad = loadAverage()
     const bare = await bareServer()
-    const base = await smallUnderLoad(`127.0.0.1:${bare.port}`, 'any', smallCalls)
+    const {latencies: _b, ...base} = await smallWhileBig(`127.0.0.1:${bare.port}`, 'any', smallCalls, progress)
     await bare.stop()
     rows.push({case: 'L1 small call (ms) while 8 x 5 MiB run: fnr serve (exec cat, 1 GiB cgroup)', ...fnr, oomKills: fnrOom, load: fnrLoad}, {case: 'L1 same on a bare grpc-js echo server (own process, 1 GiB cgroup)', ...base, load: loadAverage()})
 

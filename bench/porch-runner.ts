@@ -6,6 +6,7 @@
  *   R-P1  one call at a time, a small ResourceList: latency of fnr serve vs Porch's runner
  *   R-P3  1, 4, 16 and 64 calls in flight on one channel: calls/s of fnr serve vs Porch's runner
  *   R-P4  10 → 10,000 resources (≈ 560 bytes each): latency of fnr serve vs Porch's runner
+ *   R-P5  head-of-line: small calls one at a time while 8 workers send 5 MiB calls back to back
  * R-P3 also reports each runner's CPU per call (its own and its function processes', from
  * /proc/PID/stat): unlike calls/s, that hardly moves with the machine's load.
  * Porch's runner has no address flag and listens on every address of a port found free just before;
@@ -24,6 +25,7 @@ import path from 'node:path'
 import {buildPorchRunner} from '../scripts/catalog-peers.mjs'
 import {EvaluatorClient} from '../src/lib/grpc/client.js'
 import {makeResourceList, startExecServe, startServe, type ServeFixture, type ServeHandle} from './fixture.js'
+import {BIG_WORKERS, smallWhileBig} from './head-of-line.js'
 import {loadAverage, percentile, procTreeCpuMs, round, runConcurrent, sleep, type Row} from './lib.js'
 import {CONCURRENCY_LEVELS} from './throughput.js'
 import {PAYLOAD_SIZES} from './payload.js'
@@ -95,7 +97,7 @@ interface Arm {
   pid: number
 }
 
-export async function benchPorchRunner(iterations: number, p3Calls: number, p4Iterations: number): Promise<{rows: Row[]; raw: Record<string, unknown>}> {
+export async function benchPorchRunner(iterations: number, p3Calls: number, p4Iterations: number, holCalls = 0): Promise<{rows: Row[]; raw: Record<string, unknown>}> {
   const rows: Row[] = []
   const raw: Record<string, unknown> = {}
   const {server} = buildPorchRunner()
@@ -203,6 +205,32 @@ export async function benchPorchRunner(iterations: number, p3Calls: number, p4It
         note: `${n} calls each${t['fnr-before'] ? `; fnr before: p50 ${round(percentile(t['fnr-before'], 50))} ms` : ''}`,
       })
       raw[`r-p4-${items}`] = t
+    }
+
+    // R-P5: head-of-line, small calls while 8 x 5 MiB calls run; two rounds, arms alternating.
+    if (holCalls > 0) {
+      const hol: Record<string, number[]> = Object.fromEntries(arms.map((a) => [a.name, []]))
+      const bigs: Record<string, number> = Object.fromEntries(arms.map((a) => [a.name, 0]))
+      const address: Record<string, string> = {fnr: `127.0.0.1:${fx.serve.port}`, porch: `127.0.0.1:${porch.port}`, ...(before ? {'fnr-before': `127.0.0.1:${before.port}`} : {})}
+      for (let r = 0; r < 2; r++) {
+        for (const a of rotated(r)) {
+          const res = await smallWhileBig(address[a.name]!, image, Math.ceil(holCalls / 2))
+          hol[a.name]!.push(...res.latencies)
+          bigs[a.name]! += res.bigCalls
+        }
+      }
+      const pct = (n: string, p: number): number => round(percentile(hol[n]!, p))
+      rows.push({
+        case: `R-P5 head-of-line: a small call while ${BIG_WORKERS} x 5 MiB calls run, fnr serve vs Porch's runner (cat)`,
+        p50: pct('fnr', 50),
+        p95: pct('fnr', 99),
+        baselineP50: pct('porch', 50),
+        baselineP95: pct('porch', 99),
+        ratio: round(pct('fnr', 50) / pct('porch', 50)),
+        unit: 'ms',
+        note: `the p95 columns hold p99; p99 ratio ${round(pct('fnr', 99) / pct('porch', 99))}; ${hol.fnr!.length} small calls each; big calls done meanwhile: fnr ${bigs.fnr}, Porch ${bigs.porch}; ${env}${hol['fnr-before'] ? `; fnr before: p50 ${pct('fnr-before', 50)} ms, p99 ${pct('fnr-before', 99)} ms` : ''}`,
+      })
+      raw['r-p5'] = {latencies: hol, bigCalls: bigs}
     }
   } finally {
     raw.loadEnd = loadAverage()

@@ -7,7 +7,8 @@
  *
  * Cases: P1 serve-exec.ts, P2 eval-vs-kpt.ts, P3 throughput.ts, P4 payload.ts, P5 pods.ts (the pod
  * path on the Kubernetes test bed), P6 serve-exec.ts (idle) and soak.ts, W wrapper.ts, C cache.ts (response-cache hit, 1 MiB),
- * R porch-runner.ts (P1, P3, P4 against Porch's own runner, built from the module proxy), N
+ * R porch-runner.ts (R-P1, R-P3, R-P4 and R-P5, head-of-line, against Porch's own runner, built from
+ * the module proxy), N
  * node-versions.ts (start-up and `fnr eval` on the machine's old Node and on Node 26, side by side),
  * F fairness.ts (another client's wait behind hung calls and bursts, against Porch's own runner), S
  * startup.ts (`fnr serve` start → SERVING against Porch's runner).
@@ -21,6 +22,7 @@
  *   FNR_BENCH_P5_ITERATIONS     P5 warm calls per side (300; quick 30); first calls: a thirtieth (3-10)
  *   FNR_BENCH_P6_CALLS          P6 soak calls (10000; quick 2000)
  *   FNR_BENCH_CACHE_ITERATIONS  C calls per case (300; quick 50)
+ *   FNR_BENCH_HOL_CALLS         R's head-of-line small calls per side (100; quick 20; 0 skips it)
  *   FNR_BENCH_KEEP_ENV=1        keep NODE_EXTRA_CA_CERTS in the environment of the processes started
  *   FNR_BENCH_SERVE_NODE_ARGS   Node options for the serve processes, e.g. "--cpu-prof --cpu-prof-dir=/tmp/p"
  */
@@ -92,7 +94,7 @@ async function main(): Promise<void> {
   await run('P6', () => benchSoak(settings.p6Calls))
   await run('W', () => benchWrapper(settings.iterations))
   await run('C', () => benchCache(envCount('FNR_BENCH_CACHE_ITERATIONS', 300, 50)))
-  await run('R', () => benchPorchRunner(settings.iterations, settings.p3Calls, settings.p4Iterations))
+  await run('R', () => benchPorchRunner(settings.iterations, settings.p3Calls, settings.p4Iterations, envCount('FNR_BENCH_HOL_CALLS', 100, 20)))
   await run('N', () => benchNodeVersions(Math.max(5, Math.round(settings.iterations / 10))))
   await run('F', () => benchFairness())
   await run('S', () => benchStartup(Math.max(5, Math.round(settings.iterations / 10))))

@@ -13,10 +13,10 @@
 // - Node's compile cache (module.enableCompileCache: V8 bytecode of every module loaded, kept in
 //   the OS temporary folder or NODE_COMPILE_CACHE) spares later runs parsing and compiling.
 //
-// `fnr eval …` is on users' hot paths (kpt pipelines, CI loops): it skips loading oclif (~80 ms)
-// and parses its flags with the same specs the oclif command uses. `fnr serve …` skips oclif too
+// `fnr eval …` and `fnr render …` are on users' hot paths (kpt pipelines, kpt's e2e scripts, CI
+// loops): they skip loading oclif and parse their flags with the same specs the oclif commands use. `fnr serve …` skips oclif too
 // (start → SERVING; docs/performance.md "bench S"), for the command lines src/cli/fast-serve.ts
-// takes. Everything else, including `--help`, `fnr eval --runner` and `--json`, goes through
+// takes. Everything else, including `--help`, `--runner` and `--json`, goes through
 // oclif (as does everything when FNR_NO_FAST_PATH is set).
 const args = process.argv.slice(2)
 if (args[0] === 'serve' || args[0] === 'wrapper-server') relaunchWithServerFlags()
@@ -50,6 +50,11 @@ if (served !== undefined) {
 } else if (args[0] === 'eval' && !process.env.FNR_NO_FAST_PATH && process.env.FNR_CONTENT_TYPE?.toLowerCase() !== 'json' && !beforeDash.some(oclifOnly)) {
   const {runEvalFast} = await importBundle('../dist/bundles/eval/fast-eval.bundle.mjs', '../dist/cli/fast-eval.js')
   process.exitCode = await runEvalFast(args.slice(1))
+} else if (args[0] === 'render' && !process.env.FNR_NO_FAST_PATH && !args.slice(1).some(oclifOnly)) {
+  // render has no --json (oclif refuses it in kpt's form) and no `--` (its arguments after the
+  // package are ignored, so a flag anywhere counts)
+  const {runRenderFast} = await importBundle('../dist/bundles/render/fast-render.bundle.mjs', '../dist/cli/fast-render.js')
+  process.exitCode = await runRenderFast(args.slice(1))
 } else {
   // oclif asks the user database for the login shell when $SHELL is unset (os.userInfo), which
   // throws for a uid without a passwd entry: Porch's Deployment runs the image as 10001, and

@@ -48,13 +48,22 @@ export abstract class FnrCommand extends Command {
       return parsed
     } catch (err) {
       if (err instanceof Errors.ExitError) throw err
-      let message = oneLineParseMessage((err as Error).message)
-      const unknown = /^Nonexistent flags?: (\S+)/.exec(message)
-      const known = [...Object.keys(options?.flags ?? {}), ...(this.ctor.enableJsonFlag ? ['json'] : [])]
-      const unknownFlag = unknown ? unknown[1]!.replace(/,$/, '') : undefined
-      if (unknownFlag !== undefined) message = `Nonexistent flag: ${unknownFlag}${flagHint(unknownFlag, known)}`
-      throw new FnrError('Usage', message, {cause: err, details: {commandLine: true, ...(unknownFlag === undefined ? {} : {unknownFlag})}})
+      throw this.parseFailure(err as Error, options?.flags ?? {}, argv ?? this.argv)
     }
+  }
+
+  /** oclif's parse error as a one-line Usage error, naming an unknown flag or a flag without its value as typed. */
+  private parseFailure(err: Error, flags: Record<string, unknown>, args: readonly string[]): FnrError {
+    let message = oneLineParseMessage(err.message)
+    const unknown = /^Nonexistent flags?: (\S+)/.exec(message)
+    const known = [...Object.keys(flags), ...(this.ctor.enableJsonFlag ? ['json'] : [])]
+    const unknownFlag = unknown ? unknown[1]!.replace(/,$/, '') : undefined
+    if (unknownFlag !== undefined) message = `Nonexistent flag: ${unknownFlag}${flagHint(unknownFlag, known)}`
+    // oclif names a flag that ended the command line without its value by its long name
+    const missing = /^Flag --([\w-]+) expects a value/.exec(message)
+    const char = missing ? (flags[missing[1]!] as {char?: string} | undefined)?.char : undefined
+    const missingValue = missing ? (char !== undefined && args.at(-1) === `-${char}` ? `-${char}` : `--${missing[1]}`) : undefined
+    return new FnrError('Usage', message, {cause: err, details: {commandLine: true, ...(unknownFlag === undefined ? {} : {unknownFlag}), ...(missingValue === undefined ? {} : {missingValue})}})
   }
 
   /** Commands that log (they have --log-level) take --log-format too; commands with JSON output, --json. */

@@ -128,12 +128,14 @@ function checkKptFlags(values: Record<string, FlagValue>, given: ReadonlySet<str
 /** Where the resources come from (DIR, "-", --input, or the current directory) and go (--output, or DIR in place). */
 function packageTarget(values: Record<string, FlagValue>, given: ReadonlySet<string>, positionals: readonly string[]): {inputs: string[]; output: string; dir?: string} {
   let inputs = (values.input as string[] | undefined) ?? []
-  let output = (values.output as string | undefined) ?? 'stdout'
+  // an empty --output is kpt's default, as if not given
+  const outputGiven = given.has('output') && values.output !== ''
+  let output = outputGiven ? (values.output as string) : 'stdout'
   const dir = positionals[0] ?? (inputs.length === 0 ? '.' : undefined)
   if (dir !== undefined) {
     if (inputs.length > 0) throw usage(`give the package as DIR or as --input, not both (got ${JSON.stringify(dir)} and --input)`)
     inputs = dir === '-' ? [] : [dir]
-    if (dir !== '-' && !given.has('output')) output = dir
+    if (dir !== '-' && !outputGiven) output = dir
   }
   return {inputs, output, dir}
 }

@@ -22,7 +22,7 @@ import {
   RESPONSE_CACHE_FLAG_SPECS,
   RUNNER_TEMPLATE_FLAG_SPECS,
 } from '../lib/flags/runner-flag-specs.js'
-import {EXEC_FLAG_SPECS, type FlagSpec, type FlagSpecs, type SpecValue} from '../lib/flags/spec.js'
+import {EXEC_FLAG_SPECS, integerProblem, type FlagSpec, type FlagSpecs, type SpecValue} from '../lib/flags/spec.js'
 
 export {DEFAULT_MAX_REQUEST_BODY_SIZE} from '../lib/flags/runner-flag-specs.js'
 
@@ -71,7 +71,15 @@ export function oclifFlag<S extends FlagSpec>(spec: S): OclifFlagOf<S> {
     case 'go-bool':
       return goBool({...common, default: spec.default as boolean | undefined}) as unknown as OclifFlagOf<S>
     case 'integer':
-      return Flags.integer({...common, default: spec.default as number | undefined, min: spec.min, max: spec.max}) as unknown as OclifFlagOf<S>
+      // parsed with the oclif-free path's check, so both say the same (oclif adds "Parsing --NAME: ")
+      return Flags.custom<number>({
+        parse: async (input) => {
+          const problem = integerProblem(spec, input)
+          if (problem !== undefined) throw new FnrError('Usage', problem)
+          return Number(input)
+        },
+        helpValue: '<value>',
+      })({...common, default: spec.default as number | undefined}) as unknown as OclifFlagOf<S>
     case 'duration':
       return goDuration({...common, default: spec.default as number | undefined, ...defaultHelp}) as unknown as OclifFlagOf<S>
     default:

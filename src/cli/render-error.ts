@@ -53,9 +53,14 @@ export function kptErrorLine(err: FnrError, form: Exclude<ErrorForm, 'fnr'>): st
   if (err.kind === 'InvalidPackage') return `${err.message} \n`
   if (err.details.consoleShown) return ''
   // kpt prints the whole message, lines and all (a YAML error ends with the node's contents).
-  const message = err.details.unknownFlag !== undefined ? `unknown flag: ${err.details.unknownFlag}` : wholeMessage(err.message)
+  const message = err.details.unknownFlag !== undefined ? `unknown flag: ${err.details.unknownFlag}` : err.details.missingValue !== undefined ? missingValueLine(err.details.missingValue) : wholeMessage(err.message)
   if (form === 'kpt-render' && !err.details.commandLine) return `Error: ${message} \n`
   return `error: ${message}\n`
+}
+
+/** kpt's CLI library's words for a flag that ends the command line without its value. */
+function missingValueLine(typed: string): string {
+  return typed.startsWith('--') ? `flag needs an argument: ${typed}` : `flag needs an argument: '${typed.slice(1)}' in ${typed}`
 }
 
 /** The exit code of a failure in a form: kpt exits 1 for every failure. */

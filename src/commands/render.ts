@@ -1,32 +1,14 @@
 import {Args} from '@oclif/core'
 
-import {resolveExecPaths} from '../lib/config/embedded.js'
 import {FnrCommand} from '../cli/command.js'
 import {oclifFlags} from '../cli/flags.js'
 import {colorEnabled, consoleStream} from '../cli/color.js'
 import {runInterruptible} from '../cli/interrupt.js'
-import {checkImagePullPolicy, EXIT_CODES_SPEC} from '../cli/eval-flags.js'
+import {RENDER_FLAG_SPECS, renderOptionsFromFlags} from '../cli/render-flags.js'
 import {errorFormFor, type ErrorForm} from '../cli/render-error.js'
-import {EXEC_FLAG_SPECS, normalizeBooleanFlags, type FlagSpecs} from '../lib/flags/spec.js'
-import {FnrError} from '../lib/errors.js'
+import {normalizeBooleanFlags, type FlagValue} from '../lib/flags/spec.js'
 import {runRender} from '../lib/render.js'
 
-const RENDER_FLAG_SPECS = {
-  'allow-exec': {kind: 'boolean', summary: 'Allow the pipeline\'s `exec:` functions (binaries run in the current directory, as kpt runs them).', default: false},
-  'allow-network': {kind: 'boolean', summary: 'Let the functions use the network (kpt: container functions). The exec config\'s functions are local processes with the host\'s network already; an error with --runner, which cannot carry it.', default: false},
-  'image-pull-policy': {kind: 'string', summary: 'Always, IfNotPresent or Never (any case), as kpt. Checked; fnr pulls no images (the exec config runs local binaries, and --runner\'s server pulls by its own policy), so it changes nothing.'},
-  'allow-alpha-wasm': {kind: 'boolean', summary: 'kpt\'s switch for alpha wasm functions: accepted, no effect (fnr runs no wasm functions).', default: false},
-  'exit-codes': EXIT_CODES_SPEC,
-  output: {kind: 'string', char: 'o', summary: 'stdout (wrapped ResourceList), unwrap (YAML documents) or a new directory; default: the package, in place.'},
-  'results-dir': {kind: 'string', summary: 'Write results.yaml (a kpt FunctionResultList) into this directory.'},
-  runner: {kind: 'string', summary: 'Run the pipeline\'s `image:` functions through a running function runner (fnr serve, or Porch\'s) at HOST:PORT, so CI renders as Porch will.'},
-  'runner-ca-file': {kind: 'string', summary: 'Dial --runner with TLS, trusting the CAs in this PEM file.'},
-  timeout: {kind: 'duration', summary: 'Kill a function after this long.', default: 5 * 60_000, defaultHelp: '5m'},
-  'max-output-size': {kind: 'integer', summary: 'Largest function output accepted, in bytes.', default: 256 * 1024 * 1024, min: 1024},
-  'truncate-output': {kind: 'boolean', summary: 'Show at most 4 lines of results and stderr on the console.', default: true, allowNo: true},
-  color: {kind: 'boolean', summary: 'Colour the console tags when stderr is a terminal (also off with NO_COLOR).', default: true, allowNo: true},
-  ...EXEC_FLAG_SPECS,
-} satisfies FlagSpecs
 
 export default class Render extends FnrCommand {
   static summary = 'Render a kpt package: run its Kptfile pipeline (and its subpackages\') like kpt fn render.'
@@ -67,39 +49,19 @@ fnr's codes by kind (docs/cli.md).`
   async run(): Promise<void> {
     const {args, flags, metadata} = await this.parse(Render, normalizeBooleanFlags(this.argv, RENDER_FLAG_SPECS))
     const given = new Set(Object.keys(flags).filter((name) => !metadata.flags[name]?.setFromDefault))
-    const str = (name: string): string | undefined => (flags as Record<string, unknown>)[name] as string | undefined
-    if (str('runner-ca-file') && !str('runner')) throw new FnrError('Usage', '--runner-ca-file needs --runner', {details: {commandLine: true}})
-    checkImagePullPolicy(str('image-pull-policy'))
-    if (flags['allow-network'] && str('runner')) {
-      throw new FnrError('Usage', '--allow-network cannot be passed through --runner: the function evaluator protocol (proto/evaluator.proto, EvaluateFunctionRequest: resource_list and image only) carries no container options; the runner\'s own runtime decides them', {details: {commandLine: true}})
-    }
+    const options = renderOptionsFromFlags(flags as Record<string, FlagValue>, given, args.dir)
+    const runner = flags.runner as string | undefined
+    const caFile = flags['runner-ca-file'] as string | undefined
     await runInterruptible(
       async (interrupt, onClose) => {
         let imageRunner
-        if (str('runner')) {
+        if (runner) {
           const remote = await import('../lib/fntest/remote.js')
-          const client = await remote.connectRunner({address: str('runner')!, ...(str('runner-ca-file') ? {caFile: str('runner-ca-file')} : {})}, flags['max-output-size'] as number)
+          const client = await remote.connectRunner({address: runner, ...(caFile ? {caFile} : {})}, options.maxOutputBytes)
           onClose(() => client.close())
-          imageRunner = (image: string, input: Buffer) => remote.callRunner(client, image, input, flags.timeout as number, interrupt.signal)
+          imageRunner = (image: string, input: Buffer) => remote.callRunner(client, image, input, options.timeoutMs, interrupt.signal)
         }
-        await runRender(
-          {
-            dir: args.dir ?? '.',
-            allowExec: flags['allow-exec'] as boolean,
-            output: str('output') ?? '',
-            resultsDir: str('results-dir'),
-            timeoutMs: flags.timeout as number,
-            maxOutputBytes: flags['max-output-size'] as number,
-            truncateOutput: flags['truncate-output'] as boolean,
-            execPaths: {
-              ...resolveExecPaths(str('config')!, str('functions')!, given.has('config'), given.has('functions'), {cli: true}),
-              defaultImagePrefix: str('default-image-prefix')!,
-            },
-            imageRunner,
-            signal: interrupt.signal,
-          },
-          {stdin: process.stdin, stdout: process.stdout, stderr: consoleStream(process.stderr, colorEnabled(process.stderr, flags.color as boolean))},
-        )
+        await runRender({...options, imageRunner, signal: interrupt.signal}, {stdin: process.stdin, stdout: process.stdout, stderr: consoleStream(process.stderr, colorEnabled(process.stderr, flags.color as boolean))})
       },
       (err, exitCode) => this.catch(err, exitCode),
     )

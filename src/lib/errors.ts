@@ -145,6 +145,8 @@ export interface FnrErrorDetails {
   commandLine?: boolean
   /** The unknown flag of a command line, as given (`--bogus`): kpt words this `unknown flag: --bogus`. */
   unknownFlag?: string
+  /** A flag given without its value, as typed (`-o`, `--output`). */
+  missingValue?: string
   /** What the function wrote, where the error keeps it. */
   stdout?: Buffer
   stderr?: Buffer

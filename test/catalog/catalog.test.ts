@@ -15,6 +15,7 @@ import {loadExecConfig} from '../../src/lib/config/exec-config.js'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {CATALOG, CATALOG_SOURCE_COMMIT, MISSING} from '../../scripts/catalog-peers.mjs'
 import {runCli} from '../support/cli.js'
+import {forEachLimit} from '../support/concurrency.js'
 import {startServeProcess, type ServeProcess} from '../support/serve.js'
 import {requireShared} from '../support/shared.js'
 import {TempDirs} from '../support/tmp.js'
@@ -136,29 +137,29 @@ describe('catalog functions: the real binaries through fnr and kpt', function ()
 
   it('on the catalog examples: fnr eval --exec and --image give the same package as kpt fn eval --exec, and the change the example expects', async function () {
     this.timeout(15 * 60_000)
-    for (const ex of examples) {
+    // Examples are independent: two at a time, the kpt run, the piped run and both fnr runs of each side by side.
+    await forEachLimit(examples, 2, async (ex) => {
       const kptPkg = path.join(work, 'examples', ex.name, 'kpt')
       const fnrExec = path.join(work, 'examples', ex.name, 'fnr-exec')
       const fnrImage = path.join(work, 'examples', ex.name, 'fnr-image')
       const expected = path.join(work, 'examples', ex.name, 'expected')
       for (const d of [kptPkg, fnrExec, fnrImage, expected]) await cp(ex.dir, d, {recursive: true})
-      const k = await kptEval(kptPkg, bed.binary[ex.fn]!, ex)
+      const sunk = path.join(work, 'examples', ex.name, 'sunk')
+      const [k, piped, r1, r2] = await Promise.all([
+        kptEval(kptPkg, bed.binary[ex.fn]!, ex),
+        // kpt fn source | fnr eval --exec | kpt fn sink: the function sees what it sees under kpt.
+        execa(KPT, ['fn', 'source', ex.dir], {timeout: 60_000}).then((src) => runCli(['eval', '-', '--exec', bed.binary[ex.fn]!, ...configArgs(ex.dir, ex)], {input: String(src.stdout), timeout: 120_000})),
+        runCli(['eval', '--input', fnrExec, '-o', fnrExec, '--exec', bed.binary[ex.fn]!, ...configArgs(fnrExec, ex)], {timeout: 120_000}),
+        runCli(['eval', '--input', fnrImage, '-o', fnrImage, '--image', ex.image, '--config', bed.configPath, '--functions', bed.functionsDir, ...configArgs(fnrImage, ex)], {timeout: 120_000}),
+      ])
       expect(k.exitCode, `${ex.name}: kpt\n${k.stderr}`).to.equal(0)
       const want = await tree(kptPkg)
-
-      // kpt fn source | fnr eval --exec | kpt fn sink: the function sees what it sees under kpt.
-      const sunk = path.join(work, 'examples', ex.name, 'sunk')
-      const src = await execa(KPT, ['fn', 'source', ex.dir], {timeout: 60_000})
-      const piped = await runCli(['eval', '-', '--exec', bed.binary[ex.fn]!, ...configArgs(ex.dir, ex)], {input: String(src.stdout), timeout: 120_000})
       expect(piped.exitCode, `${ex.name}: fnr eval on stdin\n${piped.stderr}`).to.equal(0)
       await execa(KPT, ['fn', 'sink', sunk], {input: piped.stdout, timeout: 60_000})
       const sunkTree = await tree(sunk)
       expect(Object.keys(sunkTree)).to.not.be.empty
       expect(sunkTree, `${ex.name}: kpt fn source | fnr eval | kpt fn sink vs kpt`).to.deep.equal(Object.fromEntries(Object.keys(sunkTree).map((f) => [f, want[f]!])))
-
-      const r1 = await runCli(['eval', '--input', fnrExec, '-o', fnrExec, '--exec', bed.binary[ex.fn]!, ...configArgs(fnrExec, ex)], {timeout: 120_000})
       expect(r1.exitCode, `${ex.name}: fnr --exec\n${r1.stderr}`).to.equal(0)
-      const r2 = await runCli(['eval', '--input', fnrImage, '-o', fnrImage, '--image', ex.image, '--config', bed.configPath, '--functions', bed.functionsDir, ...configArgs(fnrImage, ex)], {timeout: 120_000})
       expect(r2.exitCode, `${ex.name}: fnr --image\n${r2.stderr}`).to.equal(0)
       expect(await tree(fnrExec), `${ex.name}: fnr eval --input DIR --exec vs kpt`).to.deep.equal(want)
       expect(await tree(fnrImage), `${ex.name}: fnr eval --input DIR --image vs kpt`).to.deep.equal(want)
@@ -171,7 +172,7 @@ describe('catalog functions: the real binaries through fnr and kpt', function ()
       for (const t of [wantPatched, kptTree]) delete t['.expected/diff.patch']
       if (EVAL_CHANGES_KPTFILE.includes(ex.name)) for (const t of [wantPatched, kptTree]) delete t.Kptfile
       expect(kptTree, `${ex.name}: the function's change vs the example's diff.patch`).to.deep.equal(wantPatched)
-    }
+    })
   })
 
   it('the ResourceList a function gets from fnr eval --input DIR is kpt fn source\'s, byte for byte, comments on keys included', async function () {
@@ -196,29 +197,29 @@ describe('catalog functions: the real binaries through fnr and kpt', function ()
   it('on a generated corpus: fnr eval --exec gives the same package and success or failure as kpt fn eval --exec', async function () {
     this.timeout(15 * 60_000)
     const pkgs = corpusPackages(4)
+    const cases = bed.built.flatMap((fn) => CORPUS_CONFIGS[fn]!.flatMap((cfg, ci) => pkgs.map((pkg) => ({fn, cfg, ci, pkg}))))
     let compared = 0
-    for (const fn of bed.built) {
-      for (const [ci, cfg] of CORPUS_CONFIGS[fn]!.entries()) {
-        for (const pkg of pkgs) {
-          const base = path.join(work, 'corpus', fn, String(ci), pkg.name)
-          const kptPkg = path.join(base, 'kpt')
-          const fnrPkg = path.join(base, 'fnr')
-          await writePackage(kptPkg, pkg)
-          await writePackage(fnrPkg, pkg)
-          const c = {args: cfg.args, configPath: undefined as string | undefined}
-          if (cfg.fnConfig) {
-            await writeFile(path.join(base, 'fn-config.yaml'), cfg.fnConfig)
-            c.configPath = '../fn-config.yaml'
-          }
-          const k = await kptEval(kptPkg, bed.binary[fn]!, c)
-          const r = await runCli(['eval', '--input', fnrPkg, '-o', fnrPkg, '--exec', bed.binary[fn]!, ...configArgs(fnrPkg, c)], {timeout: 120_000})
-          const label = `${fn} / ${cfg.label} / ${pkg.name}`
-          expect(r.exitCode === 0, `${label}: fnr exit ${r.exitCode} vs kpt exit ${k.exitCode}\n${r.stderr}\n---\n${k.stderr}`).to.equal(k.exitCode === 0)
-          expect(await tree(fnrPkg), label).to.deep.equal(await tree(kptPkg))
-          compared++
-        }
+    // Cases are independent: two at a time, kpt and fnr side by side in each.
+    await forEachLimit(cases, 2, async ({fn, cfg, ci, pkg}) => {
+      const base = path.join(work, 'corpus', fn, String(ci), pkg.name)
+      const kptPkg = path.join(base, 'kpt')
+      const fnrPkg = path.join(base, 'fnr')
+      await writePackage(kptPkg, pkg)
+      await writePackage(fnrPkg, pkg)
+      const c = {args: cfg.args, configPath: undefined as string | undefined}
+      if (cfg.fnConfig) {
+        await writeFile(path.join(base, 'fn-config.yaml'), cfg.fnConfig)
+        c.configPath = '../fn-config.yaml'
       }
-    }
+      const [k, r] = await Promise.all([
+        kptEval(kptPkg, bed.binary[fn]!, c),
+        runCli(['eval', '--input', fnrPkg, '-o', fnrPkg, '--exec', bed.binary[fn]!, ...configArgs(fnrPkg, c)], {timeout: 120_000}),
+      ])
+      const label = `${fn} / ${cfg.label} / ${pkg.name}`
+      expect(r.exitCode === 0, `${label}: fnr exit ${r.exitCode} vs kpt exit ${k.exitCode}\n${r.stderr}\n---\n${k.stderr}`).to.equal(k.exitCode === 0)
+      expect(await tree(fnrPkg), label).to.deep.equal(await tree(kptPkg))
+      compared++
+    })
     expect(compared).to.equal(bed.built.length * 2 * pkgs.length)
   })
 
@@ -242,31 +243,31 @@ describe('catalog functions: the real binaries through fnr and kpt', function ()
       const porch = await readConfig(path.join(PORCH_COMPAT, 'v1.5.8', 'func_config.yaml'))
       let ok = 0
       let failed = 0
-      for (const fn of bed.built) {
+      const cases = bed.built.flatMap((fn) => CORPUS_CONFIGS[fn]!.flatMap((cfg, ci) => pkgs.map((pkg, pi) => ({fn, cfg, ci, pkg, pi}))))
+      // Cases are independent: two at a time.
+      await forEachLimit(cases, 2, async ({fn, cfg, ci, pkg, pi}) => {
         const images = porch.find((p) => p.function === fn)!.images
-        for (const [ci, cfg] of CORPUS_CONFIGS[fn]!.entries()) {
-          for (const [pi, pkg] of pkgs.entries()) {
-            const dir = path.join(work, 'serve', fn, String(ci), pkg.name)
-            await writePackage(dir, pkg)
-            const input = await corpusResourceList(dir, cfg.fnConfig ?? argsConfigMap(cfg.args))
-            const direct = await runBinary(bed.binary[fn]!, input)
-            const image = images[(ci + pi) % images.length]!
-            const label = `${fn} / ${cfg.label} / ${pkg.name} / ${image}`
-            if (direct.exitCode === 0) {
-              const res = await client!.evaluateRaw(image, input, {deadline: Date.now() + 120_000})
-              expect(stableOutput(res.resourceList).toString(), label).to.equal(stableOutput(direct.stdout).toString())
-              expect(Buffer.compare(stableOutput(res.resourceList), stableOutput(direct.stdout)), `${label}: bytes`).to.equal(0)
-              ok++
-            } else {
-              const err = await client!.evaluateRaw(image, input, {deadline: Date.now() + 120_000}).then(() => undefined, (e: Error) => e)
-              expect(err, label).to.be.instanceOf(Error)
-              const firstLine = direct.stderr.split('\n').find((l) => l.trim() !== '') ?? ''
-              expect(err!.message, label).to.contain(firstLine.trim().slice(0, 60))
-              failed++
-            }
-          }
+        const dir = path.join(work, 'serve', fn, String(ci), pkg.name)
+        await writePackage(dir, pkg)
+        const input = await corpusResourceList(dir, cfg.fnConfig ?? argsConfigMap(cfg.args))
+        const image = images[(ci + pi) % images.length]!
+        const [direct, served] = await Promise.all([
+          runBinary(bed.binary[fn]!, input),
+          client!.evaluateRaw(image, input, {deadline: Date.now() + 120_000}).then((res) => res, (e: Error) => e),
+        ])
+        const label = `${fn} / ${cfg.label} / ${pkg.name} / ${image}`
+        if (direct.exitCode === 0) {
+          if (served instanceof Error) throw new Error(`${label}: ${served.message}`)
+          expect(stableOutput(served.resourceList).toString(), label).to.equal(stableOutput(direct.stdout).toString())
+          expect(Buffer.compare(stableOutput(served.resourceList), stableOutput(direct.stdout)), `${label}: bytes`).to.equal(0)
+          ok++
+        } else {
+          expect(served, label).to.be.instanceOf(Error)
+          const firstLine = direct.stderr.split('\n').find((l) => l.trim() !== '') ?? ''
+          expect((served as Error).message, label).to.contain(firstLine.trim().slice(0, 60))
+          failed++
         }
-      }
+      })
       expect(ok).to.be.greaterThan(0)
       expect(failed).to.be.greaterThan(0)
     })

@@ -152,8 +152,14 @@ describe('fnr eval: kpt\'s command line', function () {
     })
 
     // [what, args (kpt's after `kpt fn`, fnr's the same), how fnr's line compares: 'same' word for word,
-    // 'prefix' kpt's line then more, or a pattern both lines match (the wording is each tool's own)]
-    const cases: Array<[string, string[], 'same' | 'prefix' | RegExp]> = [
+    // 'prefix' kpt's line then more, or a pattern both lines match (the wording is each tool's own),
+    // and 'oclif too' where fnr's oclif command must say the same as its fast path]
+    const cases: Array<[string, string[], 'same' | 'prefix' | RegExp, 'oclif too'?]> = [
+      ['-o without its value', ['eval', 'pkg', '--exec', SET_NS, '-o'], 'same', 'oclif too'],
+      ['--output without its value', ['eval', 'pkg', '--exec', SET_NS, '--output'], 'same', 'oclif too'],
+      ['render: -o without its value', ['render', 'needs-exec', '-o'], 'same', 'oclif too'],
+      ['render: --results-dir without its value', ['render', 'needs-exec', '--results-dir'], 'same', 'oclif too'],
+      ['render: unknown flag (oclif too)', ['render', 'needs-exec', '--bogus'], 'same', 'oclif too'],
       ['no function', ['eval', 'pkg'], 'same'],
       ['unknown flag', ['eval', 'pkg', '--exec', SET_NS, '--bogus'], 'same'],
       ['the function fails (no line after its [FAIL] block)', ['eval', 'pkg', '--exec', 'FAIL'], 'same'],
@@ -176,11 +182,15 @@ describe('fnr eval: kpt\'s command line', function () {
       ['render: the function fails', ['render', 'fails', '--allow-exec'], 'same'],
       ['render: DIR missing', ['render', 'nope'], 'same'],
     ]
-    for (const [what, args, compare] of cases) {
+    for (const [what, args, compare, oclifToo] of cases) {
       it(`${what}: ${args.join(' ')}`, async () => {
         const argv = args.map((a) => (a === 'FAIL' ? fail : a))
         const k = await execa(KPT, ['fn', ...argv], {cwd: work, reject: false})
         const f = await runCli(argv, {cwd: work})
+        if (oclifToo) {
+          const o = await runCli(argv, {cwd: work, env: {FNR_NO_FAST_PATH: '1'}})
+          expect([o.exitCode, o.stderr], 'through oclif').to.deep.equal([f.exitCode, f.stderr])
+        }
         expect(k.exitCode, String(k.stderr)).to.equal(1)
         expect(f.exitCode, f.stderr).to.equal(1)
         const kl = errorLines(String(k.stderr)).map((l) => l.split(work).join('WORK'))

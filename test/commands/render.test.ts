@@ -221,6 +221,38 @@ process.stdout.write(s.slice(0, at) + blocks.reverse().join('') + rest.slice(end
     expect(missing.exitCode).to.equal(1)
   })
 
+  it('gives the same results through oclif as through the fast path (files, stdout, stderr, exit code)', async () => {
+    const dir = await temp.make('fnr-render-paths-')
+    const pkg = {
+      Kptfile: kptfile('pkg', `pipeline:\n  mutators:\n    - image: fnr.local/set-namespace:v0.4\n      configMap:\n        namespace: prod\n    - exec: ${FN.foobar}\n`),
+      'cm.yaml': CM('foo'),
+    }
+    const cases = [
+      ['PKG', '--allow-exec'],
+      ['PKG', '--allow-exec', '-o', 'stdout', '--no-truncate-output', '--timeout', '1m'],
+      ['PKG', '--allow-exec', '-o', 'unwrap', 'ignored-extra-argument'],
+      ['PKG', '--allow-exec', '--results-dir', 'RESULTS', '--image-pull-policy', 'never', '--allow-network'],
+      ['PKG'],
+      ['PKG', '--allow-exec', '--timeout', 'soon'],
+      ['PKG', '--allow-exec', '--max-output-size', '12'],
+      ['PKG', '--allow-exec', '--exit-codes', 'fnr', '--bogus'],
+      ['PKG', '--runner-ca-file', 'ca.pem'],
+      [path.join(dir, 'nope')],
+    ]
+    for (const [i, args] of cases.entries()) {
+      const outcome: Array<Record<string, unknown>> = []
+      for (const env of [{}, {FNR_NO_FAST_PATH: '1'}]) {
+        const root = path.join(dir, `${i}-${outcome.length}`)
+        await writeTree(path.join(root, 'pkg'), pkg)
+        const argv = args.map((a) => (a === 'PKG' ? path.join(root, 'pkg') : a === 'RESULTS' ? path.join(root, 'results') : a))
+        const r = await runCli(['render', ...argv], {env})
+        const clean = (text: string): string => sanitize(text, root)
+        outcome.push({exitCode: r.exitCode, stdout: clean(r.stdout), stderr: clean(r.stderr), files: await tree(root)})
+      }
+      expect(outcome[0], args.join(' ')).to.deep.equal(outcome[1])
+    }
+  })
+
   it('--runner renders image functions through a running fnr serve, with the same files as the local exec config', async () => {
     let running: RunningServer | undefined
     try {

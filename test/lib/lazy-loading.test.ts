@@ -15,6 +15,14 @@ describe('heavy modules stay off the eval path', () => {
     expect(bundle).not.to.match(/\bajv\b|x-kubernetes-validations/)
   })
 
+  it('the fnr render bundle contains neither the Kubernetes client, gRPC nor oclif (--runner goes through oclif)', async () => {
+    const bundle = await readFile(path.join(REPO_ROOT, 'dist', 'bundles', 'render', 'fast-render.bundle.mjs'), 'utf8')
+    expect(bundle.length).to.be.greaterThan(10_000)
+    expect(bundle).not.to.match(/CoreV1Api|@kubernetes\/client-node/)
+    expect(bundle).not.to.match(/@grpc\/grpc-js|grpc\.health\.v1/)
+    expect(bundle).not.to.match(/@oclif\/core/)
+  })
+
   it('the fnr serve bundle leaves the pod runtime, the Kubernetes client, metrics, the response cache and tracing to chunks loaded on first use, and imports no built-in module as an ES module', async () => {
     const dir = path.join(REPO_ROOT, 'dist', 'bundles', 'serve')
     // the entry and the chunks it imports statically: what every start loads

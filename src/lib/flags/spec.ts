@@ -80,7 +80,7 @@ export interface ParsedFlags {
 export type ParseDialect = 'cli' | 'wrapper'
 
 /** A command-line error (src/lib/errors.ts FnrErrorDetails.commandLine). */
-function usage(message: string, details: {unknownFlag?: string} = {}): FnrError {
+function usage(message: string, details: {unknownFlag?: string; missingValue?: string} = {}): FnrError {
   return new FnrError('Usage', message, {details: {commandLine: true, ...details}})
 }
 
@@ -93,12 +93,19 @@ function wrapperInteger(name: string, spec: FlagSpec, raw: string): number {
   return n
 }
 
-function cliInteger(name: string, spec: FlagSpec, raw: string): number {
-  if (!/^-?\d+$/.test(raw)) throw usage(`Parsing --${name}: expected an integer, got ${JSON.stringify(raw)}`)
+/** What is wrong with an integer flag's value on the command line (both parsers' words), or undefined. */
+export function integerProblem(spec: Pick<FlagSpec, 'min' | 'max'>, raw: string): string | undefined {
+  if (!/^-?\d+$/.test(raw)) return `expected an integer, got ${JSON.stringify(raw)}`
   const n = Number(raw)
-  if (spec.min !== undefined && n < spec.min) throw usage(`Parsing --${name}: expected an integer greater than or equal to ${spec.min}, got ${raw}`)
-  if (spec.max !== undefined && n > spec.max) throw usage(`Parsing --${name}: expected an integer less than or equal to ${spec.max}, got ${raw}`)
-  return n
+  if (spec.min !== undefined && n < spec.min) return `expected an integer greater than or equal to ${spec.min}, got ${raw}`
+  if (spec.max !== undefined && n > spec.max) return `expected an integer less than or equal to ${spec.max}, got ${raw}`
+  return undefined
+}
+
+function cliInteger(name: string, spec: FlagSpec, raw: string): number {
+  const problem = integerProblem(spec, raw)
+  if (problem !== undefined) throw usage(`Parsing --${name}: ${problem}`)
+  return Number(raw)
 }
 
 /** Converts one raw string to the flag's type (durations to ms); throws Usage errors. */
@@ -143,10 +150,16 @@ function nodeOptions(specs: FlagSpecs): NodeOptions {
 }
 
 /** node:util's parse error in fnr's words ("Unknown option '--exce'. To specify a positional …"). */
-function parseError(err: unknown, options: NodeOptions, dialect: ParseDialect): FnrError {
+function parseError(err: unknown, options: NodeOptions, dialect: ParseDialect, argv: readonly string[]): FnrError {
   const message = (err as Error).message
   const unknown = /^Unknown option '([^']*)'/.exec(message)
   if (unknown && dialect === 'cli') return usage(`Nonexistent flag: ${unknown[1]}${flagHint(unknown[1]!, Object.keys(options))}`, {unknownFlag: unknown[1]!})
+  // "Option '-o, --output <value>' argument missing": the flag ended the command line
+  const missing = /^Option '(?:-(\w), )?--([\w-]+) <value>' argument missing/.exec(message)
+  if (missing && dialect === 'cli') {
+    const typed = argv.at(-1) === `-${missing[1]}` ? `-${missing[1]}` : `--${missing[2]}`
+    return usage(`Flag --${missing[2]} expects a value`, {missingValue: typed})
+  }
   return new FnrError('Usage', message.split('\n')[0]!.replace(/\. To specify a positional.*$/, ''), {cause: err, details: {commandLine: true}})
 }
 
@@ -169,7 +182,7 @@ export function parseWithSpecs(argv: readonly string[], specs: FlagSpecs, dialec
   try {
     parsed = parseArgs({args: normalizeBooleanFlags(argv, specs), options, strict: true, allowPositionals: true})
   } catch (err) {
-    throw parseError(err, options, dialect)
+    throw parseError(err, options, dialect, argv)
   }
   const values: Record<string, FlagValue> = {}
   const given = new Set<string>()
