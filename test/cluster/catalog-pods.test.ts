@@ -32,6 +32,7 @@ import {pushWrapperServerImage} from '../support/node/fixtures.js'
 import {TestDnsServer} from '../support/node/index.js'
 import {pushImage} from '../support/registry/fixtures.js'
 import {TestRegistry} from '../support/registry/registry.js'
+import {forEachLimit} from '../support/concurrency.js'
 import {REPO_ROOT, makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
 import {PACKAGE_TIMEOUT_MS} from '../wrapper/support/package.js'
 
@@ -121,16 +122,20 @@ describe('the real catalog functions in function pods on the real control plane 
   it('answers the catalog examples of every built function from a pod with the binary\'s own stdout, byte for byte', async () => {
     const cases = await exampleCases(CATALOG.map((f) => f.name))
     expect(cases.map((c) => c.fn).sort()).to.include.members(CATALOG.map((f) => f.name))
-    for (const ex of cases) {
-      const input = await exampleResourceList(ex.dir, ex)
-      const direct = await runBinary(path.join(functionsDir, ex.fn), input)
-      expect(direct.exitCode, `${ex.name}: the binary itself: ${direct.stderr}`).to.equal(0)
-      const t = Date.now()
-      const res = await client!.evaluateRaw(images[ex.fn]!, input, {deadline: Date.now() + 240_000})
-      console.log(`      ${ex.name} (${ex.fn}): ${Date.now() - t} ms`)
-      expect(res.trailers.get('fnr-evaluator'), ex.name).to.deep.equal(['pod'])
-      expect(Buffer.compare(stableOutput(res.resourceList), stableOutput(direct.stdout)), `${ex.name}:\n${res.resourceList.toString()}`).to.equal(0)
-    }
+    // Functions three at a time (their first calls start pods side by side), each one's examples in order.
+    const byFunction = [...new Set(cases.map((c) => c.fn))].map((fn) => cases.filter((c) => c.fn === fn))
+    await forEachLimit(byFunction, 3, async (group) => {
+      for (const ex of group) {
+        const input = await exampleResourceList(ex.dir, ex)
+        const direct = await runBinary(path.join(functionsDir, ex.fn), input)
+        expect(direct.exitCode, `${ex.name}: the binary itself: ${direct.stderr}`).to.equal(0)
+        const t = Date.now()
+        const res = await client!.evaluateRaw(images[ex.fn]!, input, {deadline: Date.now() + 240_000})
+        console.log(`      ${ex.name} (${ex.fn}): ${Date.now() - t} ms`)
+        expect(res.trailers.get('fnr-evaluator'), ex.name).to.deep.equal(['pod'])
+        expect(Buffer.compare(stableOutput(res.resourceList), stableOutput(direct.stdout)), `${ex.name}:\n${res.resourceList.toString()}`).to.equal(0)
+      }
+    })
     // One pod per function, each from fnr's inline template, admitted under `restricted` and run under runc.
     const pods = await fnrPods()
     const podImages = pods.map((p) => (p.spec.containers as KubeObject[]).find((c) => c.name === 'function')!.image as string)
@@ -142,28 +147,26 @@ describe('the real catalog functions in function pods on the real control plane 
     const pkgs = corpusPackages(2, 41)
     let ok = 0
     let failed = 0
-    for (const fn of CATALOG) {
-      for (const [ci, cfg] of CORPUS_CONFIGS[fn.name]!.entries()) {
-        for (const pkg of pkgs) {
-          const pkgDir = path.join(dir, 'corpus', fn.name, String(ci), pkg.name)
-          await writePackage(pkgDir, pkg)
-          const input = await corpusResourceList(pkgDir, cfg.fnConfig ?? argsConfigMap(cfg.args))
-          const direct = await runBinary(path.join(functionsDir, fn.name), input)
-          const label = `${fn.name} / ${cfg.label} / ${pkg.name}`
-          if (direct.exitCode === 0) {
-            const res = await client!.evaluateRaw(images[fn.name]!, input, {deadline: Date.now() + 120_000})
-            expect(Buffer.compare(stableOutput(res.resourceList), stableOutput(direct.stdout)), label).to.equal(0)
-            ok++
-          } else {
-            const err = await client!.evaluateRaw(images[fn.name]!, input, {deadline: Date.now() + 120_000}).then(() => undefined, (e: Error) => e)
-            expect(err, `${label}: must fail as the binary does`).to.be.instanceOf(Error)
-            const firstLine = direct.stderr.split('\n').find((l) => l.trim() !== '') ?? ''
-            expect(err!.message, label).to.contain(firstLine.trim().slice(0, 60))
-            failed++
-          }
-        }
+    const corpus = CATALOG.flatMap((fn) => CORPUS_CONFIGS[fn.name]!.flatMap((cfg, ci) => pkgs.map((pkg) => ({fn, cfg, ci, pkg}))))
+    // Cases are independent: two at a time (the pods are warm from the case above).
+    await forEachLimit(corpus, 2, async ({fn, cfg, ci, pkg}) => {
+      const pkgDir = path.join(dir, 'corpus', fn.name, String(ci), pkg.name)
+      await writePackage(pkgDir, pkg)
+      const input = await corpusResourceList(pkgDir, cfg.fnConfig ?? argsConfigMap(cfg.args))
+      const direct = await runBinary(path.join(functionsDir, fn.name), input)
+      const label = `${fn.name} / ${cfg.label} / ${pkg.name}`
+      if (direct.exitCode === 0) {
+        const res = await client!.evaluateRaw(images[fn.name]!, input, {deadline: Date.now() + 120_000})
+        expect(Buffer.compare(stableOutput(res.resourceList), stableOutput(direct.stdout)), label).to.equal(0)
+        ok++
+      } else {
+        const err = await client!.evaluateRaw(images[fn.name]!, input, {deadline: Date.now() + 120_000}).then(() => undefined, (e: Error) => e)
+        expect(err, `${label}: must fail as the binary does`).to.be.instanceOf(Error)
+        const firstLine = direct.stderr.split('\n').find((l) => l.trim() !== '') ?? ''
+        expect(err!.message, label).to.contain(firstLine.trim().slice(0, 60))
+        failed++
       }
-    }
+    })
     console.log(`      corpus through pods: ${ok} answers byte-identical, ${failed} failures with the function's message`)
     expect(ok).to.be.greaterThan(0)
     expect(failed).to.be.greaterThan(0)
