@@ -235,8 +235,14 @@ export function abandonFunctionProcess(started: StartedFunction, label: string):
     child.stderr?.destroy()
     if (child.pid !== undefined) sweeper.request({marker, pid: child.pid, startedAt, label})
   }
-  if (child.pid === undefined && child.stdioPending) child.once('spawn', kill)
-  else kill()
+  // Started through the spawner, its descriptors may still be on their way, some of them or all
+  // (the pid comes first): its group is killed now when known, and its streams are closed once
+  // all are in. A stream closed before the others arrived left them open and unread, holding the
+  // spawner's channel and so the runner's event loop: `fnr serve` stopped but did not exit.
+  if (child.stdioPending) {
+    if (child.pid !== undefined) killGroup(child.pid)
+    child.once('spawn', kill)
+  } else kill()
 }
 
 export function runFunctionProcess(options: FunctionProcessOptions): Promise<FunctionProcessResult> {
