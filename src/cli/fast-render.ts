@@ -7,22 +7,14 @@
 import {runRender} from '../lib/render.js'
 import {parseWithSpecs} from '../lib/flags/spec.js'
 import {colorEnabled, consoleStream} from './color.js'
-import {onInterrupt} from './interrupt.js'
-import {errorFormFor, renderError} from './render-error.js'
+import {runFastCommand} from './interrupt.js'
 import {RENDER_FLAG_SPECS, renderOptionsFromFlags} from './render-flags.js'
 
-export async function runRenderFast(argv: string[]): Promise<number> {
-  const interrupt = onInterrupt()
-  try {
+export function runRenderFast(argv: string[]): Promise<number> {
+  return runFastCommand('render', argv, async (signal) => {
     const {values, given, positionals} = parseWithSpecs(argv, RENDER_FLAG_SPECS)
     // kpt fn render ignores arguments after PKG_PATH, as the oclif command does (strict = false).
     const options = renderOptionsFromFlags(values, given, positionals[0])
-    await runRender({...options, signal: interrupt.signal}, {stdin: process.stdin, stdout: process.stdout, stderr: consoleStream(process.stderr, colorEnabled(process.stderr, values.color as boolean))})
-    return 0
-  } catch (err) {
-    const code = renderError(err, 0, process.stderr, errorFormFor('render', argv))
-    return interrupt.exitCode ?? code
-  } finally {
-    interrupt.dispose()
-  }
+    await runRender({...options, signal}, {stdin: process.stdin, stdout: process.stdout, stderr: consoleStream(process.stderr, colorEnabled(process.stderr, values.color as boolean))})
+  })
 }

@@ -10,6 +10,7 @@
  */
 import {FnrError} from '../lib/errors.js'
 import {afterPackageWrites, holdsPackageWrites} from '../lib/resourcelist/transaction.js'
+import {errorFormFor, renderError} from './render-error.js'
 
 const SIGNALS = ['SIGINT', 'SIGTERM'] as const
 const EXIT_CODE: Record<(typeof SIGNALS)[number], number> = {SIGINT: 130, SIGTERM: 143}
@@ -91,6 +92,24 @@ export async function runInterruptible(
     await render(err as Error, interrupt.exitCode)
   } finally {
     for (const close of closers) close()
+    interrupt.dispose()
+  }
+}
+
+/**
+ * A kpt-compatible command on its oclif-free path (fast-eval.ts, fast-render.ts): runs `body` with
+ * the interrupt's signal; resolves with the exit code: 0, the failure's in the command's error
+ * form (render-error.ts), or an interrupt's 130/143.
+ */
+export async function runFastCommand(command: 'eval' | 'render', argv: readonly string[], body: (signal: AbortSignal) => Promise<void>): Promise<number> {
+  const interrupt = onInterrupt()
+  try {
+    await body(interrupt.signal)
+    return 0
+  } catch (err) {
+    const code = renderError(err, 0, process.stderr, errorFormFor(command, argv))
+    return interrupt.exitCode ?? code
+  } finally {
     interrupt.dispose()
   }
 }

@@ -24,17 +24,11 @@ import {DEFAULT_PREFIX, unrunnable, writeDockerShim, writeExecConfig} from './fu
 import {KNOWN_FAILURES} from './known-failures.js'
 import {runKptCase, type Outcome, type Tool} from './kpt-runner.js'
 import {categorize, formatReport, type CaseReport} from './report.js'
+import {forEachLimit} from '../support/concurrency.js'
 
 const KPT = '/usr/bin/kpt'
 /** Cases run at once (each is a handful of short processes). */
 const CONCURRENCY = 4
-
-async function pool<T>(items: readonly T[], n: number, each: (item: T) => Promise<void>): Promise<void> {
-  let next = 0
-  await Promise.all(Array.from({length: Math.min(n, items.length)}, async () => {
-    while (next < items.length) await each(items[next++])
-  }))
-}
 
 describe("conformance: kpt's e2e cases for fn eval and fn render, through kpt and through fnr", function () {
   this.timeout(BUILD_TIMEOUT_MS)
@@ -76,7 +70,7 @@ describe("conformance: kpt's e2e cases for fn eval and fn render, through kpt an
       if (report.notRun) continue
       work.push({c, report, tool: kpt}, {c, report, tool: fnr})
     }
-    await pool(work, CONCURRENCY, async ({c, report, tool}) => {
+    await forEachLimit(work, CONCURRENCY, async ({c, report, tool}) => {
       const outcome: Outcome = await runKptCase(c, tool)
       if (tool === kpt) report.kpt = outcome
       else report.fnr = outcome

@@ -4,23 +4,25 @@ import path from 'node:path'
 
 import {REPO_ROOT} from '../support/serve.js'
 
+/** A fast path's bundle, after checking it holds neither the Kubernetes client, gRPC nor oclif. */
+async function readFastBundle(command: 'eval' | 'render'): Promise<string> {
+  const bundle = await readFile(path.join(REPO_ROOT, 'dist', 'bundles', command, `fast-${command}.bundle.mjs`), 'utf8')
+  expect(bundle.length).to.be.greaterThan(10_000)
+  expect(bundle).not.to.match(/CoreV1Api|@kubernetes\/client-node/)
+  expect(bundle).not.to.match(/@grpc\/grpc-js|grpc\.health\.v1/)
+  expect(bundle).not.to.match(/@oclif\/core/)
+  return bundle
+}
+
 describe('heavy modules stay off the eval path', () => {
   it('the fnr eval bundle contains neither the Kubernetes client nor gRPC', async () => {
-    const bundle = await readFile(path.join(REPO_ROOT, 'dist', 'bundles', 'eval', 'fast-eval.bundle.mjs'), 'utf8')
-    expect(bundle.length).to.be.greaterThan(10_000)
-    expect(bundle).not.to.match(/CoreV1Api|@kubernetes\/client-node/)
-    expect(bundle).not.to.match(/@grpc\/grpc-js|grpc\.health\.v1/)
-    expect(bundle).not.to.match(/@oclif\/core/)
+    const bundle = await readFastBundle('eval')
     // schema validation (src/lib/schema/) and ajv load only where a config is validated
     expect(bundle).not.to.match(/\bajv\b|x-kubernetes-validations/)
   })
 
   it('the fnr render bundle contains neither the Kubernetes client, gRPC nor oclif (--runner goes through oclif)', async () => {
-    const bundle = await readFile(path.join(REPO_ROOT, 'dist', 'bundles', 'render', 'fast-render.bundle.mjs'), 'utf8')
-    expect(bundle.length).to.be.greaterThan(10_000)
-    expect(bundle).not.to.match(/CoreV1Api|@kubernetes\/client-node/)
-    expect(bundle).not.to.match(/@grpc\/grpc-js|grpc\.health\.v1/)
-    expect(bundle).not.to.match(/@oclif\/core/)
+    await readFastBundle('render')
   })
 
   it('the fnr serve bundle leaves the pod runtime, the Kubernetes client, metrics, the response cache and tracing to chunks loaded on first use, and imports no built-in module as an ES module', async () => {
