@@ -30,6 +30,17 @@ const echo: Evaluator = {
 }
 
 const MiB = 1024 * 1024
+
+/** A protobuf varint. */
+function varint(n: number): Buffer {
+  const out: number[] = []
+  while (n >= 0x80) {
+    out.push((n & 0x7f) | 0x80)
+    n = Math.floor(n / 128)
+  }
+  out.push(n)
+  return Buffer.from(out)
+}
 const RL = Buffer.from('apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n')
 
 async function startServer(options: Partial<ConstructorParameters<typeof EvaluatorServer>[0]> = {}): Promise<EvaluatorServer> {
@@ -101,7 +112,7 @@ describe('gRPC listener hygiene', function () {
     s2.destroy()
   })
 
-  it('resets a stream whose message does not complete within the receive timeout, and frees what it held', async () => {
+  it('resets a stream whose message stalls for the receive timeout, and frees what it held', async () => {
     const server = await startServer({http2: {receiveTimeoutMs: 300}})
     servers.push(server)
     const session = await h2(`127.0.0.1:${server.port}`)
@@ -115,6 +126,57 @@ describe('gRPC listener hygiene', function () {
     const client = new EvaluatorClient(`127.0.0.1:${server.port}`)
     expect((await client.evaluateRaw('x', RL)).resourceList.equals(RL)).to.equal(true)
     client.close()
+  })
+
+  it('never resets a request that keeps arriving, however long it takes past the receive timeout', async () => {
+    // Before, the timeout counted from the stream's opening: a valid upload slowed by a busy
+    // runner (or sharing its connection's window with other large requests) was reset CANCEL.
+    const server = await startServer({http2: {receiveTimeoutMs: 300}})
+    servers.push(server)
+    const client = http2.connect(`http://127.0.0.1:${server.port}`)
+    client.on('error', () => {})
+    const s = client.request({':method': 'POST', ':path': '/evaluator.FunctionEvaluator/EvaluateFunction', 'content-type': 'application/grpc', te: 'trailers'}, {endStream: false})
+    s.on('error', () => {})
+    const reply: Buffer[] = []
+    s.on('data', (c: Buffer) => reply.push(c))
+    let trailers: http2.IncomingHttpHeaders | undefined
+    s.on('trailers', (t) => (trailers = t))
+    s.on('response', (h) => (trailers ??= h['grpc-status'] === undefined ? undefined : h))
+    const closed = new Promise<number>((resolve) => s.on('close', () => resolve(s.rstCode ?? -1)))
+    // An EvaluateFunction request (field 1, the ResourceList) sent in 200-byte pieces, one every
+    // 50 ms: about 4 KiB/s, 1.8 s in all (six windows), never a whole window without bytes.
+    const resourceList = Buffer.concat([RL, Buffer.from(`# ${'x'.repeat(7000)}\n`)])
+    const field = Buffer.concat([Buffer.from([0x0a]), varint(resourceList.length), resourceList, Buffer.from([0x12, 1, 0x78])])
+    const frame = Buffer.alloc(5 + field.length)
+    frame.writeUInt32BE(field.length, 1)
+    field.copy(frame, 5)
+    const started = Date.now()
+    for (let at = 0; at < frame.length; at += 200) {
+      s.write(frame.subarray(at, Math.min(frame.length, at + 200)))
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    s.end()
+    const code = await closed
+    expect(Date.now() - started).to.be.above(1500)
+    expect(code, 'not reset').to.equal(http2.constants.NGHTTP2_NO_ERROR)
+    expect(trailers?.['grpc-status'], JSON.stringify(trailers)).to.equal('0')
+    expect(Buffer.concat(reply).includes(resourceList)).to.equal(true)
+    client.destroy()
+  })
+
+  it('resets a refused request that stalls while the client is still sending it', async () => {
+    const budget = new CallBudget({...deriveBudget({memoryLimitBytes: 1024 * MiB}), maxHeldBytes: 1 * MiB})
+    const server = await startServer({budget, http2: {receiveTimeoutMs: 300}})
+    servers.push(server)
+    const session = await h2(`127.0.0.1:${server.port}`)
+    const started = Date.now()
+    // Over the budget at once (refused, its bytes dropped), then nothing more: reset CANCEL once
+    // a whole window passes without bytes, never answered (the client has not finished).
+    const code = await partialStream(session, 2 * MiB, 1.5 * MiB)
+    expect(code).to.equal(http2.constants.NGHTTP2_CANCEL)
+    expect(Date.now() - started).to.be.within(250, 5000)
+    expect(server.budget.snapshot().heldBytes).to.equal(0)
+    session.destroy()
   })
 
   it('refuses a message that would pass the budget of bytes held (RESOURCE_EXHAUSTED), and serves the rest', async () => {

@@ -15,8 +15,11 @@
  *     once the client has sent the rest, which is dropped: refuseWhenSent), so partial messages
  *     across streams and connections cannot exhaust memory (200 streams each sending 6,000,000 of
  *     a declared 6,200,000 bytes);
- *   - a request message not complete within the receive timeout (counted from the stream's
- *     opening) resets its stream (CANCEL) and frees what it held;
+ *   - a request message that stalls resets its stream (CANCEL) and frees what it held: one that
+ *     received less than MIN_RECEIVE_RATE's share (1 KiB a second) in a whole receive timeout
+ *     while still incomplete (watchReceiveProgress). A request that keeps arriving is never reset,
+ *     however long it takes: under load the server itself reads slowly, and many large requests
+ *     share a connection's window, so a whole-message time limit reset valid uploads;
  *   - a connection that has not sent the HTTP/2 preface and SETTINGS within the handshake
  *     timeout is destroyed (sockets that never speak HTTP/2 no longer hold file descriptors);
  *   - an accept error (EMFILE, ENFILE: out of file descriptors) is logged and counted instead of
@@ -34,13 +37,57 @@ import {http2ServersOf, sessionSocket} from './internals.js'
 import {REFUSED_HELD_BYTES, REFUSED_TRAILER} from './metadata.js'
 
 export interface GuardSettings {
-  /** A request message must be complete this long after its stream opened; 0: no limit. */
+  /**
+   * A request message still incomplete must have received at least MIN_RECEIVE_RATE's share of
+   * bytes in every window this long since its stream opened, or its stream is reset; 0: no limit.
+   */
   receiveTimeoutMs: number
   /** A connection must send the preface and SETTINGS within this; 0: no limit. */
   handshakeTimeoutMs: number
 }
 
 export const DEFAULT_GUARD: GuardSettings = {receiveTimeoutMs: 60_000, handshakeTimeoutMs: 10_000}
+/**
+ * The slowest a request may arrive, in bytes a second, averaged over each receive-timeout window: a
+ * stalled client (gone without closing, or a slowloris) falls below it; a valid upload slowed by a
+ * busy server or by sharing its connection's window with other large requests does not.
+ */
+export const MIN_RECEIVE_RATE = 1024
+
+/** Judgements of a request's progress per receive-timeout window (sliding: each a slice of it). */
+const PROGRESS_SLICES = 4
+
+/**
+ * Calls `stalled` once a request still arriving has received fewer than MIN_RECEIVE_RATE's share of
+ * bytes (`received()`, a running total) in the last whole window of `windowMs`. The window slides:
+ * it is judged every quarter of it, so a request that stops is reset between one window and a
+ * quarter more after its last bytes. Each judgement comes after one more poll of the sockets: a
+ * runner whose event loop was held up past it would otherwise count bytes that had arrived, unread,
+ * as missing. `ended()` true: the request is complete or refused otherwise, and the watch stops.
+ * Returns what stops it early.
+ */
+export function watchReceiveProgress(windowMs: number, received: () => number, ended: () => boolean, stalled: () => void): () => void {
+  const minBytes = Math.max(1, Math.ceil((MIN_RECEIVE_RATE * windowMs) / 1000))
+  // The running total at the stream's opening and at each judgement since, the last window's worth:
+  // once full, its first entry is the total a whole window ago.
+  const totals: number[] = [0]
+  let timer: NodeJS.Timeout | undefined
+  const judge = (): void => {
+    if (ended()) return
+    const now = received()
+    totals.push(now)
+    if (totals.length > PROGRESS_SLICES + 1) totals.shift()
+    if (totals.length === PROGRESS_SLICES + 1 && now - (totals[0] ?? 0) < minBytes) return stalled()
+    arm()
+  }
+  const arm = (): void => {
+    timer = setTimeout(() => setImmediate(judge), windowMs / PROGRESS_SLICES)
+    timer.unref()
+  }
+  arm()
+  return () => clearTimeout(timer)
+}
+
 /** Default idle time after which a connection without streams is closed (GOAWAY). */
 export const DEFAULT_CONNECTION_IDLE_MS = 5 * 60_000
 
@@ -110,11 +157,13 @@ function guardStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, gu
   const reception = budget.openReception()
   headers[RECEPTION_HEADER] = reception.id
   let done = false
+  /** Request bytes that arrived on the stream. */
+  let received = 0
   /** The request is complete, or will never be: no more bytes to count, no timeout. */
   const stopReceiving = (): void => {
     if (done) return
     done = true
-    if (timer) clearTimeout(timer)
+    stopWatch?.()
     stream.removeListener('data', onData)
   }
   /** Refused: what the request held is released now. */
@@ -133,6 +182,7 @@ function guardStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, gu
     if (!stream.destroyed) stream.close(code)
   }
   const onData = (chunk: Buffer): void => {
+    received += chunk.length
     if (budget.reserveReceive(chunk.length, reception)) return
     const s = budget.snapshot()
     const fields = {received: reception.bytes + chunk.length, heldBytes: s.heldBytes, maxInflightBytes: budget.settings.maxHeldBytes}
@@ -142,17 +192,18 @@ function guardStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, gu
       stream.headersSent || stream.destroyed
         ? reset(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM)
         : () =>
-            refuseWhenSent(stream, {code: RESOURCE_EXHAUSTED, message: `the runner is holding too many request bytes to receive this one (${fields.heldBytes} of ${fields.maxInflightBytes} held); retry later`, reason: REFUSED_HELD_BYTES}, settings.receiveTimeoutMs > 0 ? Math.max(0, openedAt + settings.receiveTimeoutMs - Date.now()) : 0)
+            refuseWhenSent(stream, {code: RESOURCE_EXHAUSTED, message: `the runner is holding too many request bytes to receive this one (${fields.heldBytes} of ${fields.maxInflightBytes} held); retry later`, reason: REFUSED_HELD_BYTES}, settings.receiveTimeoutMs)
     refuse('receive-budget', msg, fields, end)
   }
-  const timer =
+  const stopWatch =
     settings.receiveTimeoutMs > 0
-      ? setTimeout(() => {
-          if (done) return
-          refuse('receive-timeout', 'resetting a stream whose request did not complete in time', {received: reception.bytes, receiveTimeoutMs: settings.receiveTimeoutMs}, reset(http2.constants.NGHTTP2_CANCEL))
-        }, settings.receiveTimeoutMs)
+      ? watchReceiveProgress(
+          settings.receiveTimeoutMs,
+          () => received,
+          () => done,
+          () => refuse('receive-timeout', 'resetting a stream whose request stalled', {received, receiveTimeoutMs: settings.receiveTimeoutMs, minBytesPerSecond: MIN_RECEIVE_RATE, openForMs: Date.now() - openedAt}, reset(http2.constants.NGHTTP2_CANCEL)),
+        )
       : undefined
-  timer?.unref()
   stream.on('data', onData)
   stream.once('end', () => stopReceiving())
   stream.once('close', () => release())
@@ -193,21 +244,23 @@ const RESOURCE_EXHAUSTED = 8
  * A reset sent together with the status makes nghttp2 drop the status whenever a write is in
  * progress (Node queues the reset; nghttp2 drops what a stream with a reset queued still has to
  * send), and a bare reset reaches grpc-js on Node 26 as UNAVAILABLE "Write error", which the pod
- * runtime took for a dead pod. A client that never finishes is reset (CANCEL) when the receive
- * timeout (`giveUpMs` from now; 0: none) runs out, as any request is.
+ * runtime took for a dead pod. A client that stalls while sending the rest is reset (CANCEL) by
+ * the same rule as any request (watchReceiveProgress over windows of `windowMs`; 0: never).
  */
-function refuseWhenSent(stream: ServerHttp2Stream, {code, message, reason}: {code: number; message: string; reason: string}, giveUpMs: number): void {
+function refuseWhenSent(stream: ServerHttp2Stream, {code, message, reason}: {code: number; message: string; reason: string}, windowMs: number): void {
   stream.removeAllListeners('data')
   stream.removeAllListeners('end')
-  const timer = giveUpMs > 0 ? setTimeout(() => stream.destroyed || stream.close(http2.constants.NGHTTP2_CANCEL), giveUpMs) : undefined
-  timer?.unref()
-  stream.once('close', () => clearTimeout(timer))
+  let dropped = 0
+  const stopWatch = windowMs > 0 ? watchReceiveProgress(windowMs, () => dropped, () => stream.destroyed || stream.closed, () => stream.close(http2.constants.NGHTTP2_CANCEL)) : undefined
+  stream.once('close', () => stopWatch?.())
   stream.once('end', () => {
-    clearTimeout(timer)
+    stopWatch?.()
     if (stream.destroyed || stream.closed || stream.headersSent) return
     stream.respond({':status': 200, 'content-type': 'application/grpc+proto', 'grpc-status': String(code), 'grpc-message': percentEncode(message), [REFUSED_TRAILER]: reason}, {endStream: true})
   })
-  stream.on('data', () => {})
+  stream.on('data', (chunk: Buffer) => {
+    dropped += chunk.length
+  })
   stream.resume()
 }
 

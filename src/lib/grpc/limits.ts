@@ -35,7 +35,7 @@ export const LIMIT_FLAGS = {
   'max-inflight-bytes': {summary: 'Request bytes held by calls being received, queued or running (1Gi, 512Mi); default half of the memory limit.', kind: 'bytes', key: 'maxHeldBytes'},
   'max-concurrent-streams': {summary: 'HTTP/2 streams per connection, plus one per call whose function sleeps (clients queue the rest); default --max-concurrent-calls (at least 4).', kind: 'int', key: 'maxConcurrentStreams'},
   'connection-idle-timeout': {summary: 'Close (GOAWAY) a connection that has had no call for this long; default 5m, 0 never.', kind: 'duration', key: 'connectionIdleMs'},
-  'message-receive-timeout': {summary: 'Reset a stream whose request message is not complete this long after it opened; default 60s, 0 never.', kind: 'duration', key: 'receiveTimeoutMs'},
+  'message-receive-timeout': {summary: 'Reset a stream whose request message, still incomplete, received less than 1 KiB a second over this long (a stalled or trickling client); default 60s, 0 never.', kind: 'duration', key: 'receiveTimeoutMs'},
   'handshake-timeout': {summary: 'Close a connection that has not sent the HTTP/2 preface within this; default 10s, 0 never.', kind: 'duration', key: 'handshakeTimeoutMs'},
   'default-deadline': {summary: 'Deadline of a call that comes without one (porch-server often sends none): past it the call fails DEADLINE_EXCEEDED and its function processes are killed; default 5m (porch-server\'s API requests time out after 291s), 0 never.', kind: 'duration', key: 'defaultDeadlineMs'},
 } as const satisfies Record<string, {summary: string; kind: 'bytes' | 'int' | 'duration'; key: keyof ListenerLimits}>
