@@ -10,6 +10,7 @@ import {checkPodResources} from './k8s/quantity.js'
 import {loadExecConfig} from './config/exec-config.js'
 import type {ExecPaths} from './config/embedded.js'
 import type {PodCacheConfig} from './config/pod-cache-config.js'
+import type {FunctionConfigWatch} from './config/function-config-watch.js'
 import {pinsImageDigests, podRuntimeEnv, type PinImageDigests, type PodAddressMode} from './config/serve-config.js'
 import {ExecEvaluator} from './evaluators/exec.js'
 import type {Evaluator} from './evaluator.js'
@@ -213,7 +214,7 @@ export async function resolveFunctionConfigSource(options: ServeOptions, runtime
 }
 
 /** The FunctionConfig watch, when the source is crd or both (loads client-node). */
-async function startFunctionConfigs(options: ServeOptions, source: 'files' | 'crd' | 'both', logger: Logger): Promise<import('./config/function-config-watch.js').FunctionConfigWatch | undefined> {
+async function startFunctionConfigs(options: ServeOptions, source: 'files' | 'crd' | 'both', logger: Logger): Promise<FunctionConfigWatch | undefined> {
   const fc = options.functionConfig
   if (!fc || source === 'files') return undefined
   const {FunctionConfigWatch} = await import('./config/function-config-watch.js')
@@ -225,6 +226,32 @@ async function startFunctionConfigs(options: ServeOptions, source: 'files' | 'cr
     writeStatus: fc.writeStatus,
     logger,
   })
+}
+
+/** The exec runtime: its config (files, FunctionConfigs or both, as `source` says) and its evaluator. */
+async function buildExecEvaluator(options: ServeOptions, functionConfigs: FunctionConfigWatch | undefined, source: 'files' | 'crd' | 'both', logger: Logger): Promise<ExecEvaluator> {
+  const files = functionConfigs && source === 'crd'
+    ? undefined
+    : await loadExecConfig({
+        configPath: options.exec.configPath,
+        functionsDir: options.exec.functionsDir,
+        defaultImagePrefix: options.exec.defaultImagePrefix,
+      })
+  const config = functionConfigs
+    ? new (await import('./config/function-config-crd.js')).FunctionConfigExecConfig(functionConfigs.store, files, options.exec.functionsDir, options.exec.defaultImagePrefix)
+    : files!
+  for (const warning of config.warnings) logger.warn(warning)
+  logger.info('exec runtime ready', {
+    config: options.exec.configPath,
+    functions: options.exec.functionsDir,
+    embedded: options.exec.embedded,
+    images: config.imageCount,
+  })
+  if (config.imageCount === 0) logger.warn('the exec runtime serves no images: its config maps none; every exec call will be NOT_FOUND', {config: options.exec.configPath})
+  const exec = new ExecEvaluator({config, maxOutputBytes: options.maxRequestBodySize, logger, passEnv: options.exec.passEnv, prestart: options.exec.prestart, launch: startSpawner(serverLaunchMode(detectMemoryLimit().bytes), (why) => logger.warn(why))})
+  // A FunctionConfig change kills pre-started processes it made stale (exec.ts configChanged).
+  if (functionConfigs && exec.prestart) functionConfigs.store.onChange(() => exec.configChanged())
+  return exec
 }
 
 async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logger: Logger): Promise<BuiltEvaluators> {
@@ -247,30 +274,10 @@ async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logge
     logger.info('--function-config-source=crd: config.yaml and --pod-cache-config are not read', {config: options.exec.configPath, podCacheConfig: options.pod.cacheConfigPath})
   }
   // Fixed order: exec first (fast, local), then pod.
-  if (runtimes.includes('exec')) {
-    const files = functionConfigs && source === 'crd'
-      ? undefined
-      : await loadExecConfig({
-          configPath: options.exec.configPath,
-          functionsDir: options.exec.functionsDir,
-          defaultImagePrefix: options.exec.defaultImagePrefix,
-        }).catch((err: unknown) => {
-          close()
-          throw err
-        })
-    const config = functionConfigs
-      ? new (await import('./config/function-config-crd.js')).FunctionConfigExecConfig(functionConfigs.store, files, options.exec.functionsDir, options.exec.defaultImagePrefix)
-      : files!
-    for (const warning of config.warnings) logger.warn(warning)
-    logger.info('exec runtime ready', {
-      config: options.exec.configPath,
-      functions: options.exec.functionsDir,
-      embedded: options.exec.embedded,
-      images: config.imageCount,
-    })
-    if (config.imageCount === 0) logger.warn('the exec runtime serves no images: its config maps none; every exec call will be NOT_FOUND', {config: options.exec.configPath})
-    evaluators.push(new ExecEvaluator({config, maxOutputBytes: options.maxRequestBodySize, logger, passEnv: options.exec.passEnv, prestart: options.exec.prestart, launch: startSpawner(serverLaunchMode(detectMemoryLimit().bytes), (why) => logger.warn(why))}))
-  }
+  if (runtimes.includes('exec')) evaluators.push(await buildExecEvaluator(options, functionConfigs, source, logger).catch((err: unknown) => {
+    close()
+    throw err
+  }))
   let responseCache: ResponseCacheSetup | undefined
   try {
     // --pod-cache-config, read once for the pod runtime and the response cache.

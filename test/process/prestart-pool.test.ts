@@ -97,6 +97,19 @@ describe('pre-started function pool: its rules', () => {
     expect(discardedDelta(before)).to.deep.equal({'binary-changed': 1, 'config-changed': 2})
   })
 
+  it('prune kills at once the waiting processes its rule calls stale, with its reason, and keeps the rest', () => {
+    const {pool, started} = make()
+    const before = {...prestartStats().discarded}
+    pool.refill('a', spec())
+    pool.refill('b', spec({command: '/fns/b'}))
+    pool.refill('c', spec({command: '/fns/c'}))
+    pool.prune((key) => (key === 'a' ? 'config-changed' : key === 'b' ? 'binary-changed' : undefined))
+    expect(pool.size).to.equal(1)
+    expect(discardedDelta(before)).to.deep.equal({'config-changed': 1, 'binary-changed': 1})
+    expect(pool.take('a', spec())).to.equal(undefined)
+    expect(pool.take('c', spec({command: '/fns/c'}))?.child).to.equal(started[2])
+  })
+
   it('a process that died while waiting is dropped at the call, which misses', () => {
     const {pool, started} = make({alive: () => false})
     const before = {...prestartStats().discarded}

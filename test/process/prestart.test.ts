@@ -6,9 +6,11 @@
  */
 import {expect} from 'chai'
 import {readFileSync} from 'node:fs'
-import {utimes} from 'node:fs/promises'
+import {rename, utimes, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 
+import {ExecConfig, type ExecFunction} from '../../src/lib/config/exec-config.js'
+import {ExecEvaluator} from '../../src/lib/evaluators/exec.js'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {prestartStats} from '../../src/lib/process/prestart-stats.js'
 import {idleFunctions} from '../../src/lib/process/sweep.js'
@@ -121,6 +123,64 @@ describe('fnr serve: pre-started exec functions', function () {
     expect(pidOf(answer.log)).to.not.equal(waiting)
     expect(prestartStats().discarded['binary-changed']).to.equal(before + 1)
     await until(() => reaped(waiting))
+  })
+
+  it('kills a waiting process as soon as its binary file changes, before any call comes', async () => {
+    const client = await h.start(1)
+    await client.evaluateRaw(ECHO, SAMPLE_RL)
+    const waiting = await waitingPid()
+    const before = prestartStats().discarded['binary-changed']
+    const binary = path.join(h.functionsDir, 'echo')
+    // A new modification time: a new identity (the call-time re-check still passes: same file).
+    await utimes(binary, new Date(), new Date(Date.now() + 5_000))
+    await until(() => reaped(waiting))
+    expect(prestartStats().discarded['binary-changed']).to.equal(before + 1)
+    // The watch is renewed after each change: the next waiting process goes on a write in place.
+    await client.evaluateRaw(ECHO, SAMPLE_RL)
+    const next = await waitingPid()
+    await writeFile(binary, ECHO_FN)
+    await until(() => reaped(next))
+    expect(prestartStats().discarded['binary-changed']).to.equal(before + 2)
+    // And on a new file renamed over it, the way an install replaces a binary (whose calls the
+    // exec runtime then refuses: not the file it checked at start-up).
+    await client.evaluateRaw(ECHO, SAMPLE_RL)
+    const third = await waitingPid()
+    await writeFile(`${binary}.new`, ECHO_FN, {mode: 0o755})
+    await rename(`${binary}.new`, binary)
+    await until(() => reaped(third))
+    expect(prestartStats().discarded['binary-changed']).to.equal(before + 3)
+  })
+
+  it('kills a waiting process when the config stops mapping its image to that binary (a FunctionConfig change)', async () => {
+    const dirs = new TempDirs()
+    try {
+      const fns = await functionsDirWith(await dirs.make(), {echo: ECHO_FN, quick: QUICK_FN})
+      const echoFn = {name: 'echo', binary: path.join(fns.functionsDir, 'echo'), images: [ECHO]}
+      let mapped: ExecFunction | undefined = echoFn
+      // The exec runtime's view of FunctionConfigs is an ExecConfig whose lookup changes under it.
+      const config = new (class extends ExecConfig {
+        override lookup(image: string): ExecFunction | undefined {
+          return image === ECHO ? mapped : undefined
+        }
+      })([], fns.functionsDir, 'example.com')
+      const exec = new ExecEvaluator({config, maxOutputBytes: 4 * 1024 * 1024, prestart: {perImage: 1, idleTtlMs: 60_000}})
+      try {
+        await exec.evaluate({image: ECHO, resourceList: Buffer.from(SAMPLE_RL)})
+        const waiting = await waitingPid()
+        const before = prestartStats().discarded['config-changed']
+        exec.configChanged()
+        expect(reaped(waiting), 'still mapped: kept').to.equal(false)
+        mapped = {...echoFn, binary: path.join(fns.functionsDir, 'quick')}
+        exec.configChanged()
+        await until(() => reaped(waiting))
+        expect(prestartStats().discarded['config-changed']).to.equal(before + 1)
+        expect(exec.prestart?.size).to.equal(0)
+      } finally {
+        await exec.close()
+      }
+    } finally {
+      await dirs.cleanup()
+    }
   })
 
   it('a process killed while it waits does not fail the call', async () => {

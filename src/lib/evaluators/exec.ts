@@ -9,7 +9,7 @@
  * FailedPrecondition, naming the check. What is left is the moment between the check and the
  * exec (docs/process.md).
  */
-import {realpathSync, statSync} from 'node:fs'
+import {realpathSync, statSync, watch, type FSWatcher} from 'node:fs'
 import path from 'node:path'
 
 import {FnrError} from '../errors.js'
@@ -18,6 +18,7 @@ import type {ExecConfig, ExecFunction} from '../config/exec-config.js'
 import type {Logger} from '../telemetry/log.js'
 import {emptyOutputError, functionFailedError} from '../process/failure.js'
 import {PrestartPool, type PrestartSpec} from '../process/prestart.js'
+import type {PrestartDiscardReason} from '../process/prestart-stats.js'
 import {execEnvironment, notStartable, runFunctionProcess, type StartedFunction} from '../process/run.js'
 import type {LaunchMode} from '../process/spawner.js'
 import type {EvaluationRequest, EvaluationResponse, Evaluator, ImageIdentity} from '../evaluator.js'
@@ -75,6 +76,8 @@ export class ExecEvaluator implements Evaluator {
   private readonly dirReal: string | undefined
   /** Processes started ahead of their call (undefined: off). */
   readonly prestart: PrestartPool | undefined
+  /** A watch on each binary a process was pre-started from: its change kills what waits (binaryChanged). */
+  private readonly binaryWatches = new Map<string, FSWatcher>()
 
   constructor(options: ExecEvaluatorOptions) {
     this.config = options.config
@@ -170,7 +173,10 @@ export class ExecEvaluator implements Evaluator {
       if (pool && spec) {
         const image = request.image
         const next = spec
-        setImmediate(() => pool.refill(image, next))
+        setImmediate(() => {
+          pool.refill(image, next)
+          this.watchBinary(next.command)
+        })
       }
     }
     if (result.exitCode !== 0) throw await functionFailedError(request.image, result)
@@ -188,7 +194,49 @@ export class ExecEvaluator implements Evaluator {
     return {resourceList: result.stdout, log: result.stderr, logDropped: result.stderrDropped, evaluator: this.name}
   }
 
+  /**
+   * The config changed (a FunctionConfig was added, edited or deleted): pre-started processes of an
+   * image now mapped to another binary, or to none, or whose binary is not the file they were
+   * started from, are killed now rather than at their next call or idle TTL.
+   */
+  configChanged(): void {
+    this.prestart?.prune((image, spec) => this.staleReason(image, spec))
+  }
+
+  private staleReason(image: string, spec: PrestartSpec): PrestartDiscardReason | undefined {
+    const fn = this.config.lookup(image)
+    if (fn === undefined || fn.binary !== spec.command) return 'config-changed'
+    return statIdentity(fn.binary) === spec.identity ? undefined : 'binary-changed'
+  }
+
+  /**
+   * Watches a binary a process is pre-started from (inotify, one per binary, kept until close): a
+   * write, a chmod or a rename over it kills the processes started from the old file at once. A
+   * rename leaves the watch on the old file, so it is renewed on the path after each event.
+   */
+  private watchBinary(binary: string): void {
+    if (this.binaryWatches.has(binary)) return
+    let watcher: FSWatcher
+    try {
+      watcher = watch(binary, {persistent: false}, () => {
+        watcher.close()
+        this.binaryWatches.delete(binary)
+        this.configChanged()
+        this.watchBinary(binary)
+      })
+    } catch {
+      return // gone: the call-time re-check refuses it
+    }
+    watcher.on('error', () => {
+      watcher.close()
+      this.binaryWatches.delete(binary)
+    })
+    this.binaryWatches.set(binary, watcher)
+  }
+
   async close(): Promise<void> {
+    for (const w of this.binaryWatches.values()) w.close()
+    this.binaryWatches.clear()
     await this.prestart?.close()
   }
 }

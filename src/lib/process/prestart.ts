@@ -14,9 +14,11 @@
  *   runner's budget has a slot free for it (serve binds its call budget: running calls and
  *   waiting processes together stay under --max-concurrent-calls);
  * - started after a call of the image ends, never ahead of an image's first call;
- * - killed after `idleTtlMs` without being taken, on close (shutdown), and when taken by a call
- *   whose binary (path, working directory, or a stat of the file) is not the one it was started
- *   from: that call starts a fresh one;
+ * - killed after `idleTtlMs` without being taken, on close (shutdown), as soon as the config or
+ *   the binary changes (prune: the exec runtime calls it on a FunctionConfig change and when the
+ *   binary's file changes), and, should a change pass unseen, when taken by a call whose binary
+ *   (path, working directory, or a stat of the file) is not the one it was started from: that call
+ *   starts a fresh one;
  * - one that exited or died while it waited is dropped and the call starts a fresh one: a call
  *   never fails because of the pool. An image whose processes exit before their call three times
  *   in a row (a function that does not read its input) is not pre-started any more, until its
@@ -204,6 +206,21 @@ export class PrestartPool {
     if (exits.identity === spec.identity && exits.command === spec.command) return exits.count >= MAX_EXITS_BEFORE_USE
     this.exitsBeforeUse.delete(key)
     return false
+  }
+
+  /**
+   * Kills the waiting processes that could no longer serve their image's call: `reason` says why
+   * for an image's spec (its config maps the image to another binary or none, or the binary is not
+   * the file it was started from), or undefined for one that still fits. Called when the config or
+   * a binary changes, so a stale process does not wait for its next call or the idle TTL.
+   */
+  prune(reason: (key: string, spec: PrestartSpec) => PrestartDiscardReason | undefined): void {
+    for (const list of [...this.byKey.values()]) {
+      for (const entry of [...list]) {
+        const why = reason(entry.key, entry.spec)
+        if (why) this.lost(entry, why)
+      }
+    }
   }
 
   /** Kills every waiting process and waits (bounded) until they are reaped. */
