@@ -76,6 +76,21 @@ describe('pre-started function pool: its rules', () => {
     pool.refill('b', spec())
     pool.refill('c', spec())
     expect(pool.size).to.equal(3)
+    // Full: the image just called takes the place of the longest-waiting process of another
+    // image, one per call, never one of its own.
+    const lru = make({perImage: 2, maxTotal: 2})
+    lru.pool.refill('a', spec())
+    expect(lru.started).to.have.length(2)
+    const before = {...prestartStats().discarded}
+    lru.pool.refill('b', spec())
+    expect(lru.pool.size).to.equal(2)
+    expect(discardedDelta(before)).to.deep.equal({evicted: 1})
+    expect(lru.pool.take('a', spec())?.child).to.equal(lru.started[1])
+    expect(lru.pool.take('b', spec())?.child).to.equal(lru.started[2])
+    lru.pool.refill('a', spec())
+    lru.pool.refill('a', spec())
+    expect(lru.pool.size).to.equal(2)
+    expect(discardedDelta(before)).to.deep.equal({evicted: 1})
     let room = false
     const bounded = make({perImage: 2, room: () => room})
     bounded.pool.refill('a', spec())

@@ -4,9 +4,9 @@
  */
 
 /** Why a pre-started process was killed or dropped without serving a call (docs/process.md "Pre-started functions"). */
-export type PrestartDiscardReason = 'exited' | 'died' | 'binary-changed' | 'config-changed' | 'idle' | 'shutdown' | 'start-failed'
+export type PrestartDiscardReason = 'exited' | 'died' | 'binary-changed' | 'config-changed' | 'idle' | 'evicted' | 'shutdown' | 'start-failed'
 
-export const PRESTART_DISCARD_REASONS: readonly PrestartDiscardReason[] = ['exited', 'died', 'binary-changed', 'config-changed', 'idle', 'shutdown', 'start-failed']
+export const PRESTART_DISCARD_REASONS: readonly PrestartDiscardReason[] = ['exited', 'died', 'binary-changed', 'config-changed', 'idle', 'evicted', 'shutdown', 'start-failed']
 
 export interface PrestartStats {
   /** Calls that took a pre-started process. */

@@ -12,7 +12,9 @@
  *
  * - at most `perImage` per image and `maxTotal` in all, and one more only while `room()` says the
  *   runner's budget has a slot free for it (serve binds its call budget: running calls and
- *   waiting processes together stay under --max-concurrent-calls);
+ *   waiting processes together stay under --max-concurrent-calls); with `maxTotal` waiting, the
+ *   image just called takes the place of the longest-waiting process of another image (`evicted`,
+ *   one per call);
  * - started after a call of the image ends, never ahead of an image's first call;
  * - killed after `idleTtlMs` without being taken, on close (shutdown), as soon as the config or
  *   the binary changes (prune: the exec runtime calls it on a FunctionConfig change and when the
@@ -181,7 +183,10 @@ export class PrestartPool {
     if (this.closed || this.perImage === 0) return
     if (this.givenUp(key, spec)) return
     let list = this.byKey.get(key)
-    while ((list?.length ?? 0) < this.perImage && this.total < this.maxTotal && this.room()) {
+    // At most one process of another image gives way per call (evictOther).
+    let evicted = false
+    const fits = (): boolean => this.total < this.maxTotal || (!evicted && (evicted = this.evictOther(key)))
+    while ((list?.length ?? 0) < this.perImage && fits() && this.room()) {
       let started: StartedFunction
       try {
         started = (this.options.start ?? startFunctionProcess)(spec, this.options.launch)
@@ -197,6 +202,22 @@ export class PrestartPool {
       this.total++
       prestartCounters().size++
     }
+  }
+
+  /**
+   * Makes room in a full pool for the image just called: kills the longest-waiting process of
+   * another image (an image called recently is likelier to be called again than one whose
+   * process has waited longest). False when every waiting process is of this image.
+   */
+  private evictOther(key: string): boolean {
+    let oldest: Entry | undefined
+    for (const [k, list] of this.byKey) {
+      if (k === key) continue
+      for (const entry of list) if (oldest === undefined || entry.started.startedAt < oldest.started.startedAt) oldest = entry
+    }
+    if (oldest === undefined) return false
+    this.lost(oldest, 'evicted')
+    return true
   }
 
   /** Whether the image's processes exited before their call too often, for this same binary (another one starts the count again). */

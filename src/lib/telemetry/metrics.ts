@@ -168,7 +168,7 @@ function registerProcessMetrics(prom: PromClient, registers: import('prom-client
   new prom.Counter({name: 'fnr_prestart_misses_total', help: 'Exec calls that found no pre-started function process and started one as usual.', registers, collect() { this.reset(); this.inc(prestartStats().misses) }})
   new prom.Counter({
     name: 'fnr_prestart_discarded_total',
-    help: 'Pre-started function processes killed or dropped without serving a call, by reason: exited or died while waiting, binary-changed, config-changed, idle (--prestart-idle-ttl), shutdown, start-failed.',
+    help: 'Pre-started function processes killed or dropped without serving a call, by reason: exited or died while waiting, binary-changed, config-changed, idle (--prestart-idle-ttl), evicted (the pool was full and another image was called), shutdown, start-failed.',
     labelNames: ['reason'],
     registers,
     collect() {
