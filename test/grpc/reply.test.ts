@@ -9,9 +9,10 @@ import fc from 'fast-check'
 import type {EvaluationRequest, EvaluationResponse} from '../../src/lib/evaluator.js'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {EvaluatorServer} from '../../src/lib/grpc/server.js'
+import {framingCounts} from '../../src/lib/grpc/internals.js'
 import {claimHeadroom, joinWithHeadroom, type Headroom} from '../../src/lib/headroom.js'
 import {evaluatorServiceDefinition, type EvaluateFunctionResponse} from '../../src/lib/grpc/proto.js'
-import {fitLog, framedResponseSerializer, logCutNotice, logRoom, REPLY_HEADROOM, responseSize, varintLength} from '../../src/lib/grpc/reply.js'
+import {fitLog, framedResponseSerializer, logCutNotice, logRoom, REPLY_HEADROOM, responseSize, takePrefixed, varintLength} from '../../src/lib/grpc/reply.js'
 
 const method = evaluatorServiceDefinition().EvaluateFunction!
 const generated = method.responseSerialize as (v: EvaluateFunctionResponse) => Buffer
@@ -59,6 +60,19 @@ describe('grpc/reply: the response bytes', () => {
         expect(Buffer.from(back.log).equals(log)).to.equal(true)
       }
     }
+  })
+
+  it('writes gRPC\'s prefix in front of a message written in place, in the same memory, taken once', () => {
+    const out = roomyOutput('kind: ResourceList\n'.repeat(100), 5)
+    const message = serialize({resourceList: out, log: Buffer.from('hello')})
+    const framed = takePrefixed(message)!
+    expect(framed.buffer).to.equal(out.buffer)
+    expect(framed.byteOffset).to.equal(message.byteOffset - 5)
+    expect([framed[0], framed.readUInt32BE(1)]).to.deep.equal([0, message.length])
+    expect(framed.subarray(5).equals(message)).to.equal(true)
+    expect(takePrefixed(message)).to.equal(undefined)
+    // a message written into a new buffer has none: grpc-js frames it
+    expect(takePrefixed(serialize({resourceList: Buffer.from('kind: ResourceList\n'), log: Buffer.alloc(0)}))).to.equal(undefined)
   })
 
   it('uses the room once: a second serialization of the same output copies it, with the same bytes', () => {
@@ -134,6 +148,11 @@ describe('grpc/reply: the response bytes', () => {
       expect(Buffer.from(res.resourceList).equals(outputs[0]!)).to.equal(true)
       expect(Buffer.from(res.log).toString()).to.equal('logs')
       expect(claimHeadroom(outputs[0]!), 'the serializer took the room').to.equal(undefined)
+      // and grpc-js sent it from there too, with gRPC's prefix written in front (internals.ts)
+      const {inPlace, copied} = framingCounts
+      const again = await client.evaluateRaw('example.com/fake:v1', Buffer.from('kind: ResourceList\n'))
+      expect(Buffer.from(again.resourceList).equals(outputs[1]!)).to.equal(true)
+      expect([framingCounts.inPlace - inPlace, framingCounts.copied - copied]).to.deep.equal([1, 0])
     } finally {
       client.close()
       server.forceShutdown()

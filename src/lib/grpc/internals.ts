@@ -63,3 +63,140 @@ export function sessionSocket(session: Http2Session): {bytesRead: number} | unde
   const socket = key ? (session as unknown as Record<symbol, unknown>)[key] : undefined
   return socket && typeof (socket as {bytesRead?: unknown}).bytesRead === 'number' ? (socket as {bytesRead: number}) : undefined
 }
+
+/** grpc-js's server call, as far as its framing of a response is concerned (1.14: server-interceptors.ts). */
+interface ServerCallFraming {
+  handler?: {serialize?: (value: unknown) => Buffer}
+  serializeMessage(value: unknown): Buffer
+}
+
+const FRAMING_PATCHED = Symbol.for('fnr.framesInPlace')
+
+/** Responses framed since start: sent from where they were written (`inPlace`), or `copied` behind a new prefix. */
+export const framingCounts = {inPlace: 0, copied: 0}
+
+/**
+ * grpc-js frames each response message by copying it behind a 5-byte prefix of its own
+ * (BaseServerInterceptingCall.serializeMessage, private): for a 5 MiB output a copy, and the page
+ * faults of a new 5 MiB buffer, on the event loop that serves every other call. With this, a
+ * message for which `framed(message)` gives the bytes with their prefix already in front (the
+ * reply serializer wrote it in the room the process runner left: reply.ts) is sent as it is;
+ * anything else is framed as grpc-js frames it. Installed once per process; false when grpc-js has
+ * no such method (another version), and grpc-js then copies, as before.
+ */
+export function frameResponsesInPlace(framed: (message: Buffer) => Buffer | undefined): boolean {
+  let proto: (ServerCallFraming & Record<symbol, unknown>) | undefined
+  try {
+    const mod = createRequire(import.meta.url)('@grpc/grpc-js/build/src/server-interceptors.js') as {BaseServerInterceptingCall?: {prototype: ServerCallFraming & Record<symbol, unknown>}}
+    proto = mod.BaseServerInterceptingCall?.prototype
+  } catch {
+    return false
+  }
+  if (proto === undefined || typeof proto.serializeMessage !== 'function') return false
+  if (proto[FRAMING_PATCHED]) return true
+  const original = proto.serializeMessage
+  proto.serializeMessage = function (this: ServerCallFraming, value: unknown): Buffer {
+    const serialize = this.handler?.serialize
+    if (typeof serialize !== 'function') return original.call(this, value)
+    const message = serialize(value)
+    const inPlace = framed(message)
+    if (inPlace !== undefined) {
+      framingCounts.inPlace++
+      return inPlace
+    }
+    framingCounts.copied++
+    const output = Buffer.allocUnsafe(message.length + 5)
+    output[0] = 0
+    output.writeUInt32BE(message.length, 1)
+    message.copy(output, 5)
+    return output
+  }
+  proto[FRAMING_PATCHED] = true
+  return true
+}
+
+/** grpc-js's message decoder (1.14: stream-decoder.ts), with the state fnr's write keeps on it. */
+interface MessageDecoder {
+  maxReadMessageLength: number
+  /** The 5-byte prefix being read, and how much of it is in. */
+  fnrPrefix?: Buffer
+  fnrPrefixIn?: number
+  /** The message being read (prefix included), and how much of it is in. */
+  fnrMessage?: Buffer
+  fnrMessageIn?: number
+}
+
+const DECODER_PATCHED = Symbol.for('fnr.decodesInPlace')
+
+/**
+ * Reads gRPC messages from data frames into one buffer each, allocated at the size the prefix
+ * declares and filled as frames arrive. The same messages and errors as grpc-js's decoder (1.14,
+ * StreamDecoder.write, private), which keeps a message's frames and joins them once the last one
+ * is in: for a 5 MiB request a copy and the page faults of a new 5 MiB buffer at once, on the event
+ * loop that serves every other call, where this spreads the same work over the frames. Only the
+ * declared size is reserved (bounded by the maximum message size grpc-js checks first); its pages
+ * are touched only as bytes arrive.
+ */
+function writeInPlace(this: MessageDecoder, data: Buffer): Buffer[] {
+  const messages: Buffer[] = []
+  let at = 0
+  while (at < data.length) at = this.fnrMessage === undefined ? readPrefix(this, data, at, messages) : readBody(this, data, at, messages)
+  return messages
+}
+
+/** Reads what `data` holds of a message's prefix from `at`; a whole prefix starts the message. Returns where it stopped. */
+function readPrefix(decoder: MessageDecoder, data: Buffer, at: number, messages: Buffer[]): number {
+  const prefix = (decoder.fnrPrefix ??= Buffer.alloc(5))
+  const had = decoder.fnrPrefixIn ?? 0
+  const n = Math.min(5 - had, data.length - at)
+  data.copy(prefix, had, at, at + n)
+  decoder.fnrPrefixIn = had + n
+  if (decoder.fnrPrefixIn < 5) return at + n
+  decoder.fnrPrefixIn = 0
+  const size = prefix.readUInt32BE(1)
+  if (decoder.maxReadMessageLength !== -1 && size > decoder.maxReadMessageLength) {
+    throw new Error(`Received message larger than max (${size} vs ${decoder.maxReadMessageLength})`)
+  }
+  const message = Buffer.allocUnsafe(5 + size)
+  prefix.copy(message, 0)
+  if (size === 0) messages.push(message)
+  else {
+    decoder.fnrMessage = message
+    decoder.fnrMessageIn = 5
+  }
+  return at + n
+}
+
+/** Copies what `data` holds of the message being read from `at`; a whole message is passed on. Returns where it stopped. */
+function readBody(decoder: MessageDecoder, data: Buffer, at: number, messages: Buffer[]): number {
+  const message = decoder.fnrMessage!
+  const had = decoder.fnrMessageIn ?? 5
+  const n = Math.min(message.length - had, data.length - at)
+  data.copy(message, had, at, at + n)
+  decoder.fnrMessageIn = had + n
+  if (decoder.fnrMessageIn === message.length) {
+    messages.push(message)
+    decoder.fnrMessage = undefined
+  }
+  return at + n
+}
+
+/**
+ * Installs writeInPlace as grpc-js's message decoder (servers and clients of this process; once).
+ * False when grpc-js has no such decoder (another version): it then joins messages as before.
+ */
+export function decodeMessagesInPlace(): boolean {
+  let proto: (MessageDecoder & {write?: unknown} & Record<symbol, unknown>) | undefined
+  try {
+    const mod = createRequire(import.meta.url)('@grpc/grpc-js/build/src/stream-decoder.js') as {StreamDecoder?: {prototype: MessageDecoder & {write?: unknown} & Record<symbol, unknown>}}
+    proto = mod.StreamDecoder?.prototype
+  } catch {
+    return false
+  }
+  if (proto === undefined || typeof proto.write !== 'function') return false
+  if (!proto[DECODER_PATCHED]) {
+    proto.write = writeInPlace
+    proto[DECODER_PATCHED] = true
+  }
+  return true
+}

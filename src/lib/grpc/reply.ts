@@ -31,13 +31,30 @@ export function varintLength(n: number): number {
 /** The most bytes a length-delimited field's tag and length take (a length below 2^32: 1 + 5). */
 const MAX_FIELD_HEADER = 1 + varintLength(0xffff_ffff)
 
+/** gRPC's message prefix: a compressed-flag byte and the message length (32 bits, big-endian). */
+const GRPC_PREFIX = 5
+
 /**
- * The room a response needs around a function's output to be written in place: a field header in
- * front of it, and behind it a field header and the log (which is at most the stderr the process
- * runner adds to `after`, unless the log was cut and carries a notice; then it is copied). Asked
- * of the process runner through EvaluationRequest.outputHeadroom.
+ * The room a response needs around a function's output to be written in place: gRPC's prefix and
+ * a field header in front of it, and behind it a field header and the log (which is at most the
+ * stderr the process runner adds to `after`, unless the log was cut and carries a notice; then it
+ * is copied). Asked of the process runner through EvaluationRequest.outputHeadroom.
  */
-export const REPLY_HEADROOM: Readonly<Headroom> = Object.freeze({before: MAX_FIELD_HEADER, after: MAX_FIELD_HEADER})
+export const REPLY_HEADROOM: Readonly<Headroom> = Object.freeze({before: GRPC_PREFIX + MAX_FIELD_HEADER, after: MAX_FIELD_HEADER})
+
+/** Serialized responses written with gRPC's prefix in front of them: message -> prefix and message. */
+const prefixed = new WeakMap<Buffer, Buffer>()
+
+/**
+ * The message with gRPC's prefix, when the serializer wrote one in front of it (the output had
+ * room); undefined otherwise. Taken once: grpc-js's framing (internals.ts) asks for it, and
+ * copies the message behind a prefix of its own when there is none.
+ */
+export function takePrefixed(message: Buffer): Buffer | undefined {
+  const framed = prefixed.get(message)
+  if (framed !== undefined) prefixed.delete(message)
+  return framed
+}
 
 /** Protobuf bytes of one length-delimited field of this length: none when it is empty (left out). */
 export function fieldSize(length: number): number {
@@ -118,10 +135,10 @@ function writeField(message: Buffer, offset: number, tag: number, bytes: Buffer)
  * then log, each left out when empty (proto3 bytes fields at their default); protobufjs would
  * write an empty log as 2 bytes, which made an output of max - 6 or max - 5 bytes that Porch's
  * runner sends too large. An output with room around it (REPLY_HEADROOM, headroom.ts: the process
- * runner leaves it when it joins the output from several chunks) gets the field headers and the
- * log written there, and the message is a view of that memory, so a large output is not copied
- * once more (grpc-js still copies the message into its frame). Anything else is written into a
- * new buffer; a value that is not two Buffers goes to the generated serializer.
+ * runner leaves it when it joins the output from several chunks) gets the field headers, the log
+ * and gRPC's prefix written there, and the message is a view of that memory, so a large output is
+ * not copied once more, neither here nor into grpc-js's frame (takePrefixed). Anything else is
+ * written into a new buffer; a value that is not two Buffers goes to the generated serializer.
  */
 export function framedResponseSerializer(generated: grpc.serialize<EvaluateFunctionResponse>): grpc.serialize<EvaluateFunctionResponse> {
   return (value) => {
@@ -134,6 +151,12 @@ export function framedResponseSerializer(generated: grpc.serialize<EvaluateFunct
       const message = Buffer.from(resourceList.buffer, resourceList.byteOffset - head, head + resourceList.length + tail)
       // the output is in place already, behind its header
       writeField(message, writeHeader(message, 0, RESOURCE_LIST_TAG, resourceList.length) + resourceList.length, LOG_TAG, log)
+      if (room.before >= head + GRPC_PREFIX) {
+        const framed = Buffer.from(message.buffer, message.byteOffset - GRPC_PREFIX, GRPC_PREFIX + message.length)
+        framed[0] = 0 // not compressed
+        framed.writeUInt32BE(message.length, 1)
+        prefixed.set(message, framed)
+      }
       return message
     }
     const message = Buffer.allocUnsafe(head + resourceList.length + tail)
