@@ -8,7 +8,9 @@
  *     the servers);
  *   - an Http2Session's `socket` is a proxy that throws once the session is unbound; the
  *     net.Socket it wraps sits under a symbol described as 'socket'.
- * Both are read here and nowhere else. The grpc-js version is pinned in package.json to one listed
+ * Both are read here and nowhere else. Two private methods of grpc-js are replaced here too, to
+ * save a whole-message copy on the event loop each (frameResponsesInPlace, decodeMessagesInPlace);
+ * without them (another grpc-js) grpc-js copies as before. The grpc-js version is pinned in package.json to one listed
  * in TESTED_GRPC_JS, and test/grpc/internals.test.ts fails when the installed grpc-js is not one
  * of them or when either access stops working, so an upgrade is caught by the tests. At run time
  * a grpc-js without the field is not a warning: the server refuses to start (InternalError), since
