@@ -103,6 +103,20 @@ describe('memory reclaimer: when freed request and response memory is collected'
     expect(timers()).to.deep.equal([])
   })
 
+  it('idle, then busy again before the collection: none is forced on the calls that came; it runs once the runner is idle again', () => {
+    const {r, gcs, state, tick} = bed()
+    state.busy = false
+    r.noteFreed(IDLE_RECLAIM_BYTES) // a call of a client that sends one after another ends
+    state.busy = true // its next call came before the timer
+    tick()
+    expect(gcs).to.have.length(0)
+    expect(r.stats).to.deep.equal({collected: 0, skipped: 1})
+    state.busy = false
+    r.noteFreed(MiB) // the last call ends: idle, what both freed is collected
+    tick()
+    expect(gcs).to.have.length(1)
+  })
+
   it('without a collection function (gc unavailable) nothing is scheduled', () => {
     let scheduled = 0
     const r = new MemoryReclaimer({reclaimAfter: MiB, busy: () => false, gc: null, lastMajorGcAt: () => 0, schedule: () => scheduled++})
