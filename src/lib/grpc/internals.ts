@@ -20,6 +20,10 @@ import type {Http2Session, IncomingHttpHeaders, ServerHttp2Stream} from 'node:ht
 import {createRequire} from 'node:module'
 
 import type * as grpc from '@grpc/grpc-js'
+// grpc-js's own modules, the instances its server and client use (a static import, so that a bundle
+// such as the wrapper server's carries them: a require by name at run time finds nothing there).
+import * as serverInterceptors from '@grpc/grpc-js/build/src/server-interceptors.js'
+import * as streamDecoder from '@grpc/grpc-js/build/src/stream-decoder.js'
 
 import {FnrError} from '../errors.js'
 
@@ -37,7 +41,11 @@ export interface Http2Listening {
 
 /** The installed grpc-js version. */
 export function grpcJsVersion(): string {
-  return (createRequire(import.meta.url)('@grpc/grpc-js/package.json') as {version: string}).version
+  try {
+    return (createRequire(import.meta.url)('@grpc/grpc-js/package.json') as {version: string}).version
+  } catch {
+    return 'unknown (bundled)' // a bundle (the wrapper server's) has no package.json to read
+  }
 }
 
 /**
@@ -87,13 +95,7 @@ export const framingCounts = {inPlace: 0, copied: 0}
  * no such method (another version), and grpc-js then copies, as before.
  */
 export function frameResponsesInPlace(framed: (message: Buffer) => Buffer | undefined): boolean {
-  let proto: (ServerCallFraming & Record<symbol, unknown>) | undefined
-  try {
-    const mod = createRequire(import.meta.url)('@grpc/grpc-js/build/src/server-interceptors.js') as {BaseServerInterceptingCall?: {prototype: ServerCallFraming & Record<symbol, unknown>}}
-    proto = mod.BaseServerInterceptingCall?.prototype
-  } catch {
-    return false
-  }
+  const proto = (serverInterceptors as unknown as {BaseServerInterceptingCall?: {prototype: ServerCallFraming & Record<symbol, unknown>}}).BaseServerInterceptingCall?.prototype
   if (proto === undefined || typeof proto.serializeMessage !== 'function') return false
   if (proto[FRAMING_PATCHED]) return true
   const original = proto.serializeMessage
@@ -188,13 +190,7 @@ function readBody(decoder: MessageDecoder, data: Buffer, at: number, messages: B
  * False when grpc-js has no such decoder (another version): it then joins messages as before.
  */
 export function decodeMessagesInPlace(): boolean {
-  let proto: (MessageDecoder & {write?: unknown} & Record<symbol, unknown>) | undefined
-  try {
-    const mod = createRequire(import.meta.url)('@grpc/grpc-js/build/src/stream-decoder.js') as {StreamDecoder?: {prototype: MessageDecoder & {write?: unknown} & Record<symbol, unknown>}}
-    proto = mod.StreamDecoder?.prototype
-  } catch {
-    return false
-  }
+  const proto = (streamDecoder as unknown as {StreamDecoder?: {prototype: MessageDecoder & {write?: unknown} & Record<symbol, unknown>}}).StreamDecoder?.prototype
   if (proto === undefined || typeof proto.write !== 'function') return false
   if (!proto[DECODER_PATCHED]) {
     proto.write = writeInPlace
