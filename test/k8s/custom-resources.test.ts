@@ -5,6 +5,7 @@ import path from 'node:path';
 import { parse } from 'yaml';
 import type { KubeObject, TestBed } from '../support/k8s/index.js';
 import { customResourceScope, registerCrd, registerCustomResource, startTestBed } from '../support/k8s/index.js';
+import { parseCelSubset } from '../support/k8s/custom-resources.js';
 import { eventually } from '../support/k8s/fixtures.js';
 import { REPO_ROOT } from '../support/serve.js';
 
@@ -157,5 +158,11 @@ describe('k8s test bed: custom resources (registered from manifests/function-con
     expect(got.stdout.split(/\s+/).slice(0, 2)).to.deep.equal(['w1', '3']);
     const widgets = (await api.listNamespacedCustomObject({ group: 'example.fnr.dev', version: 'v1', namespace: NS, plural: 'widgets' })) as KubeObject;
     expect(widgets.items).to.have.length(1);
+  });
+
+  it('models the CEL subset the CRDs use and refuses rules outside it', () => {
+    expect(() => parseCelSubset('has(self.a) || (has(self.b.c) && !has(self.d))')).to.not.throw();
+    expect(() => parseCelSubset('self.size() > 1')).to.throw(/outside the modelled subset/);
+    expect(() => parseCelSubset('has(self.a) ||')).to.throw(/outside the modelled subset/);
   });
 });
