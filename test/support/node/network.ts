@@ -22,7 +22,13 @@ export interface PodNetwork {
 
 const BASE = (198 << 24) | (18 << 16); // 198.18.0.0/15: 32768 /30 blocks
 const BLOCKS = 1 << 15;
-const created = new Set<string>();
+/**
+ * Namespaces created and not yet removed, kept on globalThis: mocha loads a spec file with require() and, when that
+ * fails (an ESM-only dependency), with import(), so one process can hold two instances of this module (one per module
+ * system), and the shared control plane's node may be another instance's than the spec's that asks.
+ */
+const CREATED = Symbol.for('fnr.test.podNetworks');
+const created: Set<string> = ((globalThis as typeof globalThis & { [CREATED]?: Set<string> })[CREATED] ??= new Set<string>());
 let exitHook = false;
 
 function ipOf(n: number): string {
