@@ -73,17 +73,17 @@ describe('fnr pods: errors and help', function () {
   })
 
   it('--older-than and --stale-grace must be positive: 0 or less is a usage error (exit 2) before any cluster call', async () => {
-    const before = proxy.requests.length
+    const before = proxy.received.length
     for (const flag of ['--older-than=0s', '--older-than=-1h', '--stale-grace=0s', '--stale-grace=-10m']) {
       const r = await runCli(['pods', 'gc', flag, '--namespace', ns.name, '--kubeconfig', kubeconfig], {env: bareEnv(), extendEnv: false})
       expect(r.exitCode, `${flag}: ${r.stderr}`).to.equal(2)
       expect(oneLine(r)).to.match(/^fnr: --(older-than|stale-grace) must be a positive duration \(see --help\)$/)
     }
-    expect(proxy.requests.length).to.equal(before)
+    expect(proxy.received.length).to.equal(before)
     // positive ones are fine
     const ok = await runCli(['pods', 'gc', '--dry-run', '--older-than=1ms', '--stale-grace=1s', '--namespace', ns.name, '--kubeconfig', kubeconfig], {env: bareEnv(), extendEnv: false})
     expect(ok.exitCode, ok.stderr).to.equal(0)
-    expect(proxy.requests.length, 'the positive ones did reach the cluster').to.be.greaterThan(before)
+    expect(proxy.received.length, 'the positive ones did reach the cluster').to.be.greaterThan(before)
   })
 
   it('no Kubernetes configuration at all: the pods commands say how to give one (not serve\'s --disable-runtimes hint); serve keeps its hint', async () => {
@@ -100,7 +100,7 @@ describe('fnr pods: errors and help', function () {
   })
 
   it('words that name no command are fnr usage errors (one line, exit 2): unexpected arguments, unknown commands', async () => {
-    const before = proxy.requests.length
+    const before = proxy.received.length
     const cases: Array<[string[], string]> = [
       [['pods', 'ls', 'extra-arg'], 'fnr: Unexpected argument: extra-arg (see --help)'],
       [['pods', 'gc', 'now', '--dry-run'], 'fnr: Unexpected argument: now (see --help)'],
@@ -116,7 +116,7 @@ describe('fnr pods: errors and help', function () {
     const top = await runCli(['bogus'], {env: bareEnv(), extendEnv: false})
     expect(top.exitCode).to.equal(2)
     expect(oneLine(top)).to.match(/^fnr: unknown command "fnr bogus"; fnr has .*\bpods\b.*\bserve\b/)
-    expect(proxy.requests.slice(before)).to.deep.equal([])
+    expect(proxy.received.slice(before)).to.deep.equal([])
   })
 
   it('`fnr --help`, `fnr pods` and `fnr image` describe the topics themselves, not one of their commands', async () => {
