@@ -18,7 +18,7 @@ import { adminClient, namespace, sharedControlPlane, waitForClusterBinaries } fr
 import type { KubeRestClient } from '../support/k8s/client.js';
 import { eventually } from '../support/k8s/fixtures.js';
 import { pushFunctionPodImages } from '../support/node/function-images.js';
-import { RuncRuntime, TestDnsServer } from '../support/node/index.js';
+import { networkWithAddress, RuncRuntime, TestDnsServer } from '../support/node/index.js';
 import { RL } from '../support/pods/index.js';
 import { TestRegistry } from '../support/registry/registry.js';
 import { makeFunctionsDir, serveOptions, startInProcess } from '../support/serve.js';
@@ -42,6 +42,8 @@ describe('function pods under runc: fnr serve + the shared control plane + the r
   let wrapperImage: string;
   let fnImage: string;
   let nsCounter = 0;
+  /** The runc pod networks of this suite's pods: gone once the pods are. */
+  const networks: string[] = [];
 
   before(async function () {
     this.timeout(PACKAGE_TIMEOUT_MS);
@@ -59,11 +61,16 @@ describe('function pods under runc: fnr serve + the shared control plane + the r
 
   after(async () => {
     await dns?.stop();
+    // Deleted at once (grace 0), the pods' runc networks go without waiting for the namespace controller.
+    for (const ns of [ipNs, svcNs]) if (ns && kube) await kube.delete(`/api/v1/namespaces/${ns.name}/pods`, { gracePeriodSeconds: 0 }).catch(() => undefined);
     await ipNs?.remove();
     await svcNs?.remove();
     kube?.close();
     await registry?.stop();
     await temp.cleanup();
+    // The node tears the pods down, their runc networks included.
+    await eventually(() => !networks.some((n) => RuncRuntime.liveNetworks().includes(n)), 30_000, 100).catch(() => undefined);
+    expect(networks.filter((n) => RuncRuntime.liveNetworks().includes(n))).to.deep.equal([]);
   });
 
   const serve = (namespace: string, pod: Record<string, unknown>): Promise<RunningServer> => {
@@ -94,6 +101,9 @@ describe('function pods under runc: fnr serve + the shared control plane + the r
       expect(res.trailers.get('fnr-evaluator')).to.deep.equal(['pod']);
       const pods = (await kube.get(`/api/v1/namespaces/${namespace}/pods`)).items as KubeObject[];
       expect(pods).to.have.length(1);
+      const netns = await networkWithAddress(pods[0]!.status.podIP);
+      expect(netns, 'the pod has a runc network of its own').to.be.a('string');
+      if (!networks.includes(netns!)) networks.push(netns!);
       return { pod: pods[0]!, ms };
     } finally {
       client.close();

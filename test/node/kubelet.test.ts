@@ -10,20 +10,11 @@ import { adminClient, namespace, sharedControlPlane, waitForClusterBinaries } fr
 import { KubeRequestError, type KubeRestClient } from '../support/k8s/client.js';
 import { eventually } from '../support/k8s/fixtures.js';
 import { pushBusyboxImage } from '../support/node/fixtures.js';
-import { RuncRuntime } from '../support/node/index.js';
+import { networkWithAddress, RuncRuntime } from '../support/node/index.js';
 import { run } from '../support/node/runc.js';
 import { dockerConfigJson, TestRegistry } from '../support/registry/registry.js';
 
 type KubeObject = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-
-/** The runc node's network namespace holding `podIP` (its eth0 address). */
-async function networkOf(podIP: string): Promise<string | undefined> {
-  for (const netns of RuncRuntime.liveNetworks()) {
-    const { stdout } = await run('ip', ['-n', netns, '-4', '-o', 'addr', 'show', 'dev', 'eth0']);
-    if (stdout.includes(` ${podIP}/`)) return netns;
-  }
-  return undefined;
-}
 
 describe('LocalKubelet delegating pods to the runc node', function () {
   this.timeout(120_000);
@@ -105,7 +96,7 @@ describe('LocalKubelet delegating pods to the runc node', function () {
     expect(logs.stdout).to.equal('hello from runc\n');
     const netnsBefore = (await run('ip', ['netns', 'list'])).stdout;
     expect(netnsBefore).to.match(/fnrp-/);
-    const netns = await networkOf(ready.status.podIP);
+    const netns = await networkWithAddress(ready.status.podIP);
     expect(netns, 'the pod has a network namespace of its own').to.be.a('string');
     networks.push(netns!);
     const deleted = await cp.kubectl(['delete', 'pod', '-n', ns.name, 'web', '--wait=true']);

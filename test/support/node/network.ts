@@ -93,3 +93,12 @@ export async function removePodNetwork(net: Pick<PodNetwork, 'netns' | 'hostIf'>
 export function liveNetworks(): string[] {
   return [...created];
 }
+
+/** The live pod network whose pod end holds `podIP` (a test finds its pod's namespace by the pod's address). */
+export async function networkWithAddress(podIP: string): Promise<string | undefined> {
+  for (const netns of liveNetworks()) {
+    const { stdout } = await run('ip', ['-n', netns, '-4', '-o', 'addr', 'show', 'dev', 'eth0']);
+    if (stdout.includes(` ${podIP}/`)) return netns;
+  }
+  return undefined;
+}
