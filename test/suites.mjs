@@ -85,14 +85,45 @@ export const PEER_SUITES = ['catalog', 'conformance', 'porch-side-by-side', 'clu
  */
 export const OPT_IN_SUITES = ['porch-e2e']
 
-/** `--spec` arguments for every spec file, the peer suites last (mocha keeps the order given). */
+/**
+ * Spec files outside the peer folders that use the shared control plane (test/support/cluster/shared.ts; its
+ * binaries are the last Go peers built): they run just before the cluster folder, whose suites then reuse the control
+ * plane the first of them started. Run earlier on a fresh machine, the first would wait for that build (minutes)
+ * with every suite behind it. test/suites.test.ts checks that the list names exactly the spec files that do.
+ */
+export const CONTROL_PLANE_SPECS = [
+  'test/cli/json.test.ts',
+  'test/node/dns.test.ts',
+  'test/node/function-pods.test.ts',
+  'test/node/kubelet.test.ts',
+  'test/operator/manifests.test.ts',
+  'test/operator/pods-cli.test.ts',
+  'test/wrapper/pod.test.ts',
+]
+
+/** Spec files under `dir` (relative to the repository root, sorted). */
+function specFiles(root, dir) {
+  return readdirSync(path.join(root, dir), {withFileTypes: true})
+    .flatMap((e) => (e.isDirectory() ? specFiles(root, `${dir}/${e.name}`) : e.name.endsWith('.test.ts') ? [`${dir}/${e.name}`] : []))
+    .sort()
+}
+
+/**
+ * `--spec` arguments for every spec file, the peer suites last (mocha keeps the order given): a folder glob per
+ * folder, or its files one by one when some of them are CONTROL_PLANE_SPECS, which go before the cluster folder.
+ */
 function allInOrder() {
   const dir = fileURLToPath(new URL('.', import.meta.url))
+  const root = path.dirname(dir)
   const hasSpecs = (d) => readdirSync(d, {withFileTypes: true}).some((e) => (e.isDirectory() ? hasSpecs(path.join(d, e.name)) : e.name.endsWith('.test.ts')))
   const folders = readdirSync(dir, {withFileTypes: true}).filter((e) => e.isDirectory() && hasSpecs(path.join(dir, e.name))).map((e) => e.name).sort()
-  const first = folders.filter((f) => !PEER_SUITES.includes(f) && !OPT_IN_SUITES.includes(f))
-  const last = PEER_SUITES.filter((f) => folders.includes(f))
-  return ['test/*.test.ts', ...first.map((f) => `test/${f}/**/*.test.ts`), ...last.map((f) => `test/${f}/**/*.test.ts`)].flatMap((g) => ['--spec', g])
+  const specs = (f) => {
+    const files = specFiles(root, `test/${f}`)
+    return files.some((file) => CONTROL_PLANE_SPECS.includes(file)) ? files.filter((file) => !CONTROL_PLANE_SPECS.includes(file)) : [`test/${f}/**/*.test.ts`]
+  }
+  const first = folders.filter((f) => !PEER_SUITES.includes(f) && !OPT_IN_SUITES.includes(f)).flatMap(specs)
+  const last = PEER_SUITES.filter((f) => folders.includes(f)).flatMap((f) => (f === 'cluster' ? [...CONTROL_PLANE_SPECS, ...specs(f)] : specs(f)))
+  return ['test/*.test.ts', ...first, ...last].flatMap((g) => ['--spec', g])
 }
 
 /** Mocha arguments that select a set: 'all', 'unit' or 'integration'. */

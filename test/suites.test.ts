@@ -1,10 +1,25 @@
-import {existsSync} from 'node:fs'
+import {existsSync, readFileSync, readdirSync} from 'node:fs'
 import path from 'node:path'
 
 import {expect} from 'chai'
 
 import {REPO_ROOT} from './support/serve.js'
-import {OPT_IN_SUITES, PEER_SUITES, UNIT, mochaSelection} from './suites.mjs'
+import {CONTROL_PLANE_SPECS, OPT_IN_SUITES, PEER_SUITES, UNIT, mochaSelection} from './suites.mjs'
+
+/** Every spec file under test/ (relative to the repository root). */
+function allSpecs(dir = 'test'): string[] {
+  return readdirSync(path.join(REPO_ROOT, dir), {withFileTypes: true}).flatMap((e) =>
+    e.isDirectory() ? allSpecs(`${dir}/${e.name}`) : e.name.endsWith('.test.ts') ? [`${dir}/${e.name}`] : [],
+  )
+}
+
+/** The spec files a `--spec` argument selects (a folder glob `test/<folder>/**\/*.test.ts`, `test/*.test.ts` or a file). */
+function selected(arg: string, specs: string[]): string[] {
+  if (arg === 'test/*.test.ts') return specs.filter((f) => f.split('/').length === 2)
+  const folder = /^(test\/[^*]+)\/\*\*\/\*\.test\.ts$/.exec(arg)
+  if (folder) return specs.filter((f) => f.startsWith(`${folder[1]}/`))
+  return specs.includes(arg) ? [arg] : []
+}
 
 describe('test sets (test/suites.mjs)', () => {
   it('every unit spec listed exists (a renamed spec must not drop out of the unit set unseen)', () => {
@@ -21,12 +36,28 @@ describe('test sets (test/suites.mjs)', () => {
     expect(integration.slice(all.length).filter((a) => a !== '--ignore')).to.deep.equal(UNIT)
   })
 
-  it('all: every spec folder once, the suites that need Go peers last (they build in the background meanwhile)', () => {
+  it('all: every spec file once, the suites that need Go peers last (they build in the background meanwhile)', () => {
     const globs = mochaSelection('all').filter((a) => a !== '--spec')
     expect(globs[0]).to.equal('test/*.test.ts')
-    expect(globs.slice(-PEER_SUITES.length)).to.deep.equal(PEER_SUITES.map((f) => `test/${f}/**/*.test.ts`))
     expect(new Set(globs).size).to.equal(globs.length)
-    for (const folder of ['cache', 'commands', 'pods', 'wrapper']) expect(globs).to.include(`test/${folder}/**/*.test.ts`)
+    for (const folder of ['cache', 'commands', 'pods']) expect(globs).to.include(`test/${folder}/**/*.test.ts`)
+    const specs = allSpecs()
+    const order = globs.flatMap((g) => selected(g, specs))
+    const optIn = specs.filter((f) => OPT_IN_SUITES.some((o) => f.startsWith(`test/${o}/`)))
+    expect([...order].sort()).to.deep.equal(specs.filter((f) => !optIn.includes(f)).sort())
+    // the peer folders, in PEER_SUITES' order, with the control-plane specs just before the cluster folder
+    const peer = (f: string): boolean => PEER_SUITES.some((p) => f.startsWith(`test/${p}/`))
+    const tail = order.slice(order.findIndex((f) => peer(f) || CONTROL_PLANE_SPECS.includes(f)))
+    expect(tail.every((f) => peer(f) || CONTROL_PLANE_SPECS.includes(f)), 'nothing else after the first peer suite').to.equal(true)
+    const cluster = tail.findIndex((f) => f.startsWith('test/cluster/'))
+    expect(tail.slice(cluster - CONTROL_PLANE_SPECS.length, cluster)).to.deep.equal(CONTROL_PLANE_SPECS)
+    expect(tail.slice(cluster).every((f) => f.startsWith('test/cluster/'))).to.equal(true)
+  })
+
+  it('the control-plane specs outside the peer folders are exactly those that start the shared control plane', () => {
+    const importsIt = /import \{[^}]*\bsharedControlPlane\b[^}]*\} from '[./]*support\/cluster\/shared\.js'/
+    const uses = allSpecs().filter((f) => !PEER_SUITES.some((p) => f.startsWith(`test/${p}/`)) && importsIt.test(readFileSync(path.join(REPO_ROOT, f), 'utf8')))
+    expect([...CONTROL_PLANE_SPECS].sort()).to.deep.equal(uses.sort())
   })
 
   it('the opt-in suites (npm run porch-e2e) are in no set: their specs exist but npm test never selects them', () => {

@@ -14,7 +14,7 @@ import {execa} from 'execa'
 
 import {runCli, type CliResult} from '../support/cli.js'
 import {BIN_RUN} from '../support/serve.js'
-import {startTestBed, type TestBed} from '../support/k8s/index.js'
+import {namespace, sharedControlPlane, waitForClusterBinaries} from '../support/cluster/shared.js'
 import {seedImages} from '../support/registry/fixtures.js'
 import {TestRegistry} from '../support/registry/registry.js'
 import {SCRIPTS, TempDirs, writeExecutable} from '../support/tmp.js'
@@ -235,20 +235,25 @@ describe('--json: data or the error as one JSON object on stdout, exit codes as 
   })
 
   describe('fnr pods ls|gc|warm', () => {
-    let bed: TestBed
-    const kube = (): string[] => ['--kubeconfig', bed.kubeconfigPath]
+    waitForClusterBinaries()
+    let kubeconfigPath: string
+    let ns: {name: string; remove: () => Promise<void>}
+    /** The shared control plane's admin kubeconfig and a namespace of this suite's own. */
+    const kube = (namespaced = true): string[] => ['--kubeconfig', kubeconfigPath, ...(namespaced ? ['--namespace', ns.name] : [])]
     before(async () => {
-      bed = await startTestBed({kubelet: false, clientNode: false, namespaces: ['porch-fn-system']})
+      const cp = await sharedControlPlane()
+      kubeconfigPath = cp.kubeconfigPath
+      ns = await namespace(cp, 'cli-json')
     })
-    after(() => bed?.stop())
+    after(() => ns?.remove())
 
     it('ls and gc: the listing and the summary', async () => {
       const ls = await runCli(['pods', 'ls', ...kube(), '--json'])
       expect(ls.exitCode, ls.stderr).to.equal(0)
-      expect(onlyJson(ls)).to.deep.equal({namespace: 'porch-fn-system', pods: []})
+      expect(onlyJson(ls)).to.deep.equal({namespace: ns.name, pods: []})
       const gc = await runCli(['pods', 'gc', '--dry-run', ...kube(), '--json'])
       expect(gc.exitCode, gc.stderr).to.equal(0)
-      expect(onlyJson(gc)).to.deep.equal({namespace: 'porch-fn-system', dryRun: true, templateVersion: null, items: [], deleted: 0, skipped: 0, failed: 0})
+      expect(onlyJson(gc)).to.deep.equal({namespace: ns.name, dryRun: true, templateVersion: null, items: [], deleted: 0, skipped: 0, failed: 0})
     })
 
     it('warm with an image that fails: exit 1 both ways, the summary with the error beside it', async () => {
@@ -265,7 +270,7 @@ describe('--json: data or the error as one JSON object on stdout, exit codes as 
 
     it('failures before any listing: usage (2), as {"error": …}', async () => {
       await expectJsonError(['pods', 'gc', '--older-than=0s', ...kube()], 2, 'Usage', {plainStdout: ''})
-      await expectJsonError(['pods', 'ls', '-n', 'Not_A_Namespace', ...kube()], 2, 'Usage', {plainStdout: ''})
+      await expectJsonError(['pods', 'ls', '-n', 'Not_A_Namespace', ...kube(false)], 2, 'Usage', {plainStdout: ''})
     })
   })
 })

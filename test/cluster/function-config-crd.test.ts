@@ -64,6 +64,7 @@ describe('FunctionConfig CRDs on the real control plane (kube-apiserver\'s schem
       const example = (await readFile(path.join(COMPONENT, 'example.yaml'), 'utf8')).replace(/namespace: porch-fn-system/g, `namespace: ${ns.name}`)
       const r = await kubectl(['apply', '-f', '-'], example)
       expect(r.code, r.stderr).to.equal(0)
+      expect(r.stdout.trim()).to.equal('functionconfig.config.porch.kpt.dev/set-namespace created')
       const stored = await admin.get(`/apis/${API}/namespaces/${ns.name}/${FUNCTION_CONFIG_PLURAL}/set-namespace`)
       const functionsDir = path.join(dir, 'functions')
       await (await import('node:fs/promises')).mkdir(functionsDir, {recursive: true})
@@ -77,12 +78,15 @@ describe('FunctionConfig CRDs on the real control plane (kube-apiserver\'s schem
       expect(refused.code).to.not.equal(0)
       // kube-apiserver v1.37 words it without the `"object": ` the in-process test server still prints
       expect(refused.stderr).to.contain('The FunctionConfig "empty" is invalid: spec: Invalid value: At least one configuration must be specified')
+      expect((await admin.raw('GET', `/apis/${API}/namespaces/${ns.name}/${FUNCTION_CONFIG_PLURAL}/empty`)).code, 'the refused object is not stored').to.equal(404)
       const ok = await kubectl(['apply', '-f', '-'], none.replace('spec: {image: empty}', 'spec: {image: empty, goExecutor: {tags: [v1]}}'))
       expect(ok.code, ok.stderr).to.equal(0)
       // an update that drops the last executor is refused too (the rule runs on updates)
-      const dropped = await kubectl(['replace', '-f', '-'], none)
-      expect(dropped.code).to.not.equal(0)
-      expect(dropped.stderr).to.contain('At least one configuration must be specified')
+      for (const verb of ['replace', 'apply']) {
+        const dropped = await kubectl([verb, '-f', '-'], none)
+        expect(dropped.code, verb).to.not.equal(0)
+        expect(dropped.stderr, verb).to.contain('At least one configuration must be specified')
+      }
       await kubectl(['delete', '-n', ns.name, FUNCTION_CONFIG_PLURAL, '--all'])
     })
   }

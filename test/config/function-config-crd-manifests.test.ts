@@ -1,3 +1,8 @@
+/**
+ * fnr's manifests/function-config component as files: what kustomize builds with it (and with crds/), and how its
+ * CRDs compare with Porch's. kube-apiserver's verdict on them (the example object stored and parsed by fnr, the CEL
+ * rule refusing an object without an executor) is test/cluster/function-config-crd.test.ts's.
+ */
 import {expect} from 'chai'
 import {execFile} from 'node:child_process'
 import {mkdir, readFile, writeFile} from 'node:fs/promises'
@@ -6,13 +11,12 @@ import {promisify} from 'node:util'
 
 import {parse, parseAllDocuments} from 'yaml'
 
-import {parseFunctionConfig, FUNCTION_CONFIG_GROUP, FUNCTION_CONFIG_KIND, FUNCTION_CONFIG_PLURAL, FUNCTION_CONFIG_VERSION} from '../../src/lib/config/function-config-crd.js'
+import {FUNCTION_CONFIG_GROUP, FUNCTION_CONFIG_KIND, FUNCTION_CONFIG_PLURAL, FUNCTION_CONFIG_VERSION} from '../../src/lib/config/function-config-crd.js'
 import {KUBECTL_PATH} from '../support/k8s/kubectl.js'
-import {customResourceScope, registerCrd, startTestBed, type KubeObject} from '../support/k8s/index.js'
-import {parseCelSubset} from '../support/k8s/custom-resources.js'
+import type {KubeObject} from '../support/k8s/status.js'
 import {REPO_ROOT} from '../support/serve.js'
 import {requireShared} from '../support/shared.js'
-import {SCRIPTS, TempDirs, writeExecutable} from '../support/tmp.js'
+import {TempDirs} from '../support/tmp.js'
 
 const MANIFESTS = path.join(REPO_ROOT, 'manifests')
 const COMPONENT = path.join(MANIFESTS, 'function-config')
@@ -43,10 +47,7 @@ describe('manifests/function-config: the FunctionConfig CRD component', function
   let withCrds: KubeObject[]
   let crd: KubeObject
 
-  let unregister: () => void = () => {}
-
   before(async () => {
-    unregister = customResourceScope()
     const overlay = path.join(await temp.make(), 'overlay')
     await mkdir(overlay)
     const rel = (p: string): string => path.relative(overlay, p)
@@ -57,7 +58,6 @@ describe('manifests/function-config: the FunctionConfig CRD component', function
     crd = parse(await readFile(path.join(CRDS, 'functionconfigs.yaml'), 'utf8')) as KubeObject
   })
   after(async () => {
-    unregister()
     await temp.cleanup()
   })
 
@@ -121,54 +121,5 @@ describe('manifests/function-config: the FunctionConfig CRD component', function
     expect(Object.keys(spec.properties.podExecutor.properties.templateOverrides.properties).sort()).to.deep.equal(['container', 'initContainer', 'securityContext', 'serviceAccountName'])
     expect(Object.keys(spec.properties.binaryExecutor.properties).sort()).to.deep.equal(['path', 'tags'])
     expect(Object.keys(schema.properties.status.properties).sort()).to.deep.equal(['apiServerObservedGeneration', 'controllerObservedGeneration', 'error', 'functionRunnerObservedGeneration'])
-  })
-
-  it('the example object is accepted by an API server serving the CRD (kubectl apply) and by fnr', async () => {
-    registerCrd(crd)
-    const bed = await startTestBed({kubelet: false, clientNode: false, namespaces: ['porch-fn-system']})
-    try {
-      const example = await readFile(path.join(COMPONENT, 'example.yaml'), 'utf8')
-      const r = await bed.kubectl(['apply', '--validate=false', '-f', '-'], {input: example})
-      expect(r.code, r.stderr).to.equal(0)
-      expect(r.stdout.trim()).to.equal('functionconfig.config.porch.kpt.dev/set-namespace created')
-      const stored = bed.api.registry.get(FUNCTION_CONFIG_PLURAL, 'porch-fn-system', 'set-namespace')
-      const functionsDir = path.join(await temp.make(), 'functions')
-      await mkdir(functionsDir)
-      await writeExecutable(path.join(functionsDir, 'set-namespace'), SCRIPTS.cat)
-      const entry = await parseFunctionConfig(stored, {functionsDir})
-      expect(entry.binary?.tags).to.deep.equal(['v0.4.1'])
-      expect(entry.pod).to.deep.include({tags: ['v0.4.2'], ttlMs: 600_000, maxParallelPods: 2, maxWaitlistLength: 4})
-    } finally {
-      await bed.stop()
-    }
-  })
-
-  it('an object without any executor is rejected by the CRD\'s CEL rule, as kube-apiserver rejects it', async () => {
-    registerCrd(crd)
-    const rule = crd.spec.versions[0].schema.openAPIV3Schema.properties.spec['x-kubernetes-validations'][0]
-    expect(rule.rule).to.equal('has(self.podExecutor) || has(self.binaryExecutor) || has(self.goExecutor)')
-    const bed = await startTestBed({kubelet: false, clientNode: false, namespaces: ['porch-fn-system']})
-    try {
-      const none = `apiVersion: ${FUNCTION_CONFIG_GROUP}/v1alpha1\nkind: FunctionConfig\nmetadata: {name: empty, namespace: porch-fn-system}\nspec: {image: empty}\n`
-      const r = await bed.kubectl(['apply', '--validate=false', '-f', '-'], {input: none})
-      expect(r.code).to.not.equal(0)
-      expect(r.stderr).to.contain('The FunctionConfig "empty" is invalid: spec: Invalid value: At least one configuration must be specified')
-      expect(bed.api.registry.find(FUNCTION_CONFIG_PLURAL, 'porch-fn-system', 'empty')).to.equal(undefined)
-      const one = none.replace('spec: {image: empty}', 'spec: {image: empty, goExecutor: {tags: [v1]}}')
-      const ok = await bed.kubectl(['apply', '--validate=false', '-f', '-'], {input: one})
-      expect(ok.code, ok.stderr).to.equal(0)
-      // An update that drops the last executor is rejected too.
-      const dropped = await bed.kubectl(['apply', '--validate=false', '-f', '-'], {input: none})
-      expect(dropped.code).to.not.equal(0)
-      expect(dropped.stderr).to.contain('At least one configuration must be specified')
-    } finally {
-      await bed.stop()
-    }
-  })
-
-  it('the test API server models the CEL subset the CRDs use and refuses rules outside it', () => {
-    expect(() => parseCelSubset('has(self.a) || (has(self.b.c) && !has(self.d))')).to.not.throw()
-    expect(() => parseCelSubset('self.size() > 1')).to.throw(/outside the modelled subset/)
-    expect(() => parseCelSubset('has(self.a) ||')).to.throw(/outside the modelled subset/)
   })
 })

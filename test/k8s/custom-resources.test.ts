@@ -5,6 +5,7 @@ import path from 'node:path';
 import { parse } from 'yaml';
 import type { KubeObject, TestBed } from '../support/k8s/index.js';
 import { customResourceScope, registerCrd, registerCustomResource, startTestBed } from '../support/k8s/index.js';
+import { parseCelSubset } from '../support/k8s/custom-resources.js';
 import { eventually } from '../support/k8s/fixtures.js';
 import { REPO_ROOT } from '../support/serve.js';
 
@@ -157,5 +158,25 @@ describe('k8s test bed: custom resources (registered from manifests/function-con
     expect(got.stdout.split(/\s+/).slice(0, 2)).to.deep.equal(['w1', '3']);
     const widgets = (await api.listNamespacedCustomObject({ group: 'example.fnr.dev', version: 'v1', namespace: NS, plural: 'widgets' })) as KubeObject;
     expect(widgets.items).to.have.length(1);
+  });
+
+  it('kubectl: an object without any executor is refused by the CRD\'s CEL rule in kube-apiserver v1.37\'s words, on create and on update', async function () {
+    const none = `apiVersion: ${GROUP}/${VERSION}\nkind: FunctionConfig\nmetadata: {name: empty, namespace: ${NS}}\nspec: {image: empty}\n`;
+    const r = await bed.kubectl(['apply', '--validate=false', '-f', '-'], { input: none });
+    expect(r.code).to.not.equal(0);
+    expect(r.stderr).to.contain('The FunctionConfig "empty" is invalid: spec: Invalid value: At least one configuration must be specified');
+    expect(bed.api.registry.find(PLURAL, NS, 'empty')).to.equal(undefined);
+    const ok = await bed.kubectl(['apply', '--validate=false', '-f', '-'], { input: none.replace('spec: {image: empty}', 'spec: {image: empty, goExecutor: {tags: [v1]}}') });
+    expect(ok.code, ok.stderr).to.equal(0);
+    const dropped = await bed.kubectl(['apply', '--validate=false', '-f', '-'], { input: none });
+    expect(dropped.code).to.not.equal(0);
+    expect(dropped.stderr).to.contain('At least one configuration must be specified');
+    await bed.kubectl(['delete', 'functionconfig', 'empty', '-n', NS]);
+  });
+
+  it('models the CEL subset the CRDs use and refuses rules outside it', () => {
+    expect(() => parseCelSubset('has(self.a) || (has(self.b.c) && !has(self.d))')).to.not.throw();
+    expect(() => parseCelSubset('self.size() > 1')).to.throw(/outside the modelled subset/);
+    expect(() => parseCelSubset('has(self.a) ||')).to.throw(/outside the modelled subset/);
   });
 });

@@ -1,10 +1,11 @@
 /**
- * Function pods for real (docs/node.md): fnr serve's pod runtime (in process) against the in-process test
- * API server, with LocalKubelet delegating pods to the runc node. The pods come from fnr's inline template: the init
+ * Function pods for real (docs/node.md): fnr serve's pod runtime (in process) against the shared control plane,
+ * whose node (LocalKubelet) delegates pods to the runc node. The pods come from fnr's inline template: the init
  * container copies the packaged wrapper server out of a wrapper-server image pulled from a real registry into an
  * emptyDir, the function container runs a real function image (static busybox + a shell script) with the wrapper
  * server as entrypoint, as uid 65532, read-only root filesystem, all capabilities dropped, gRPC readiness probe.
- * Reached by pod IP, then by Service name through the test DNS server answering from the Endpoints.
+ * Reached by pod IP, then by Service name through the test DNS server answering from the EndpointSlices.
+ * (test/cluster/function-pods.test.ts runs the same pods from fnr's manifests with the runner's ServiceAccount.)
  */
 import { expect } from 'chai';
 
@@ -12,10 +13,12 @@ import { EvaluatorClient } from '../../src/lib/grpc/client.js';
 import { RegistryMetadataSource } from '../../src/lib/pods/cluster/image-metadata.js';
 import { RegistryClient } from '../../src/lib/registry/client.js';
 import type { RunningServer } from '../../src/lib/serve.js';
-import { KubeRestClient } from '../support/k8s/client.js';
-import { startTestBed, type TestBed } from '../support/k8s/index.js';
+import type { ControlPlane } from '../support/cluster/controlplane.js';
+import { adminClient, namespace, sharedControlPlane, waitForClusterBinaries } from '../support/cluster/shared.js';
+import type { KubeRestClient } from '../support/k8s/client.js';
+import { eventually } from '../support/k8s/fixtures.js';
 import { pushFunctionPodImages } from '../support/node/function-images.js';
-import { RuncRuntime, TestDnsServer } from '../support/node/index.js';
+import { networkWithAddress, RuncRuntime, TestDnsServer } from '../support/node/index.js';
 import { RL } from '../support/pods/index.js';
 import { TestRegistry } from '../support/registry/registry.js';
 import { makeFunctionsDir, serveOptions, startInProcess } from '../support/serve.js';
@@ -23,19 +26,24 @@ import { TempDirs } from '../support/tmp.js';
 import { PACKAGE_TIMEOUT_MS } from '../wrapper/support/package.js';
 
 type KubeObject = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Namespace = { name: string; remove: () => Promise<void> };
 
-describe('function pods under runc: fnr serve + test API server + the runc node', function () {
+describe('function pods under runc: fnr serve + the shared control plane + the runc node', function () {
   this.timeout(180_000);
+  waitForClusterBinaries();
   const temp = new TempDirs();
   let registry: TestRegistry;
-  let node: RuncRuntime;
-  let bed: TestBed;
-  let dns: TestDnsServer;
+  let cp: ControlPlane;
   let kube: KubeRestClient;
+  let ipNs: Namespace;
+  let svcNs: Namespace;
+  let dns: TestDnsServer;
   let fns: { configPath: string; functionsDir: string };
   let wrapperImage: string;
   let fnImage: string;
   let nsCounter = 0;
+  /** The runc pod networks of this suite's pods: gone once the pods are. */
+  const networks: string[] = [];
 
   before(async function () {
     this.timeout(PACKAGE_TIMEOUT_MS);
@@ -43,21 +51,26 @@ describe('function pods under runc: fnr serve + test API server + the runc node'
     const images = await pushFunctionPodImages(registry);
     ({ wrapperImage, fnImage } = images);
     console.log(`      wrapper-server + function images built and pushed in ${images.ms} ms`);
-    node = await RuncRuntime.create({ backoffMs: 500, maxBackoffMs: 5000, retryMs: 300 });
-    bed = await startTestBed({ kubelet: { runtime: node }, namespaces: ['fn-ip', 'fn-svc'] });
-    kube = new KubeRestClient({ url: bed.url, token: bed.api.token, ca: bed.api.caPem });
+    cp = await sharedControlPlane();
+    expect(cp.runtime, 'the shared control plane runs pods under runc').to.not.equal(undefined);
+    kube = adminClient(cp);
+    [ipNs, svcNs] = await Promise.all([namespace(cp, 'fn-ip'), namespace(cp, 'fn-svc')]);
     dns = await TestDnsServer.start(kube);
     fns = await makeFunctionsDir(await temp.make());
   });
 
   after(async () => {
-    await bed?.stop();
-    await node?.stop();
     await dns?.stop();
+    // Deleted at once (grace 0), the pods' runc networks go without waiting for the namespace controller.
+    for (const ns of [ipNs, svcNs]) if (ns && kube) await kube.delete(`/api/v1/namespaces/${ns.name}/pods`, { gracePeriodSeconds: 0 }).catch(() => undefined);
+    await ipNs?.remove();
+    await svcNs?.remove();
     kube?.close();
     await registry?.stop();
     await temp.cleanup();
-    expect(RuncRuntime.liveNetworks()).to.deep.equal([]);
+    // The node tears the pods down, their runc networks included.
+    await eventually(() => !networks.some((n) => RuncRuntime.liveNetworks().includes(n)), 30_000, 100).catch(() => undefined);
+    expect(networks.filter((n) => RuncRuntime.liveNetworks().includes(n))).to.deep.equal([]);
   });
 
   const serve = (namespace: string, pod: Record<string, unknown>): Promise<RunningServer> => {
@@ -69,7 +82,7 @@ describe('function pods under runc: fnr serve + test API server + the runc node'
         namespace,
         wrapperServerImage: wrapperImage,
         metadata: new RegistryMetadataSource(new RegistryClient({ insecureRegistries: [registry.host] })),
-        kubeConfig: bed.kubeConfig,
+        kubeconfig: cp.kubeconfigPath,
         owner: `node-test-${++nsCounter}`,
         leaseDurationMs: 0,
         ...pod,
@@ -86,8 +99,11 @@ describe('function pods under runc: fnr serve + test API server + the runc node'
       expect(res.resourceList.toString()).to.equal(RL.toString());
       expect(res.log.toString()).to.contain('fn ran as uid=65532 gid=65532');
       expect(res.trailers.get('fnr-evaluator')).to.deep.equal(['pod']);
-      const pods = bed.api.registry.list('pods', namespace).items as KubeObject[];
+      const pods = (await kube.get(`/api/v1/namespaces/${namespace}/pods`)).items as KubeObject[];
       expect(pods).to.have.length(1);
+      const netns = await networkWithAddress(pods[0]!.status.podIP);
+      expect(netns, 'the pod has a runc network of its own').to.be.a('string');
+      if (!networks.includes(netns!)) networks.push(netns!);
       return { pod: pods[0]!, ms };
     } finally {
       client.close();
@@ -95,11 +111,11 @@ describe('function pods under runc: fnr serve + test API server + the runc node'
   };
 
   it('--pod-address=pod-ip: the inline template runs for real and evaluates a ResourceList', async () => {
-    const running = await serve('fn-ip', { podAddress: 'pod-ip' });
+    const running = await serve(ipNs.name, { podAddress: 'pod-ip' });
     try {
-      const { pod, ms } = await evaluate(running, 'fn-ip');
+      const { pod, ms } = await evaluate(running, ipNs.name);
       console.log(`      first call (pod create, wrapper + function image pull and unpack, init copy, runc start, gRPC Ready): ${ms} ms`);
-      for (const t of node.images.timings) console.log(`        ${t.image}: skopeo pull ${t.pullMs} ms, unpack ${t.unpackMs} ms`);
+      for (const t of cp.runtime!.images.timings) console.log(`        ${t.image}: skopeo pull ${t.pullMs} ms, unpack ${t.unpackMs} ms`);
       const fnStatus = (pod.status.containerStatuses as KubeObject[]).find((c) => c.name === 'function')!;
       expect(fnStatus.ready).to.equal(true);
       expect(fnStatus.containerID).to.match(/^runc:\/\//);
@@ -108,11 +124,11 @@ describe('function pods under runc: fnr serve + test API server + the runc node'
       const fn = (pod.spec.containers as KubeObject[]).find((c) => c.name === 'function')!;
       expect(fn.securityContext).to.deep.include({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
       expect(fn.securityContext.capabilities).to.deep.equal({ drop: ['ALL'] });
-      const logs = await bed.kubectl(['logs', '-n', 'fn-ip', pod.metadata.name, '-c', 'function']);
+      const logs = await cp.kubectl(['logs', '-n', ipNs.name, pod.metadata.name, '-c', 'function']);
       expect(logs.code, logs.stderr).to.equal(0);
       expect(logs.stdout).to.contain('wrapper server is ready');
       // A second call reuses the running pod.
-      const again = await evaluate(running, 'fn-ip');
+      const again = await evaluate(running, ipNs.name);
       console.log(`      second call (warm pod): ${again.ms} ms`);
       expect(again.pod.metadata.uid).to.equal(pod.metadata.uid);
     } finally {
@@ -121,12 +137,16 @@ describe('function pods under runc: fnr serve + test API server + the runc node'
   });
 
   it('--pod-address=service: the Service name resolves through the test DNS server (FNR_DNS_SERVER) to the pod', async () => {
-    const running = await serve('fn-svc', { podAddress: 'service', dnsServer: dns.address });
+    const running = await serve(svcNs.name, { podAddress: 'service', dnsServer: dns.address });
     try {
-      const { pod } = await evaluate(running, 'fn-svc');
-      const name = `${pod.metadata.name}.fn-svc.svc.cluster.local`;
+      const { pod } = await evaluate(running, svcNs.name);
+      const name = `${pod.metadata.name}.${svcNs.name}.svc.cluster.local`;
       expect(dns.queries).to.include(name);
-      const ep = bed.api.registry.find('endpoints', 'fn-svc', pod.metadata.name) as KubeObject;
+      // kube-controller-manager's endpoints controller keeps the Service's Endpoints (the DNS server read its EndpointSlice)
+      const ep = await eventually(async () => {
+        const e = await kube.get(`/api/v1/namespaces/${svcNs.name}/endpoints/${pod.metadata.name}`);
+        return e.subsets?.[0]?.addresses?.length > 0 && e;
+      }, 10_000, 100);
       expect(ep.subsets[0].addresses[0].ip).to.equal(pod.status.podIP);
     } finally {
       await running.stop();

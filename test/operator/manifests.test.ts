@@ -10,10 +10,12 @@ import {parseAllDocuments, stringify} from 'yaml'
 
 import {PodCacheConfig} from '../../src/lib/config/pod-cache-config.js'
 import {inlineTemplates, templatesFromConfigMap} from '../../src/lib/pods/model/template.js'
+import type {ControlPlane} from '../support/cluster/controlplane.js'
+import {adminClient, namespace, sharedControlPlane, waitForClusterBinaries} from '../support/cluster/shared.js'
 import {KUBECTL_PATH} from '../support/k8s/kubectl.js'
-import {startTestBed, type TestBed} from '../support/k8s/index.js'
 import {freePort} from '../support/reliability/serve-process.js'
 import {BIN_RUN, REPO_ROOT} from '../support/serve.js'
+import {TempDirs} from '../support/tmp.js'
 
 const MANIFESTS = path.join(REPO_ROOT, 'manifests')
 
@@ -149,68 +151,112 @@ describe('manifests/', function () {
     expect(d.spec!.template.metadata!.labels).to.deep.include(from.podSelector.matchLabels)
   })
 
-  describe('against the test API server', () => {
-    let bed: TestBed
+  /** Porch's namespace names in `objects` replaced (metadata.namespace and Namespace names) by those of `names`. */
+  const renamed = (items: K8sObject[], names: Record<string, string>): K8sObject[] =>
+    items.map((o) => {
+      const metadata = {...o.metadata}
+      if (o.kind === 'Namespace') metadata.name = names[metadata.name] ?? metadata.name
+      else if (metadata.namespace !== undefined) metadata.namespace = names[metadata.namespace] ?? metadata.namespace
+      return {...o, metadata}
+    })
+
+  describe('against the real control plane (server dry run)', () => {
+    waitForClusterBinaries()
+    let cp: ControlPlane
+    let sys: {name: string; remove: () => Promise<void>}
+    let fn: {name: string; remove: () => Promise<void>}
 
     before(async () => {
-      bed = await startTestBed({kubelet: false, clientNode: false})
+      cp = await sharedControlPlane()
+      // The manifests' namespaces have fixed names (porch-system, porch-fn-system) that other suites own while they
+      // run: the objects go to namespaces of this suite's own instead.
+      ;[sys, fn] = await Promise.all([namespace(cp, 'manifests-sys'), namespace(cp, 'manifests-fn')])
     })
     after(async () => {
-      await bed?.stop()
+      await sys?.remove()
+      await fn?.remove()
     })
+
+    /** Status code of a GET (404: not there). */
+    const status = async (apiPath: string): Promise<number> => {
+      const admin = adminClient(cp)
+      try {
+        return (await admin.raw('GET', apiPath)).code
+      } finally {
+        admin.close()
+      }
+    }
 
     it('accepts the core/v1 objects (server dry run) and persists nothing', async () => {
       const core = objects.filter((o) => o.apiVersion === 'v1')
       expect(core.map((o) => o.kind).sort()).to.deep.equal(['ConfigMap', 'ConfigMap', 'Namespace', 'Namespace', 'Service', 'ServiceAccount'])
-      const namespaces = core.filter((o) => o.kind === 'Namespace')
-      const rest = core.filter((o) => o.kind !== 'Namespace')
       const list = (items: K8sObject[]): string => stringify({apiVersion: 'v1', kind: 'List', items})
-      const ns = await bed.kubectl(['create', '--dry-run=server', '--validate=false', '-o', 'name', '-f', '-'], {input: list(namespaces)})
+      // The Namespaces under names nobody has.
+      const unused = {'porch-system': `${sys.name}-dry`, 'porch-fn-system': `${fn.name}-dry`}
+      const namespaces = renamed(core.filter((o) => o.kind === 'Namespace'), unused)
+      const ns = await cp.kubectl(['create', '--dry-run=server', '-o', 'name', '-f', '-'], {input: list(namespaces)})
       expect(ns.code, ns.stderr).to.equal(0)
-      expect(bed.api.registry.find('namespaces', undefined, 'porch-system')).to.equal(undefined)
-      // namespaced objects need their namespaces to exist
-      for (const n of namespaces) bed.api.registry.create('namespaces', undefined, {metadata: {name: n.metadata.name}})
-      const r = await bed.kubectl(['create', '--dry-run=server', '--validate=false', '-o', 'name', '-f', '-'], {input: list(rest)})
+      expect(ns.stdout.trim().split('\n').sort()).to.deep.equal([`namespace/${fn.name}-dry`, `namespace/${sys.name}-dry`])
+      for (const name of Object.values(unused)) expect(await status(`/api/v1/namespaces/${name}`), name).to.equal(404)
+      // namespaced objects need their namespaces to exist: this suite's
+      const rest = renamed(core.filter((o) => o.kind !== 'Namespace'), {'porch-system': sys.name, 'porch-fn-system': fn.name})
+      const r = await cp.kubectl(['create', '--dry-run=server', '-o', 'name', '-f', '-'], {input: list(rest)})
       expect(r.code, r.stderr).to.equal(0)
       expect(r.stdout.trim().split('\n').sort()).to.deep.equal(['configmap/function-pod-template', 'configmap/pod-cache-config', 'service/function-runner', 'serviceaccount/porch-fn-runner'])
-      expect(bed.api.registry.list('configmaps', 'porch-system').items).to.deep.equal([])
-      expect(bed.api.registry.list('serviceaccounts', 'porch-system').items).to.deep.equal([])
+      for (const o of rest) {
+        const apiPath = `/api/v1/namespaces/${o.metadata.namespace}/${o.kind.toLowerCase()}s/${o.metadata.name}`
+        expect(await status(apiPath), apiPath).to.equal(404)
+      }
     })
 
     it('accepts the Deployment\'s pod template as a Pod (server dry run)', async () => {
       const d = find<V1Deployment>(objects, 'Deployment', 'function-runner')
-      if (!bed.api.registry.find('namespaces', undefined, 'porch-system')) bed.api.registry.create('namespaces', undefined, {metadata: {name: 'porch-system'}})
-      const pod: V1Pod = {apiVersion: 'v1', kind: 'Pod', metadata: {name: 'function-runner-check', namespace: 'porch-system', labels: d.spec!.template.metadata!.labels}, spec: d.spec!.template.spec}
-      const r = await bed.kubectl(['create', '--dry-run=server', '--validate=false', '-o', 'name', '-f', '-'], {input: stringify(pod)})
+      // The ServiceAccount admission plugin wants the pod's ServiceAccount to exist (the manifests' own).
+      const sa = renamed([find<K8sObject>(objects, 'ServiceAccount', 'porch-fn-runner')], {'porch-system': sys.name})
+      const created = await cp.kubectl(['create', '-f', '-'], {input: stringify(sa[0])})
+      expect(created.code, created.stderr).to.equal(0)
+      const pod: V1Pod = {apiVersion: 'v1', kind: 'Pod', metadata: {name: 'function-runner-check', namespace: sys.name, labels: d.spec!.template.metadata!.labels}, spec: d.spec!.template.spec}
+      const r = await cp.kubectl(['create', '--dry-run=server', '-o', 'name', '-f', '-'], {input: stringify(pod)})
       expect(r.code, r.stderr).to.equal(0)
       expect(r.stdout.trim()).to.equal('pod/function-runner-check')
+      expect(await status(`/api/v1/namespaces/${sys.name}/pods/function-runner-check`)).to.equal(404)
     })
   })
 
   describe('the built `fnr serve` with the Deployment\'s args', () => {
-    let bed: TestBed
+    waitForClusterBinaries()
+    let cp: ControlPlane
+    let sys: {name: string; remove: () => Promise<void>}
+    let fn: {name: string; remove: () => Promise<void>}
     let dir: string
+    const temp = new TempDirs()
     const children: ChildProcess[] = []
 
     before(async () => {
-      // The runner's cluster: a test API server with Porch's namespaces (no kubelet: nothing is warmed up).
-      bed = await startTestBed({kubelet: false, clientNode: false, namespaces: ['porch-system', 'porch-fn-system']})
-      dir = bed.dir
+      // The runner's cluster: the shared control plane, with namespaces of this suite's own for Porch's (the node
+      // runs no pod: nothing is warmed up).
+      cp = await sharedControlPlane()
+      ;[sys, fn] = await Promise.all([namespace(cp, 'manifests-sys'), namespace(cp, 'manifests-fn')])
+      dir = await temp.make('fnr-manifests-serve-')
     })
     after(async () => {
       for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL')
-      await bed?.stop()
+      await sys?.remove()
+      await fn?.remove()
+      await temp.cleanup()
     })
 
     /**
      * The Deployment's container args and env, adapted to this machine: the image's paths become
      * the repository's (the Dockerfile copies functions/ there), the pod-cache-config mount a
-     * local file (with no images: warm-up would read public registries), the ports free ones, and
-     * the in-cluster config the test API server's kubeconfig. Everything else is as written.
+     * local file (with no images: warm-up would read public registries), the ports free ones, the
+     * in-cluster config the control plane's admin kubeconfig, and Porch's namespaces this suite's.
+     * Everything else is as written.
      */
     async function deploymentCommand(): Promise<{args: string[]; env: NodeJS.ProcessEnv; metricsPort: number}> {
       const d = find<V1Deployment>(objects, 'Deployment', 'function-runner')
       const c = d.spec!.template.spec!.containers[0]!
+      expect(c.args).to.include('--pod-namespace=porch-fn-system')
       const cacheConfig = path.join(dir, 'pod-cache-config.yaml')
       await writeFile(cacheConfig, '[]\n')
       const metricsPort = await freePort()
@@ -220,13 +266,14 @@ describe('manifests/', function () {
         config: path.join(REPO_ROOT, 'functions', 'config.yaml'),
         functions: path.join(REPO_ROOT, 'functions'),
         'pod-cache-config': cacheConfig,
+        'pod-namespace': fn.name,
       }
       const args = c.args!.map((a) => {
         const m = /^--([a-z0-9-]+)=/.exec(a)
         return m && local[m[1]!] !== undefined ? `--${m[1]}=${local[m[1]!]}` : a
       })
-      const env: NodeJS.ProcessEnv = {PATH: process.env.PATH, HOME: dir, KUBECONFIG: bed.kubeconfigPath, FNR_BIND_ADDRESS: '127.0.0.1'}
-      for (const e of c.env ?? []) env[e.name] = e.value ?? (e.name === 'POD_NAME' ? 'function-runner-0' : e.name === 'POD_NAMESPACE' ? 'porch-system' : undefined)
+      const env: NodeJS.ProcessEnv = {PATH: process.env.PATH, HOME: dir, KUBECONFIG: cp.kubeconfigPath, FNR_BIND_ADDRESS: '127.0.0.1'}
+      for (const e of c.env ?? []) env[e.name] = e.value ?? (e.name === 'POD_NAME' ? 'function-runner-0' : e.name === 'POD_NAMESPACE' ? sys.name : undefined)
       return {args, env, metricsPort}
     }
 

@@ -2,14 +2,16 @@
  * The command line of `fnr pods …` (the built CLI as a child process) where no pods are needed:
  * errors as one `fnr: …` line with the documented exit code (an API server that cannot be reached,
  * no Kubernetes configuration at all, bad durations, words that name no command), and the help
- * (topics, `ls --help`).
+ * (topics, `ls --help`). The cluster is the shared control plane, reached through the fault proxy
+ * (test/support/cluster/fault-proxy.ts), whose request log shows that the usage errors make no call.
  */
 import {expect} from 'chai'
 import {writeFile} from 'node:fs/promises'
 import path from 'node:path'
 
 import {runCli, type CliResult} from '../support/cli.js'
-import {startTestBed, type TestBed} from '../support/k8s/index.js'
+import {FaultProxy} from '../support/cluster/fault-proxy.js'
+import {namespace, sharedControlPlane, waitForClusterBinaries} from '../support/cluster/shared.js'
 import {TempDirs} from '../support/tmp.js'
 
 /** Exactly one line on stderr, fnr's format. */
@@ -22,10 +24,14 @@ function oneLine(r: CliResult): string {
 
 describe('fnr pods: errors and help', function () {
   this.timeout(120_000)
+  waitForClusterBinaries()
   const temp = new TempDirs()
   let dir: string
   let deadKubeconfig: string
-  let bed: TestBed
+  let ns: {name: string; remove: () => Promise<void>}
+  let proxy: FaultProxy
+  /** The admin's kubeconfig through the proxy. */
+  let kubeconfig: string
   /** No in-cluster config, no KUBECONFIG, a HOME without ~/.kube/config, no WRAPPER_SERVER_IMAGE. */
   const bareEnv = (): NodeJS.ProcessEnv => ({PATH: process.env.PATH, HOME: dir})
 
@@ -34,10 +40,15 @@ describe('fnr pods: errors and help', function () {
     deadKubeconfig = path.join(dir, 'dead-kubeconfig.yaml')
     // Port 1 on loopback: connection refused.
     await writeFile(deadKubeconfig, 'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "http://127.0.0.1:1", insecure-skip-tls-verify: true}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\ncurrent-context: c\n')
-    bed = await startTestBed({kubelet: false, clientNode: false, namespaces: ['porch-fn-system']})
+    const cp = await sharedControlPlane()
+    ns = await namespace(cp, 'pods-cli')
+    proxy = await FaultProxy.start(cp.url, cp.caPem)
+    kubeconfig = path.join(dir, 'kubeconfig')
+    await writeFile(kubeconfig, proxy.kubeconfigFor(cp.adminToken, ns.name))
   })
   after(async () => {
-    await bed?.stop()
+    await proxy?.stop()
+    await ns?.remove()
     await temp.cleanup()
   })
 
@@ -53,25 +64,26 @@ describe('fnr pods: errors and help', function () {
   })
 
   it('gc prints its notices only once the pods were read', async () => {
-    const r = await runCli(['pods', 'gc', '--dry-run', '--kubeconfig', bed.kubeconfigPath], {env: bareEnv(), extendEnv: false})
+    const r = await runCli(['pods', 'gc', '--dry-run', '--namespace', ns.name, '--kubeconfig', kubeconfig], {env: bareEnv(), extendEnv: false})
     expect(r.exitCode, r.stderr).to.equal(0)
     expect(r.stderr.trim().split('\n')).to.deep.equal([
       'Stale-template rule off: pass --wrapper-server-image (or set WRAPPER_SERVER_IMAGE) or --function-pod-template as the runner has them.',
-      'Nothing to collect in namespace porch-fn-system.',
+      `Nothing to collect in namespace ${ns.name}.`,
     ])
   })
 
   it('--older-than and --stale-grace must be positive: 0 or less is a usage error (exit 2) before any cluster call', async () => {
-    const before = bed.api.requests.length
+    const before = proxy.received.length
     for (const flag of ['--older-than=0s', '--older-than=-1h', '--stale-grace=0s', '--stale-grace=-10m']) {
-      const r = await runCli(['pods', 'gc', flag, '--kubeconfig', bed.kubeconfigPath], {env: bareEnv(), extendEnv: false})
+      const r = await runCli(['pods', 'gc', flag, '--namespace', ns.name, '--kubeconfig', kubeconfig], {env: bareEnv(), extendEnv: false})
       expect(r.exitCode, `${flag}: ${r.stderr}`).to.equal(2)
       expect(oneLine(r)).to.match(/^fnr: --(older-than|stale-grace) must be a positive duration \(see --help\)$/)
     }
-    expect(bed.api.requests.length).to.equal(before)
+    expect(proxy.received.length).to.equal(before)
     // positive ones are fine
-    const ok = await runCli(['pods', 'gc', '--dry-run', '--older-than=1ms', '--stale-grace=1s', '--kubeconfig', bed.kubeconfigPath], {env: bareEnv(), extendEnv: false})
+    const ok = await runCli(['pods', 'gc', '--dry-run', '--older-than=1ms', '--stale-grace=1s', '--namespace', ns.name, '--kubeconfig', kubeconfig], {env: bareEnv(), extendEnv: false})
     expect(ok.exitCode, ok.stderr).to.equal(0)
+    expect(proxy.received.length, 'the positive ones did reach the cluster').to.be.greaterThan(before)
   })
 
   it('no Kubernetes configuration at all: the pods commands say how to give one (not serve\'s --disable-runtimes hint); serve keeps its hint', async () => {
@@ -88,7 +100,7 @@ describe('fnr pods: errors and help', function () {
   })
 
   it('words that name no command are fnr usage errors (one line, exit 2): unexpected arguments, unknown commands', async () => {
-    const before = bed.api.requests.length
+    const before = proxy.received.length
     const cases: Array<[string[], string]> = [
       [['pods', 'ls', 'extra-arg'], 'fnr: Unexpected argument: extra-arg (see --help)'],
       [['pods', 'gc', 'now', '--dry-run'], 'fnr: Unexpected argument: now (see --help)'],
@@ -96,7 +108,7 @@ describe('fnr pods: errors and help', function () {
       [['image', 'bogus', 'x'], 'fnr: unknown command "fnr image bogus x"; fnr image has inspect (see --help)'],
     ]
     for (const [args, expected] of cases) {
-      const r = await runCli([...args, '--kubeconfig', bed.kubeconfigPath], {env: bareEnv(), extendEnv: false})
+      const r = await runCli([...args, '--kubeconfig', kubeconfig], {env: bareEnv(), extendEnv: false})
       expect(r.exitCode, `${args.join(' ')}: ${r.stderr}`).to.equal(2)
       expect(oneLine(r)).to.equal(expected)
       expect(r.stdout).to.equal('')
@@ -104,7 +116,7 @@ describe('fnr pods: errors and help', function () {
     const top = await runCli(['bogus'], {env: bareEnv(), extendEnv: false})
     expect(top.exitCode).to.equal(2)
     expect(oneLine(top)).to.match(/^fnr: unknown command "fnr bogus"; fnr has .*\bpods\b.*\bserve\b/)
-    expect(bed.api.requests.slice(before)).to.deep.equal([])
+    expect(proxy.received.slice(before)).to.deep.equal([])
   })
 
   it('`fnr --help`, `fnr pods` and `fnr image` describe the topics themselves, not one of their commands', async () => {

@@ -1,6 +1,7 @@
 /**
- * The packaged wrapper run as a function pod by the local kubelet of the test bed
- * (test/support/k8s), with the pod shaped like Porch's inline template: an init
+ * The packaged wrapper run as a function pod on the shared control plane (test/support/cluster/shared.ts):
+ * its node, the LocalKubelet, runs the pod as host processes (both images are mapped), with the
+ * pod shaped like Porch's inline template: an init
  * container that `cp -a`s the wrapper folder into the "emptyDir", the function container running
  * /wrapper-server-tools/wrapper-server with the runner's args, and grpc-health-probe as the
  * readiness probe. The kubelet runs processes on the host, so the paths under
@@ -15,27 +16,28 @@ import path from 'node:path'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {readFailure} from '../../src/lib/grpc/metadata.js'
+import type {ControlPlane} from '../support/cluster/controlplane.js'
+import {adminClient, namespace, sharedControlPlane, waitForClusterBinaries} from '../support/cluster/shared.js'
+import {KubeRequestError, type KubeRestClient} from '../support/k8s/client.js'
 import {eventually, isPodReady, mainContainerStatus, processAlive} from '../support/k8s/fixtures.js'
-import {KubeRestClient, startTestBed, type KubeObject, type TestBed} from '../support/k8s/index.js'
+import type {KubeObject} from '../support/k8s/status.js'
 import {TempDirs, writeExecutable} from '../support/tmp.js'
 import {CONFIGMAP_OLD_NS, MULTI_MODE_FUNCTION, markedInput} from './support/functions.js'
 import {packagedFolder, PACKAGE_TIMEOUT_MS} from './support/package.js'
 
-const NS = 'porch-fn-system'
-const PODS = `/api/v1/namespaces/${NS}/pods`
 const WRAPPER_IMAGE = 'example.com/fnr/wrapper-server:test'
 const FUNCTION_IMAGE = 'example.com/fn/set-namespace:v1'
 const POD = 'set-namespace-v1-1-abcdef12'
 
 /** The pod fnr's (and Porch's) runner creates for an image, with the inline template. */
-function functionPod(startedFile: string): KubeObject {
+function functionPod(podNamespace: string, startedFile: string): KubeObject {
   const mount = [{name: 'wrapper-server-tools', mountPath: '/wrapper-server-tools'}]
   return {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: {
       name: POD,
-      namespace: NS,
+      namespace: podNamespace,
       labels: {'fn.kpt.dev/image': POD},
       annotations: {'fn.kpt.dev/template-version': 'inline-v1', 'cluster-autoscaler.kubernetes.io/safe-to-evict': 'true'},
     },
@@ -61,8 +63,11 @@ function functionPod(startedFile: string): KubeObject {
 
 describe('packaged wrapper as a function pod (local kubelet)', function () {
   this.timeout(120_000)
+  waitForClusterBinaries()
   const temp = new TempDirs()
-  let bed: TestBed
+  let cp: ControlPlane
+  let ns: {name: string; remove: () => Promise<void>}
+  let PODS: string
   let rest: KubeRestClient
   let emptyDir: string
   let client: EvaluatorClient
@@ -78,42 +83,54 @@ describe('packaged wrapper as a function pod (local kubelet)', function () {
     const fn = await writeExecutable(path.join(dir, 'function'), MULTI_MODE_FUNCTION)
     startedFile = path.join(dir, 'slow-call-started')
     const ld = path.join(emptyDir, 'lib', 'ld-linux-x86-64.so.2')
-    bed = await startTestBed({
-      clientNode: false,
-      namespaces: [NS],
-      kubelet: {
-        imageMap: {[WRAPPER_IMAGE]: {}, [FUNCTION_IMAGE]: {}},
-        commandMap: {
-          // The init container really copies the folder, into the emptyDir stand-in.
-          '/home/nonroot/wrapper-server/.': `${built}/.`,
-          '/wrapper-server-tools': emptyDir,
-          // The launcher's #! line names /wrapper-server-tools, which exists only in a container:
-          // the executable it runs, through its interpreter (test/wrapper/reaper.test.ts runs the launcher).
-          '/wrapper-server-tools/wrapper-server': [ld, path.join(emptyDir, 'wrapper-server-sea')],
-          '/wrapper-server-tools/grpc-health-probe': [ld, path.join(emptyDir, 'grpc-health-probe')],
-          '/usr/local/bin/function': fn,
-        },
+    cp = await sharedControlPlane()
+    ns = await namespace(cp, 'wrapper-pod')
+    PODS = `/api/v1/namespaces/${ns.name}/pods`
+    // Both images run as host processes; the path rewrites are the images' own (the node is shared).
+    cp.kubelet!.setImage(WRAPPER_IMAGE, {
+      commandMap: {
+        // The init container really copies the folder, into the emptyDir stand-in.
+        '/home/nonroot/wrapper-server/.': `${built}/.`,
+        '/wrapper-server-tools': emptyDir,
       },
     })
-    rest = new KubeRestClient({url: bed.url})
+    cp.kubelet!.setImage(FUNCTION_IMAGE, {
+      commandMap: {
+        // The launcher's #! line names /wrapper-server-tools, which exists only in a container:
+        // the executable it runs, through its interpreter (test/wrapper/reaper.test.ts runs the launcher).
+        '/wrapper-server-tools/wrapper-server': [ld, path.join(emptyDir, 'wrapper-server-sea')],
+        '/wrapper-server-tools/grpc-health-probe': [ld, path.join(emptyDir, 'grpc-health-probe')],
+        '/usr/local/bin/function': fn,
+      },
+    })
+    rest = adminClient(cp)
   })
 
   after(async () => {
     client?.close()
+    await ns?.remove()
     rest?.close()
-    await bed?.stop()
     await temp.cleanup()
   })
 
+  const find = (): Promise<KubeObject | undefined> =>
+    rest.get(`${PODS}/${POD}`).catch((e: unknown) => {
+      if (e instanceof KubeRequestError && e.code === 404) return undefined
+      throw e
+    })
+
   it('becomes Ready through grpc-health-probe after the init container copied the folder', async () => {
-    await rest.create(PODS, functionPod(startedFile))
-    const pod = (await bed.api.waitFor('pods', NS, POD, isPodReady, 60_000))!
+    await rest.create(PODS, functionPod(ns.name, startedFile))
+    const pod = await eventually(async () => {
+      const p = await find()
+      return isPodReady(p) && p!
+    }, 60_000, 50)
     expect(existsSync(path.join(emptyDir, 'wrapper-server'))).to.equal(true)
     expect(existsSync(path.join(emptyDir, 'grpc-health-probe'))).to.equal(true)
     expect(mainContainerStatus(pod)).to.include({name: 'function', ready: true, restartCount: 0})
     podIP = pod.status.podIP as string
     expect(podIP).to.match(/^127\./)
-    expect(bed.kubelet!.logs(NS, POD) ?? '').to.match(/"port":9446.*"msg":"wrapper server is ready"/)
+    expect(cp.kubelet!.logs(ns.name, POD) ?? '').to.match(/"port":9446.*"msg":"wrapper server is ready"/)
     client = new EvaluatorClient(`${podIP}:9446`)
   })
 
@@ -131,12 +148,12 @@ describe('packaged wrapper as a function pod (local kubelet)', function () {
   })
 
   it('finishes the call in flight when the pod is deleted, then goes away', async () => {
-    const pid = bed.kubelet!.pids()[0]!
+    const pid = cp.kubelet!.podInfos().find((p) => p.namespace === ns.name && p.name === POD)!.pid!
     const inFlight = client.evaluateRaw(FUNCTION_IMAGE, markedInput('slow'))
     await eventually(() => existsSync(startedFile), 20_000)
     await rest.delete(`${PODS}/${POD}`)
     expect((await inFlight).resourceList.toString()).to.contain('# mode=slow')
-    await bed.api.waitFor('pods', NS, POD, (p) => p === undefined, 60_000)
+    await eventually(async () => (await find()) === undefined, 60_000, 50)
     await eventually(() => !processAlive(pid))
   })
 })

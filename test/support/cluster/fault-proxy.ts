@@ -11,7 +11,8 @@
  *   - end them as kube-apiserver does when a watch's resource version has been compacted away (`expireWatches`:
  *     an ERROR event carrying a 410 Expired Status, then the end of the stream).
  * The rules and their matching are the test API server's (../k8s/faults.ts), so a fault test reads the same on
- * both. `requests` logs what went through (verb, resource, namespace, name, code, injected or not).
+ * both. `requests` logs what went through (verb, resource, namespace, name, code, injected or not), `received`
+ * every request, discovery and /version included.
  */
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -81,6 +82,8 @@ function matches(rule: RequestMatch & { mode?: unknown }, info: RequestInfo): bo
 export class FaultProxy {
   readonly faults = new FaultInjector();
   readonly requests: ProxiedRequest[] = [];
+  /** Every request that reached the proxy, `METHOD path?query`, API resource or not (discovery, /version, ...). */
+  readonly received: string[] = [];
   private readonly watches = new Set<LiveWatch>();
   private readonly agent: https.Agent;
 
@@ -185,6 +188,7 @@ export class FaultProxy {
     const url = new URL(req.url ?? '/', 'https://proxy');
     const info = requestInfo(req.method ?? 'GET', url);
     const entry: ProxiedRequest | undefined = info ? { ...info, method: req.method ?? 'GET', path: url.pathname + url.search, injected: false } : undefined;
+    this.received.push(`${req.method ?? 'GET'} ${url.pathname}${url.search}`);
     if (entry) this.requests.push(entry);
     if (info) {
       const { delayMs, error } = this.faults.take(info);

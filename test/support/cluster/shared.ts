@@ -13,7 +13,14 @@ import { KubeRequestError, KubeRestClient } from '../k8s/client.js';
 import type { ImageMapping } from '../k8s/kubelet.js';
 import { onTeardown } from '../teardown.js';
 
-let shared: Promise<ControlPlane> | undefined;
+/**
+ * The control plane's promise lives on globalThis, not in this module: mocha loads a spec file with require() and,
+ * when that fails (an ESM-only dependency somewhere in its imports), with import(), so one process holds two
+ * instances of this module, one per module system. A module variable gave each its own control plane (two started
+ * per run, ~7 s and a node each); the global gives the process one.
+ */
+const SHARED = Symbol.for('fnr.test.sharedControlPlane');
+const slot = globalThis as typeof globalThis & { [SHARED]?: Promise<ControlPlane> };
 
 /**
  * The process's control plane (etcd, kube-apiserver, kube-controller-manager, the LocalKubelet as node
@@ -23,7 +30,7 @@ let shared: Promise<ControlPlane> | undefined;
  */
 export function sharedControlPlane(): Promise<ControlPlane> {
   onTeardown('shared control plane', stopSharedControlPlane);
-  shared ??= (async () => {
+  slot[SHARED] ??= (async () => {
     const dir = await mkdtemp(join(tmpdir(), 'fnr-cluster-'));
     return startControlPlane({
       dir,
@@ -31,10 +38,10 @@ export function sharedControlPlane(): Promise<ControlPlane> {
       runc: { backoffMs: 500, maxBackoffMs: 5000, retryMs: 300 },
     });
   })().catch((err: unknown) => {
-    shared = undefined;
+    slot[SHARED] = undefined;
     throw err;
   });
-  return shared;
+  return slot[SHARED];
 }
 
 /**
@@ -52,8 +59,8 @@ export function waitForClusterBinaries(): void {
 
 /** Stops the shared control plane if one was started. */
 export async function stopSharedControlPlane(): Promise<void> {
-  const p = shared;
-  shared = undefined;
+  const p = slot[SHARED];
+  slot[SHARED] = undefined;
   if (p) await (await p.catch(() => undefined))?.stop();
 }
 

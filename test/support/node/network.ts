@@ -22,7 +22,13 @@ export interface PodNetwork {
 
 const BASE = (198 << 24) | (18 << 16); // 198.18.0.0/15: 32768 /30 blocks
 const BLOCKS = 1 << 15;
-const created = new Set<string>();
+/**
+ * Namespaces created and not yet removed, kept on globalThis: mocha loads a spec file with require() and, when that
+ * fails (an ESM-only dependency), with import(), so one process can hold two instances of this module (one per module
+ * system), and the shared control plane's node may be another instance's than the spec's that asks.
+ */
+const CREATED = Symbol.for('fnr.test.podNetworks');
+const created: Set<string> = ((globalThis as typeof globalThis & { [CREATED]?: Set<string> })[CREATED] ??= new Set<string>());
 let exitHook = false;
 
 function ipOf(n: number): string {
@@ -86,4 +92,13 @@ export async function removePodNetwork(net: Pick<PodNetwork, 'netns' | 'hostIf'>
 /** Namespaces this process created and has not removed (tests assert it is empty after cleanup). */
 export function liveNetworks(): string[] {
   return [...created];
+}
+
+/** The live pod network whose pod end holds `podIP` (a test finds its pod's namespace by the pod's address). */
+export async function networkWithAddress(podIP: string): Promise<string | undefined> {
+  for (const netns of liveNetworks()) {
+    const { stdout } = await run('ip', ['-n', netns, '-4', '-o', 'addr', 'show', 'dev', 'eth0']);
+    if (stdout.includes(` ${podIP}/`)) return netns;
+  }
+  return undefined;
 }
