@@ -130,7 +130,9 @@ export function ensureBuilt() {
 
 /** The build (`npm run build`, and ensureBuilt when dist/ is missing or older than src/). */
 export function build() {
-  run(path.join(ROOT, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json'])
+  // TypeScript 7, the native compiler (package.json's typescript-native); `typescript` 6 is there
+  // only for the checkers that load its compiler API (docs/contributing.md "Lint").
+  run(process.execPath, [path.join(ROOT, 'node_modules', 'typescript-native', 'bin', 'tsc'), '-p', 'tsconfig.build.json'])
   // The native spawn helper (dist/native/fnr-spawn), where a C compiler exists.
   try {
     buildNative()

@@ -34,7 +34,6 @@ export const UNIT = [
   'test/grpc/reply.test.ts',
   'test/k8s/patch-and-selectors.test.ts',
   'test/lib/citations.test.ts',
-  'test/lib/dependency-warnings.test.ts',
   'test/lib/errors.test.ts',
   'test/lib/kptfile.test.ts',
   'test/lib/layering.test.ts',

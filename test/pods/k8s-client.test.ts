@@ -4,7 +4,7 @@ import path from 'node:path'
 
 import {FnrError} from '../../src/lib/errors.js'
 import {SERVICE_ACCOUNT_DIR, connectKube, runnerNamespace} from '../../src/lib/k8s/client.js'
-import {kubeError} from '../../src/lib/k8s/errors.js'
+import {isRetryableApiError, kubeError} from '../../src/lib/k8s/errors.js'
 import {TempDirs} from '../support/tmp.js'
 
 const KUBECONFIG = (server: string, ns: string): string => `apiVersion: v1
@@ -82,5 +82,16 @@ describe('Kubernetes client construction', () => {
     const network = kubeError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), {code: 'ECONNREFUSED'}), 'cannot list pods')
     expect(network.kind).to.equal('Unavailable')
     expect(network.message).to.equal('cannot list pods: connect ECONNREFUSED 127.0.0.1:1')
+    // client-node 2 (undici's fetch): "fetch failed", the socket's error as its cause, itself
+    // perhaps under an AggregateError (several addresses tried); the message names the socket's.
+    const socket = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6443'), {code: 'ECONNREFUSED'})
+    for (const cause of [socket, new AggregateError([socket], '')]) {
+      const fetchFailed = new TypeError('fetch failed', {cause})
+      const e = kubeError(fetchFailed, 'cannot list pods')
+      expect([e.kind, e.message]).to.deep.equal(['Unavailable', 'cannot list pods: connect ECONNREFUSED 127.0.0.1:6443'])
+      expect(isRetryableApiError(fetchFailed)).to.equal(true)
+    }
+    // a cause without a code still says more than "fetch failed"
+    expect(kubeError(new TypeError('fetch failed', {cause: new Error('bad port')}), 'cannot list pods').message).to.equal('cannot list pods: bad port')
   })
 })

@@ -21,7 +21,6 @@ import type {CoreV1Api, KubeConfig} from '@kubernetes/client-node'
 
 import {readConfigFile} from '../read-file.js'
 import {FnrError} from '../errors.js'
-import {quietDependencyDeprecations} from './dependency-warnings.js'
 
 /** The client-node classes and functions fnr uses (client-node-api.ts). */
 export type ClientNode = typeof import('./client-node-api.js')
@@ -49,7 +48,6 @@ export function loadClientNode(): Promise<ClientNode> {
 }
 
 async function importClientNode(): Promise<ClientNode> {
-  quietDependencyDeprecations()
   if (process.env.FNR_CLIENT_NODE !== 'package' && existsSync(CLIENT_NODE_BUNDLE)) return (await import(CLIENT_NODE_BUNDLE.href)) as ClientNode
   return import('./client-node-api.js')
 }

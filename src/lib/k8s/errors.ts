@@ -44,12 +44,28 @@ export function apiStatusReason(err: unknown): string | undefined {
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED', 'UND_ERR_SOCKET'])
 
+/**
+ * The error that says what went wrong on the network: client-node 2 (undici's fetch) throws
+ * "fetch failed" with the socket's error as its `cause` (an AggregateError's first when it tried
+ * several addresses); 1.x threw the socket's error, or one carrying its code. The innermost of
+ * at most four such links.
+ */
+function networkCause(err: unknown): {message?: unknown; code?: unknown} | null {
+  let e = err as {message?: unknown; code?: unknown; cause?: unknown; errors?: unknown} | null
+  for (let i = 0; i < 4 && e !== null && typeof e === 'object'; i++) {
+    const next = e.cause ?? (Array.isArray(e.errors) ? e.errors[0] : undefined)
+    if (next === undefined || next === null || typeof next !== 'object') break
+    e = next as typeof e
+  }
+  return e
+}
+
 /** True for failures worth another try: 429, 5xx, and network errors. */
 export function isRetryableApiError(err: unknown): boolean {
   const status = apiStatusCode(err)
   if (status !== undefined) return status === 429 || status >= 500
   if (err instanceof FnrError) return err.kind === 'Unavailable'
-  const code = (err as {code?: unknown; errno?: unknown; cause?: {code?: unknown}} | null)?.code ?? (err as {cause?: {code?: unknown}} | null)?.cause?.code
+  const code = (err as {code?: unknown} | null)?.code ?? networkCause(err)?.code
   return typeof code === 'string' && NETWORK_CODES.has(code)
 }
 
@@ -64,6 +80,19 @@ function kindFor(status: number | undefined): ErrorKind {
   return 'Internal'
 }
 
+/** What an error without a Kubernetes Status body says: the network failure under it, or its own first line. */
+function errorReason(err: unknown, status: number | undefined): string {
+  // "fetch failed" says nothing: the socket's own error does ("connect ECONNREFUSED …").
+  const inner = status === undefined ? networkCause(err) : null
+  const cause = inner !== err ? inner : null
+  const code = (err as {code?: unknown} | null)?.code ?? cause?.code
+  const own = err instanceof Error ? err.message : String(err)
+  const text = typeof cause?.message === 'string' && cause.message.length > 0 ? cause.message : own
+  // ApiException's message starts "HTTP-Code: 500\nMessage: …\nBody: …"; keep only the status.
+  const reason = status !== undefined && own.startsWith('HTTP-Code:') ? `HTTP ${status}` : firstLine(text, 200)
+  return typeof code === 'string' && !reason.includes(code) ? `${reason} (${code})` : reason
+}
+
 /**
  * Wraps an API error: "<what>: <reason>". An FnrError passes through unchanged. A 404 stays
  * NotFound here; callers that must never answer NotFound (the pod evaluator) re-kind it.
@@ -73,13 +102,7 @@ export function kubeError(err: unknown, what: string): FnrError {
   const status = apiStatusCode(err)
   const body = parseBody(err)
   let reason = body.message ?? ''
-  if (reason === '') {
-    const code = (err as {code?: unknown} | null)?.code
-    const text = err instanceof Error ? err.message : String(err)
-    // ApiException's message starts "HTTP-Code: 500\nMessage: …\nBody: …"; keep only the status.
-    reason = text.startsWith('HTTP-Code:') ? `HTTP ${status}` : firstLine(text, 200)
-    if (typeof code === 'string' && !reason.includes(code)) reason = `${reason} (${code})`
-  }
+  if (reason === '') reason = errorReason(err, status)
   if (status !== undefined && !reason.includes(String(status))) reason = `${reason} (HTTP ${status})`
   return new FnrError(kindFor(status), `${what}: ${firstLine(reason, 300)}`, {cause: err, details: {status, reason: body.reason}})
 }
