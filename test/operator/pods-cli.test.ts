@@ -13,6 +13,7 @@ import {runCli, type CliResult} from '../support/cli.js'
 import {FaultProxy} from '../support/cluster/fault-proxy.js'
 import {namespace, sharedControlPlane, waitForClusterBinaries} from '../support/cluster/shared.js'
 import {TempDirs} from '../support/tmp.js'
+import {freePort} from '../support/registry/tools.js'
 
 /** Exactly one line on stderr, fnr's format. */
 function oneLine(r: CliResult): string {
@@ -38,8 +39,9 @@ describe('fnr pods: errors and help', function () {
   before(async () => {
     dir = await temp.make('fnr-pods-cli-')
     deadKubeconfig = path.join(dir, 'dead-kubeconfig.yaml')
-    // Port 1 on loopback: connection refused.
-    await writeFile(deadKubeconfig, 'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "http://127.0.0.1:1", insecure-skip-tls-verify: true}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\ncurrent-context: c\n')
+    // A loopback port nothing listens on: connection refused. (Not port 1: client-node 2's fetch
+    // refuses the fetch standard's "bad ports" before it connects.)
+    await writeFile(deadKubeconfig, `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "http://127.0.0.1:${await freePort()}", insecure-skip-tls-verify: true}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\ncurrent-context: c\n`)
     const cp = await sharedControlPlane()
     ns = await namespace(cp, 'pods-cli')
     proxy = await FaultProxy.start(cp.url, cp.caPem)
