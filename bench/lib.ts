@@ -12,12 +12,15 @@ export const BIN_RUN = path.join(ROOT, 'bin', 'run.js')
 /** FNR_BENCH_QUICK=1: a ~1 minute smoke run with small iteration counts. */
 export const QUICK = /^(1|true|yes)$/i.test(process.env.FNR_BENCH_QUICK ?? '')
 
-/** An iteration count from the environment (a positive integer), else the full or the quick default. */
-export function envCount(name: string, full: number, quick: number): number {
+/**
+ * An iteration count from the environment (a positive integer; 0 too where `zeroSkips`: the case
+ * is then skipped), else the full or the quick default.
+ */
+export function envCount(name: string, full: number, quick: number, zeroSkips = false): number {
   const raw = process.env[name]
   if (raw !== undefined && raw !== '') {
     const n = Number(raw)
-    if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`)
+    if (!Number.isInteger(n) || n < (zeroSkips ? 0 : 1)) throw new Error(`${name} must be a ${zeroSkips ? 'non-negative' : 'positive'} integer, got ${JSON.stringify(raw)}`)
     return n
   }
   return QUICK ? quick : full

@@ -94,7 +94,7 @@ async function main(): Promise<void> {
   await run('P6', () => benchSoak(settings.p6Calls))
   await run('W', () => benchWrapper(settings.iterations))
   await run('C', () => benchCache(envCount('FNR_BENCH_CACHE_ITERATIONS', 300, 50)))
-  await run('R', () => benchPorchRunner(settings.iterations, settings.p3Calls, settings.p4Iterations, envCount('FNR_BENCH_HOL_CALLS', 100, 20)))
+  await run('R', () => benchPorchRunner(settings.iterations, settings.p3Calls, settings.p4Iterations, envCount('FNR_BENCH_HOL_CALLS', 100, 20, true)))
   await run('N', () => benchNodeVersions(Math.max(5, Math.round(settings.iterations / 10))))
   await run('F', () => benchFairness())
   await run('S', () => benchStartup(Math.max(5, Math.round(settings.iterations / 10))))
