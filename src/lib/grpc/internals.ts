@@ -82,8 +82,8 @@ interface ServerCallFraming {
 
 const FRAMING_PATCHED = Symbol.for('fnr.framesInPlace')
 
-/** Responses framed since start: sent from where they were written (`inPlace`), or `copied` behind a new prefix. */
-export const framingCounts = {inPlace: 0, copied: 0}
+/** Responses framed since start: sent from where they were written (`inPlace`), or `copied` behind a new prefix (one count per process, as the patch is). */
+export const framingCounts: {inPlace: number; copied: number} = ((globalThis as Record<symbol, unknown>)[Symbol.for('fnr.framingCounts')] ??= {inPlace: 0, copied: 0}) as {inPlace: number; copied: number}
 
 /**
  * grpc-js frames each response message by copying it behind a 5-byte prefix of its own

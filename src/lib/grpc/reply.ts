@@ -42,8 +42,13 @@ const GRPC_PREFIX = 5
  */
 export const REPLY_HEADROOM: Readonly<Headroom> = Object.freeze({before: GRPC_PREFIX + MAX_FIELD_HEADER, after: MAX_FIELD_HEADER})
 
-/** Serialized responses written with gRPC's prefix in front of them: message -> prefix and message. */
-const prefixed = new WeakMap<Buffer, Buffer>()
+/**
+ * Serialized responses written with gRPC's prefix in front of them: message -> prefix and message.
+ * One map per process, whatever loads this module: grpc-js's framing is replaced once per process
+ * (internals.ts) with the takePrefixed of whoever came first, and a test run can load this module
+ * twice (mocha requires a spec, or imports it when that fails).
+ */
+const prefixed: WeakMap<Buffer, Buffer> = ((globalThis as Record<symbol, unknown>)[Symbol.for('fnr.prefixedResponses')] ??= new WeakMap<Buffer, Buffer>()) as WeakMap<Buffer, Buffer>
 
 /**
  * The message with gRPC's prefix, when the serializer wrote one in front of it (the output had
