@@ -22,6 +22,7 @@ import {BIN_RUN} from '../support/serve.js'
 import {FUNCTION_PATH, RL, RUNNER_NS, WRAPPER_IMAGE, WRAPPER_PATH, wrapperCommand, createdCount, podNames, startPodBed, startRuntime, storedPods, storedServices, until, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
 import {pushImage} from '../support/registry/fixtures.js'
 import {TestRegistry} from '../support/registry/registry.js'
+import {freePort} from '../support/registry/tools.js'
 import {SCRIPTS, TempDirs, writeExecutable} from '../support/tmp.js'
 
 const podReadinessOf = (pod: V1Pod): string => podReadiness(pod, '?').state
@@ -390,7 +391,8 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     oneLine(noCluster)
     // an API server that does not answer: one line, exit 8 (unavailable), nothing left running
     const deadKubeconfig = path.join(dir, 'dead-kubeconfig.yaml')
-    await writeFile(deadKubeconfig, 'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "http://127.0.0.1:1", insecure-skip-tls-verify: true}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\ncurrent-context: c\n')
+    // (a free loopback port: client-node 2's fetch refuses port 1 as a "bad port" before connecting)
+    await writeFile(deadKubeconfig, `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "http://127.0.0.1:${await freePort()}", insecure-skip-tls-verify: true}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\ncurrent-context: c\n`)
     const dead = await runCli(['pods', 'warm', '--kubeconfig', deadKubeconfig, '--image', img('cat'), '--wrapper-server-image', WRAPPER_IMAGE])
     expect(dead.exitCode).to.equal(8)
     oneLine(dead)

@@ -3,7 +3,8 @@
  * `fnr wrapper-server`, `fnr eval`, `fnr test`, `fnr pods ls|gc|warm` and `fnr image inspect`, run
  * as the built CLI. Each must exit with the code of the README's table, print exactly one `fnr: `
  * line that says what is wrong, print no stack trace, and never hang. (Build first: npm run build.)
- * The pods commands point at a dead API server (a kubeconfig for 127.0.0.1:1) or a broken
+ * The pods commands point at a dead API server (a kubeconfig for a free loopback port: not port 1,
+ * which client-node 2's fetch refuses as a "bad port" before connecting) or a broken
  * kubeconfig; the pod runtime of `fnr serve` too, for its config files (read before the API).
  *
  * Permission denied needs an unprivileged user: those cases run as nobody (uid 65534). A FIFO
@@ -22,6 +23,7 @@ import {expect} from 'chai'
 import {DEFAULT_STDIN, checkCliRun, runAll, type CliCase, type CliRun} from '../support/reliability/cli.js'
 import {makeReliabilityFunctions} from '../support/reliability/functions.js'
 import {LONG, registerSummary, tally} from '../support/reliability/tally.js'
+import {freePort} from '../support/registry/tools.js'
 import {TempDirs, writeExecutable} from '../support/tmp.js'
 
 registerSummary()
@@ -43,11 +45,11 @@ function bombWithJsonPath(): string {
   return `${lines.join('\n')}\n`
 }
 
-const DEAD_KUBECONFIG = `apiVersion: v1
+const deadKubeconfig = (port: number): string => `apiVersion: v1
 kind: Config
 clusters:
 - name: dead
-  cluster: {server: "https://127.0.0.1:1"}
+  cluster: {server: "https://127.0.0.1:${port}"}
 contexts:
 - name: dead
   context: {cluster: dead, user: u, namespace: default}
@@ -107,7 +109,7 @@ describe('reliability: the CLI with bad flags and unreadable inputs', function (
     // over the 4 MiB limit for config files (sparse: the size says so without the bytes)
     await writeFile(d('big.yaml'), '')
     await truncate(d('big.yaml'), 5 * 1024 * 1024)
-    await writeFile(d('dead.kubeconfig'), DEAD_KUBECONFIG)
+    await writeFile(d('dead.kubeconfig'), deadKubeconfig(await freePort()))
     await writeFile(d('broken.kubeconfig'), 'apiVersion: v1\nkind: [\n')
     await writeFile(d('pcc-broken.yaml'), '- name: example.com/fn:v1\n  timeToLive: [\n')
     await writeFile(d('pcc-scalar.yaml'), '42\n')
