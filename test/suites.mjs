@@ -35,6 +35,7 @@ export const UNIT = [
   'test/k8s/patch-and-selectors.test.ts',
   'test/lib/citations.test.ts',
   'test/lib/errors.test.ts',
+  'test/lib/k8s-dispatcher.test.ts',
   'test/lib/kptfile.test.ts',
   'test/lib/layering.test.ts',
   'test/lib/lazy-loading.test.ts',

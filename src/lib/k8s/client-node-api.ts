@@ -8,3 +8,5 @@
  * or this module (the whole package) when there is no build.
  */
 export {CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, Watch, setHeaderOptions} from '@kubernetes/client-node'
+// undici's Agent, which client-node 2 sends its requests through (dispatcher.ts shares one per identity)
+export {Agent as UndiciAgent} from 'undici'

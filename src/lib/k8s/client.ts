@@ -21,6 +21,7 @@ import type {CoreV1Api, KubeConfig} from '@kubernetes/client-node'
 
 import {readConfigFile} from '../read-file.js'
 import {FnrError} from '../errors.js'
+import {shareConnections} from './dispatcher.js'
 
 /** The client-node classes and functions fnr uses (client-node-api.ts). */
 export type ClientNode = typeof import('./client-node-api.js')
@@ -154,6 +155,8 @@ export async function connectKube(options: KubeConnectOptions = {}): Promise<Kub
       throw new FnrError('Config', `cannot load the Kubernetes configuration: ${firstLineOf(err)}`, {cause: err})
     }
   }
+  // One connection pool per identity, idle sockets closed after a few seconds (dispatcher.ts).
+  shareConnections(kubeConfig, k8s.UndiciAgent)
   if (options.context) {
     if (!kubeConfig.getContextObject(options.context)) throw new FnrError('Config', `kubeconfig has no context ${JSON.stringify(options.context)}`)
     kubeConfig.setCurrentContext(options.context)
