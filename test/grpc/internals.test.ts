@@ -5,14 +5,12 @@
  */
 import * as grpc from '@grpc/grpc-js'
 import {expect} from 'chai'
-import fc from 'fast-check'
 import {readFileSync} from 'node:fs'
-import {createRequire} from 'node:module'
 import http2, {type Http2Session} from 'node:http2'
 
 import {FnrError} from '../../src/lib/errors.js'
 import {takePrefixed} from '../../src/lib/grpc/reply.js'
-import {decodeMessagesInPlace, frameResponsesInPlace, grpcJsVersion, http2ServersOf, sessionSocket, TESTED_GRPC_JS} from '../../src/lib/grpc/internals.js'
+import {frameResponsesInPlace, grpcJsVersion, http2ServersOf, sessionSocket, TESTED_GRPC_JS} from '../../src/lib/grpc/internals.js'
 
 describe('grpc/internals.ts: the private state fnr reaches, pinned', () => {
   it('the installed grpc-js is a tested version, and package.json pins it exactly', () => {
@@ -57,35 +55,6 @@ describe('grpc/internals.ts: the private state fnr reaches, pinned', () => {
     // (installed as the server installs it: a first install stays for the whole process)
     expect(frameResponsesInPlace(takePrefixed)).to.equal(true)
     expect(frameResponsesInPlace(() => undefined), 'a second install keeps the first').to.equal(true)
-  })
-
-  it('reads messages into one buffer each as frames arrive: the same messages and errors as grpc-js\'s decoder, however the frames split them', () => {
-    expect(decodeMessagesInPlace()).to.equal(true)
-    const {StreamDecoder} = createRequire(import.meta.url)('@grpc/grpc-js/build/src/stream-decoder.js') as {StreamDecoder: new (max: number) => {write(data: Buffer): Buffer[]}}
-    const frame = (m: Buffer): Buffer => {
-      const f = Buffer.alloc(5 + m.length)
-      f.writeUInt32BE(m.length, 1)
-      m.copy(f, 5)
-      return f
-    }
-    fc.assert(
-      fc.property(fc.array(fc.uint8Array({maxLength: 3000}), {minLength: 1, maxLength: 6}), fc.array(fc.integer({min: 1, max: 4000}), {minLength: 1, maxLength: 20}), (messages, cuts) => {
-        const stream = Buffer.concat(messages.map((m) => frame(Buffer.from(m))))
-        const decoder = new StreamDecoder(-1)
-        const out: Buffer[] = []
-        let at = 0
-        for (let i = 0; at < stream.length; i++) {
-          const n = cuts[i % cuts.length]!
-          out.push(...decoder.write(stream.subarray(at, at + n)))
-          at += n
-        }
-        expect(out.map((b) => b.toString('hex'))).to.deep.equal(messages.map((m) => frame(Buffer.from(m)).toString('hex')))
-      }),
-      {numRuns: 300},
-    )
-    // over the maximum: grpc-js's error, before any of it is kept
-    const decoder = new StreamDecoder(100)
-    expect(() => decoder.write(frame(Buffer.alloc(101)).subarray(0, 7))).to.throw('Received message larger than max (101 vs 100)')
   })
 
   it('a grpc-js without the field stops the server with an InternalError naming the version, not a warning', () => {

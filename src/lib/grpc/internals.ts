@@ -8,9 +8,9 @@
  *     the servers);
  *   - an Http2Session's `socket` is a proxy that throws once the session is unbound; the
  *     net.Socket it wraps sits under a symbol described as 'socket'.
- * Both are read here and nowhere else. Two private methods of grpc-js are replaced here too, to
- * save a whole-message copy on the event loop each (frameResponsesInPlace, decodeMessagesInPlace);
- * without them (another grpc-js) grpc-js copies as before. The grpc-js version is pinned in package.json to one listed
+ * Both are read here and nowhere else. One private method of grpc-js is replaced here too, to save
+ * a whole-message copy of each response on the event loop (frameResponsesInPlace); without it
+ * (another grpc-js) grpc-js copies as before. The grpc-js version is pinned in package.json to one listed
  * in TESTED_GRPC_JS, and test/grpc/internals.test.ts fails when the installed grpc-js is not one
  * of them or when either access stops working, so an upgrade is caught by the tests. At run time
  * a grpc-js without the field is not a warning: the server refuses to start (InternalError), since
@@ -20,10 +20,9 @@ import type {Http2Session, IncomingHttpHeaders, ServerHttp2Stream} from 'node:ht
 import {createRequire} from 'node:module'
 
 import type * as grpc from '@grpc/grpc-js'
-// grpc-js's own modules, the instances its server and client use (a static import, so that a bundle
-// such as the wrapper server's carries them: a require by name at run time finds nothing there).
+// grpc-js's own module, the instance its server uses (a static import, so that a bundle such as the
+// wrapper server's carries it: a require by name at run time finds nothing there).
 import * as serverInterceptors from '@grpc/grpc-js/build/src/server-interceptors.js'
-import * as streamDecoder from '@grpc/grpc-js/build/src/stream-decoder.js'
 
 import {FnrError} from '../errors.js'
 
@@ -116,85 +115,5 @@ export function frameResponsesInPlace(framed: (message: Buffer) => Buffer | unde
     return output
   }
   proto[FRAMING_PATCHED] = true
-  return true
-}
-
-/** grpc-js's message decoder (1.14: stream-decoder.ts), with the state fnr's write keeps on it. */
-interface MessageDecoder {
-  maxReadMessageLength: number
-  /** The 5-byte prefix being read, and how much of it is in. */
-  fnrPrefix?: Buffer
-  fnrPrefixIn?: number
-  /** The message being read (prefix included), and how much of it is in. */
-  fnrMessage?: Buffer
-  fnrMessageIn?: number
-}
-
-const DECODER_PATCHED = Symbol.for('fnr.decodesInPlace')
-
-/**
- * Reads gRPC messages from data frames into one buffer each, allocated at the size the prefix
- * declares and filled as frames arrive. The same messages and errors as grpc-js's decoder (1.14,
- * StreamDecoder.write, private), which keeps a message's frames and joins them once the last one
- * is in: for a 5 MiB request a copy and the page faults of a new 5 MiB buffer at once, on the event
- * loop that serves every other call, where this spreads the same work over the frames. Only the
- * declared size is reserved (bounded by the maximum message size grpc-js checks first); its pages
- * are touched only as bytes arrive.
- */
-function writeInPlace(this: MessageDecoder, data: Buffer): Buffer[] {
-  const messages: Buffer[] = []
-  let at = 0
-  while (at < data.length) at = this.fnrMessage === undefined ? readPrefix(this, data, at, messages) : readBody(this, data, at, messages)
-  return messages
-}
-
-/** Reads what `data` holds of a message's prefix from `at`; a whole prefix starts the message. Returns where it stopped. */
-function readPrefix(decoder: MessageDecoder, data: Buffer, at: number, messages: Buffer[]): number {
-  const prefix = (decoder.fnrPrefix ??= Buffer.alloc(5))
-  const had = decoder.fnrPrefixIn ?? 0
-  const n = Math.min(5 - had, data.length - at)
-  data.copy(prefix, had, at, at + n)
-  decoder.fnrPrefixIn = had + n
-  if (decoder.fnrPrefixIn < 5) return at + n
-  decoder.fnrPrefixIn = 0
-  const size = prefix.readUInt32BE(1)
-  if (decoder.maxReadMessageLength !== -1 && size > decoder.maxReadMessageLength) {
-    throw new Error(`Received message larger than max (${size} vs ${decoder.maxReadMessageLength})`)
-  }
-  const message = Buffer.allocUnsafe(5 + size)
-  prefix.copy(message, 0)
-  if (size === 0) messages.push(message)
-  else {
-    decoder.fnrMessage = message
-    decoder.fnrMessageIn = 5
-  }
-  return at + n
-}
-
-/** Copies what `data` holds of the message being read from `at`; a whole message is passed on. Returns where it stopped. */
-function readBody(decoder: MessageDecoder, data: Buffer, at: number, messages: Buffer[]): number {
-  const message = decoder.fnrMessage!
-  const had = decoder.fnrMessageIn ?? 5
-  const n = Math.min(message.length - had, data.length - at)
-  data.copy(message, had, at, at + n)
-  decoder.fnrMessageIn = had + n
-  if (decoder.fnrMessageIn === message.length) {
-    messages.push(message)
-    decoder.fnrMessage = undefined
-  }
-  return at + n
-}
-
-/**
- * Installs writeInPlace as grpc-js's message decoder (servers and clients of this process; once).
- * False when grpc-js has no such decoder (another version): it then joins messages as before.
- */
-export function decodeMessagesInPlace(): boolean {
-  const proto = (streamDecoder as unknown as {StreamDecoder?: {prototype: MessageDecoder & {write?: unknown} & Record<symbol, unknown>}}).StreamDecoder?.prototype
-  if (proto === undefined || typeof proto.write !== 'function') return false
-  if (!proto[DECODER_PATCHED]) {
-    proto.write = writeInPlace
-    proto[DECODER_PATCHED] = true
-  }
   return true
 }

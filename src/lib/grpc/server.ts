@@ -25,7 +25,7 @@ import {raiseReceiveWindows, receiveWindowFor} from './flow-control.js'
 import {DEFAULT_CONNECTION_IDLE_MS, DEFAULT_GUARD, installGuard, type GuardSettings} from './hygiene.js'
 import {EVALUATOR_TRAILER, failureMetadata, resultsMetadata} from './metadata.js'
 import {EVALUATOR_SERVICE, evaluatorServiceDefinition, type EvaluateFunctionRequest, type EvaluateFunctionResponse} from './proto.js'
-import {decodeMessagesInPlace, frameResponsesInPlace, grpcJsVersion} from './internals.js'
+import {frameResponsesInPlace, grpcJsVersion} from './internals.js'
 import {fitLog, framedResponseSerializer, REPLY_HEADROOM, takePrefixed} from './reply.js'
 
 export interface EvaluatorServerOptions {
@@ -174,8 +174,7 @@ export class EvaluatorServer {
     // Partial messages, slow senders, silent sockets, accept errors (hygiene.ts).
     installGuard(this.server, this.budget, {...DEFAULT_GUARD, ...stripUndefined(this.options.http2)}, this.logger)
     // A large output goes out from where the process runner put it, not copied into grpc-js's frame.
-    // And a large request is read into one buffer as it arrives, not joined at its end.
-    if (!frameResponsesInPlace(takePrefixed) || !decodeMessagesInPlace()) this.logger.debug('grpc-js copies whole messages (its framing or decoding method was not found)', {grpcJs: grpcJsVersion()})
+    if (!frameResponsesInPlace(takePrefixed)) this.logger.debug('grpc-js frames responses by copying them (its framing method was not found)', {grpcJs: grpcJsVersion()})
     return this.boundPort
   }
 
