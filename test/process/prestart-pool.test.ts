@@ -118,7 +118,8 @@ describe('pre-started function pool: its rules', () => {
     pool.refill('a', spec())
     pool.refill('b', spec({command: '/fns/b'}))
     pool.refill('c', spec({command: '/fns/c'}))
-    pool.prune((key) => (key === 'a' ? 'config-changed' : key === 'b' ? 'binary-changed' : undefined))
+    // a: mapped to nothing now; b: another file at the same path; c: unchanged
+    pool.prune((key) => (key === 'a' ? undefined : key === 'b' ? spec({command: '/fns/b', identity: '9:9:9:9:9'}) : spec({command: '/fns/c'})))
     expect(pool.size).to.equal(1)
     expect(discardedDelta(before)).to.deep.equal({'config-changed': 1, 'binary-changed': 1})
     expect(pool.take('a', spec())).to.equal(undefined)

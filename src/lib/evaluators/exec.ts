@@ -18,7 +18,6 @@ import type {ExecConfig, ExecFunction} from '../config/exec-config.js'
 import type {Logger} from '../telemetry/log.js'
 import {emptyOutputError, functionFailedError} from '../process/failure.js'
 import {PrestartPool, type PrestartSpec} from '../process/prestart.js'
-import type {PrestartDiscardReason} from '../process/prestart-stats.js'
 import {execEnvironment, notStartable, runFunctionProcess, type StartedFunction} from '../process/run.js'
 import type {LaunchMode} from '../process/spawner.js'
 import type {EvaluationRequest, EvaluationResponse, Evaluator, ImageIdentity} from '../evaluator.js'
@@ -142,15 +141,8 @@ export class ExecEvaluator implements Evaluator {
     this.recheck(request.image, fn)
     const cwd = this.config.functionsDir || undefined
     const pool = this.prestart
-    let spec: PrestartSpec | undefined
-    let prestarted: StartedFunction | undefined
-    if (pool) {
-      const identity = statIdentity(fn.binary)
-      if (identity !== undefined) {
-        spec = {command: fn.binary, env: this.env, cwd, identity}
-        prestarted = pool.take(request.image, spec)
-      }
-    }
+    const spec = pool ? this.prestartSpec(fn) : undefined
+    const prestarted: StartedFunction | undefined = spec ? pool!.take(request.image, spec) : undefined
     let result
     try {
       result = await runFunctionProcess({
@@ -200,13 +192,13 @@ export class ExecEvaluator implements Evaluator {
    * started from, are killed now rather than at their next call or idle TTL.
    */
   configChanged(): void {
-    this.prestart?.prune((image, spec) => this.staleReason(image, spec))
+    this.prestart?.prune((image) => this.prestartSpec(this.config.lookup(image)))
   }
 
-  private staleReason(image: string, spec: PrestartSpec): PrestartDiscardReason | undefined {
-    const fn = this.config.lookup(image)
-    if (fn === undefined || fn.binary !== spec.command) return 'config-changed'
-    return statIdentity(fn.binary) === spec.identity ? undefined : 'binary-changed'
+  /** What a call of the function would start now, as the pool compares it; undefined for no function, or a binary that cannot be read. */
+  private prestartSpec(fn: ExecFunction | undefined): PrestartSpec | undefined {
+    const identity = fn === undefined ? undefined : statIdentity(fn.binary)
+    return fn === undefined || identity === undefined ? undefined : {command: fn.binary, env: this.env, cwd: this.config.functionsDir || undefined, identity}
   }
 
   /**

@@ -230,15 +230,16 @@ export class PrestartPool {
   }
 
   /**
-   * Kills the waiting processes that could no longer serve their image's call: `reason` says why
-   * for an image's spec (its config maps the image to another binary or none, or the binary is not
-   * the file it was started from), or undefined for one that still fits. Called when the config or
-   * a binary changes, so a stale process does not wait for its next call or the idle TTL.
+   * Kills the waiting processes that could no longer serve their image's call: `current` gives
+   * what a call of the image would start now (undefined: the image is mapped to nothing), and a
+   * process is judged against it by the rule a call's take() applies. Called when the config or a
+   * binary changes, so a stale process does not wait for its next call or the idle TTL.
    */
-  prune(reason: (key: string, spec: PrestartSpec) => PrestartDiscardReason | undefined): void {
+  prune(current: (key: string) => PrestartSpec | undefined): void {
     for (const list of [...this.byKey.values()]) {
       for (const entry of [...list]) {
-        const why = reason(entry.key, entry.spec)
+        const spec = current(entry.key)
+        const why = spec === undefined ? 'config-changed' : unfit(entry, spec, this.options.alive ?? processAlive)
         if (why) this.lost(entry, why)
       }
     }
