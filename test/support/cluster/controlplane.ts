@@ -105,8 +105,10 @@ export interface AuditEvent {
 export const NODE_NAME = 'fnr-node';
 /** The CN of kube-apiserver's client certificate for the node's kubelet API (pods/log). */
 export const KUBELET_CLIENT_CN = 'kube-apiserver-kubelet-client';
-/** Service ClusterIPs are allocated from this range; nothing is ever sent to them (see docs/cluster.md). */
+/** Service ClusterIPs are allocated from this range; routed from inside runc pods only (docs/node.md "Services from inside a pod"). */
 export const SERVICE_CIDR = '10.96.0.0/16';
+/** The `kubernetes` Service's ClusterIP (the range's first address, as kube-apiserver allocates it); in the serving certificate. */
+export const KUBERNETES_SERVICE_IP = '10.96.0.1';
 /** The CN of kube-apiserver's front-proxy client certificate (its only `--requestheader-allowed-names`). */
 export const FRONT_PROXY_CLIENT_CN = 'front-proxy-client';
 
@@ -142,7 +144,7 @@ async function makeCerts(dir: string): Promise<void> {
     '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
   await openssl(dir, ['req', ...ec, '-keyout', 'apiserver.key', '-out', 'apiserver.csr', '-subj', '/CN=kube-apiserver']);
   await writeFile(join(dir, 'apiserver.ext'),
-    'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\n' +
+    `subjectAltName=IP:127.0.0.1,IP:${KUBERNETES_SERVICE_IP},DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\n` +
     'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n');
   await openssl(dir, ['x509', '-req', '-in', 'apiserver.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'apiserver.crt', '-days', '30', '-extfile', 'apiserver.ext']);
   // kube-apiserver's client certificate for the node's kubelet API (--kubelet-client-certificate), and the node's
@@ -371,7 +373,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
 
     if (options.kubelet !== false) {
       const node = options.node ?? nodeKind(process.env.FNR_CLUSTER_NODE);
-      if (node === 'runc') runtime = await RuncRuntime.create(options.runc ?? {});
+      if (node === 'runc') runtime = await RuncRuntime.create({ serviceRouting: { apiServer: `127.0.0.1:${apiPort}` }, ...options.runc });
       kubelet = new LocalKubelet({
         nodeName: NODE_NAME,
         // The controller manager maintains Endpoints and EndpointSlices on a real control plane.

@@ -15,6 +15,7 @@ import { protoPath } from 'grpc-health-check';
 
 import { alwaysPull, ImagePullError, type PulledImage, registryHost, type RegistryCredential } from './images.js';
 import { createPodNetwork, type PodNetwork, removePodNetwork } from './network.js';
+import type { ServiceRouter } from './services.js';
 import { run } from './runc.js';
 import type { RuncRuntime } from './runtime.js';
 import {
@@ -44,6 +45,8 @@ export interface PodHost {
    */
   token?(namespace: string, serviceAccount: string, request: { audience?: string; expirationSeconds?: number; podName: string; podUid: string }): Promise<string>;
   onLog?(container: string, chunk: string): void;
+  /** Service routing and environment for the pod (./services.ts); without it pods reach no ClusterIP. */
+  services?: Pick<ServiceRouter, 'attach' | 'detach' | 'environment'>;
 }
 
 interface ContainerModel {
@@ -324,6 +327,7 @@ export class NodePod {
     await mkdir(path.join(this.dir, 'containers'), { recursive: true });
     this.net = await createPodNetwork();
     if (this.stopping) return;
+    await this.host.services?.attach(this.net);
     const fsGroup = this.pod.spec?.securityContext?.fsGroup;
     for (const v of (this.pod.spec?.volumes ?? []) as KubeObject[]) {
       if (v.projected) {
@@ -469,6 +473,8 @@ export class NodePod {
       env[i < 0 ? e : e.slice(0, i)] = i < 0 ? '' : e.slice(i + 1);
     }
     env.HOSTNAME = String(this.pod.spec?.hostname ?? this.name);
+    // A kubelet's Service variables: below envFrom and env, which may refer to them.
+    if (this.host.services) Object.assign(env, await this.host.services.environment(this.namespace, this.pod.spec?.enableServiceLinks !== false));
     for (const from of (c.envFrom ?? []) as KubeObject[]) {
       const ref = from.configMapRef ?? from.secretRef;
       if (!ref) continue;
@@ -841,7 +847,10 @@ export class NodePod {
 
   private async cleanup(): Promise<void> {
     await this.statusChain;
-    if (this.net) await removePodNetwork(this.net);
+    if (this.net) {
+      await this.host.services?.detach(this.net);
+      await removePodNetwork(this.net);
+    }
     await rm(this.dir, { recursive: true, force: true }).catch(() => undefined);
   }
 }

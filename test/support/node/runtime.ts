@@ -14,6 +14,7 @@ import { KubeRequestError, resourcePath } from '../k8s/client.js';
 import { ImageStore, type ImageStoreOptions } from './images.js';
 import { liveNetworks } from './network.js';
 import { NodePod, type PodHost } from './pod.js';
+import { ServiceRouter, type ServiceRouterOptions } from './services.js';
 import { findRunc, nodeUnavailableReason, run } from './runc.js';
 
 type KubeObject = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -29,6 +30,11 @@ export interface RuncRuntimeOptions {
   /** `nameserver` written to the pods' /etc/resolv.conf (e.g. the test DNS server's address). */
   dnsServer?: string;
   clusterDomain?: string;
+  /**
+   * Route Service ClusterIPs from inside pods and give them a kubelet's Service variables, from the API server the
+   * pods come from (./services.ts). For a real control plane (test/support/cluster turns it on).
+   */
+  serviceRouting?: ServiceRouterOptions;
 }
 
 /** What LocalKubelet keeps per pod; NodePod behind a kubelet adapter has the same shape as its process runtime. */
@@ -69,6 +75,7 @@ export class RuncRuntime {
   readonly dnsServer: string | undefined;
   readonly clusterDomain: string;
   private readonly pods = new Set<NodePod>();
+  private router: ServiceRouter | undefined;
 
   private constructor(
     readonly dir: string,
@@ -147,6 +154,7 @@ export class RuncRuntime {
       },
       onLog,
     };
+    if (this.options.serviceRouting) host.services = this.router ??= new ServiceRouter(client, this.options.serviceRouting);
     let nodePod: NodePod | undefined;
     const adapter: KubeletPod = {
       uid,
@@ -189,6 +197,7 @@ export class RuncRuntime {
     liveRuntimes.delete(this);
     await Promise.all([...this.pods].map((p) => p.abandon(graceMs)));
     this.pods.clear();
+    await this.router?.stop();
     const list = await run(this.runc, ['--root', this.stateRoot, 'list', '-q']);
     for (const id of list.stdout.split('\n').filter((x) => x !== '')) await run(this.runc, ['--root', this.stateRoot, 'delete', '--force', id]);
     // Overlay mounts left by a crash would keep the dir busy.
