@@ -3,7 +3,8 @@
  * ready endpoints, and a kubelet's Service variables. Proven with real clients: the real kubectl inside a pod finds
  * kube-apiserver the way every in-cluster client does (client-go's in-cluster config: KUBERNETES_SERVICE_HOST/PORT,
  * the projected ServiceAccount token and the cluster CA, the certificate checked for the Service's ClusterIP), and
- * busybox's wget reaches another pod through its Service's ClusterIP, including a Service made after the pod started.
+ * busybox's wget reaches another pod through its Service's ClusterIP and by name (cluster DNS), including a Service
+ * made after the pod started.
  */
 import {expect} from 'chai'
 import {readFileSync} from 'node:fs'
@@ -103,6 +104,9 @@ describe('Services from inside a runc pod: ClusterIP routing and the Service var
       'set -e',
       'env | grep -E "^(KUBERNETES|WEB)_" | sort',
       'echo "web: $(wget -q -O - http://$WEB_SERVICE_HOST:$WEB_SERVICE_PORT/)"',
+      // cluster DNS: the short name through resolv.conf's search list, and the full name
+      'echo "by name: $(wget -q -O - http://web/) / $(wget -q -O - http://web.$(cat /var/run/secrets/kubernetes.io/serviceaccount/namespace).svc.cluster.local/)"',
+      'if wget -q -O - http://no-such-service/ 2>/dev/null; then echo "unknown: answered"; else echo "unknown: not found"; fi',
       'until late=$(kubectl get service late -o "jsonpath={.spec.clusterIP}" 2>/dev/null) && [ -n "$late" ]; do sleep 0.2; done',
       'n=0; until out=$(timeout 2 wget -q -O - http://$late:81/ 2>/dev/null); do n=$((n+1)); [ $n -lt 100 ] || exit 3; sleep 0.2; done',
       'echo "late: $out"',
@@ -131,6 +135,8 @@ describe('Services from inside a runc pod: ClusterIP routing and the Service var
     expect(lines).to.include('WEB_SERVICE_PORT_HTTP=80')
     expect(lines).to.include(`WEB_PORT_80_TCP=tcp://${web.spec.clusterIP}:80`)
     expect(lines).to.include('web: hello from web')
+    expect(lines).to.include('by name: hello from web / hello from web')
+    expect(lines).to.include('unknown: not found')
     expect(lines).to.include('late: hello from web')
     expect(lines).to.include('api: web Running')
   })

@@ -36,7 +36,8 @@ export function parseQuestion(msg: Buffer): { id: number; question: DnsQuestion;
   return { id: msg.readUInt16BE(0), question: { name: labels.join('.').toLowerCase(), type: msg.readUInt16BE(off) }, end: off + 4 };
 }
 
-function answer(query: Buffer, end: number, rcode: number, addresses: string[], ttl: number): Buffer {
+/** A response to `query` (its first question ends at `end`): `rcode`, and one A record per address. */
+export function answer(query: Buffer, end: number, rcode: number, addresses: string[], ttl: number): Buffer {
   const header = Buffer.alloc(12);
   header.writeUInt16BE(query.readUInt16BE(0), 0);
   const rd = query.readUInt16BE(2) & 0x0100;

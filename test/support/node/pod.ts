@@ -46,7 +46,7 @@ export interface PodHost {
   token?(namespace: string, serviceAccount: string, request: { audience?: string; expirationSeconds?: number; podName: string; podUid: string }): Promise<string>;
   onLog?(container: string, chunk: string): void;
   /** Service routing and environment for the pod (./services.ts); without it pods reach no ClusterIP. */
-  services?: Pick<ServiceRouter, 'attach' | 'detach' | 'environment'>;
+  services?: Pick<ServiceRouter, 'attach' | 'detach' | 'environment' | 'nameserver'>;
 }
 
 interface ContainerModel {
@@ -349,7 +349,7 @@ export class NodePod {
     const hostname = String(this.pod.spec?.hostname ?? this.name).slice(0, 63);
     await writeFile(path.join(etc, 'hostname'), `${hostname}\n`);
     await writeFile(path.join(etc, 'hosts'), `# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n${this.net.podIP}\t${hostname}\n`);
-    const dns = this.node.dnsServer;
+    const dns = this.node.dnsServer ?? this.host.services?.nameserver;
     const search = `${this.namespace}.svc.${this.node.clusterDomain} svc.${this.node.clusterDomain} ${this.node.clusterDomain}`;
     await writeFile(path.join(etc, 'resolv.conf'), `${dns ? `nameserver ${dns}\n` : ''}search ${search}\noptions ndots:5\n`);
   }

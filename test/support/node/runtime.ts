@@ -154,7 +154,7 @@ export class RuncRuntime {
       },
       onLog,
     };
-    if (this.options.serviceRouting) host.services = this.router ??= new ServiceRouter(client, this.options.serviceRouting);
+    if (this.options.serviceRouting) host.services = this.router ??= new ServiceRouter(client, { clusterDomain: this.clusterDomain, ...this.options.serviceRouting });
     let nodePod: NodePod | undefined;
     const adapter: KubeletPod = {
       uid,

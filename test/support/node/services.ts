@@ -9,6 +9,10 @@
  *   added to the host's own tables, no sysctl changes, no forwarding: the host reaches every endpoint directly
  *   (pods at their /30, the API server on 127.0.0.1), so the pod reaches them through it. This is kube-proxy's old
  *   userspace mode, with the redirect done per pod instead of on the host.
+ * - **Cluster DNS.** Pods get `nameserver 10.96.0.10` (kube-dns's usual ClusterIP); a rule in the pod's namespace
+ *   sends its UDP queries to a DNS listener of this process on the pod's host address, which answers
+ *   `<service>.<namespace>.svc.<domain>` as cluster DNS does: the ClusterIP, or a headless Service's ready endpoint
+ *   addresses; any other name NXDOMAIN (nothing is forwarded outside the cluster).
  * - **Service environment.** The variables a kubelet sets from Services (`KUBERNETES_SERVICE_HOST` and the rest of
  *   the master Service's always; the pod's own namespace's unless `enableServiceLinks: false`), which in-cluster
  *   clients (client-go's InClusterConfig, client-node's loadFromCluster) read to find the API server.
@@ -16,9 +20,11 @@
  * TCP only (UDP Service ports are not routed). The table is re-read from the API server when a pod network is
  * attached and then every `pollMs` while any is; a Service created while a pod runs is routed within that time.
  */
+import dgram from 'node:dgram';
 import net from 'node:net';
 
 import type { KubeRestClient } from '../k8s/client.js';
+import { answer, parseQuestion } from './dns.js';
 import type { PodNetwork } from './network.js';
 import { run } from './runc.js';
 
@@ -35,8 +41,13 @@ export interface ServicePort {
   endpoints: string[];
 }
 
+/** The cluster DNS address pods are given (inside SERVICE_CIDR, as kube-dns's usually is; UDP only, so no TCP Service collides). */
+export const CLUSTER_DNS_IP = '10.96.0.10';
+
 interface Attached {
   net: PodNetwork;
+  /** The pod's DNS listener (UDP, on its host address). */
+  dns?: dgram.Socket;
   /** `clusterIP:port` → the listener on the pod's host address that stands for it. */
   listeners: Map<string, net.Server>;
   /** The rule set last written into the namespace. */
@@ -52,17 +63,22 @@ export interface ServiceRouterOptions {
    * EndpointSlices may not hold loopback addresses.
    */
   apiServer?: string;
+  /** The cluster domain DNS answers under (default cluster.local). */
+  clusterDomain?: string;
 }
 
 export class ServiceRouter {
   private table = new Map<string, ServicePort>();
   private services: KubeObject[] = [];
+  private slices: KubeObject[] = [];
   private readonly attached = new Map<string, Attached>();
   private readonly sockets = new Set<net.Socket>();
   private readonly turn = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
   private chain: Promise<void> = Promise.resolve();
   private stopped = false;
+  /** The nameserver pods get in /etc/resolv.conf. */
+  readonly nameserver = CLUSTER_DNS_IP;
 
   constructor(
     private readonly client: KubeRestClient,
@@ -94,6 +110,7 @@ export class ServiceRouter {
       if (!a) return;
       this.attached.delete(podNet.netns);
       await closeAll(a.listeners.values());
+      closeDns(a);
       if (this.attached.size === 0) this.stopTimer();
     });
   }
@@ -103,7 +120,10 @@ export class ServiceRouter {
     this.stopped = true;
     this.stopTimer();
     await this.serial(async () => {
-      for (const a of this.attached.values()) await closeAll(a.listeners.values());
+      for (const a of this.attached.values()) {
+        await closeAll(a.listeners.values());
+        closeDns(a);
+      }
       this.attached.clear();
     });
     for (const s of this.sockets) s.destroy();
@@ -144,7 +164,8 @@ export class ServiceRouter {
       this.client.get('/apis/discovery.k8s.io/v1/endpointslices'),
     ]);
     this.services = (services.items ?? []) as KubeObject[];
-    this.table = serviceTable(this.services, (slices.items ?? []) as KubeObject[]);
+    this.slices = (slices.items ?? []) as KubeObject[];
+    this.table = serviceTable(this.services, this.slices);
     const api = this.options.apiServer;
     if (api) for (const p of this.table.values()) if (p.namespace === 'default' && p.service === 'kubernetes' && p.endpoints.length === 0) p.endpoints = [api];
     for (const a of this.attached.values()) await this.sync(a);
@@ -161,7 +182,9 @@ export class ServiceRouter {
       if (a.listeners.has(key)) continue;
       a.listeners.set(key, await this.listen(a.net.hostIP, key));
     }
+    a.dns ??= await this.dnsListener(a.net.hostIP);
     const lines = ['*nat', ':PREROUTING ACCEPT [0:0]', ':INPUT ACCEPT [0:0]', ':OUTPUT ACCEPT [0:0]', ':POSTROUTING ACCEPT [0:0]'];
+    lines.push(`-A OUTPUT -d ${CLUSTER_DNS_IP}/32 -p udp -m udp --dport 53 -j DNAT --to-destination ${a.net.hostIP}:${a.dns.address().port}`);
     for (const [key, server] of [...a.listeners].sort(([x], [y]) => x.localeCompare(y))) {
       const p = this.table.get(key)!;
       const local = (server.address() as net.AddressInfo).port;
@@ -174,6 +197,53 @@ export class ServiceRouter {
     // A namespace removed meanwhile (the pod ended) is no error: detach() follows.
     if (r.code !== 0 && this.attached.has(a.net.netns)) throw new Error(`iptables-restore in ${a.net.netns}: ${r.stderr.trim()}`);
     a.rules = rules;
+  }
+
+  private dnsListener(hostIP: string): Promise<dgram.Socket> {
+    const socket = dgram.createSocket('udp4');
+    socket.on('message', (msg, rinfo) => void this.answerDns(socket, msg, rinfo));
+    return new Promise((resolve, reject) => {
+      socket.once('error', reject);
+      socket.bind(0, hostIP, () => {
+        socket.off('error', reject);
+        socket.on('error', () => undefined);
+        resolve(socket);
+      });
+    });
+  }
+
+  /** Cluster DNS for one query; a Service not in the table yet is looked up once more (it may be seconds old). */
+  private async answerDns(socket: dgram.Socket, msg: Buffer, rinfo: dgram.RemoteInfo): Promise<void> {
+    const q = parseQuestion(msg);
+    if (!q) return;
+    const suffix = `.svc.${(this.options.clusterDomain ?? 'cluster.local').toLowerCase()}`;
+    const parts = q.question.name.endsWith(suffix) ? q.question.name.slice(0, -suffix.length).split('.') : [];
+    let found = parts.length === 2 ? this.resolve(parts[1]!, parts[0]!) : undefined;
+    let rcode = 0;
+    if (parts.length === 2 && found === undefined) {
+      try {
+        await this.serial(() => this.refreshLocked());
+        found = this.resolve(parts[1]!, parts[0]!);
+      } catch {
+        rcode = 2; // SERVFAIL: the API server did not answer
+      }
+    }
+    if (found === undefined && rcode === 0) rcode = 3;
+    try {
+      socket.send(answer(msg, q.end, rcode, q.question.type === 1 ? (found ?? []) : [], 5), rinfo.port, rinfo.address);
+    } catch {
+      // closed meanwhile
+    }
+  }
+
+  /** A Service's A records as cluster DNS gives them: its ClusterIP, or a headless one's ready endpoints. */
+  private resolve(namespace: string, name: string): string[] | undefined {
+    const s = this.services.find((x) => x.metadata?.namespace === namespace && x.metadata?.name === name);
+    if (!s) return undefined;
+    const ip = s.spec?.clusterIP;
+    if (typeof ip === 'string' && ip !== '' && ip !== 'None') return [ip];
+    const own = this.slices.filter((e) => e.metadata?.namespace === namespace && e.metadata?.labels?.['kubernetes.io/service-name'] === name && e.addressType === 'IPv4');
+    return own.flatMap((e) => ((e.endpoints ?? []) as KubeObject[]).filter((ep) => ep.conditions?.ready !== false).flatMap((ep) => (ep.addresses ?? []) as string[]));
   }
 
   private listen(hostIP: string, key: string): Promise<net.Server> {
@@ -212,6 +282,15 @@ export class ServiceRouter {
     client.pipe(upstream);
     upstream.pipe(client);
   }
+}
+
+function closeDns(a: Attached): void {
+  try {
+    a.dns?.close();
+  } catch {
+    // closed already
+  }
+  a.dns = undefined;
 }
 
 async function closeAll(servers: Iterable<net.Server>): Promise<void> {
