@@ -19,6 +19,8 @@ export const TEST_PACKAGES = [
   {pkg: 'runc', cmd: 'runc'},
   {pkg: 'patchelf', cmd: 'patchelf'},
   {pkg: 'busybox-static', cmd: 'busybox'},
+  // PID 1 of the fnr image (docker/fnr.Dockerfile), laid out by test/support/node/fnr-image.ts
+  {pkg: 'tini', cmd: 'tini'},
   {pkg: 'binutils', cmd: 'strip'},
   {pkg: 'iproute2', cmd: 'ip'},
   {pkg: 'etcd-server', cmd: 'etcd'},

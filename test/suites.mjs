@@ -36,6 +36,7 @@ export const UNIT = [
   'test/lib/citations.test.ts',
   'test/lib/errors.test.ts',
   'test/lib/k8s-dispatcher.test.ts',
+  'test/lib/k8s-watch.test.ts',
   'test/lib/kptfile.test.ts',
   'test/lib/layering.test.ts',
   'test/lib/lazy-loading.test.ts',

@@ -18,8 +18,8 @@
  *     user 10001 with its own network namespace, and the template's readiness and liveness probes
  *     (`/wrapper-server-tools/grpc-health-probe -addr localhost:9446`) pass inside it.
  *
- * What is not reproduced: the base images themselves (the host's files stand in for
- * node:20-bookworm-slim) and tini (the host has none; /home/nonroot/server runs node directly then).
+ * What is not reproduced: the base images themselves (the host's files, Debian's tini among them, stand in
+ * for node:26-bookworm-slim's; /home/nonroot/server starts node under tini as in the image).
  * The pod runtime is disabled in the fnr image run (--disable-runtimes=pod appended to Porch's
  * args): its namespace has no cluster; test/config/porch-files.test.ts runs Porch's args with the
  * pod runtime against the test bed.
@@ -37,39 +37,12 @@ import {buildPod} from '../../src/lib/pods/model/template.js'
 import {REPO_ROOT} from '../support/serve.js'
 import {requireShared} from '../support/shared.js'
 import {TempDirs} from '../support/tmp.js'
+import {dockerfileCopies, dockerfileFinalStage} from '../support/node/fnr-image.js'
 import {copyFolder, packagedFolder, PACKAGE_TIMEOUT_MS} from '../wrapper/support/package.js'
 import {findRunc, findStaticBusybox, probeRunc} from '../wrapper/support/runc.js'
 
 const PORCH = path.join(REPO_ROOT, '..', 'shared', 'compat', 'porch')
 const PORCH_UID = 10001
-
-interface Instruction {
-  op: string
-  args: string
-}
-
-/** The final stage's instructions of a Dockerfile (continuation lines joined, comments dropped). */
-async function finalStage(file: string): Promise<Instruction[]> {
-  const text = await readFile(path.join(REPO_ROOT, 'docker', file), 'utf8')
-  const lines = text.replace(/\\\n/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'))
-  let stage: Instruction[] = []
-  for (const line of lines) {
-    const [, op = '', args = ''] = /^(\S+)\s*(.*)$/.exec(line) ?? []
-    if (op.toUpperCase() === 'FROM') stage = []
-    else stage.push({op: op.toUpperCase(), args})
-  }
-  return stage
-}
-
-function copiesOf(stage: Instruction[]): Array<{from?: string; sources: string[]; dest: string}> {
-  return stage
-    .filter((i) => i.op === 'COPY')
-    .map((i) => {
-      const words = i.args.split(/\s+/)
-      const paths = words.filter((w) => !w.startsWith('--'))
-      return {from: words.find((w) => w.startsWith('--from='))?.slice(7), sources: paths.slice(0, -1), dest: paths.at(-1)!}
-    })
-}
 
 /** Porch's function-runner container (command, env, probe) from a porch_2-function-runner.yaml. */
 async function porchRunner(version: string): Promise<V1Container> {
@@ -100,8 +73,8 @@ describe("Porch's Deployment and templates with only the images swapped (assembl
     before(async () => {
       root = await temp.make('fnr-porch-image-')
       await chmod(root, 0o755) // the image's / (a temp dir is 0700)
-      const stage = await finalStage('fnr.Dockerfile')
-      for (const c of copiesOf(stage)) {
+      const stage = await dockerfileFinalStage('fnr.Dockerfile')
+      for (const c of dockerfileCopies(stage)) {
         expect(c.from, `COPY ${c.sources.join(' ')}`).to.equal('build')
         for (const source of c.sources) {
           const rel = path.relative('/src', source)
@@ -147,7 +120,7 @@ describe("Porch's Deployment and templates with only the images swapped (assembl
         const gid = runner.securityContext?.runAsGroup ?? uid
         expect(uid).to.equal(PORCH_UID)
         // the kubelet starts the command in the image's WORKDIR
-        const workdir = (await finalStage('fnr.Dockerfile')).filter((i) => i.op === 'WORKDIR').at(-1)!.args
+        const workdir = (await dockerfileFinalStage('fnr.Dockerfile')).filter((i) => i.op === 'WORKDIR').at(-1)!.args
         const q = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`
         const script = [
           'set -e',
@@ -158,7 +131,7 @@ describe("Porch's Deployment and templates with only the images swapped (assembl
           `mount -t proc proc ${q(root)}/proc`,
           `exec chroot --userspec=${uid}:${gid} ${q(root)} /usr/bin/env -C ${q(workdir)} -i ${Object.entries(env).map(([k, v]) => q(`${k}=${v}`)).join(' ')} ${[...runner.command!, ...(runner.args ?? []), '--disable-runtimes=pod'].map(q).join(' ')}`,
         ].join('\n')
-        // no --fork: the spawned process becomes fnr itself (sh, chroot, env, server and node each exec the next)
+        // no --fork: the spawned process becomes tini, fnr's parent (sh, chroot, env, server and tini each exec the next)
         const child = spawn('unshare', ['--mount', '--net', '--propagation', 'private', 'sh', '-c', script], {stdio: ['ignore', 'pipe', 'pipe']})
         children.push(child)
         let log = ''
@@ -183,7 +156,12 @@ describe("Porch's Deployment and templates with only the images swapped (assembl
           // it runs as Porch's user
           const status = await readFile(`/proc/${pid}/status`, 'utf8')
           expect(/^Uid:\s+(\d+)/m.exec(status)![1]).to.equal(String(uid))
-          expect(await readFile(`/proc/${pid}/comm`, 'utf8')).to.match(/^node/)
+          // tini (Debian's, bound in with the host's /usr as the image's own is) execs first and runs fnr as its child
+          const comm = (await readFile(`/proc/${pid}/comm`, 'utf8')).trim()
+          expect(comm).to.equal('tini')
+          const [nodePid] = (await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8')).trim().split(/\s+/)
+          expect(await readFile(`/proc/${nodePid}/comm`, 'utf8')).to.match(/^node/)
+          expect(/^Uid:\s+(\d+)/m.exec(await readFile(`/proc/${nodePid}/status`, 'utf8'))![1]).to.equal(String(uid))
           // a function of the image's config.yaml, called over gRPC inside the pod's network
           const config = parseYaml(await readFile(path.join(root, 'home/nonroot/config.yaml'), 'utf8')) as {functions: Array<{function: string; images: string[]}>}
           const image = config.functions.find((f) => f.function === 'set-namespace')!.images[0]!
@@ -219,7 +197,7 @@ c.close()`
       const reason = await probeRunc(work, state)
       if (reason) throw new Error(`runc cannot run containers here: ${reason}`)
       // The image's root filesystem as its final stage describes it.
-      const stage = await finalStage('wrapper-server.Dockerfile')
+      const stage = await dockerfileFinalStage('wrapper-server.Dockerfile')
       expect(stage.find((i) => i.op === 'USER')?.args).to.equal('65532:65532')
       wrapperRoot = path.join(work, 'wrapper-image', 'rootfs')
       await mkdir(path.join(wrapperRoot, 'bin'), {recursive: true})

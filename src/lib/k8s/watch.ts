@@ -12,6 +12,26 @@ import {kubeError} from './errors.js'
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED'
 
+/**
+ * How long a watch may go without a byte before it counts as dead. client-node's Watch ends one after 30 s of
+ * silence (its `requestTimeoutMs`), but a quiet watch hears from kube-apiserver only when it sends a BOOKMARK,
+ * about once a minute: every idle watch then failed every 30 s ("watch failed; relisting" and a LIST each
+ * time). Past this, the connection is taken for dead and relisted as before.
+ */
+export const WATCH_INACTIVITY_MS = 150_000
+
+/**
+ * A client-node Watch whose silence limit is `inactivityMs`. The limit is a private field of client-node's Watch
+ * (`requestTimeoutMs`, a number set in its constructor); a client-node without it keeps its own limit, and
+ * test/lib/k8s-watch.test.ts fails on such an upgrade.
+ */
+export function newWatch(k8s: Pick<ClientNode, 'Watch'>, kubeConfig: KubeConfig, inactivityMs = WATCH_INACTIVITY_MS): InstanceType<ClientNode['Watch']> {
+  const watch = new k8s.Watch(kubeConfig)
+  const fields = watch as unknown as {requestTimeoutMs?: unknown}
+  if (typeof fields.requestTimeoutMs === 'number') fields.requestTimeoutMs = inactivityMs
+  return watch
+}
+
 export interface KubeObjectLike {
   metadata?: {name?: string; namespace?: string; resourceVersion?: string; uid?: string}
 }
@@ -157,7 +177,7 @@ export class ResourceWatcher<T extends KubeObjectLike> {
     this.restarts++
     const startedAt = Date.now()
     const {k8s, kubeConfig} = this.options
-    const watch = new k8s.Watch(kubeConfig)
+    const watch = newWatch(k8s, kubeConfig)
     let expired = false
     let errored: unknown
     const query: Record<string, string | number | boolean> = {

@@ -334,6 +334,12 @@ export class NodePod {
         await this.projectVolume(v);
         continue;
       }
+      // A configMap or secret volume is a projected volume of that one source.
+      const source = v.configMap ? { configMap: v.configMap } : v.secret ? { secret: { ...v.secret, name: v.secret.secretName } } : undefined;
+      if (source) {
+        await this.projectVolume({ name: v.name, projected: { defaultMode: (v.configMap ?? v.secret).defaultMode, sources: [source] } });
+        continue;
+      }
       if (!v.emptyDir) continue; // other volume types are not supported by the test node (docs/node.md)
       const d = path.join(this.dir, 'volumes', v.name);
       await mkdir(d, { recursive: true });
@@ -549,13 +555,13 @@ export class NodePod {
         { destination: '/etc/resolv.conf', source: path.join(this.dir, 'etc', 'resolv.conf') },
       ];
       const podVolumes = (this.pod.spec?.volumes ?? []) as KubeObject[];
-      const volumes = new Set(podVolumes.filter((v) => v.emptyDir || v.projected).map((v) => v.name as string));
-      const projected = new Set(podVolumes.filter((v) => v.projected).map((v) => v.name as string));
+      const projected = new Set(podVolumes.filter((v) => v.projected || v.configMap || v.secret).map((v) => v.name as string));
+      const volumes = new Set([...podVolumes.filter((v) => v.emptyDir).map((v) => v.name as string), ...projected]);
       for (const vm of (c.volumeMounts ?? []) as KubeObject[]) {
-        if (!volumes.has(vm.name)) throw new ContainerConfigError(`volume "${vm.name}" is not an emptyDir or projected volume of the pod (the test node supports only those)`);
+        if (!volumes.has(vm.name)) throw new ContainerConfigError(`volume "${vm.name}" is not an emptyDir, projected, configMap or secret volume of the pod (the test node supports only those)`);
         const source = path.join(this.dir, 'volumes', vm.name, vm.subPath ?? '');
         if (vm.subPath) await mkdir(source, { recursive: true });
-        // Projected volumes are read-only whatever the mount says, as a kubelet mounts them.
+        // Projected (and configMap, secret) volumes are read-only whatever the mount says, as a kubelet mounts them.
         mounts.push({ destination: vm.mountPath, source, readOnly: vm.readOnly === true || projected.has(vm.name) });
       }
       const sc: KubeObject = c.securityContext ?? {};
