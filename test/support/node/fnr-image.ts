@@ -8,7 +8,7 @@
  *   as `/bin/sh` and `/usr/bin/env` (the Porch entry scripts and the shipped functions' `#!/usr/bin/env node`), and an
  *   /etc/passwd and /etc/group with `nonroot` (65532);
  * - the stage's `COPY --from=build /src/X`: X from this checkout (built: `npm run build`); for `node_modules`, the
- *   packages of a production install (`npm ls --omit=dev`), as the build stage's `npm ci --omit=dev` leaves them,
+ *   packages of a production install (package-lock.json), as the build stage's `npm ci --omit=dev` leaves them,
  *   without the files no process loads (TypeScript sources and declarations, source maps, Markdown: 56 of 143 MB);
  * - the layer is stored uncompressed (gzip level 0): the image is pushed and pulled once per test run, on the same
  *   machine;
@@ -62,18 +62,18 @@ export function dockerfileCopies(stage: DockerInstruction[]): Array<{ from?: str
 /** Files of node_modules that no process loads: TypeScript sources and declarations, source maps, Markdown. */
 const NOT_LOADED = /\.(?:d\.[cm]?ts|[cm]?ts|map|md)$/;
 
-/** The top-level folders of node_modules a production install has (nested ones come with their parents). */
-function productionPackages(): string[] {
-  const out = execFileSync('npm', ['ls', '--omit=dev', '--all', '--parseable'], { cwd: REPO_ROOT, encoding: 'utf8', maxBuffer: 16 << 20 });
-  const top = new Set<string>();
-  const base = path.join(REPO_ROOT, 'node_modules') + path.sep;
-  for (const line of out.split('\n')) {
-    if (!line.startsWith(base)) continue;
-    const parts = line.slice(base.length).split(path.sep);
-    top.add(parts[0]!.startsWith('@') ? path.join(parts[0]!, parts[1] ?? '') : parts[0]!);
-  }
-  return [...top].sort();
+/**
+ * The top-level folders of node_modules a production install has, from package-lock.json (what `npm ci
+ * --omit=dev` installs: every package not marked `dev`); nested ones come with their parents.
+ */
+async function productionPackages(): Promise<string[]> {
+  const lock = JSON.parse(await readFile(path.join(REPO_ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
+  return Object.entries(lock.packages)
+    .filter(([key, p]) => /^node_modules\/(?:@[^/]+\/)?[^/]+$/.test(key) && p.dev !== true)
+    .map(([key]) => key.slice('node_modules/'.length))
+    .sort();
 }
+
 const TINI = '/usr/bin/tini';
 
 /** `ENV A=1 B=2` (or the legacy `ENV A 1`) as `NAME=value` strings. */
@@ -146,7 +146,7 @@ export async function pushFnrImage(registry: TestRegistry, repoTag: string): Pro
           const target = path.join(root, path.posix.resolve(workdir, dest));
           await mkdir(path.dirname(target), { recursive: true });
           if (rel === 'node_modules') {
-            for (const pkg of productionPackages()) {
+            for (const pkg of await productionPackages()) {
               await cp(path.join(REPO_ROOT, 'node_modules', pkg), path.join(target, pkg), { recursive: true, verbatimSymlinks: true, filter: (src) => !NOT_LOADED.test(src) });
             }
           } else {
