@@ -45,6 +45,8 @@ export interface UnpackStats {
 const OPAQUE = '.wh..wh..opq'
 const WHITEOUT = '.wh.'
 const MAX_LINK_HOPS = 40
+/** The entry types written; the others (device nodes, FIFOs) are skipped. */
+const MADE_TYPES = new Set<Header['type']>(['directory', 'file', 'contiguous-file', 'symlink', 'link'])
 const asRoot = process.getuid?.() === 0
 
 /** The kind of compression a blob starts with. */
@@ -174,6 +176,11 @@ class LayerUnpacker {
       if (victim[victim.length - 1] !== '' && !this.made.has(victim.join('/'))) await removeAll(await resolveInRoot(this.root, victim))
       return content.resume()
     }
+    if (!MADE_TYPES.has(header.type)) {
+      // Device nodes and FIFOs: the runtime gives the function its own /dev.
+      this.stats.skipped++
+      return content.resume()
+    }
     const target = await resolveInRoot(this.root, parts)
     await mkdir(path.dirname(target), {recursive: true})
     const existing = await lstat(target).catch(() => undefined)
@@ -190,13 +197,8 @@ class LayerUnpacker {
         await symlink(header.linkname, target)
         if (asRoot) await lchown(target, header.uid, header.gid)
         return content.resume()
-      case 'link':
-        await this.hardLink(target, header, existing)
-        return content.resume()
       default:
-        // Device nodes and FIFOs: the runtime gives the function its own /dev.
-        this.made.delete(parts.join('/'))
-        this.stats.skipped++
+        await this.hardLink(target, header, existing)
         return content.resume()
     }
   }
