@@ -16,6 +16,7 @@ import {execa} from 'execa'
 
 import {buildCatalogFunctions} from '../../scripts/catalog-peers.mjs'
 import {runCli, type CliResult} from '../support/cli.js'
+import {BIN_RUN} from '../support/serve.js'
 import {findRunc, findStaticBusybox, runcUnavailableReason} from '../support/node/runc.js'
 import {RegistryProxy} from '../support/registry/proxy.js'
 import {pushImage} from '../support/registry/fixtures.js'
@@ -156,12 +157,29 @@ describe('image functions in fnr\'s own container runtime (runc, images from a r
     expect(networked.stderr).to.include(`uid=${process.getuid!()} gid=${process.getgid!()}`)
   })
 
-  it('kills the container at --timeout (exit 6) and leaves none behind', async () => {
+  it('kills the container at --timeout (exit 6) and on an interrupt (130), and leaves none behind', async () => {
     const started = Date.now()
     const r = await fnr(['eval', '-', '--image', image('fn/sleepy:v1'), '--timeout', '1500ms'])
     expect(r.exitCode, r.stderr).to.equal(6)
     expect(r.stderr).to.match(/did not finish before the deadline/)
     expect(Date.now() - started).to.be.below(15_000)
+    const child = execa(process.execPath, [BIN_RUN, 'eval', '-', '--image', image('fn/sleepy:v1')], {input: INPUT, env, reject: false})
+    let stderr = ''
+    await new Promise<void>((resolve) => {
+      child.stderr!.on('data', (d: Buffer) => {
+        stderr += d.toString()
+        if (stderr.includes('[IMAGE]')) resolve()
+      })
+    })
+    // The container is being started: wait until runc lists it, then interrupt.
+    for (let i = 0; i < 50; i++) {
+      const listed = await execa(findRunc()!, ['--root', runcRoot, 'list', '--quiet'], {reject: false})
+      if (String(listed.stdout).trim() !== '') break
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    child.kill('SIGINT')
+    const interrupted = await child
+    expect(interrupted.exitCode, String(interrupted.stderr)).to.equal(130)
   })
 
   it('says clearly what went wrong: an image that is not there, one without a command, no usable runtime', async () => {
