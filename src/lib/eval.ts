@@ -88,19 +88,22 @@ export interface EvalOptions {
  */
 export interface ImageContainers {
   run(image: string, label: string, input: Buffer, call: ContainerCall): Promise<FunctionProcessResult>
-  close(): void
+  close(): Promise<void>
 }
 
 /** ImageContainers for one command run; lib/container is loaded when the first image needs it. */
 export function imageContainers(options: ContainerOptions, stderr: NodeJS.WritableStream): ImageContainers {
-  let session: Promise<{run: ImageContainers['run']; close(): void}> | undefined
+  let session: Promise<{run: ImageContainers['run']; close(): Promise<void>}> | undefined
   return {
     run: async (image, label, input, call) => {
       session ??= import('./container/index.js').then((m) => new m.ContainerSession(options, stderr))
       return (await session).run(image, label, input, call)
     },
-    close: () => {
-      void session?.then((s) => s.close(), () => {})
+    close: async () => {
+      await session?.then(
+        (s) => s.close(),
+        () => {},
+      )
     },
   }
 }
@@ -324,7 +327,7 @@ function localRunner(options: EvalOptions, io: EvalIO): FunctionRunner {
     try {
       return await runFunction({...options, containers}, label, input)
     } finally {
-      containers?.close()
+      await containers?.close()
     }
   }
 }

@@ -100,7 +100,7 @@ export async function runRender(options: RenderOptions, io: EvalIO): Promise<voi
     if (options.signal?.aborted && options.signal.reason instanceof FnrError) throw options.signal.reason
     throw err
   } finally {
-    containers?.close()
+    await containers?.close()
   }
 }
 

@@ -4,7 +4,7 @@
  * container CLI line, and the OCI bundle's config.
  */
 import {expect} from 'chai'
-import {readdir, utimes, writeFile} from 'node:fs/promises'
+import {mkdir, readdir, utimes, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 
 import {cliRunArgs, withoutPullProgress} from '../../src/lib/container/cli-runtime.js'
@@ -49,7 +49,8 @@ describe('container image cache', () => {
     expect(await writer.resolvedDigest('r/a:v1', 'linux/amd64')).to.equal(digest('a'))
     expect(await writer.resolvedDigest('r/a:v1', 'linux/arm64')).to.equal(undefined)
 
-    // Another process's view: it used b long ago, c recently, a never (for it); a and b are this one's.
+    // Another user of the cache: the writer is done with its images; the reader uses c now.
+    await writer.release()
     const reader = new ImageCache(dir, 250)
     const image = await reader.get(digest('c'))
     expect(image).to.deep.include({digest: digest('c'), reference: 'r/c:v1', size: 100})
@@ -59,8 +60,13 @@ describe('container image cache', () => {
     await utimes(path.join(dir, 'images', `sha256-${'a'.repeat(64)}`, 'image.json'), new Date(Date.now() - 60_000), new Date(Date.now() - 60_000))
     expect(await reader.evict()).to.deep.equal([digest('b')])
     expect((await reader.list()).map((i) => i.digest).sort()).to.deep.equal([digest('a'), digest('c')])
-    // The writer uses all three: it evicts none of them, whatever the cap.
-    expect(await writer.evict()).to.deep.equal([])
+    // A use marker of another live process (pid 1) keeps an image; one of a process that is gone does not.
+    const users = (c: string): string => path.join(dir, 'images', `sha256-${c.repeat(64)}`, 'users')
+    await mkdir(users('a'), {recursive: true})
+    await writeFile(path.join(users('a'), '1'), '')
+    await writeFile(path.join(users('c'), '2147483646'), '')
+    const strict = new ImageCache(dir, 1)
+    expect(await strict.evict()).to.deep.equal([digest('c')])
     expect(await readdir(path.join(dir, 'tmp'))).to.deep.equal([])
     expect(await reader.get(digest('b'))).to.equal(undefined)
   })

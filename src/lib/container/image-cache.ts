@@ -10,10 +10,12 @@
  *
  * An image appears at once and whole (a rename), so a concurrent fnr sees it complete or not at
  * all. The cache holds at most maxBytes of file content: after a pull, the images used least
- * recently are removed until it fits, never one this process uses.
+ * recently are removed until it fits, never one in use: each process using an image leaves a
+ * marker named by its pid in the image's directory (users/<pid>) until it releases it, and an
+ * image with a marker of a live process is kept.
  */
 import {createHash, randomBytes} from 'node:crypto'
-import {chmod, mkdir, readFile, readdir, rename, rm, stat, utimes, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, readFile, readdir, rename, rm, stat, unlink, utimes, writeFile} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 
@@ -115,7 +117,11 @@ export class ImageCache {
       return undefined
     }
     if (record.digest !== digest) return undefined
-    this.inUse.add(digest)
+    if (!this.inUse.has(digest)) {
+      await mkdir(path.join(dir, 'users'), {recursive: true})
+      await writeFile(path.join(dir, 'users', String(process.pid)), '')
+      this.inUse.add(digest)
+    }
     const now = new Date()
     await utimes(path.join(dir, 'image.json'), now, now).catch(() => {})
     return {digest, reference: record.reference, platform: record.platform, config: record.config, size: record.size, rootfs: path.join(dir, 'rootfs')}
@@ -157,6 +163,18 @@ export class ImageCache {
     return added
   }
 
+  /** Drops this process's use markers (its images may be evicted by others from now on). */
+  async release(): Promise<void> {
+    for (const digest of this.inUse) await unlink(path.join(this.imageDir(digest), 'users', String(process.pid))).catch(() => {})
+    this.inUse.clear()
+  }
+
+  /** Whether a live process other than this one has marked the image as in use. */
+  private async usedElsewhere(digest: string): Promise<boolean> {
+    const pids = await readdir(path.join(this.imageDir(digest), 'users')).catch(() => [] as string[])
+    return pids.some((p) => /^\d+$/.test(p) && Number(p) !== process.pid && processAlive(Number(p)))
+  }
+
   /** Every cached image: digest, size and last use (ms since the epoch). */
   async list(): Promise<Array<{digest: string; size: number; lastUsed: number}>> {
     const out: Array<{digest: string; size: number; lastUsed: number}> = []
@@ -184,7 +202,7 @@ export class ImageCache {
     const removed: string[] = []
     for (const image of images) {
       if (total <= this.maxBytes) break
-      if (this.inUse.has(image.digest)) continue
+      if (this.inUse.has(image.digest) || (await this.usedElsewhere(image.digest))) continue
       // Renamed away first: another fnr never sees a half-removed image.
       const gone = path.join(this.dir, 'tmp', `evicted-${dirName(image.digest)}-${randomBytes(4).toString('hex')}`)
       try {
@@ -198,6 +216,16 @@ export class ImageCache {
       removed.push(image.digest)
     }
     return removed
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    // EPERM: it exists, as another user's process.
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
   }
 }
 

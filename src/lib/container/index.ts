@@ -131,7 +131,7 @@ export class ContainerSession {
       return runWithCli({...cli, user: user && `${user.uid}:${user.gid}`, ...call})
     }
     const mounts = (this.options.mounts ?? []).map(parseMount)
-    const ensured = await this.ensure(image, label, policy, call.signal)
+    const ensured = await this.ensure(image, label, policy, pullSignal(call))
     const env = containerEnvEntries(this.options.env ?? [], this.env)
     const stateRoot = defaultStateRoot(runtime.name, this.env)
     return runWithOciRuntime({runtime, stateRoot, image: ensured.image, label, input, network, user, mounts, env, limits: limitsFromEnv(this.env), ...call})
@@ -171,9 +171,17 @@ export class ContainerSession {
     return this.client
   }
 
-  close(): void {
+  async close(): Promise<void> {
     this.client?.close()
+    await this.cache?.release()
   }
+}
+
+/** The call's signal, also aborted (TimeoutError) at its deadline: a pull counts against --timeout, as kpt's docker run does. */
+function pullSignal(call: ContainerCall): AbortSignal | undefined {
+  if (call.deadline === undefined || !Number.isFinite(call.deadline)) return call.signal
+  const timeout = AbortSignal.timeout(Math.max(0, Math.min(call.deadline - Date.now(), 2_147_483_647)))
+  return call.signal ? AbortSignal.any([call.signal, timeout]) : timeout
 }
 
 function formatMb(bytes: number): string {
