@@ -19,6 +19,7 @@ export const UNIT = [
   'test/cli/flag-specs.test.ts',
   'test/cli/kpt-errors.test.ts',
   'test/config/exec-config.test.ts',
+  'test/container/blob-download.test.ts',
   'test/container/image-cache.test.ts',
   'test/container/layers.test.ts',
   'test/conformance/judge.test.ts',
