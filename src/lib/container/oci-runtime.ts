@@ -195,6 +195,8 @@ export async function runWithOciRuntime(options: OciRunOptions): Promise<Functio
   const onAbort = (): void => void deleteContainer()
   options.signal?.addEventListener('abort', onAbort, {once: true})
   const deadlineTimer = options.deadline !== undefined && Number.isFinite(options.deadline) ? setTimeout(onAbort, Math.max(0, Math.min(options.deadline - Date.now(), 2_147_483_647))) : undefined
+  // Set when the runtime ended by itself with the container's exit status: `run` has removed the container then.
+  let removedByRuntime = false
   try {
     await writeFile(path.join(bundle, 'config.json'), JSON.stringify(bundleConfig(options)))
     const result = await runFunctionProcess({
@@ -214,11 +216,13 @@ export async function runWithOciRuntime(options: OciRunOptions): Promise<Functio
         throw new FnrError('FailedPrecondition', `${options.runtime.name} could not run image function ${JSON.stringify(options.label)}: ${firstLine(why, 1000)}`, {details: {startFailed: true}})
       }
     }
+    removedByRuntime = result.exitCode !== null
     return result
   } finally {
     clearTimeout(deadlineTimer)
     options.signal?.removeEventListener('abort', onAbort)
-    await deleteContainer()
+    // Killed, failed or cut off: the container may still be there (a delete of none costs a runtime start).
+    if (!removedByRuntime || deleting !== undefined) await deleteContainer()
     await rm(bundle, {recursive: true, force: true})
   }
 }
