@@ -210,7 +210,12 @@ describe('image functions in fnr\'s own container runtime (runc, images from a r
     const none = await fnr(['eval', '-', '--image', image('fn/probe:v1')], {FNR_CONTAINER_RUNTIME: 'none'})
     expect(none.exitCode, none.stderr).to.equal(4)
     expect(none.stderr).to.match(/is not in the exec config .*, and FNR_CONTAINER_RUNTIME is none/)
-    const noDaemon = await fnr(['eval', '-', '--image', image('fn/probe:v1')], {FNR_CONTAINER_RUNTIME: 'docker', PATH: `${await fakeDocker(work)}:${process.env.PATH}`})
+    const withDocker = {PATH: `${await fakeDocker(work)}:${process.env.PATH}`}
+    // auto: docker is there but its daemon is not; said once, and runc runs the function.
+    const fellBack = await fnr(['eval', '-', '--image', image('fn/probe:v1'), '--env', 'PROBE_PORT=1'], {...withDocker, FNR_CONTAINER_RUNTIME: 'auto'})
+    expect(fellBack.exitCode, fellBack.stderr).to.equal(0)
+    expect(fellBack.stderr).to.match(/^\[IMAGE\] running image functions with runc: docker \(.*\) is installed but not usable: `docker version` failed: Cannot connect to the Docker daemon/m)
+    const noDaemon = await fnr(['eval', '-', '--image', image('fn/probe:v1')], {...withDocker, FNR_CONTAINER_RUNTIME: 'docker'})
     expect(noDaemon.exitCode, noDaemon.stderr).to.equal(3)
     expect(noDaemon.stderr).to.match(/FNR_CONTAINER_RUNTIME=docker is not usable to run image functions: docker \(.*\) is installed but not usable: `docker version` failed: Cannot connect to the Docker daemon/)
   })

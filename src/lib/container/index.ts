@@ -109,9 +109,15 @@ export class ContainerSession {
     normalisePullPolicy(options.pullPolicy)
   }
 
-  /** The runtime chosen for this run; undefined when FNR_CONTAINER_RUNTIME is none. */
+  /**
+   * The runtime chosen for this run; undefined when FNR_CONTAINER_RUNTIME is none. A container CLI
+   * passed over because it does not work is said once, on stderr.
+   */
   selectedRuntime(): Promise<ContainerRuntime | undefined> {
-    return (this.runtime ??= selectRuntime(this.env))
+    return (this.runtime ??= selectRuntime(this.env).then((runtime) => {
+      if (runtime?.passedOver) this.stderr.write(`[IMAGE] running image functions with ${runtime.name}: ${runtime.passedOver.join('; ')}\n`)
+      return runtime
+    }))
   }
 
   /**

@@ -20,7 +20,8 @@ import {FnrError, firstLine} from '../errors.js'
 export type CliRuntimeName = 'docker' | 'podman' | 'nerdctl'
 export type OciRuntimeName = 'runc' | 'crun'
 
-export type ContainerRuntime = {kind: 'cli'; name: CliRuntimeName; path: string} | {kind: 'oci'; name: OciRuntimeName; path: string}
+/** The runtime chosen; `passedOver` names the ones installed but not usable that auto tried first, and why. */
+export type ContainerRuntime = ({kind: 'cli'; name: CliRuntimeName; path: string} | {kind: 'oci'; name: OciRuntimeName; path: string}) & {passedOver?: string[]}
 
 const CLI_RUNTIMES: readonly CliRuntimeName[] = ['docker', 'podman', 'nerdctl']
 const OCI_RUNTIMES: readonly OciRuntimeName[] = ['runc', 'crun']
@@ -131,7 +132,8 @@ export async function selectRuntime(env: NodeJS.ProcessEnv = process.env): Promi
   } else {
     found = tryOci(choice as OciRuntimeName)
   }
-  if (found !== undefined) return found
+  const passedOver = tried.filter((t) => t.includes(' is installed but not usable'))
+  if (found !== undefined) return passedOver.length > 0 ? {...found, passedOver} : found
   const how = choice === 'auto' ? 'no container runtime is usable' : `FNR_CONTAINER_RUNTIME=${choice} is not usable`
   throw new FnrError('FailedPrecondition', `${how} to run image functions: ${tried.join('; ')}`, {details: {noRuntime: true}})
 }
