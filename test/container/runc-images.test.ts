@@ -123,11 +123,11 @@ describe('image functions in fnr\'s own container runtime (runc, images from a r
     expect(blobGets(), 'the config only').to.have.length(1)
   })
 
-  it('fnr render of a package whose Kptfile names the image writes what the exec runtime writes', async () => {
+  it('fnr render of a package whose Kptfile names the image (twice) writes what the exec runtime writes, the tag resolved once', async () => {
     const pkgFor = async (name: string): Promise<string> => {
       const dir = path.join(work, name)
       await mkdir(dir)
-      await writeFile(path.join(dir, 'Kptfile'), `apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: ${name}\npipeline:\n  mutators:\n  - image: ${image('kptdev/krm-functions-catalog/set-labels:v1')}\n    configMap:\n      app: web\n`)
+      await writeFile(path.join(dir, 'Kptfile'), `apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: ${name}\npipeline:\n  mutators:\n  - image: ${image('kptdev/krm-functions-catalog/set-labels:v1')}\n    configMap:\n      app: web\n  - image: ${image('kptdev/krm-functions-catalog/set-labels:v1')}\n    configMap:\n      tier: front\n`)
       await writeFile(path.join(dir, 'cm.yaml'), INPUT)
       return dir
     }
@@ -137,12 +137,15 @@ describe('image functions in fnr\'s own container runtime (runc, images from a r
     await writeFile(config, `functions:\n- function: set-labels\n  images:\n  - ${image('kptdev/krm-functions-catalog/set-labels:v1')}\n`)
     const c = await fnr(['render', viaContainer])
     expect(c.exitCode, c.stderr).to.equal(0)
+    // One tag, one digest for the whole render: resolved (and said) once.
+    expect(c.stderr.match(/^\[IMAGE\] /gm)).to.have.length(1)
+    expect(c.stderr).to.include('Successfully executed 2 function(s) in 1 package(s).')
     const e = await fnr(['render', viaExec, `--config=${config}`, `--functions=${path.dirname(setLabelsBinary)}`])
     expect(e.exitCode, e.stderr).to.equal(0)
     for (const file of ['cm.yaml', 'Kptfile']) {
       expect(await readFile(path.join(viaContainer, file), 'utf8'), file).to.equal((await readFile(path.join(viaExec, file), 'utf8')).replaceAll('in-exec', 'in-container'))
     }
-    expect(await readFile(path.join(viaContainer, 'cm.yaml'), 'utf8')).to.include('app: web')
+    expect(await readFile(path.join(viaContainer, 'cm.yaml'), 'utf8')).to.match(/app: web\n\s+tier: front/)
   })
 
   it('runs the function as nobody, on a read-only root with a writable /tmp, with no network unless --network', async () => {
