@@ -96,7 +96,7 @@ describe('container image cache', () => {
     expect(() => kptRuntime({KRM_FN_RUNTIME: 'runc'})).to.throw(FnrError, /unsupported runtime/)
   })
 
-  it('gives the function a read-only root, no network but its own loopback, nobody and no capabilities', async () => {
+  it('gives the function a read-only root, no network but its own loopback, nobody and no capabilities (rootless: root in its own user namespace)', async () => {
     const rootfs = await temp.make('fnr-rootfs-')
     const image = {digest: digest('d'), reference: 'r', platform: 'linux/amd64', size: 1, rootfs, config: {...CONFIG, cmd: ['--flag'], workingDir: '/work'}}
     const config = bundleConfig({image, network: false, mounts: [], env: ['X=1'], limits: {memoryBytes: 1 << 28, cpus: 0.5, pids: 64}}) as Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -114,6 +114,14 @@ describe('container image cache', () => {
     expect(networked.linux.namespaces.map((n: {type: string}) => n.type)).not.to.include('network')
     expect(networked.mounts.slice(-3).map((m: {destination: string}) => m.destination)).to.deep.equal(['/etc/resolv.conf', '/etc/hosts', '/in'])
     expect(networked.process.capabilities.effective).to.include('CAP_CHOWN')
+    // Rootless: the container's root is the host user, its only id, with no capabilities; the host's /sys bound on its network.
+    const rootless = bundleConfig({image, network: true, mounts: [], env: [], limits: {}, rootless: {uid: 1000, gid: 1001}}) as Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
+    expect(rootless.process.user).to.deep.equal({uid: 0, gid: 0})
+    expect(rootless.process.capabilities.effective).to.deep.equal([])
+    expect(rootless.linux.uidMappings).to.deep.equal([{containerID: 0, hostID: 1000, size: 1}])
+    expect(rootless.linux.gidMappings).to.deep.equal([{containerID: 0, hostID: 1001, size: 1}])
+    expect(rootless.linux.namespaces.map((n: {type: string}) => n.type)).to.deep.equal(['pid', 'ipc', 'uts', 'mount', 'user'])
+    expect(rootless.mounts.find((m: {destination: string}) => m.destination === '/sys')).to.deep.include({type: 'none', source: '/sys'})
     expect(containerEnv(['PATH=/x', 'HOME=/h'], ['PATH=/y'])).to.deep.equal(['PATH=/y', 'HOME=/h'])
     expect(runtimeLogError('{"level":"info","msg":"hi"}\n{"level":"error","msg":"runc run failed: boom"}\n')).to.equal('runc run failed: boom')
     expect(runtimeLogError('')).to.equal(undefined)

@@ -7,7 +7,8 @@
  * cache of this suite's own, and the suite checks that no container or bundle outlives a run.
  */
 import {expect} from 'chai'
-import {readFile, readdir, writeFile, mkdir} from 'node:fs/promises'
+import {existsSync, readFileSync} from 'node:fs'
+import {chmod, chown, readFile, readdir, writeFile, mkdir} from 'node:fs/promises'
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
 import path from 'node:path'
@@ -161,6 +162,37 @@ describe('image functions in fnr\'s own container runtime (runc, images from a r
     expect(networked.exitCode, networked.stderr).to.equal(0)
     expect(networked.stderr).to.include('network: reached')
     expect(networked.stderr).to.include(`uid=${process.getuid!()} gid=${process.getgid!()}`)
+  })
+
+  it('runs rootless: fnr as another user (nobody) runs runc in a user namespace, the function root inside it only', async function () {
+    const setpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p))
+    if (setpriv === undefined) skipWithReason(this, 'setpriv is not installed (Debian package util-linux)')
+    if (Number(readFileSync('/proc/sys/user/max_user_namespaces', 'utf8').trim()) === 0) skipWithReason(this, 'this kernel allows no user namespaces')
+    // A home of nobody's own: the image cache, TMPDIR (bundles) and runc's state go there.
+    const home = path.join(work, 'rootless-home')
+    await chmod(work, 0o755)
+    await mkdir(home)
+    await chown(home, 65534, 65534)
+    const asNobody = (args: string[]): Promise<{exitCode?: number; stdout: string; stderr: string}> =>
+      execa(setpriv!, ['--reuid', '65534', '--regid', '65534', '--clear-groups', process.execPath, BIN_RUN, ...args], {
+        input: INPUT,
+        reject: false,
+        extendEnv: false,
+        env: {PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, TMPDIR: home, XDG_RUNTIME_DIR: home, FNR_CONTAINER_RUNTIME: 'runc', FNR_EXIT_CODES: 'fnr'},
+      }) as Promise<{exitCode?: number; stdout: string; stderr: string}>
+    const probe = await asNobody(['eval', '-', '--image', image('fn/probe:v1'), '--env', `PROBE_PORT=${serverPort}`])
+    expect(probe.exitCode, probe.stderr).to.equal(0)
+    expect(probe.stderr).to.include('uid=0 gid=0')
+    expect(probe.stderr).to.include('network: unreachable')
+    expect(probe.stderr).to.include('root: read-only')
+    const labels = await asNobody(['eval', '-', '--image', image('kptdev/krm-functions-catalog/set-labels:v1'), '--network', '--', 'app=web'])
+    expect(labels.exitCode, labels.stderr).to.equal(0)
+    const exec = await fnr(['eval', '-', '--exec', setLabelsBinary, '--', 'app=web'])
+    expect(labels.stdout).to.equal(exec.stdout)
+    expect((await readdir(path.join(home, '.cache', 'fnr', 'images', 'images'))).length).to.equal(2)
+    const listed = await execa(findRunc()!, ['--root', path.join(home, 'fnr-runc'), 'list', '--quiet'], {reject: false})
+    expect(String(listed.stdout).trim()).to.equal('')
+    expect((await readdir(home)).filter((n) => n.startsWith('fnr-bundle-'))).to.deep.equal([])
   })
 
   it('kills the container at --timeout (exit 6) and on an interrupt (130), and leaves none behind', async () => {

@@ -4,13 +4,15 @@
  * holding config.json; the root filesystem is the cached one, mounted read-only), `<runtime> run`
  * in the foreground with the function's stdin, stdout and stderr passed straight through, through
  * the same process runner as every exec function (process/run.ts: deadline, interrupt, output
- * cap), then `<runtime> delete --force` and the bundle removed, whatever happened.
+ * cap), then the bundle removed, and the container deleted (`<runtime> delete --force`) unless
+ * the runtime ended by itself and so removed it.
  *
  * The container: new pid, ipc, uts and mount namespaces; a new network namespace with only
  * loopback unless the network is allowed (then the host's, with its /etc/resolv.conf and
  * /etc/hosts); the read-only root with a tmpfs /tmp; user nobody (the image's passwd entry, else
  * 65534:65534) or fnr's own uid:gid; no new privileges; a non-root user has no capabilities;
  * memory, CPU and process limits when FNR_FN_MEMORY, FNR_FN_CPUS, FNR_FN_PIDS ask for them.
+ * When fnr is not root, rootless: a user namespace maps the container's root to fnr's user.
  */
 import {execFile} from 'node:child_process'
 import {randomBytes} from 'node:crypto'
@@ -63,9 +65,16 @@ const NOBODY = {uid: 65534, gid: 65534}
 /** The capabilities a root process gets (none for any other user). */
 const ROOT_CAPABILITIES = ['CAP_CHOWN', 'CAP_DAC_OVERRIDE', 'CAP_FSETID', 'CAP_FOWNER', 'CAP_SETGID', 'CAP_SETUID', 'CAP_SETPCAP', 'CAP_NET_BIND_SERVICE', 'CAP_KILL']
 
-/** The runtime's state directory: FNR_RUNC_ROOT, else /run/fnr-<runtime>. */
+/**
+ * The runtime's state directory: FNR_RUNC_ROOT, else /run/fnr-<runtime> as root, else
+ * $XDG_RUNTIME_DIR/fnr-<runtime>, else fnr-<runtime>-<uid> in the temporary directory.
+ */
 export function defaultStateRoot(runtime: OciRuntimeName, env: NodeJS.ProcessEnv = process.env): string {
-  return env.FNR_RUNC_ROOT ? path.resolve(env.FNR_RUNC_ROOT) : path.join('/run', `fnr-${runtime}`)
+  if (env.FNR_RUNC_ROOT) return path.resolve(env.FNR_RUNC_ROOT)
+  const uid = process.getuid?.() ?? 0
+  if (uid === 0) return path.join('/run', `fnr-${runtime}`)
+  if (env.XDG_RUNTIME_DIR && path.isAbsolute(env.XDG_RUNTIME_DIR)) return path.join(env.XDG_RUNTIME_DIR, `fnr-${runtime}`)
+  return path.join(os.tmpdir(), `fnr-${runtime}-${uid}`)
 }
 
 /** FNR_FN_MEMORY (a size), FNR_FN_CPUS (a number) and FNR_FN_PIDS (a count), checked. */
@@ -112,38 +121,59 @@ export function containerEnv(imageEnv: readonly string[], extra: readonly string
   return [...env].map(([k, v]) => `${k}=${v}`)
 }
 
-/** config.json of the bundle (OCI runtime spec 1.0). */
-export function bundleConfig(options: Pick<OciRunOptions, 'image' | 'network' | 'user' | 'mounts' | 'env' | 'limits'>): Record<string, unknown> {
-  const {image} = options
-  const argv = functionCommand(image.config.entrypoint, image.config.cmd)
-  const user = options.user ?? nobodyOf(image.rootfs)
-  const caps = user.uid === 0 ? ROOT_CAPABILITIES : []
+type BundleInput = Pick<OciRunOptions, 'image' | 'network' | 'user' | 'mounts' | 'env' | 'limits'> & {rootless?: {uid: number; gid: number}}
+
+/** The container's mounts: its own /proc, /dev, /sys and /tmp, the host's name resolution with the network, --mount's binds. */
+function bundleMounts(options: BundleInput): Array<Record<string, unknown>> {
   const mounts: Array<Record<string, unknown>> = [
     {destination: '/proc', type: 'proc', source: 'proc', options: ['nosuid', 'noexec', 'nodev']},
     {destination: '/dev', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'strictatime', 'mode=755', 'size=65536k']},
     {destination: '/dev/pts', type: 'devpts', source: 'devpts', options: ['nosuid', 'noexec', 'newinstance', 'ptmxmode=0666', 'mode=0620']},
     {destination: '/dev/shm', type: 'tmpfs', source: 'shm', options: ['nosuid', 'noexec', 'nodev', 'mode=1777', 'size=65536k']},
     {destination: '/dev/mqueue', type: 'mqueue', source: 'mqueue', options: ['nosuid', 'noexec', 'nodev']},
-    {destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro']},
+    // sysfs needs a network namespace the container owns; without one (rootless on the host's network) the host's, bound read-only.
+    options.rootless && options.network
+      ? {destination: '/sys', type: 'none', source: '/sys', options: ['rbind', 'nosuid', 'noexec', 'nodev', 'ro']}
+      : {destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro']},
     {destination: '/tmp', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'nodev', 'mode=1777', 'size=262144k']},
   ]
   if (options.network) {
     for (const file of ['/etc/resolv.conf', '/etc/hosts']) mounts.push({destination: file, type: 'bind', source: file, options: ['rbind', 'rprivate', 'ro']})
   }
   for (const m of options.mounts) mounts.push({destination: m.target, type: 'bind', source: m.source, options: ['rbind', 'rprivate', m.readOnly ? 'ro' : 'rw']})
+  return mounts
+}
+
+function bundleResources(limits: ResourceLimits): Record<string, unknown> {
   const resources: Record<string, unknown> = {}
-  if (options.limits.memoryBytes !== undefined) resources.memory = {limit: options.limits.memoryBytes, swap: options.limits.memoryBytes}
-  if (options.limits.cpus !== undefined) resources.cpu = {quota: Math.max(1000, Math.round(options.limits.cpus * 100_000)), period: 100_000}
-  if (options.limits.pids !== undefined) resources.pids = {limit: options.limits.pids}
+  if (limits.memoryBytes !== undefined) resources.memory = {limit: limits.memoryBytes, swap: limits.memoryBytes}
+  if (limits.cpus !== undefined) resources.cpu = {quota: Math.max(1000, Math.round(limits.cpus * 100_000)), period: 100_000}
+  if (limits.pids !== undefined) resources.pids = {limit: limits.pids}
+  return resources
+}
+
+/**
+ * config.json of the bundle (OCI runtime spec 1.0). Rootless (fnr not root; `rootless` is the
+ * host uid and gid): a user namespace maps the container's root to that user, the only id it has,
+ * so the function runs as root in the container and as that user outside, with no capabilities.
+ */
+export function bundleConfig(options: BundleInput): Record<string, unknown> {
+  const {image, rootless} = options
+  const user = rootless ? {uid: 0, gid: 0} : (options.user ?? nobodyOf(image.rootfs))
+  const caps = user.uid === 0 && !rootless ? ROOT_CAPABILITIES : []
   const namespaces: Array<{type: string}> = [{type: 'pid'}, {type: 'ipc'}, {type: 'uts'}, {type: 'mount'}]
   // A network namespace of its own has only loopback (the runtime brings it up).
   if (!options.network) namespaces.push({type: 'network'})
+  if (rootless) namespaces.push({type: 'user'})
+  const idMaps = rootless
+    ? {uidMappings: [{containerID: 0, hostID: rootless.uid, size: 1}], gidMappings: [{containerID: 0, hostID: rootless.gid, size: 1}]}
+    : {}
   return {
     ociVersion: '1.0.2',
     process: {
       terminal: false,
       user: {uid: user.uid, gid: user.gid},
-      args: argv,
+      args: functionCommand(image.config.entrypoint, image.config.cmd),
       env: containerEnv(image.config.env, options.env),
       cwd: image.config.workingDir || '/',
       capabilities: {bounding: caps, effective: caps, permitted: caps},
@@ -151,9 +181,10 @@ export function bundleConfig(options: Pick<OciRunOptions, 'image' | 'network' | 
     },
     root: {path: image.rootfs, readonly: true},
     hostname: 'krm-function',
-    mounts,
+    mounts: bundleMounts(options),
     linux: {
-      resources,
+      ...idMaps,
+      resources: bundleResources(options.limits),
       namespaces,
       maskedPaths: ['/proc/acpi', '/proc/asound', '/proc/kcore', '/proc/keys', '/proc/latency_stats', '/proc/timer_list', '/proc/timer_stats', '/proc/sched_debug', '/proc/scsi', '/sys/firmware'],
       readonlyPaths: ['/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger'],
@@ -198,7 +229,9 @@ export async function runWithOciRuntime(options: OciRunOptions): Promise<Functio
   // Set when the runtime ended by itself with the container's exit status: `run` has removed the container then.
   let removedByRuntime = false
   try {
-    await writeFile(path.join(bundle, 'config.json'), JSON.stringify(bundleConfig(options)))
+    const uid = process.getuid?.() ?? 0
+    const rootless = uid === 0 ? undefined : {uid, gid: process.getgid?.() ?? uid}
+    await writeFile(path.join(bundle, 'config.json'), JSON.stringify(bundleConfig({...options, rootless})))
     const result = await runFunctionProcess({
       command: options.runtime.path,
       args: ['--root', options.stateRoot, '--log', log, '--log-format', 'json', 'run', '--bundle', bundle, id],

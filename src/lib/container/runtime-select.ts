@@ -12,7 +12,7 @@
  * installed but does not work is reported with what it said, and nothing is chosen silently.
  */
 import {execFile} from 'node:child_process'
-import {accessSync, constants} from 'node:fs'
+import {accessSync, constants, readFileSync} from 'node:fs'
 import path from 'node:path'
 
 import {FnrError, firstLine} from '../errors.js'
@@ -81,12 +81,20 @@ export function probeCli(name: CliRuntimeName, bin: string, env: NodeJS.ProcessE
   })
 }
 
-/** Why fnr cannot run an OCI runtime here, or undefined when it can. */
+/**
+ * Why fnr cannot run an OCI runtime here, or undefined when it can: Linux, and as root, or as
+ * another user when the kernel lets users make user namespaces (rootless: oci-runtime.ts).
+ */
 export function ociUnusableReason(name: OciRuntimeName): string | undefined {
   if (process.platform !== 'linux') return `${name} runs on Linux only (this is ${process.platform})`
-  if (process.getuid?.() !== 0) {
-    return `fnr runs ${name} as root only (rootless ${name} needs a user namespace with uid/gid mappings, which fnr does not set up: use rootless podman, or run fnr as root)`
+  if (process.getuid?.() === 0) return undefined
+  let max = 0
+  try {
+    max = Number(readFileSync('/proc/sys/user/max_user_namespaces', 'utf8').trim())
+  } catch {
+    // No such file: a kernel without user namespaces.
   }
+  if (!(max > 0)) return `fnr runs ${name} without root in a user namespace of its own, and this kernel allows none (user.max_user_namespaces is 0 or absent): run fnr as root, or use rootless podman`
   return undefined
 }
 
