@@ -1,7 +1,7 @@
 /**
  * `fnr eval --image` through a container CLI (src/lib/container/cli-runtime.ts): a stand-in docker
  * (and podman) on PATH records the command line fnr gives it and runs the "function" (cat). fnr
- * must pick the CLI KRM_FN_RUNTIME names when it answers, give it kpt's `run` line, drop its pull
+ * must pick the CLI kpt's KPT_FN_RUNTIME names when it answers, give it kpt's `run` line, drop its pull
  * progress from the function's stderr, and remove the container when it kills the CLI.
  */
 import {expect} from 'chai'
@@ -45,7 +45,7 @@ describe('image functions through a container CLI (docker, podman) with kpt\'s c
     dir = await temp.make('fnr-cli-runtime-')
     log = path.join(dir, 'log')
     for (const cli of ['docker', 'podman']) await writeFile(path.join(dir, cli), standIn(cli), {mode: 0o755})
-    env = {PATH: `${dir}:${process.env.PATH}`, LOG: log, FNR_CONTAINER_RUNTIME: 'auto', FNR_EXIT_CODES: 'fnr', KRM_FN_RUNTIME: ''}
+    env = {PATH: `${dir}:${process.env.PATH}`, LOG: log, FNR_CONTAINER_RUNTIME: 'auto', FNR_EXIT_CODES: 'fnr', KPT_FN_RUNTIME: '', KRM_FN_RUNTIME: ''}
   })
   beforeEach(() => writeFile(log, ''))
 
@@ -64,10 +64,10 @@ describe('image functions through a container CLI (docker, podman) with kpt\'s c
     expect(r.stderr).not.to.match(/Pulling from|Pull complete|Unable to find image/)
   })
 
-  it('maps --network, --as-current-user, --image-pull-policy and --mount; KRM_FN_RUNTIME picks podman', async () => {
+  it('maps --network, --as-current-user, --image-pull-policy and --mount; KPT_FN_RUNTIME picks podman', async () => {
     const r = await runCli(
       ['eval', '-', '--image', 'set-labels:v0.2', '--network', '--as-current-user', '--image-pull-policy', 'never', '--mount', 'type=bind,src=/tmp,dst=/in'],
-      {input: INPUT, env: {...env, KRM_FN_RUNTIME: 'podman'}},
+      {input: INPUT, env: {...env, KPT_FN_RUNTIME: 'podman'}},
     )
     expect(r.exitCode, r.stderr).to.equal(0)
     const calls = await lines()

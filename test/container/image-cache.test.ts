@@ -82,7 +82,7 @@ describe('container image cache', () => {
     expect(withoutPullProgress(Buffer.from(stderr)).toString()).to.equal('the function speaks\n')
   })
 
-  it('reads kpt\'s --mount and --env, FNR_CONTAINER_RUNTIME and KRM_FN_RUNTIME', () => {
+  it('reads kpt\'s --mount and --env, FNR_CONTAINER_RUNTIME, KPT_FN_RUNTIME and KRM_FN_RUNTIME', () => {
     expect(parseMount('type=bind,src=/data,dst=/in')).to.deep.equal({source: '/data', target: '/in', readOnly: true})
     expect(parseMount('type=bind,source=/data,target=/in,rw=true')).to.deep.equal({source: '/data', target: '/in', readOnly: false})
     expect(() => parseMount('type=volume,src=v,dst=/in')).to.throw(FnrError, /mounts type=bind only/)
@@ -93,7 +93,9 @@ describe('container image cache', () => {
     expect(() => runtimeChoice({FNR_CONTAINER_RUNTIME: 'lxc'})).to.throw(FnrError, /expected one of auto, docker, podman, nerdctl, runc, crun, none/)
     expect(kptRuntime({})).to.equal('docker')
     expect(kptRuntime({KRM_FN_RUNTIME: 'Podman'})).to.equal('podman')
-    expect(() => kptRuntime({KRM_FN_RUNTIME: 'runc'})).to.throw(FnrError, /unsupported runtime/)
+    expect(kptRuntime({KPT_FN_RUNTIME: 'nerdctl', KRM_FN_RUNTIME: 'podman'})).to.equal('nerdctl')
+    expect(kptRuntime({KPT_FN_RUNTIME: '', KRM_FN_RUNTIME: 'podman'})).to.equal('podman')
+    expect(() => kptRuntime({KRM_FN_RUNTIME: 'runc'})).to.throw(FnrError, /^KRM_FN_RUNTIME="runc": unsupported runtime/)
   })
 
   it('gives the function a read-only root, no network but its own loopback, nobody and no capabilities (rootless: root in its own user namespace)', async () => {

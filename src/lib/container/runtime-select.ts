@@ -3,9 +3,10 @@
  * (docs/container-runtime.md, "Choosing a runtime"):
  *
  *   FNR_CONTAINER_RUNTIME  auto (default) | docker | podman | nerdctl | runc | crun | none
- *   KRM_FN_RUNTIME         kpt's choice of container CLI (docker, podman or nerdctl; default docker)
+ *   KPT_FN_RUNTIME         kpt's choice of container CLI (docker, podman or nerdctl; default
+ *                          docker); KRM_FN_RUNTIME, its name in later kpt, too
  *
- * auto takes the container CLI KRM_FN_RUNTIME names (docker when unset) when it is installed and
+ * auto takes the container CLI kpt's variable names (docker when unset) when it is installed and
  * answers (docker and nerdctl: their daemon answers `version`; podman: `info`), then fnr's own
  * runtime with runc, then crun. Any other value takes that runtime only; `none` runs no image the
  * exec config does not map (as fnr did before it had container runtimes). A runtime that is
@@ -42,12 +43,15 @@ export function runtimeChoice(env: NodeJS.ProcessEnv = process.env): (typeof CHO
   return found
 }
 
-/** KRM_FN_RUNTIME, checked as kpt checks it; docker when unset. */
+/**
+ * kpt's choice of container CLI, checked as kpt checks it: KPT_FN_RUNTIME (kpt 1.0.0-beta.56, the
+ * kpt fnr follows) or KRM_FN_RUNTIME (its name in later kpt), the first one set; docker when neither is.
+ */
 export function kptRuntime(env: NodeJS.ProcessEnv = process.env): CliRuntimeName {
-  const raw = (env.KRM_FN_RUNTIME ?? '').toLowerCase()
-  if (raw === '') return 'docker'
-  const found = CLI_RUNTIMES.find((c) => c === raw)
-  if (found === undefined) throw new FnrError('Config', `KRM_FN_RUNTIME=${JSON.stringify(env.KRM_FN_RUNTIME)}: unsupported runtime, expected docker, podman or nerdctl`)
+  const name = ['KPT_FN_RUNTIME', 'KRM_FN_RUNTIME'].find((n) => (env[n] ?? '') !== '')
+  if (name === undefined) return 'docker'
+  const found = CLI_RUNTIMES.find((c) => c === env[name]!.toLowerCase())
+  if (found === undefined) throw new FnrError('Config', `${name}=${JSON.stringify(env[name])}: unsupported runtime, expected docker, podman or nerdctl`)
   return found
 }
 
