@@ -115,6 +115,9 @@ describe('image functions in fnr\'s own container runtime (runc, images from a r
     expect(second.stdout).to.equal(exec.stdout)
     expect(second.stderr).to.match(/\(linux\/amd64, cached\)/)
     expect(proxy!.records, 'IfNotPresent: the registry is not asked').to.deep.equal([])
+    // The oclif command (not the fast path) runs it the same way.
+    const viaOclif = await fnr(args, {FNR_NO_FAST_PATH: '1'})
+    expect([viaOclif.exitCode, viaOclif.stdout]).to.deep.equal([0, exec.stdout])
 
     // Always: the tag is resolved again (manifest and config), the layer is not downloaded again.
     const always = await fnr([...args.slice(0, 4), '--image-pull-policy', 'always', '--', 'app=web'])
