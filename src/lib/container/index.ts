@@ -18,8 +18,6 @@ import {defaultStateRoot, limitsFromEnv, runWithOciRuntime, type BindMount} from
 import {ensureImage, normalisePullPolicy, type EnsuredImage} from './pull.js'
 import {selectRuntime, type ContainerRuntime} from './runtime-select.js'
 
-export {runtimeChoice} from './runtime-select.js'
-
 /** What kpt's container flags asked for (fnr eval: --image-pull-policy, --network, --as-current-user, --mount, --env; fnr render: --image-pull-policy, --allow-network). */
 export interface ContainerOptions {
   /** Always, IfNotPresent (the default) or Never, in any case. */
