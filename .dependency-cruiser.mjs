@@ -26,7 +26,8 @@ export const LAYERS = [
   ['pods-cluster', '^src/lib/pods/cluster/'],
   ['pods-runtime', '^src/lib/pods/runtime/'],
   ['pods-admin', '^src/lib/pods/admin/'],
-  ['evaluators-cache', '^src/lib/(evaluators|cache)/'],
+  // evaluators, the response cache, and the container runtimes of fnr eval and render
+  ['evaluators-cache', '^src/lib/(evaluators|cache|container)/'],
   // what the commands call: serve, wrapper-server, eval (and its --save), render, test, and their flag specs
   ['entry-points', '^src/lib/(flags|fntest)/|^src/lib/(eval|render|drain|serve|wrapper|save-function)[.]ts$'],
   // the CLI adapter, the packaged binaries, oclif hooks

@@ -22,14 +22,14 @@ export const EXIT_CODES_SPEC = {
 /** kpt's image pull policies (matched in any case, as kpt does). */
 const IMAGE_PULL_POLICIES = ['Always', 'IfNotPresent', 'Never']
 
-/** --image-pull-policy checked as kpt checks it; fnr's runtimes pull nothing, so the value is not used. */
+/** --image-pull-policy checked as kpt checks it (the container runtimes use it: lib/container). */
 export function checkImagePullPolicy(raw: string | undefined): void {
   if (raw === undefined || IMAGE_PULL_POLICIES.some((p) => p.toLowerCase() === raw.toLowerCase())) return
   throw new FnrError('Usage', `invalid argument ${JSON.stringify(raw)} for "--image-pull-policy" flag: must be one of: ${IMAGE_PULL_POLICIES.join(', ')}`, {details: {commandLine: true}})
 }
 
 export const EVAL_FLAG_SPECS = {
-  image: {kind: 'string', char: 'i', summary: 'Function image (as kpt\'s -i), run through the exec config (the functions fnr ships, or --config) or --runner.', exclusive: ['exec']},
+  image: {kind: 'string', char: 'i', summary: 'Function image (as kpt\'s -i), run through the exec config (the functions fnr ships, or --config), --runner, or else a container runtime (docker, podman, nerdctl, or fnr\'s own with runc; docs/container-runtime.md).', exclusive: ['exec']},
   exec: {kind: 'string', summary: 'Executable function and its arguments, e.g. "./fn --flag" (no shell).', exclusive: ['image']},
   'fn-config': {kind: 'string', summary: 'File holding the functionConfig resource.'},
   output: {kind: 'string', char: 'o', summary: 'stdout (wrapped ResourceList), unwrap (YAML documents) or a new directory; default: DIR, in place (stdout when reading stdin).'},
@@ -37,10 +37,10 @@ export const EVAL_FLAG_SPECS = {
   save: {kind: 'boolean', char: 's', summary: 'After the function ran, add it to DIR\'s Kptfile pipeline (with its config and selectors), as kpt does: in .pipeline.mutators, or .pipeline.validators with --type validator. Needs --type.'},
   type: {kind: 'string', char: 't', summary: 'mutator or validator: the Kptfile list --save adds the function to.'},
   'include-meta-resources': {kind: 'boolean', char: 'm', summary: 'kpt\'s deprecated flag (the Kptfile and other meta resources are always included): an error, with kpt\'s message.'},
-  'image-pull-policy': {kind: 'string', summary: 'Always, IfNotPresent or Never (any case), as kpt. Checked; fnr pulls no images (the exec config runs local binaries, and --runner\'s server pulls by its own policy), so it changes nothing.'},
-  network: {kind: 'boolean', summary: 'Let the function use the network (kpt: container functions). The exec config\'s functions are local processes with the host\'s network already; an error with --exec (as kpt) and --runner.'},
-  mount: {kind: 'string', multiple: true, multipleNonGreedy: true, summary: 'kpt\'s container mounts (docker --mount syntax): fnr\'s runtimes have no container to mount into, so an error naming the runtime.'},
-  'as-current-user': {kind: 'boolean', summary: 'Run the function with fnr\'s uid and gid (kpt: container functions). The exec config\'s functions already do; an error with --exec (as kpt) and --runner.'},
+  'image-pull-policy': {kind: 'string', summary: 'Always, IfNotPresent (default) or Never (any case), as kpt: when a container runtime pulls the image. The exec config runs local binaries, and --runner\'s server pulls by its own policy.'},
+  network: {kind: 'boolean', summary: 'Let a container function use the host\'s network (default: none but loopback), as kpt. The exec config\'s functions are local processes with the host\'s network already; an error with --exec (as kpt) and --runner.'},
+  mount: {kind: 'string', multiple: true, multipleNonGreedy: true, summary: 'kpt\'s container mounts (docker --mount syntax; read-only unless rw=true); fnr\'s own runtime takes type=bind. An error for an image the exec config maps (no container), with --exec and with --runner.'},
+  'as-current-user': {kind: 'boolean', summary: 'Run a container function with fnr\'s uid and gid instead of nobody, as kpt. The exec config\'s functions already do; an error with --exec (as kpt) and --runner.'},
   keywords: {kind: 'string', char: 'k', multiple: true, multipleNonGreedy: true, summary: 'kpt\'s function keywords for shell completion: accepted, no effect.'},
   'allow-alpha-wasm': {kind: 'boolean', summary: 'kpt\'s switch for alpha wasm functions: accepted, no effect (fnr runs no wasm functions).'},
   input: {kind: 'string', multiple: true, multipleNonGreedy: true, summary: 'File or directory of KRM resources (repeatable), read like kpt fn source, instead of DIR; "-" means stdin. (No short form: -i is --image, as in kpt.)'},
@@ -118,11 +118,9 @@ function checkKptFlags(values: Record<string, FlagValue>, given: ReadonlySet<str
   if (values.runner !== undefined) {
     throw usage(`${named} cannot be passed through --runner: the function evaluator protocol (proto/evaluator.proto, EvaluateFunctionRequest: resource_list and image only) carries no container options; the runner's own runtime decides them`)
   }
-  // The exec config's runtime runs a local binary as fnr's user with the host's network: --network
-  // and --as-current-user already hold; a mount has nowhere to go.
-  if (given.has('mount') && (values.mount as string[]).length > 0) {
-    throw usage(`--mount: the exec runtime runs ${JSON.stringify(values.image ?? '')} as the local binary the exec config maps it to, with no container to mount into; read the files from the function's own path instead`)
-  }
+  // An image the exec config maps runs as a local binary as fnr's user with the host's network:
+  // --network and --as-current-user already hold, and a mount has nowhere to go (eval.ts refuses
+  // it then); any other image runs in a container runtime, which takes all three.
 }
 
 /** Where the resources come from (DIR, "-", --input, or the current directory) and go (--output, or DIR in place). */
@@ -174,6 +172,12 @@ export function evalOptionsFromFlags(values: Record<string, FlagValue>, given: R
     failOnErrorResults: values['fail-on-error-results'] as boolean,
     truncateOutput: values['truncate-output'] as boolean,
     ...(values.save ? {save: {type: str('type') as 'mutator' | 'validator', dir: dir === undefined || dir === '-' ? '' : dir}} : {}),
+    container: {
+      pullPolicy: str('image-pull-policy'),
+      network: values.network === true,
+      asCurrentUser: values['as-current-user'] === true,
+      mounts: (values.mount as string[] | undefined) ?? [],
+    },
     execPaths: {
       ...resolveExecPaths(str('config')!, str('functions')!, given.has('config'), given.has('functions'), {cli: true}),
       defaultImagePrefix: str('default-image-prefix')!,

@@ -10,8 +10,8 @@ import {checkImagePullPolicy, EXIT_CODES_SPEC} from './eval-flags.js'
 
 export const RENDER_FLAG_SPECS = {
   'allow-exec': {kind: 'boolean', summary: 'Allow the pipeline\'s `exec:` functions (binaries run in the current directory, as kpt runs them).', default: false},
-  'allow-network': {kind: 'boolean', summary: 'Let the functions use the network (kpt: container functions). The exec config\'s functions are local processes with the host\'s network already; an error with --runner, which cannot carry it.', default: false},
-  'image-pull-policy': {kind: 'string', summary: 'Always, IfNotPresent or Never (any case), as kpt. Checked; fnr pulls no images (the exec config runs local binaries, and --runner\'s server pulls by its own policy), so it changes nothing.'},
+  'allow-network': {kind: 'boolean', summary: 'Let container functions use the host\'s network (default: none but loopback), as kpt. The exec config\'s functions are local processes with the host\'s network already; an error with --runner, which cannot carry it.', default: false},
+  'image-pull-policy': {kind: 'string', summary: 'Always, IfNotPresent (default) or Never (any case), as kpt: when a container runtime pulls an image. The exec config runs local binaries, and --runner\'s server pulls by its own policy.'},
   'allow-alpha-wasm': {kind: 'boolean', summary: 'kpt\'s switch for alpha wasm functions: accepted, no effect (fnr runs no wasm functions).', default: false},
   'exit-codes': EXIT_CODES_SPEC,
   output: {kind: 'string', char: 'o', summary: 'stdout (wrapped ResourceList), unwrap (YAML documents) or a new directory; default: the package, in place.'},
@@ -44,6 +44,7 @@ export function renderOptionsFromFlags(values: Record<string, FlagValue>, given:
     timeoutMs: values.timeout as number,
     maxOutputBytes: values['max-output-size'] as number,
     truncateOutput: values['truncate-output'] as boolean,
+    container: {pullPolicy: str('image-pull-policy'), network: values['allow-network'] === true},
     execPaths: {
       ...resolveExecPaths(str('config')!, str('functions')!, given.has('config'), given.has('functions'), {cli: true}),
       defaultImagePrefix: str('default-image-prefix')!,

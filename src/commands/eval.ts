@@ -15,8 +15,10 @@ export default class Eval extends FnrCommand {
 current directory) and writes the result back into it; \`fnr eval -\` reads a ResourceList (or plain
 KRM YAML documents) on stdin and writes one to stdout. --input files and directories (repeatable)
 are read like \`kpt fn source\`, in place of DIR. The function is --exec "PATH ARGS" (run without a
-shell) or -i/--image: an image fnr ships (or --config maps), or any image through --runner
-HOST:PORT (a running fnr serve). Its functionConfig comes from --fn-config FILE or from
+shell) or -i/--image: an image fnr ships (or --config maps), any image through --runner
+HOST:PORT (a running fnr serve), or else any image in a container runtime: docker, podman or
+nerdctl as kpt runs them, or fnr's own with runc, which needs no daemon (FNR_CONTAINER_RUNTIME
+chooses; docs/container-runtime.md). Its functionConfig comes from --fn-config FILE or from
 "-- key=value ..." (a ConfigMap named function-input, as kpt builds it). --match-* and
 --exclude-* send only some resources, merged back as kpt does. -s/--save -t mutator|validator
 adds the function to DIR's Kptfile pipeline afterwards, as kpt does.

@@ -18,8 +18,10 @@ export default class Render extends FnrCommand {
 exclude, and writes the result back into DIR (or --output). Console output and results.yaml are
 kpt's. Nothing is written when a function fails.
 
-image: functions run through the exec config (the functions fnr ships, or --config), or through
---runner HOST:PORT (a running fnr serve, so CI renders a package exactly as Porch will). exec:
+image: functions run through the exec config (the functions fnr ships, or --config), through
+--runner HOST:PORT (a running fnr serve, so CI renders a package exactly as Porch will), or else
+in a container runtime: docker, podman or nerdctl as kpt runs them, or fnr's own with runc, which
+needs no daemon (FNR_CONTAINER_RUNTIME chooses; docs/container-runtime.md). exec:
 functions run only with --allow-exec. kpt's flags are all accepted (--allow-network,
 --image-pull-policy, --allow-alpha-wasm: see each).
 

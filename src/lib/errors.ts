@@ -118,6 +118,10 @@ export interface FnrErrorDetails {
   startFailed?: boolean
   /** A function binary that is not there, not a regular file or not executable (exec-config.ts resolveBinary). */
   missingBinary?: boolean
+  /** No container runtime can run an image function here, or FNR_CONTAINER_RUNTIME is none (container/runtime-select.ts). */
+  noRuntime?: boolean
+  /** A failed image pull, its message already naming the image (container/pull.ts). */
+  pull?: boolean
   /** A function pod's container terminated or is crash-looping: its log tail says why (pods/cluster/manager.ts). */
   containerExited?: boolean
   /** The FunctionConfig object (namespace/name) an error's message already names (config/function-config-crd.ts). */

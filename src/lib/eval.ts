@@ -27,12 +27,13 @@ import {parse as shellParse} from 'shell-quote'
 import type {YAMLMap} from 'yaml'
 
 import {loadExecConfig} from './config/exec-config.js'
+import type {ContainerCall, ContainerOptions} from './container/index.js'
 import type {ExecPaths} from './config/embedded.js'
 import {displayImage} from './config/image-ref.js'
 import {FnrError} from './errors.js'
 import {ExecEvaluator} from './evaluators/exec.js'
 import {functionFailedError} from './process/failure.js'
-import {runFunctionProcess} from './process/run.js'
+import {runFunctionProcess, type FunctionProcessResult} from './process/run.js'
 import * as rl from './resourcelist/index.js'
 import {selectResources, type Selector} from './resourcelist/select.js'
 import {checkSavedConfigPath, saveFunctionToKptfile, type SaveType} from './save-function.js'
@@ -74,6 +75,37 @@ export interface EvalOptions {
    * Kptfile pipeline (save-function.ts; dir "" when the input was not a DIR).
    */
   save?: {type: SaveType; dir: string}
+  /**
+   * kpt's container flags (--image-pull-policy, --network, --as-current-user, --mount; --env is
+   * `env`), for an --image the exec config does not map, run in a container runtime (lib/container).
+   */
+  container?: Omit<ContainerOptions, 'env'>
+}
+
+/**
+ * Runs the images the exec config does not map in a container runtime (lib/container, loaded on
+ * first use): one per command run, so the runtime is chosen and each tag resolved once.
+ */
+export interface ImageContainers {
+  run(image: string, label: string, input: Buffer, call: ContainerCall): Promise<FunctionProcessResult>
+  close(): Promise<void>
+}
+
+/** ImageContainers for one command run; lib/container is loaded when the first image needs it. */
+export function imageContainers(options: ContainerOptions, stderr: NodeJS.WritableStream): ImageContainers {
+  let session: Promise<{run: ImageContainers['run']; close(): Promise<void>}> | undefined
+  return {
+    run: async (image, label, input, call) => {
+      session ??= import('./container/index.js').then((m) => new m.ContainerSession(options, stderr))
+      return (await session).run(image, label, input, call)
+    },
+    close: async () => {
+      await session?.then(
+        (s) => s.close(),
+        () => {},
+      )
+    },
+  }
 }
 
 /** Where the resources went. */
@@ -174,9 +206,12 @@ async function functionConfigFor(options: EvalOptions, list: rl.ResourceList): P
   return rl.functionConfigFromArgs([], {evalOrder: true})
 }
 
-/** Runs the function of options (--exec, or --image through the exec config) locally. */
+/**
+ * Runs the function of options locally: --exec, or --image through the exec config, else (given
+ * `containers`) in a container runtime.
+ */
 export async function runFunction(
-  options: Pick<EvalOptions, 'exec' | 'image' | 'timeoutMs' | 'maxOutputBytes' | 'execPaths' | 'signal' | 'env'>,
+  options: Pick<EvalOptions, 'exec' | 'image' | 'timeoutMs' | 'maxOutputBytes' | 'execPaths' | 'signal' | 'env' | 'container'> & {containers?: ImageContainers},
   label: string,
   input: Buffer,
 ): Promise<RunOutcome> {
@@ -195,10 +230,12 @@ export async function runFunction(
     defaultImagePrefix: options.execPaths.defaultImagePrefix,
   })
   if (!config.lookup(options.image!)) {
-    throw new FnrError(
-      'NotFound',
-      `function ${JSON.stringify(options.image)} is not in the exec config ${options.execPaths.configPath}; use --exec, or --config/--functions to map it`,
-    )
+    const notMapped = `function ${JSON.stringify(options.image)} is not in the exec config ${options.execPaths.configPath}`
+    if (options.containers === undefined) throw new FnrError('NotFound', `${notMapped}; use --exec, or --config/--functions to map it`)
+    return runInContainer({...options, containers: options.containers, deadline}, notMapped, label, input)
+  }
+  if ((options.container?.mounts ?? []).length > 0) {
+    throw new FnrError('Usage', `--mount: the exec runtime runs ${JSON.stringify(options.image)} as the local binary the exec config maps it to, with no container to mount into; read the files from the function's own path instead`, {details: {commandLine: true}})
   }
   const {names, values} = splitEnv(options.env)
   const evaluator = new ExecEvaluator({config, maxOutputBytes: options.maxOutputBytes, passEnv: names, setEnv: values})
@@ -217,6 +254,29 @@ export async function runFunction(
       durationMs: performance.now() - started,
     }
   }
+}
+
+/** An image the exec config does not map, run in a container runtime; `label` is its full name, as kpt resolves it. */
+async function runInContainer(
+  options: Pick<EvalOptions, 'maxOutputBytes' | 'signal'> & {containers: ImageContainers; deadline: number},
+  notMapped: string,
+  label: string,
+  input: Buffer,
+): Promise<RunOutcome> {
+  const started = performance.now()
+  let r: FunctionProcessResult
+  try {
+    r = await options.containers.run(label, label, input, {deadline: options.deadline, signal: options.signal, maxOutputBytes: options.maxOutputBytes})
+  } catch (err) {
+    if (err instanceof FnrError && err.details.noRuntime) {
+      // FNR_CONTAINER_RUNTIME=none, or no runtime works here: the exec config was the only way.
+      const why = err.kind === 'NotFound' ? 'FNR_CONTAINER_RUNTIME is none' : err.message
+      throw new FnrError(err.kind, `${notMapped}, and ${why}; use --exec, or --config/--functions to map it`, {cause: err, details: err.details})
+    }
+    throw err
+  }
+  if (r.exitCode === null) throw await functionFailedError(label, r)
+  return {stdout: r.stdout, stderr: r.stderr, exitCode: r.exitCode, durationMs: performance.now() - started}
 }
 
 async function sameDirectory(a: string, b: string): Promise<boolean> {
@@ -257,6 +317,18 @@ function resultsOfFailedRun(stdout: Buffer): rl.FunctionResult[] {
     return rl.readFunctionOutput(stdout).results
   } catch {
     return []
+  }
+}
+
+/** runFunction for one eval: an --image the exec config does not map runs in a container runtime. */
+function localRunner(options: EvalOptions, io: EvalIO): FunctionRunner {
+  return async (label, input) => {
+    const containers = options.image !== undefined ? imageContainers({...options.container, env: options.env}, io.stderr) : undefined
+    try {
+      return await runFunction({...options, containers}, label, input)
+    } finally {
+      await containers?.close()
+    }
   }
 }
 
@@ -311,7 +383,7 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
     if (!options.signal?.aborted) io.stderr.write(`[FAIL] ${JSON.stringify(label)} in ${rl.formatKptDuration(0)}\n`)
     throw err
   }
-  const run = await (runner ?? ((l: string, bytes: Buffer) => runFunction(options, l, bytes)))(label, Buffer.from(input.text))
+  const run = await (runner ?? localRunner(options, io))(label, Buffer.from(input.text))
   const stderrText = options.image !== undefined ? rl.containerStderr(run.stderr.toString('utf8')) : run.stderr.toString('utf8')
   const record: rl.FunctionRunRecord = {
     ...(options.image ? {image: label} : {exec: options.exec}),

@@ -17,8 +17,9 @@
  * - `selectors` / `exclude`: only the selected resources are sent; the output replaces them
  *   (matched by `internal.config.k8s.io/kpt-resource-id`), new resources are appended.
  * - `exec:` functions need --allow-exec and run in the current directory; `image:` functions run
- *   through the exec config (fnr's shipped functions) or through --runner (a function runner
- *   over gRPC, e.g. fnr serve).
+ *   through the exec config (fnr's shipped functions), through --runner (a function runner over
+ *   gRPC, e.g. fnr serve), or else in a container runtime (lib/container: docker, podman,
+ *   nerdctl, or fnr's own with runc or crun).
  * - Console output, results.yaml and the files written are kpt's; nothing is written when any
  *   function fails, and the package is written atomically (resourcelist/sink.ts).
  */
@@ -30,7 +31,8 @@ import type {YAMLMap} from 'yaml'
 import type {ExecPaths} from './config/embedded.js'
 import {displayImage} from './config/image-ref.js'
 import {FnrError} from './errors.js'
-import {isBlank, runFunction, splitExec, type EvalIO, type RunOutcome} from './eval.js'
+import type {ContainerOptions} from './container/index.js'
+import {imageContainers, isBlank, runFunction, splitExec, type EvalIO, type ImageContainers, type RunOutcome} from './eval.js'
 import {missingKptfileError, readKptfile, validateError, type Kptfile} from './kptfile.js'
 import * as rl from './resourcelist/index.js'
 import {A} from './resourcelist/constants.js'
@@ -56,7 +58,15 @@ export interface RenderOptions {
    * specs that check that.
    */
   reuseUnchanged?: boolean
+  /**
+   * kpt's container flags (--image-pull-policy, --allow-network), for `image:` functions the exec
+   * config does not map, run in a container runtime (lib/container) when there is no imageRunner.
+   */
+  container?: Pick<ContainerOptions, 'pullPolicy' | 'network'>
 }
+
+/** The options of one render, with the container runtime its image functions share. */
+type RenderRun = RenderOptions & {containers?: ImageContainers}
 
 interface PipelineFunction {
   image?: string
@@ -83,15 +93,18 @@ interface Package {
 }
 
 export async function runRender(options: RenderOptions, io: EvalIO): Promise<void> {
+  const containers = options.imageRunner ? undefined : imageContainers(options.container ?? {}, io.stderr)
   try {
-    await render(options, io)
+    await render({...options, containers}, io)
   } catch (err) {
     if (options.signal?.aborted && options.signal.reason instanceof FnrError) throw options.signal.reason
     throw err
+  } finally {
+    await containers?.close()
   }
 }
 
-async function render(options: RenderOptions, io: EvalIO): Promise<void> {
+async function render(options: RenderRun, io: EvalIO): Promise<void> {
   await rl.checkPackageArgument(options.dir)
   const rootAbs = path.resolve(options.dir)
   if (options.output !== '' && !['stdout', 'unwrap'].includes(options.output)) await rl.checkSinkTarget(options.output)
@@ -195,7 +208,7 @@ function ownerOf(dir: string, packages: Map<string, Package>): string {
   }
 }
 
-async function hydrate(pkg: Package, own: Map<string, YAMLMap[]>, options: RenderOptions, io: EvalIO, records: rl.FunctionRunRecord[], state: {functions: number}): Promise<YAMLMap[]> {
+async function hydrate(pkg: Package, own: Map<string, YAMLMap[]>, options: RenderRun, io: EvalIO, records: rl.FunctionRunRecord[], state: {functions: number}): Promise<YAMLMap[]> {
   let items: YAMLMap[] = []
   for (const child of pkg.children.sort((a, b) => (a.rel < b.rel ? -1 : 1))) items.push(...(await hydrate(child, own, options, io, records, state)))
   items.push(...(own.get(pkg.rel) ?? []))
@@ -246,7 +259,7 @@ async function readRootKptfile(rootAbs: string): Promise<string | undefined> {
   }
 }
 
-async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], options: RenderOptions, io: EvalIO, records: rl.FunctionRunRecord[], validator: boolean): Promise<YAMLMap[]> {
+async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], options: RenderRun, io: EvalIO, records: rl.FunctionRunRecord[], validator: boolean): Promise<YAMLMap[]> {
   // An image is named as kpt names it (a bare name with the default prefix); the exec config is asked with it as given.
   const label = fn.image !== undefined ? displayImage(fn.image, options.execPaths.defaultImagePrefix) : fn.exec!
   if (fn.exec !== undefined && !options.allowExec) {
@@ -273,7 +286,7 @@ async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], opt
   io.stderr.write(`[RUNNING] ${JSON.stringify(label)}${filtered ? ` on ${selected.length} resource(s)` : ''}\n`)
   const run = fn.image !== undefined && options.imageRunner
     ? await options.imageRunner(fn.image, Buffer.from(input.text))
-    : await runFunction({image: fn.image, exec: fn.exec, timeoutMs: options.timeoutMs, maxOutputBytes: options.maxOutputBytes, execPaths: options.execPaths, signal: options.signal}, label, Buffer.from(input.text))
+    : await runFunction({image: fn.image, exec: fn.exec, timeoutMs: options.timeoutMs, maxOutputBytes: options.maxOutputBytes, execPaths: options.execPaths, signal: options.signal, containers: options.containers}, label, Buffer.from(input.text))
   const stderrText = fn.image !== undefined ? rl.containerStderr(run.stderr.toString('utf8')) : run.stderr.toString('utf8')
   const record: rl.FunctionRunRecord = {...(fn.image ? {image: label} : {exec: fn.exec}), exitCode: run.exitCode, ...(stderrText ? {stderr: stderrText} : {})}
   const block = {truncate: options.truncateOutput}

@@ -137,6 +137,8 @@ describe('reliability: the CLI with bad flags and unreadable inputs', function (
     // the pod runtime against a dead API server: its files are read (and refused) before the API is
     const podServe = ['serve', '--disable-runtimes=exec', '--port=0', '--log-level=0', `--kubeconfig=${d('dead.kubeconfig')}`]
     const wrapperImage = {WRAPPER_SERVER_IMAGE: 'fnr.test/wrapper-server:v1'}
+    // An image the exec config does not map, with no container runtime (lib/container): refused as unmapped.
+    const noContainers = {FNR_CONTAINER_RUNTIME: 'none'}
     const dead = `--kubeconfig=${d('dead.kubeconfig')}`
     const PCC = (why: string): RegExp => new RegExp(`^fnr: pod cache config .* \\(--pod-cache-config\\) cannot be read: ${why}`)
 
@@ -211,8 +213,8 @@ describe('reliability: the CLI with bad flags and unreadable inputs', function (
       {label: 'eval: --exec of a file that is not executable', args: ['eval', '-', '--exec', d('noexec')], code: 1, message: /permission denied/},
       {long: true, label: 'eval: --exec of a directory', args: ['eval', '-', '--exec', d('a-dir')], code: 1, message: /permission denied/},
       {label: 'eval: empty --image', args: ['eval', '-', '--image', ''], code: 2, message: /--image is empty/},
-      {label: 'eval: --image not mapped', args: ['eval', '-', '--image', 'example.com/not-there:v1'], code: 4, message: /is not in the exec config/},
-      {long: true, label: 'eval: --image with spaces and metacharacters', args: ['eval', '-', '--image', 'a b; touch x'], code: 4, message: /is not in the exec config/},
+      {label: 'eval: --image not mapped', args: ['eval', '-', '--image', 'example.com/not-there:v1'], env: noContainers, code: 4, message: /is not in the exec config/},
+      {long: true, label: 'eval: --image with spaces and metacharacters', args: ['eval', '-', '--image', 'a b; touch x'], env: noContainers, code: 4, message: /is not in the exec config/},
       {label: 'eval: --image with the config missing', args: ['eval', '-', '--image', 'x', `--config=${d('missing.yaml')}`], code: 3, message: /cannot read exec config/},
       {label: 'eval: --image with the functions directory missing', args: ['eval', '-', '--image', 'x', `--config=${fns.configPath}`, `--functions=${d('missing-dir')}`], code: 3, message: /functions directory .* does not exist/},
       {label: 'eval: --image with /dev/zero as the config (used to read forever)', args: ['eval', '-', '--image', 'x', '--config=/dev/zero'], code: 3, message: /not a regular file/},

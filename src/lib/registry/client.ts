@@ -22,7 +22,8 @@
  *   references never change; a tag is re-checked with a HEAD request once `revalidateAfterMs` has
  *   passed, and the digest the registry reports decides whether the cached entry still holds.
  */
-import {createHash} from 'node:crypto'
+import {createHash, type Hash} from 'node:crypto'
+import {closeSync, ftruncateSync, openSync, writeSync} from 'node:fs'
 import http from 'node:http'
 import https from 'node:https'
 
@@ -30,7 +31,7 @@ import {FnrError, firstLine, type ErrorKind} from '../errors.js'
 import type {Logger} from '../telemetry/log.js'
 import {metrics} from '../telemetry/metrics.js'
 import {DockerConfig, TokenCache, basicAuthorization, findChallenge, parseWwwAuthenticate, type RegistryCredentials} from './auth.js'
-import {BodyTooLargeError, RequestTimeoutError, formatMs, httpRequest, type HttpResponse} from './http.js'
+import {BodyTooLargeError, RequestTimeoutError, formatMs, httpRequest, type BodySink, type HttpResponse} from './http.js'
 import {
   DEFAULT_PLATFORM,
   MANIFEST_ACCEPT,
@@ -57,6 +58,8 @@ export interface RegistryClientOptions {
   caCertificates?: readonly string[]
   /** Registries ("host[:port]") that may be reached without TLS verification or over plain HTTP. */
   insecureRegistries?: readonly string[]
+  /** Registries on loopback (localhost, 127.0.0.0/8, [::1]) count as insecure too, as the Docker daemon treats them. */
+  insecureLoopback?: boolean
   /** Platform picked from an index: "linux/amd64" (default) or a Platform. */
   platform?: string | Platform
   /** Deadline of each HTTP exchange (default 30 s). */
@@ -111,6 +114,33 @@ export interface ImageMetadata {
   created?: string
 }
 
+/** A layer of an image manifest, as the manifest lists it. */
+export interface LayerDescriptor {
+  mediaType: string
+  digest: string
+  /** Compressed size in bytes, when the manifest says. */
+  size?: number
+}
+
+/** The fields of an image config's `config` object a container runtime uses. */
+export interface ImageRunConfig {
+  entrypoint: string[]
+  cmd: string[]
+  /** KEY=VALUE, in the image's order. */
+  env: string[]
+  /** "" when the image sets none. */
+  workingDir: string
+  /** The image's USER ("" when none). */
+  user: string
+}
+
+/** What pulling an image needs: its metadata (digest, platform), its run config and its layers, bottom first. */
+export interface PullPlan {
+  meta: ImageMetadata
+  config: ImageRunConfig
+  layers: LayerDescriptor[]
+}
+
 export interface FetchedManifest {
   digest: string
   mediaType: string
@@ -131,7 +161,7 @@ interface ImageConfigJson {
   os?: string
   variant?: string
   created?: string
-  config?: {Entrypoint?: string[] | null; Cmd?: string[] | null}
+  config?: {Entrypoint?: string[] | null; Cmd?: string[] | null; Env?: string[] | null; WorkingDir?: string | null; User?: string | null}
 }
 
 interface RegistryState {
@@ -156,6 +186,8 @@ interface RequestContext {
 
 const MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 const MAX_CONFIG_BYTES = 16 * 1024 * 1024
+/** The largest layer downloadBlob takes when the manifest gives no size (16 GiB). */
+const MAX_LAYER_BYTES = 16 * 1024 * 1024 * 1024
 const MAX_TOKEN_BYTES = 1024 * 1024
 const MAX_REDIRECTS = 5
 const RETRYABLE_STATUS = new Set([429, 500, 502, 503, 504])
@@ -165,6 +197,7 @@ export class RegistryClient {
   private readonly dockerConfig: DockerConfig
   private readonly platform: Platform
   private readonly insecure: Set<string>
+  private readonly insecureLoopback: boolean
   private readonly requestTimeoutMs: number
   private readonly retries: number
   private readonly retryDelayMs: number
@@ -187,6 +220,7 @@ export class RegistryClient {
     this.dockerConfig = options.dockerConfig ?? DockerConfig.empty()
     this.platform = toPlatform(options.platform ?? DEFAULT_PLATFORM)
     this.insecure = new Set((options.insecureRegistries ?? []).map(normaliseRegistryHost).filter((h) => h !== ''))
+    this.insecureLoopback = options.insecureLoopback ?? false
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000
     this.retries = Math.max(0, options.retries ?? 2)
     this.retryDelayMs = Math.max(0, options.retryDelayMs ?? 250)
@@ -255,6 +289,54 @@ export class RegistryClient {
     if (actual !== digest) throw new FnrError('Internal', `registry ${ref.registry} returned blob ${actual} instead of ${digest} for image "${ctx.image}"`)
     return res.body
   }
+  /**
+   * Downloads a blob into `file` (created or truncated, mode 0600) without holding it in memory,
+   * and verifies its digest; a retried transfer starts the file again. Returns its size. A
+   * mismatch is FnrError('Internal') and the file is left for the caller to remove.
+   */
+  async downloadBlob(ref: ImageReference, digest: string, file: string, options: {signal?: AbortSignal; size?: number} = {}): Promise<number> {
+    const ctx = this.context(ref, options.signal)
+    const algorithm = digest.split(':')[0]!
+    if (algorithm !== 'sha256' && algorithm !== 'sha512') throw new FnrError('FailedPrecondition', `image "${ctx.image}": blob digest ${digest} uses an unsupported algorithm`)
+    const fd = openSync(file, 'w', 0o600)
+    let hash: Hash = createHash(algorithm)
+    let size = 0
+    const sink: BodySink = {
+      begin() {
+        ftruncateSync(fd, 0)
+        hash = createHash(algorithm)
+        size = 0
+      },
+      write(chunk) {
+        writeSync(fd, chunk, 0, chunk.length, size)
+        size += chunk.length
+        hash.update(chunk)
+      },
+    }
+    try {
+      const maxBytes = options.size !== undefined && options.size >= 0 ? options.size : MAX_LAYER_BYTES
+      const res = await this.registryRequest(ref, `/v2/${ref.repository}/blobs/${digest}`, ctx, {maxBytes, followRedirects: true, sink})
+      this.expectOk(res, ctx, `blob ${digest}`)
+    } finally {
+      closeSync(fd)
+    }
+    const actual = `${algorithm}:${hash.digest('hex')}`
+    if (actual !== digest) throw new FnrError('Internal', `registry ${ref.registry} returned blob ${actual} instead of ${digest} for image "${ctx.image}"`)
+    if (options.size !== undefined && size !== options.size) throw new FnrError('Internal', `registry ${ref.registry} returned ${size} bytes for blob ${digest} of image "${ctx.image}", the manifest says ${options.size}`)
+    return size
+  }
+
+  /**
+   * Resolves an image for a pull: the manifest of the platform asked for (the client's by
+   * default), its config and its layers. Not cached: a caller that pulls keeps what it pulled.
+   */
+  async planPull(image: string | ImageReference, options: {platform?: string | Platform; signal?: AbortSignal} = {}): Promise<PullPlan> {
+    const ref = typeof image === 'string' ? parseImageReference(image) : image
+    const platform = options.platform === undefined ? this.platform : toPlatform(options.platform)
+    const {meta, config, layers} = await this.resolve(ref, platform, options.signal)
+    return {meta: {...meta, image: ref.input || ref.toString()}, config, layers}
+  }
+
 
   /** Forgets cached metadata and tokens. */
   clearCache(): void {
@@ -339,7 +421,7 @@ export class RegistryClient {
     return digest !== undefined && /^sha(256|512):[a-f0-9]+$/.test(digest) ? digest : undefined
   }
 
-  private async resolve(ref: ImageReference, platform: Platform, signal?: AbortSignal): Promise<{meta: ImageMetadata; topDigest: string}> {
+  private async resolve(ref: ImageReference, platform: Platform, signal?: AbortSignal): Promise<{meta: ImageMetadata; topDigest: string; config: ImageRunConfig; layers: LayerDescriptor[]}> {
     const ctx = this.context(ref, signal)
     const top = await this.fetchManifest(ref, ref.identifier, signal)
     let manifest = top
@@ -400,7 +482,18 @@ export class RegistryClient {
     }
     if (index !== undefined) meta.index = index
     if (typeof config.created === 'string') meta.created = config.created
-    return {meta, topDigest: top.digest}
+    const runConfig: ImageRunConfig = {
+      entrypoint,
+      cmd,
+      env: stringArray(config.config?.Env),
+      workingDir: typeof config.config?.WorkingDir === 'string' ? config.config.WorkingDir : '',
+      user: typeof config.config?.User === 'string' ? config.config.User : '',
+    }
+    const layerList: LayerDescriptor[] = layers.map((l, i) => {
+      if (typeof l.digest !== 'string') throw new FnrError('Internal', `manifest ${manifest.digest} of image "${ctx.image}": layer ${i} has no digest`)
+      return {mediaType: l.mediaType ?? MediaType.OciLayerGzip, digest: l.digest, ...(typeof l.size === 'number' ? {size: l.size} : {})}
+    })
+    return {meta, topDigest: top.digest, config: runConfig, layers: layerList}
   }
 
   // ---- HTTP with auth, retries and redirects ----------------------------------------------------
@@ -415,7 +508,8 @@ export class RegistryClient {
   }
 
   private isInsecure(host: string): boolean {
-    return this.insecure.has(normaliseRegistryHost(host))
+    const normal = normaliseRegistryHost(host)
+    return this.insecure.has(normal) || (this.insecureLoopback && isLoopbackHost(normal))
   }
 
   /**
@@ -426,7 +520,7 @@ export class RegistryClient {
     ref: ImageReference,
     pathname: string,
     ctx: RequestContext,
-    opts: {method?: 'GET' | 'HEAD'; accept?: string; maxBytes: number; followRedirects?: boolean},
+    opts: {method?: 'GET' | 'HEAD'; accept?: string; maxBytes: number; followRedirects?: boolean; sink?: BodySink},
   ): Promise<HttpResponse> {
     const registry = ref.registry
     const state = this.state(registry)
@@ -550,7 +644,7 @@ export class RegistryClient {
     registry: string,
     pathname: string,
     ctx: RequestContext,
-    opts: {method?: 'GET' | 'HEAD'; accept?: string; maxBytes: number; followRedirects?: boolean; authorization?: string},
+    opts: {method?: 'GET' | 'HEAD'; accept?: string; maxBytes: number; followRedirects?: boolean; authorization?: string; sink?: BodySink},
   ): Promise<HttpResponse> {
     const state = this.state(registry)
     const host = registryApiHost(registry)
@@ -562,7 +656,7 @@ export class RegistryClient {
     let url = new URL(`${scheme}//${host}${pathname}`)
     if (state.scheme === undefined && this.isInsecure(registry)) {
       try {
-        const res = await this.sendUrl(url, ctx, {method: opts.method, headers, maxBytes: opts.maxBytes, what, insecureProbe: true})
+        const res = await this.sendUrl(url, ctx, {method: opts.method, headers, maxBytes: opts.maxBytes, what, insecureProbe: true, sink: opts.sink})
         state.scheme = 'https:'
         return await this.followRedirects(res, ctx, opts, headers, what)
       } catch (err) {
@@ -576,14 +670,14 @@ export class RegistryClient {
     } else if (state.scheme === undefined) {
       state.scheme = 'https:'
     }
-    const res = await this.sendUrl(url, ctx, {method: opts.method, headers, maxBytes: opts.maxBytes, what})
+    const res = await this.sendUrl(url, ctx, {method: opts.method, headers, maxBytes: opts.maxBytes, what, sink: opts.sink})
     return this.followRedirects(res, ctx, opts, headers, what)
   }
 
   private async followRedirects(
     first: HttpResponse,
     ctx: RequestContext,
-    opts: {method?: 'GET' | 'HEAD'; maxBytes: number; followRedirects?: boolean},
+    opts: {method?: 'GET' | 'HEAD'; maxBytes: number; followRedirects?: boolean; sink?: BodySink},
     headers: Record<string, string>,
     what: string,
   ): Promise<HttpResponse> {
@@ -600,7 +694,7 @@ export class RegistryClient {
       const nextHeaders = {...headers}
       // Credentials belong to the registry: never forward them to another host (S3, a CDN).
       if (next.origin !== origin) delete nextHeaders.authorization
-      res = await this.sendUrl(next, ctx, {method: opts.method, headers: nextHeaders, maxBytes: opts.maxBytes, what})
+      res = await this.sendUrl(next, ctx, {method: opts.method, headers: nextHeaders, maxBytes: opts.maxBytes, what, sink: opts.sink})
     }
     return res
   }
@@ -609,7 +703,7 @@ export class RegistryClient {
   private async sendUrl(
     url: URL,
     ctx: RequestContext,
-    opts: {method?: 'GET' | 'HEAD' | 'POST'; headers: Record<string, string>; body?: string; maxBytes: number; what: string; insecureProbe?: boolean},
+    opts: {method?: 'GET' | 'HEAD' | 'POST'; headers: Record<string, string>; body?: string; maxBytes: number; what: string; insecureProbe?: boolean; sink?: BodySink},
   ): Promise<HttpResponse> {
     const agent = url.protocol === 'http:' ? this.httpAgent : this.isInsecure(url.host) ? this.insecureHttpsAgent : this.httpsAgent
     const headers = {'user-agent': this.userAgent, ...opts.headers}
@@ -617,7 +711,7 @@ export class RegistryClient {
     for (let attempt = 0; ; attempt++) {
       const started = this.now()
       try {
-        const res = await httpRequest(url, {method: opts.method, headers, body: opts.body, agent, timeoutMs: this.requestTimeoutMs, signal: ctx.signal, maxBytes: opts.maxBytes})
+        const res = await httpRequest(url, {method: opts.method, headers, body: opts.body, agent, timeoutMs: this.requestTimeoutMs, signal: ctx.signal, maxBytes: opts.maxBytes, sink: opts.sink})
         this.logger?.debug('registry request', {method: opts.method ?? 'GET', url: url.href, status: res.status, ms: this.now() - started})
         if (RETRYABLE_STATUS.has(res.status) && attempt < this.retries) {
           await this.backoff(attempt, ctx, res)
@@ -719,6 +813,12 @@ export class RegistryClient {
 function digestKey(ref: ImageReference, digest: string, platform: Platform): string {
   // The same form as the pinned entry inspectUncoalesced stores.
   return `${new ImageReference({registry: ref.registry, repository: ref.repository, digest}).toString()}|${formatPlatform(platform)}`
+}
+
+/** localhost, 127.0.0.0/8 or [::1], with or without a port. */
+export function isLoopbackHost(host: string): boolean {
+  const name = host.startsWith('[') ? host.slice(1, host.indexOf(']')) : host.replace(/:\d+$/, '')
+  return name === 'localhost' || name === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name)
 }
 
 function toPlatform(p: string | Platform): Platform {

@@ -22,6 +22,18 @@ export interface HttpRequestOptions {
   signal?: AbortSignal
   /** A bigger body fails the request (BodyTooLargeError); error responses are truncated instead. */
   maxBytes: number
+  /**
+   * Where a 2xx body goes instead of memory (the response's body is then empty): begin() when its
+   * headers are in, write() per chunk. With a sink, timeoutMs is an idle timeout, renewed by each
+   * chunk, so a large blob may take as long as it needs while it keeps coming.
+   */
+  sink?: BodySink
+}
+
+/** Receives a response body as it arrives (a blob streamed to a file). */
+export interface BodySink {
+  begin(): void
+  write(chunk: Buffer): void
 }
 
 /** The request took longer than its deadline. */
@@ -72,9 +84,20 @@ export function httpRequest(url: URL, options: HttpRequestOptions): Promise<Http
       const isError = status < 200 || status >= 300
       const limit = isError ? Math.min(options.maxBytes, 64 * 1024) : options.maxBytes
       let truncated = false
+      const sink = isError ? undefined : options.sink
+      sink?.begin()
       res.on('data', (chunk: Buffer) => {
-        if (truncated) return
+        if (truncated || settled) return
         size += chunk.length
+        if (sink !== undefined && size <= limit) {
+          armTimer()
+          try {
+            sink.write(chunk)
+          } catch (err) {
+            req.destroy(err as Error)
+          }
+          return
+        }
         if (size > limit) {
           if (!isError) {
             req.destroy(new BodyTooLargeError(url.href, options.maxBytes))
@@ -98,11 +121,16 @@ export function httpRequest(url: URL, options: HttpRequestOptions): Promise<Http
       req.destroy()
       finish(signal!.reason)
     }
-    const timer = setTimeout(() => {
-      const err = new RequestTimeoutError(url.href, options.timeoutMs)
-      req.destroy(err)
-      finish(err)
-    }, options.timeoutMs)
+    let timer: NodeJS.Timeout | undefined
+    const armTimer = (): void => {
+      clearTimeout(timer)
+      timer = setTimeout(() => {
+        const err = new RequestTimeoutError(url.href, options.timeoutMs)
+        req.destroy(err)
+        finish(err)
+      }, options.timeoutMs)
+    }
+    armTimer()
     signal?.addEventListener('abort', onAbort, {once: true})
     req.on('error', (err) => finish(err))
     req.end(options.body)

@@ -18,6 +18,10 @@ export const MediaType = {
   DockerManifestList: 'application/vnd.docker.distribution.manifest.list.v2+json',
   OciConfig: 'application/vnd.oci.image.config.v1+json',
   DockerConfig: 'application/vnd.docker.container.image.v1+json',
+  OciLayer: 'application/vnd.oci.image.layer.v1.tar',
+  OciLayerGzip: 'application/vnd.oci.image.layer.v1.tar+gzip',
+  OciLayerZstd: 'application/vnd.oci.image.layer.v1.tar+zstd',
+  DockerLayerGzip: 'application/vnd.docker.image.rootfs.diff.tar.gzip',
   DockerSchema1Signed: 'application/vnd.docker.distribution.manifest.v1+prettyjws',
   DockerSchema1: 'application/vnd.docker.distribution.manifest.v1+json',
 } as const
