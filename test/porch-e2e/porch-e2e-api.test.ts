@@ -1,0 +1,234 @@
+/**
+ * Porch's own e2e API suite (test/e2e/api of Porch v1.5.8, built as a test binary by scripts/porch-peers.mjs) run
+ * against porch-server with fnr serve as its function runner, then against the same setup with Porch's own runner
+ * (func/server v1.5.8) in its place (docs/porch-swap.md, "Porch's own e2e API suite"). What the suite expects, set up
+ * as it expects it:
+ * - the default kubeconfig (KUBECONFIG: the project's control plane, etcd, kube-apiserver with the aggregation layer,
+ *   kube-controller-manager) and Porch's API there, porch-server a process on 127.0.0.1:443 (./porch-server.ts);
+ * - Gitea on localhost:3000, user nephio, with the repositories nephio/porch-test (one commit on main) and
+ *   nephio/test-blueprints (Porch's test blueprints bundle, every branch and tag): ./gitea.ts;
+ * - no function-runner Service in porch-system: the suite runs in its local mode (its pod-evaluator and
+ *   render-failure tests skip themselves there).
+ * Both runners run the exec runtime on one config.yaml: the catalog binaries (functions/catalog.yaml), plus the
+ * suite's two images no Porch config maps, set-annotations:v0.1.4 and starlark:v0.3.0, on the catalog's
+ * set-annotations and starlark binaries (their versions differ; docs/porch-swap.md says which).
+ * Each run gets a fresh control plane, fresh repositories and a fresh porch-server. The claim checked: every test
+ * that passes with Porch's runner passes with fnr.
+ *
+ * Opt-in (`npm run porch-e2e`, scripts/porch-e2e.mjs).
+ */
+import {expect} from 'chai'
+import {createWriteStream} from 'node:fs'
+import {mkdir, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
+import {loadavg, tmpdir} from 'node:os'
+import path from 'node:path'
+
+import {execa} from 'execa'
+import {parse, stringify} from 'yaml'
+
+import {buildPorchRunner} from '../../scripts/catalog-peers.mjs'
+import {PORCH_E2E_PKG, buildPorchE2e, buildPorchServer} from '../../scripts/porch-peers.mjs'
+import {createBareRepo, startGiteaStandIn, type GiteaStandIn} from './gitea.js'
+import {porchServerFiles, type PorchServerFiles} from './porch-files.js'
+import {git, installPorchApi, startPorchServer, waitForPorchApi, type PorchServer} from './porch-server.js'
+import {runnerBed, startPorchRunner, type PorchRunner} from '../porch-side-by-side/support.js'
+import {startControlPlane, type ControlPlane} from '../support/cluster/controlplane.js'
+import {adminClient} from '../support/cluster/shared.js'
+import type {KubeRestClient} from '../support/k8s/client.js'
+import {startServeProcess, type ServeProcess} from '../support/serve.js'
+
+/** What the suite hard-codes (its suiteutils package): Gitea's port, owner, user and password, and the two repositories. */
+const GITEA = {port: 3000, owner: 'nephio', user: 'nephio', password: 'secret'}
+const TEST_REPO = 'porch-test'
+const BLUEPRINTS_REPO = 'test-blueprints'
+const REGISTRY = 'ghcr.io/kptdev/krm-functions-catalog'
+/** The suite's images that no Porch config.yaml maps, on the catalog binary of the same function. */
+const EXTRA_IMAGES: Record<string, string[]> = {'set-annotations': [`${REGISTRY}/set-annotations:v0.1.4`], starlark: [`${REGISTRY}/starlark:v0.3.0`]}
+/** Room for the whole suite on two shared cores (Porch's CI gives `go test` its default of 10 minutes on larger machines). */
+const SUITE_TIMEOUT_MIN = 75
+
+type Result = 'pass' | 'fail' | 'skip'
+
+interface TestOutcome {
+  result: Result
+  seconds: number
+  /** The test's own output (its assertion messages), for failures. */
+  output: string[]
+}
+
+interface SuiteRun {
+  runner: string
+  /** TestE2E/<name> (and deeper sub-tests) → outcome. */
+  tests: Map<string, TestOutcome>
+  exitCode: number | undefined
+  seconds: number
+  load: string
+  /** test2json's raw stream, kept in the work folder while the run lasts. */
+  log: string
+}
+
+/** Reads `go tool test2json` events into per-test outcomes. */
+export function parseTest2Json(text: string): Map<string, TestOutcome> {
+  const tests = new Map<string, TestOutcome>()
+  const outputs = new Map<string, string[]>()
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('{')) continue
+    let e: {Action?: string; Test?: string; Elapsed?: number; Output?: string}
+    try {
+      e = JSON.parse(line) as typeof e
+    } catch {
+      continue
+    }
+    if (!e.Test) continue
+    if (e.Action === 'output' && e.Output !== undefined) {
+      const o = outputs.get(e.Test) ?? []
+      o.push(e.Output.replace(/\n$/, ''))
+      outputs.set(e.Test, o)
+    } else if (e.Action === 'pass' || e.Action === 'fail' || e.Action === 'skip') {
+      tests.set(e.Test, {result: e.Action, seconds: e.Elapsed ?? 0, output: outputs.get(e.Test) ?? []})
+    }
+  }
+  return tests
+}
+
+/** The suite's tests (TestE2E/<method>), without the suite itself or table-driven sub-tests. */
+const topTests = (run: SuiteRun): Array<[string, TestOutcome]> => [...run.tests].filter(([name]) => name.split('/').length === 2)
+
+/** A failure's gist: the suite's own ERROR/FATAL lines and testify's Error lines, short. */
+function gist(o: TestOutcome): string {
+  const lines = o.output.map((l) => l.trim()).filter((l) => /ERROR:|FATAL:|Error:|Messages:|panic|timed out/.test(l))
+  return (lines.length > 0 ? lines : o.output.slice(-5)).slice(0, 6).map((l) => l.slice(0, 300)).join(' | ')
+}
+
+describe("Porch's own e2e API suite (v1.5.8) against porch-server with fnr serve as its runner, and with Porch's", function () {
+  this.timeout((SUITE_TIMEOUT_MIN + 15) * 60_000)
+  let work: string
+  let files: PorchServerFiles
+  let e2e: {test: string; test2json: string}
+  let porchBinary: string
+  let gitea: GiteaStandIn | undefined
+  let fnr: ServeProcess | undefined
+  let porchRunner: PorchRunner | undefined
+  let cp: ControlPlane | undefined
+  let client: KubeRestClient | undefined
+  let server: PorchServer | undefined
+  const runs: Record<string, SuiteRun> = {}
+
+  before(async function () {
+    files = porchServerFiles()
+    porchBinary = buildPorchServer().porch
+    e2e = buildPorchE2e()
+    const runner = buildPorchRunner().server
+    work = await mkdtemp(path.join(tmpdir(), 'fnr-porch-e2e-api-'))
+    gitea = await startGiteaStandIn({root: path.join(work, 'gitea'), ...GITEA})
+    const bed = await runnerBed(path.join(work, 'runner'))
+    const config = parse(await readFile(bed.configPath, 'utf8')) as {functions: Array<{function: string; images: string[]}>}
+    for (const [fn, images] of Object.entries(EXTRA_IMAGES)) {
+      const entry = config.functions.find((e) => e.function === fn)
+      if (!entry) throw new Error(`the runner's config.yaml maps no ${fn} (functions/catalog.yaml)`)
+      entry.images.push(...images)
+    }
+    await writeFile(bed.configPath, stringify(config))
+    // fnr first: porch-server's client backs off for ~40 s when its runner is not up yet (docs/porch-swap.md).
+    fnr = await startServeProcess([`--config=${bed.configPath}`, `--functions=${bed.functionsDir}`, '--disable-runtimes=pod'])
+    porchRunner = await startPorchRunner(runner, bed)
+  })
+
+  const stopCluster = async (): Promise<void> => {
+    await server?.stop()
+    server = undefined
+    client?.close()
+    client = undefined
+    await cp?.stop()
+    cp = undefined
+  }
+
+  after(async function () {
+    await stopCluster()
+    fnr?.child.kill('SIGTERM')
+    if (fnr) await fnr.exited
+    await porchRunner?.stop()
+    await gitea?.stop()
+    // FNR_PORCH_E2E_KEEP=1 keeps the work folder (test2json and porch-server logs of each run) for a look afterwards.
+    if (work && process.env.FNR_PORCH_E2E_KEEP === '1') console.log(`      kept ${work}`)
+    else if (work) await rm(work, {recursive: true, force: true})
+  })
+
+  /** Gitea's two repositories as Porch's setup script leaves them (fresh for each run). */
+  async function seedGitea(): Promise<void> {
+    await rm(path.join(work, 'gitea'), {recursive: true, force: true})
+    await createBareRepo(gitea!.repoDir(TEST_REPO), '')
+    await git(['clone', '-q', '--bare', files.blueprintsBundle, gitea!.repoDir(BLUEPRINTS_REPO)])
+  }
+
+  /** A fresh control plane, Porch's API, porch-server calling `runner`; then the suite, through test2json. */
+  async function runSuite(label: string, runner: string): Promise<SuiteRun> {
+    const dir = path.join(work, label)
+    await mkdir(dir, {recursive: true})
+    await seedGitea()
+    cp = await startControlPlane({dir: path.join(dir, 'cluster'), kubelet: false, scheduler: false})
+    client = adminClient(cp)
+    await installPorchApi(cp, client, files)
+    server = await startPorchServer(porchBinary, cp, path.join(dir, 'porch-server'), runner)
+    await waitForPorchApi(server, client)
+    const log = path.join(dir, 'test2json.log')
+    const out = createWriteStream(log)
+    const started = performance.now()
+    const r = execa(e2e.test2json, ['-t', '-p', PORCH_E2E_PKG, e2e.test,
+      '-test.v=test2json', '-test.run=^TestE2E$', `-test.timeout=${SUITE_TIMEOUT_MIN}m`], {
+      cwd: dir,
+      env: {PATH: process.env.PATH, HOME: dir, KUBECONFIG: cp.kubeconfigPath, E2E: '1'},
+      extendEnv: false,
+      reject: false,
+      buffer: false,
+      timeout: (SUITE_TIMEOUT_MIN + 5) * 60_000,
+    })
+    r.stdout?.pipe(out)
+    let stderr = ''
+    r.stderr?.on('data', (d: Buffer) => (stderr += d.toString()))
+    const done = await r
+    await new Promise<void>((resolve) => out.end(resolve))
+    const text = await readFile(log, 'utf8')
+    const run: SuiteRun = {runner: label, tests: parseTest2Json(text), exitCode: done.exitCode, seconds: Math.round((performance.now() - started) / 1000), load: loadavg().map((l) => l.toFixed(2)).join(' '), log}
+    await writeFile(path.join(dir, 'porch-server.log'), server.log())
+    await stopCluster()
+    expect(run.tests.get('TestE2E'), `the suite ran (exit ${done.exitCode}):\n${stderr.slice(-2000)}\n${text.slice(-3000)}`).to.not.equal(undefined)
+    return run
+  }
+
+  function table(run: SuiteRun): string {
+    const tests = topTests(run)
+    const count = (r: Result): number => tests.filter(([, o]) => o.result === r).length
+    const rows = tests.map(([name, o]) => `      | ${name.slice('TestE2E/'.length)} | ${o.result} | ${o.seconds.toFixed(1)} |${o.result === 'fail' ? ` ${gist(o)}` : ''}`)
+    return [
+      `\n      ${run.runner}: ${count('pass')} passed, ${count('fail')} failed, ${count('skip')} skipped of ${tests.length} in ${run.seconds} s (load average after: ${run.load})`,
+      '      | test | result | s | failure |', '      |---|---|---|---|', ...rows,
+    ].join('\n')
+  }
+
+  it('runs with fnr serve as the function runner', async () => {
+    const run = await runSuite('fnr', `127.0.0.1:${fnr!.port}`)
+    runs.fnr = run
+    console.log(table(run))
+    const calls = fnr!.stderr().split('\n').filter((l) => l.includes('"ms"') && l.includes('"image"'))
+    console.log(`      fnr served ${calls.length} EvaluateFunction calls`)
+    expect(topTests(run).length).to.be.greaterThan(0)
+  })
+
+  it("runs with Porch's own runner in its place", async () => {
+    const run = await runSuite('porch', `127.0.0.1:${porchRunner!.port}`)
+    runs.porch = run
+    console.log(table(run))
+    expect(topTests(run).length).to.be.greaterThan(0)
+  })
+
+  it("every test that passes with Porch's runner passes with fnr", () => {
+    expect(runs.fnr, 'the fnr run').to.not.equal(undefined)
+    expect(runs.porch, "the Porch's runner run").to.not.equal(undefined)
+    const fnrTests = runs.fnr!.tests
+    const rows = topTests(runs.porch!).map(([name, o]) => `      | ${name.slice('TestE2E/'.length)} | ${fnrTests.get(name)?.result ?? 'absent'} | ${o.result} |`)
+    console.log(`\n      | test | fnr | Porch's runner |\n      |---|---|---|\n${rows.join('\n')}`)
+    const regressions = topTests(runs.porch!).filter(([name, o]) => o.result === 'pass' && fnrTests.get(name)?.result !== 'pass')
+    expect(regressions.map(([name]) => `${name}: ${fnrTests.get(name)?.result ?? 'absent'} with fnr${fnrTests.get(name) ? ` (${gist(fnrTests.get(name)!)})` : ''}`)).to.deep.equal([])
+  })
+})
