@@ -36,6 +36,7 @@ import {startControlPlane, type ControlPlane} from '../support/cluster/controlpl
 import {adminClient} from '../support/cluster/shared.js'
 import type {KubeRestClient} from '../support/k8s/client.js'
 import {startServeProcess, type ServeProcess} from '../support/serve.js'
+import {onTeardown} from '../support/teardown.js'
 
 /** What the suite hard-codes (its suiteutils package): Gitea's port, owner, user and password, and the two repositories. */
 const GITEA = {port: 3000, owner: 'nephio', user: 'nephio', password: 'secret'}
@@ -94,10 +95,11 @@ export function parseTest2Json(text: string): Map<string, TestOutcome> {
 /** The suite's tests (TestE2E/<method>), without the suite itself or table-driven sub-tests. */
 const topTests = (run: SuiteRun): Array<[string, TestOutcome]> => [...run.tests].filter(([name]) => name.split('/').length === 2)
 
-/** A failure's gist: the suite's own ERROR/FATAL lines and testify's Error lines, short. */
-function gist(o: TestOutcome): string {
-  const lines = o.output.map((l) => l.trim()).filter((l) => /ERROR:|FATAL:|Error:|Messages:|panic|timed out/.test(l))
-  return (lines.length > 0 ? lines : o.output.slice(-5)).slice(0, 6).map((l) => l.slice(0, 300)).join(' | ')
+/** A failure's gist: the suite's ERROR/FATAL lines and testify's Error lines of the test and its failed sub-tests, short. */
+function gist(run: SuiteRun, name: string): string {
+  const own = [...run.tests].filter(([n, o]) => n === name || (n.startsWith(`${name}/`) && o.result === 'fail')).flatMap(([, o]) => o.output)
+  const lines = own.map((l) => l.trim()).filter((l) => /ERROR:|FATAL:|Error:|Messages:|panic:|timed out/.test(l))
+  return (lines.length > 0 ? lines : own.slice(-3).map((l) => l.trim())).slice(0, 6).map((l) => l.slice(0, 400).replaceAll('|', '/')).join(' / ')
 }
 
 describe("Porch's own e2e API suite (v1.5.8) against porch-server with fnr serve as its runner, and with Porch's", function () {
@@ -112,10 +114,13 @@ describe("Porch's own e2e API suite (v1.5.8) against porch-server with fnr serve
   let cp: ControlPlane | undefined
   let client: KubeRestClient | undefined
   let server: PorchServer | undefined
+  /** Ends the running suite binary and test2json (their process group), while they run. */
+  let stopSuite: (() => void) | undefined
   const runs: Record<string, SuiteRun> = {}
 
   before(async function () {
-    files = porchServerFiles()
+    // The suite comes from Porch's module, so do Porch's CRDs and APIService by default (./porch-files.ts).
+    files = porchServerFiles(process.env.FNR_PORCH_FILES ?? 'module')
     porchBinary = buildPorchServer().porch
     e2e = buildPorchE2e()
     const runner = buildPorchRunner().server
@@ -143,16 +148,24 @@ describe("Porch's own e2e API suite (v1.5.8) against porch-server with fnr serve
     cp = undefined
   }
 
-  after(async function () {
+  /** Everything this suite started, stopped; safe to call twice (also the run's teardown on a signal). */
+  const cleanup = async (): Promise<void> => {
+    stopSuite?.()
     await stopCluster()
-    fnr?.child.kill('SIGTERM')
-    if (fnr) await fnr.exited
+    if (fnr && fnr.child.exitCode === null && fnr.child.signalCode === null) {
+      fnr.child.kill('SIGTERM')
+      await fnr.exited
+    }
     await porchRunner?.stop()
     await gitea?.stop()
+    gitea = undefined
     // FNR_PORCH_E2E_KEEP=1 keeps the work folder (test2json and porch-server logs of each run) for a look afterwards.
     if (work && process.env.FNR_PORCH_E2E_KEEP === '1') console.log(`      kept ${work}`)
     else if (work) await rm(work, {recursive: true, force: true})
-  })
+  }
+  onTeardown("Porch's e2e API suite", cleanup)
+
+  after(cleanup)
 
   /** Gitea's two repositories as Porch's setup script leaves them (fresh for each run). */
   async function seedGitea(): Promise<void> {
@@ -169,7 +182,11 @@ describe("Porch's own e2e API suite (v1.5.8) against porch-server with fnr serve
     cp = await startControlPlane({dir: path.join(dir, 'cluster'), kubelet: false, scheduler: false})
     client = adminClient(cp)
     await installPorchApi(cp, client, files)
-    server = await startPorchServer(porchBinary, cp, path.join(dir, 'porch-server'), runner)
+    // With CERT_STORAGE_DIR set, as Porch's deployment sets it, porch-server registers its validating webhooks (deletion
+    // of PackageRevisions, Repository changes) and serves them on port 8443 of every address (Porch's code: ":8443").
+    // WEBHOOK_HOST=localhost (Porch's local-development setting) registers the deletion webhook by URL,
+    // https://localhost:8443/validate-deletion. KUBECONFIG: the webhook setup reads the default kubeconfig.
+    server = await startPorchServer(porchBinary, cp, path.join(dir, 'porch-server'), runner, {KUBECONFIG: cp.kubeconfigPath, CERT_STORAGE_DIR: path.join(dir, 'webhook-certs'), WEBHOOK_HOST: 'localhost'})
     await waitForPorchApi(server, client)
     const log = path.join(dir, 'test2json.log')
     const out = createWriteStream(log)
@@ -181,12 +198,22 @@ describe("Porch's own e2e API suite (v1.5.8) against porch-server with fnr serve
       extendEnv: false,
       reject: false,
       buffer: false,
+      // A group of its own: test2json runs the suite binary as its child, and a teardown ends both.
+      detached: true,
       timeout: (SUITE_TIMEOUT_MIN + 5) * 60_000,
     })
+    stopSuite = () => {
+      try {
+        if (r.pid) process.kill(-r.pid, 'SIGKILL')
+      } catch {
+        // the group has ended
+      }
+    }
     r.stdout?.pipe(out)
     let stderr = ''
     r.stderr?.on('data', (d: Buffer) => (stderr += d.toString()))
     const done = await r
+    stopSuite = undefined
     await new Promise<void>((resolve) => out.end(resolve))
     const text = await readFile(log, 'utf8')
     const run: SuiteRun = {runner: label, tests: parseTest2Json(text), exitCode: done.exitCode, seconds: Math.round((performance.now() - started) / 1000), load: loadavg().map((l) => l.toFixed(2)).join(' '), log}
@@ -199,26 +226,35 @@ describe("Porch's own e2e API suite (v1.5.8) against porch-server with fnr serve
   function table(run: SuiteRun): string {
     const tests = topTests(run)
     const count = (r: Result): number => tests.filter(([, o]) => o.result === r).length
-    const rows = tests.map(([name, o]) => `      | ${name.slice('TestE2E/'.length)} | ${o.result} | ${o.seconds.toFixed(1)} |${o.result === 'fail' ? ` ${gist(o)}` : ''}`)
+    const rows = tests.map(([name, o]) => `      | ${name.slice('TestE2E/'.length)} | ${o.result} | ${o.seconds.toFixed(1)} |${o.result === 'fail' ? ` ${gist(run, name)}` : ''}`)
     return [
       `\n      ${run.runner}: ${count('pass')} passed, ${count('fail')} failed, ${count('skip')} skipped of ${tests.length} in ${run.seconds} s (load average after: ${run.load})`,
       '      | test | result | s | failure |', '      |---|---|---|---|', ...rows,
     ].join('\n')
   }
 
+  /** fnr's request log: one JSON line per EvaluateFunction call. */
+  const fnrCalls = (): Array<{image: string; code: number; evaluator: string}> =>
+    fnr!.stderr().split('\n').filter((l) => l.startsWith('{') && l.includes('"ms"') && l.includes('"image"')).map((l) => JSON.parse(l) as {image: string; code: number; evaluator: string})
+
   it('runs with fnr serve as the function runner', async () => {
     const run = await runSuite('fnr', `127.0.0.1:${fnr!.port}`)
     runs.fnr = run
     console.log(table(run))
-    const calls = fnr!.stderr().split('\n').filter((l) => l.includes('"ms"') && l.includes('"image"'))
-    console.log(`      fnr served ${calls.length} EvaluateFunction calls`)
+    const calls = fnrCalls()
+    const byImage = new Map<string, number>()
+    for (const c of calls) byImage.set(`${c.image} (${c.evaluator}, code ${c.code})`, (byImage.get(`${c.image} (${c.evaluator}, code ${c.code})`) ?? 0) + 1)
+    console.log(`      fnr served ${calls.length} EvaluateFunction calls: ${[...byImage].map(([k, n]) => `${n} × ${k}`).join(', ')}`)
     expect(topTests(run).length).to.be.greaterThan(0)
   })
 
   it("runs with Porch's own runner in its place", async () => {
+    const fnrBefore = fnrCalls().length
     const run = await runSuite('porch', `127.0.0.1:${porchRunner!.port}`)
     runs.porch = run
     console.log(table(run))
+    // porch-server called Porch's runner this time, not fnr.
+    expect(fnrCalls().length).to.equal(fnrBefore)
     expect(topTests(run).length).to.be.greaterThan(0)
   })
 
@@ -229,6 +265,6 @@ describe("Porch's own e2e API suite (v1.5.8) against porch-server with fnr serve
     const rows = topTests(runs.porch!).map(([name, o]) => `      | ${name.slice('TestE2E/'.length)} | ${fnrTests.get(name)?.result ?? 'absent'} | ${o.result} |`)
     console.log(`\n      | test | fnr | Porch's runner |\n      |---|---|---|\n${rows.join('\n')}`)
     const regressions = topTests(runs.porch!).filter(([name, o]) => o.result === 'pass' && fnrTests.get(name)?.result !== 'pass')
-    expect(regressions.map(([name]) => `${name}: ${fnrTests.get(name)?.result ?? 'absent'} with fnr${fnrTests.get(name) ? ` (${gist(fnrTests.get(name)!)})` : ''}`)).to.deep.equal([])
+    expect(regressions.map(([name]) => `${name}: ${fnrTests.get(name)?.result ?? 'absent'} with fnr${fnrTests.get(name) ? ` (${gist(runs.fnr!, name)})` : ''}`)).to.deep.equal([])
   })
 })

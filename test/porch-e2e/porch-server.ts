@@ -59,8 +59,11 @@ export interface PorchServer {
   stop(): Promise<void>
 }
 
-/** Starts porch-server on 127.0.0.1:443 with `runner` (host:port) as its function runner; state under `dir`. */
-export async function startPorchServer(binary: string, cp: ControlPlane, dir: string, runner: string): Promise<PorchServer> {
+/**
+ * Starts porch-server on 127.0.0.1:443 with `runner` (host:port) as its function runner; state under `dir`; `env` is
+ * added to its environment.
+ */
+export async function startPorchServer(binary: string, cp: ControlPlane, dir: string, runner: string, env: NodeJS.ProcessEnv = {}): Promise<PorchServer> {
   await mkdir(dir, {recursive: true})
   const child = spawn(binary, [
     `--kubeconfig=${cp.kubeconfigPath}`,
@@ -68,7 +71,7 @@ export async function startPorchServer(binary: string, cp: ControlPlane, dir: st
     `--cert-dir=${path.join(dir, 'certs')}`, `--cache-directory=${path.join(dir, 'cache')}`,
     `--function-runner=${runner}`,
     '--repo-sync-frequency=3m', '--repo-operation-retry-attempts=3', '--max-request-body-size=6291456',
-  ], {env: {PATH: process.env.PATH, HOME: dir, OTEL_METRICS_EXPORTER: 'none', OTEL_TRACES_EXPORTER: 'none', OTEL_LOGS_EXPORTER: 'none'}, stdio: ['ignore', 'pipe', 'pipe']})
+  ], {env: {PATH: process.env.PATH, HOME: dir, OTEL_METRICS_EXPORTER: 'none', OTEL_TRACES_EXPORTER: 'none', OTEL_LOGS_EXPORTER: 'none', ...env}, stdio: ['ignore', 'pipe', 'pipe']})
   let log = ''
   child.stdout!.on('data', (d: Buffer) => (log += d.toString()))
   child.stderr!.on('data', (d: Buffer) => (log += d.toString()))
