@@ -7,13 +7,13 @@
  *   kube-controller-manager) and Porch's API there, porch-server a process on 127.0.0.1:443 (./porch-server.ts);
  * - Gitea on localhost:3000, user nephio, with the repositories nephio/porch-test (one commit on main) and
  *   nephio/test-blueprints (Porch's test blueprints bundle, every branch and tag): ./gitea.ts;
- * - no function-runner Service in porch-system: the suite runs in its local mode (its pod-evaluator and
- *   render-failure tests skip themselves there).
+ * - in its local mode, no function-runner Service in porch-system (its pod-evaluator and render-failure tests skip
+ *   themselves); in its runner mode, such a Service (with nothing behind it), and those tests run too (MODES below).
  * Both runners run the exec runtime on one config.yaml: the catalog binaries (functions/catalog.yaml), plus the
  * suite's two images no Porch config maps, set-annotations:v0.1.4 and starlark:v0.3.0, on the catalog's
  * set-annotations and starlark binaries (their versions differ; docs/porch-swap.md says which).
- * Each run gets a fresh control plane, fresh repositories and a fresh porch-server. The claim checked: every test
- * that passes with Porch's runner passes with fnr.
+ * Each run gets a fresh control plane, fresh repositories and a fresh porch-server. The claim checked, in each mode:
+ * every test that passes with Porch's runner passes with fnr.
  *
  * Opt-in (`npm run porch-e2e`, scripts/porch-e2e.mjs).
  */
@@ -45,6 +45,14 @@ const BLUEPRINTS_REPO = 'test-blueprints'
 const REGISTRY = 'ghcr.io/kptdev/krm-functions-catalog'
 /** The suite's images that no Porch config.yaml maps, on the catalog binary of the same function. */
 const EXTRA_IMAGES: Record<string, string[]> = {'set-annotations': [`${REGISTRY}/set-annotations:v0.1.4`], starlark: [`${REGISTRY}/starlark:v0.3.0`]}
+/**
+ * The suite's two modes. `local`: no function-runner Service in porch-system (a porch-server run on a developer's host),
+ * the pod-evaluator and render-failure tests skip themselves. `runner`: such a Service with a selector exists, so the
+ * suite takes its runner for an in-cluster one and runs those nine too, and TestLargePackageRevision adds a
+ * set-annotations:v0.1.5 mutator to its 5 MiB package. FNR_PORCH_E2E_MODES=local (or runner) runs one.
+ */
+type Mode = 'local' | 'runner'
+const MODES = (process.env.FNR_PORCH_E2E_MODES ?? 'local,runner').split(',').map((m) => m.trim()).filter((m): m is Mode => m === 'local' || m === 'runner')
 /** Room for the whole suite on two shared cores (Porch's CI gives `go test` its default of 10 minutes on larger machines). */
 const SUITE_TIMEOUT_MIN = 75
 
@@ -104,6 +112,7 @@ function gist(run: SuiteRun, name: string): string {
 
 describe("Porch's own e2e API suite (v1.5.8) against porch-server with fnr serve as its runner, and with Porch's", function () {
   this.timeout((SUITE_TIMEOUT_MIN + 15) * 60_000)
+  if (MODES.length === 0) throw new Error(`FNR_PORCH_E2E_MODES names no mode (local, runner): ${process.env.FNR_PORCH_E2E_MODES}`)
   let work: string
   let files: PorchServerFiles
   let e2e: {test: string; test2json: string}
@@ -174,14 +183,19 @@ describe("Porch's own e2e API suite (v1.5.8) against porch-server with fnr serve
     await git(['clone', '-q', '--bare', files.blueprintsBundle, gitea!.repoDir(BLUEPRINTS_REPO)])
   }
 
-  /** A fresh control plane, Porch's API, porch-server calling `runner`; then the suite, through test2json. */
-  async function runSuite(label: string, runner: string): Promise<SuiteRun> {
+  /** A fresh control plane, Porch's API, porch-server calling `runner`; then the suite in `mode`, through test2json. */
+  async function runSuite(label: string, mode: Mode, runner: string): Promise<SuiteRun> {
     const dir = path.join(work, label)
     await mkdir(dir, {recursive: true})
     await seedGitea()
     cp = await startControlPlane({dir: path.join(dir, 'cluster'), kubelet: false, scheduler: false})
     client = adminClient(cp)
     await installPorchApi(cp, client, files)
+    // What the suite looks for to decide its runner is in the cluster: a Service function-runner with a selector in
+    // porch-system. Nothing backs it and nothing calls it (porch-server calls its --function-runner).
+    if (mode === 'runner') {
+      await client.create('/api/v1/namespaces/porch-system/services', {apiVersion: 'v1', kind: 'Service', metadata: {name: 'function-runner'}, spec: {selector: {app: 'function-runner'}, ports: [{port: 9445, targetPort: 9445}]}})
+    }
     // With CERT_STORAGE_DIR set, as Porch's deployment sets it, porch-server registers its validating webhooks (deletion
     // of PackageRevisions, Repository changes) and serves them on port 8443 of every address (Porch's code: ":8443").
     // WEBHOOK_HOST=localhost (Porch's local-development setting) registers the deletion webhook by URL,
@@ -237,34 +251,41 @@ describe("Porch's own e2e API suite (v1.5.8) against porch-server with fnr serve
   const fnrCalls = (): Array<{image: string; code: number; evaluator: string}> =>
     fnr!.stderr().split('\n').filter((l) => l.startsWith('{') && l.includes('"ms"') && l.includes('"image"')).map((l) => JSON.parse(l) as {image: string; code: number; evaluator: string})
 
-  it('runs with fnr serve as the function runner', async () => {
-    const run = await runSuite('fnr', `127.0.0.1:${fnr!.port}`)
-    runs.fnr = run
-    console.log(table(run))
-    const calls = fnrCalls()
-    const byImage = new Map<string, number>()
-    for (const c of calls) byImage.set(`${c.image} (${c.evaluator}, code ${c.code})`, (byImage.get(`${c.image} (${c.evaluator}, code ${c.code})`) ?? 0) + 1)
-    console.log(`      fnr served ${calls.length} EvaluateFunction calls: ${[...byImage].map(([k, n]) => `${n} × ${k}`).join(', ')}`)
-    expect(topTests(run).length).to.be.greaterThan(0)
-  })
+  for (const mode of MODES) {
+    const key = (runner: string): string => `${mode}-${runner}`
 
-  it("runs with Porch's own runner in its place", async () => {
-    const fnrBefore = fnrCalls().length
-    const run = await runSuite('porch', `127.0.0.1:${porchRunner!.port}`)
-    runs.porch = run
-    console.log(table(run))
-    // porch-server called Porch's runner this time, not fnr.
-    expect(fnrCalls().length).to.equal(fnrBefore)
-    expect(topTests(run).length).to.be.greaterThan(0)
-  })
+    it(`${mode} mode: runs with fnr serve as the function runner`, async () => {
+      const before = fnrCalls().length
+      const run = await runSuite(key('fnr'), mode, `127.0.0.1:${fnr!.port}`)
+      runs[key('fnr')] = run
+      console.log(table(run))
+      const calls = fnrCalls().slice(before)
+      const byImage = new Map<string, number>()
+      for (const c of calls) byImage.set(`${c.image} (${c.evaluator}, code ${c.code})`, (byImage.get(`${c.image} (${c.evaluator}, code ${c.code})`) ?? 0) + 1)
+      console.log(`      fnr served ${calls.length} EvaluateFunction calls: ${[...byImage].map(([k, n]) => `${n} × ${k}`).join(', ')}`)
+      expect(topTests(run).length).to.be.greaterThan(0)
+    })
 
-  it("every test that passes with Porch's runner passes with fnr", () => {
-    expect(runs.fnr, 'the fnr run').to.not.equal(undefined)
-    expect(runs.porch, "the Porch's runner run").to.not.equal(undefined)
-    const fnrTests = runs.fnr!.tests
-    const rows = topTests(runs.porch!).map(([name, o]) => `      | ${name.slice('TestE2E/'.length)} | ${fnrTests.get(name)?.result ?? 'absent'} | ${o.result} |`)
-    console.log(`\n      | test | fnr | Porch's runner |\n      |---|---|---|\n${rows.join('\n')}`)
-    const regressions = topTests(runs.porch!).filter(([name, o]) => o.result === 'pass' && fnrTests.get(name)?.result !== 'pass')
-    expect(regressions.map(([name]) => `${name}: ${fnrTests.get(name)?.result ?? 'absent'} with fnr${fnrTests.get(name) ? ` (${gist(runs.fnr!, name)})` : ''}`)).to.deep.equal([])
-  })
+    it(`${mode} mode: runs with Porch's own runner in its place`, async () => {
+      const fnrBefore = fnrCalls().length
+      const run = await runSuite(key('porch'), mode, `127.0.0.1:${porchRunner!.port}`)
+      runs[key('porch')] = run
+      console.log(table(run))
+      // porch-server called Porch's runner this time, not fnr.
+      expect(fnrCalls().length).to.equal(fnrBefore)
+      expect(topTests(run).length).to.be.greaterThan(0)
+    })
+
+    it(`${mode} mode: every test that passes with Porch's runner passes with fnr`, () => {
+      const withFnr = runs[key('fnr')]
+      const withPorch = runs[key('porch')]
+      expect(withFnr, 'the fnr run').to.not.equal(undefined)
+      expect(withPorch, "the Porch's runner run").to.not.equal(undefined)
+      const fnrTests = withFnr!.tests
+      const rows = topTests(withPorch!).map(([name, o]) => `      | ${name.slice('TestE2E/'.length)} | ${fnrTests.get(name)?.result ?? 'absent'} | ${o.result} |`)
+      console.log(`\n      ${mode} mode\n      | test | fnr | Porch's runner |\n      |---|---|---|\n${rows.join('\n')}`)
+      const regressions = topTests(withPorch!).filter(([name, o]) => o.result === 'pass' && fnrTests.get(name)?.result !== 'pass')
+      expect(regressions.map(([name]) => `${name}: ${fnrTests.get(name)?.result ?? 'absent'} with fnr${fnrTests.get(name) ? ` (${gist(withFnr!, name)})` : ''}`)).to.deep.equal([])
+    })
+  }
 })
