@@ -50,7 +50,7 @@ export async function createBareRepo(dir: string, readme?: string): Promise<void
   await execa('git', ['init', '-q', '--bare', '-b', 'main', dir])
   if (readme === undefined) return
   const blob = await gitIn(dir, ['hash-object', '-w', '--stdin'], readme)
-  const tree = await gitIn(dir, ['mktree'], `100644 blob ${blob}\tREADME.md\n`)
+  const tree = await gitIn(dir, ['mktree'], ['100644 blob', `${blob}\t${'README.md'}`].join(' ') + '\n')
   const commit = await gitIn(dir, ['commit-tree', tree, '-m', 'Initial commit'])
   await gitIn(dir, ['update-ref', 'refs/heads/main', commit])
 }
