@@ -14,8 +14,11 @@ export interface GitHttpServer {
   stop(): Promise<void>
 }
 
-/** Runs one request through `git http-backend`: the CGI headers become the response's, the rest its body. */
-function handle(root: string, req: IncomingMessage, res: ServerResponse): void {
+/**
+ * Runs one request through `git http-backend` over the bare repositories under `root` (a repository at `root/a/x.git`
+ * answers `/a/x.git/…`): the CGI headers become the response's, the rest its body.
+ */
+export function serveGit(root: string, req: IncomingMessage, res: ServerResponse): void {
   const url = new URL(req.url ?? '/', 'http://git')
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
@@ -83,7 +86,7 @@ export async function startGitHttpServer(root: string): Promise<GitHttpServer> {
   const requests: string[] = []
   const server: Server = createServer((req, res) => {
     requests.push(`${req.method} ${req.url}`)
-    handle(root, req, res)
+    serveGit(root, req, res)
   })
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)

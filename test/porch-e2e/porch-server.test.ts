@@ -10,8 +10,6 @@
  * Opt-in (`npm run porch-e2e`, scripts/porch-e2e.mjs): porch-server's cold build takes most of an hour on two cores.
  */
 import {expect} from 'chai'
-import {spawn, type ChildProcess} from 'node:child_process'
-import {once} from 'node:events'
 import {mkdir, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
 import {loadavg, tmpdir} from 'node:os'
 import path from 'node:path'
@@ -22,6 +20,7 @@ import {buildPorchRunner} from '../../scripts/catalog-peers.mjs'
 import {buildPorchServer} from '../../scripts/porch-peers.mjs'
 import {porchServerFiles} from './porch-files.js'
 import {startGitHttpServer, type GitHttpServer} from './git-http.js'
+import {git, installPorchApi, startPorchServer, until, waitForPorchApi, type PorchServer} from './porch-server.js'
 import {runnerBed, startPorchRunner, type PorchRunner} from '../porch-side-by-side/support.js'
 import type {ControlPlane} from '../support/cluster/controlplane.js'
 import {startControlPlane} from '../support/cluster/controlplane.js'
@@ -32,8 +31,6 @@ import {startServeProcess, type ServeProcess} from '../support/serve.js'
 
 const BLUEPRINTS = 'test-blueprints.git'
 const PACKAGE = 'bucket-copy'
-/** The port of Porch's APIService as written (no port: 443); porch-server listens there on 127.0.0.1. */
-const PORCH_PORT = 443
 
 interface Step {
   what: string
@@ -50,28 +47,6 @@ interface Outcome {
   steps: Step[]
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
-
-async function until<T>(what: string, timeoutMs: number, check: () => Promise<T | false | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  let last: unknown
-  for (;;) {
-    try {
-      const v = await check()
-      if (v) return v
-    } catch (err) {
-      last = err
-    }
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs / 1000} s${last ? ` (last error: ${String(last)})` : ''}`)
-    await sleep(200)
-  }
-}
-
-async function git(args: string[], cwd?: string): Promise<string> {
-  const r = await execa('git', args, {cwd, env: {GIT_AUTHOR_NAME: 'fnr', GIT_AUTHOR_EMAIL: 'fnr@example.com', GIT_COMMITTER_NAME: 'fnr', GIT_COMMITTER_EMAIL: 'fnr@example.com'}})
-  return String(r.stdout)
-}
-
 /** A bare repository `name` under `root` with one commit on main (Porch registers a branch that exists). */
 async function seedRepo(root: string, name: string, work: string): Promise<void> {
   const bare = path.join(root, name)
@@ -82,39 +57,6 @@ async function seedRepo(root: string, name: string, work: string): Promise<void>
   await git(['add', '.'], clone)
   await git(['commit', '-q', '-m', 'initial'], clone)
   await git(['push', '-q', bare, 'main'], clone)
-}
-
-interface PorchServer {
-  child: ChildProcess
-  log(): string
-  stop(): Promise<void>
-}
-
-async function startPorchServer(binary: string, cp: ControlPlane, dir: string, runner: string): Promise<PorchServer> {
-  await mkdir(dir, {recursive: true})
-  const child = spawn(binary, [
-    `--kubeconfig=${cp.kubeconfigPath}`,
-    '--bind-address=127.0.0.1', `--secure-port=${PORCH_PORT}`,
-    `--cert-dir=${path.join(dir, 'certs')}`, `--cache-directory=${path.join(dir, 'cache')}`,
-    `--function-runner=${runner}`,
-    '--repo-sync-frequency=3m', '--repo-operation-retry-attempts=3', '--max-request-body-size=6291456',
-  ], {env: {PATH: process.env.PATH, HOME: dir, OTEL_METRICS_EXPORTER: 'none', OTEL_TRACES_EXPORTER: 'none', OTEL_LOGS_EXPORTER: 'none'}, stdio: ['ignore', 'pipe', 'pipe']})
-  let log = ''
-  child.stdout!.on('data', (d: Buffer) => (log += d.toString()))
-  child.stderr!.on('data', (d: Buffer) => (log += d.toString()))
-  const exited = once(child, 'exit')
-  return {
-    child,
-    log: () => log,
-    stop: async () => {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM')
-        const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
-        await exited
-        clearTimeout(timer)
-      }
-    },
-  }
 }
 
 describe('porch-server v1.5.8 on the real control plane, with fnr serve as its function runner', function () {
@@ -139,13 +81,7 @@ describe('porch-server v1.5.8 on the real control plane, with fnr serve as its f
     work = await mkdtemp(path.join(tmpdir(), 'fnr-porch-e2e-'))
     cp = await startControlPlane({dir: path.join(work, 'cluster'), kubelet: false, scheduler: false})
     client = adminClient(cp)
-    for (const f of [files.namespace, files.repositoriesCrd, files.packagerevsCrd, files.apiService]) {
-      const r = await cp.kubectl(['apply', '-f', f])
-      if (r.code !== 0) throw new Error(`kubectl apply -f ${f}: ${r.stderr}`)
-    }
-    // Porch's APIService names the Service `api` in porch-system; porch-server runs on this host's loopback, so that
-    // Service points at localhost (Porch's local-development recipe).
-    await client.create('/api/v1/namespaces/porch-system/services', {apiVersion: 'v1', kind: 'Service', metadata: {name: 'api'}, spec: {type: 'ExternalName', externalName: 'localhost'}})
+    await installPorchApi(cp, client, files)
     const repos = path.join(work, 'git')
     await mkdir(repos, {recursive: true})
     await git(['clone', '-q', '--bare', files.blueprintsBundle, path.join(repos, BLUEPRINTS)])
@@ -195,12 +131,7 @@ describe('porch-server v1.5.8 on the real control plane, with fnr serve as its f
     await server?.stop()
     let t = performance.now()
     server = await startPorchServer(porchBinary, cp!, path.join(work, `porch-server-${label}`), runner)
-    await until('porch-server serving porch.kpt.dev/v1alpha1 through kube-apiserver', 180_000, async () => {
-      if (server!.child.exitCode !== null) throw new Error(`porch-server exited with ${server!.child.exitCode}:\n${server!.log().split('\n').slice(-30).join('\n')}`)
-      const svc = await client.get('/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.porch.kpt.dev')
-      const available = (svc.status?.conditions ?? []).some((c: KubeObject) => c.type === 'Available' && c.status === 'True')
-      return available && (await client.raw('GET', '/apis/porch.kpt.dev/v1alpha1')).code === 200
-    })
+    await waitForPorchApi(server, client)
     steps.push({what: 'porch-server start → APIService Available', ms: Math.round(performance.now() - t)})
     await client.create('/api/v1/namespaces', {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ns}})
 
