@@ -3,4 +3,3 @@ export const FORM = 'exit code / Error: form'
 export const FLAGS = "kpt's command line (flags, DIR defaults to .)"
 export const SOURCE_SINK = 'kpt fn source / kpt fn sink (not in fnr)'
 export const YAML_MESSAGE = "the YAML parser's own words for a syntax error (Go's yaml.v3 and fnr's parser differ)"
-export const DOCKER_MESSAGE = "a container runtime's own words (fnr runs functions without one here)"

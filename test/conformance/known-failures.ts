@@ -4,13 +4,9 @@
  * passes (or kpt no longer passes) fails the suite, so the list cannot go stale. Any other case kpt
  * passes must pass with fnr.
  */
-import {DOCKER_MESSAGE, SOURCE_SINK, YAML_MESSAGE} from './categories.js'
+import {SOURCE_SINK, YAML_MESSAGE} from './categories.js'
 
 export const KNOWN_FAILURES: Record<string, string> = {
-  // --image-pull-policy never with an image nowhere: the case matches docker's own words ("No such
-  // image"); fnr runs no container runtime here and says the image is not in the exec config.
-  'fn-eval/image-pull-policy-never': DOCKER_MESSAGE,
-  'fn-render/image-pull-policy-never': DOCKER_MESSAGE,
   // The YAML parser's own words for a syntax error: kpt (Go's yaml.v3) says "mapping values are
   // not allowed in this context" at line 10, fnr's parser "Nested mappings are not allowed in
   // compact mappings" at line 9; the rest of the message and the outcome are kpt's.
