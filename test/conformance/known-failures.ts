@@ -1,6 +1,6 @@
 /**
  * Cases kpt passes here and fnr fails, each with its reason: words that come from another program
- * (a YAML parser, a container runtime), or a command fnr does not have. A listed case that fnr
+ * (a YAML parser), or a command fnr does not have. A listed case that fnr
  * passes (or kpt no longer passes) fails the suite, so the list cannot go stale. Any other case kpt
  * passes must pass with fnr.
  */
