@@ -22,7 +22,7 @@ import {findRunc, findStaticBusybox, runcUnavailableReason} from '../support/nod
 import {RegistryProxy} from '../support/registry/proxy.js'
 import {pushImage} from '../support/registry/fixtures.js'
 import {TestRegistry} from '../support/registry/registry.js'
-import {skipWithReason} from '../support/skip.js'
+import {skipOutsideCi} from '../support/skip.js'
 import {TempDirs} from '../support/tmp.js'
 
 const INPUT = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  x: "1"\n'
@@ -55,7 +55,7 @@ describe('image functions in fnr\'s own container runtime (runc, images from a r
 
   before(async function () {
     const reason = runcUnavailableReason()
-    if (reason) skipWithReason(this, reason)
+    if (reason) skipOutsideCi(this, reason)
     work = await temp.make('fnr-container-')
     cacheDir = path.join(work, 'cache')
     runcRoot = path.join(work, 'runc')
@@ -169,8 +169,8 @@ describe('image functions in fnr\'s own container runtime (runc, images from a r
 
   it('runs rootless: fnr as another user (nobody) runs runc in a user namespace, the function root inside it only', async function () {
     const setpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p))
-    if (setpriv === undefined) skipWithReason(this, 'setpriv is not installed (Debian package util-linux)')
-    if (Number(readFileSync('/proc/sys/user/max_user_namespaces', 'utf8').trim()) === 0) skipWithReason(this, 'this kernel allows no user namespaces')
+    if (setpriv === undefined) skipOutsideCi(this, 'setpriv is not installed (Debian package util-linux)')
+    if (Number(readFileSync('/proc/sys/user/max_user_namespaces', 'utf8').trim()) === 0) skipOutsideCi(this, 'this kernel allows no user namespaces')
     // A home of nobody's own: the image cache, TMPDIR (bundles) and runc's state go there.
     const home = path.join(work, 'rootless-home')
     await chmod(work, 0o755)

@@ -17,3 +17,12 @@ export function skipWithReason(context: Mocha.Context, reason: string): never {
   }
   context.skip()
 }
+
+/**
+ * As skipWithReason, but under CI (`CI` set, as .ci/run sets it) the reason fails the test instead: there a missing
+ * tool or kernel feature is a missing install step, which a skip would hide.
+ */
+export function skipOutsideCi(context: Mocha.Context, reason: string): never {
+  if (process.env.CI) throw new Error(`cannot run in CI: ${reason}`)
+  skipWithReason(context, reason)
+}
