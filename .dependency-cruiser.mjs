@@ -9,7 +9,7 @@
  */
 export const LAYERS = [
   // leaf helpers: import nothing of src/lib but each other
-  ['foundation', '^src/lib/(errors|function-result|headroom|read-file|turns|fair-queue|idle-calls)[.]ts$'],
+  ['foundation', '^src/lib/(errors|function-result|headroom|read-file|stdin|turns|fair-queue|idle-calls)[.]ts$'],
   // running one function process
   ['process', '^src/lib/process/'],
   // logs, metrics and traces; ResourceLists and Kptfiles; the call budget
@@ -28,8 +28,8 @@ export const LAYERS = [
   ['pods-admin', '^src/lib/pods/admin/'],
   // evaluators, the response cache, and the container runtimes of fnr eval and render
   ['evaluators-cache', '^src/lib/(evaluators|cache|container)/'],
-  // what the commands call: serve, wrapper-server, eval (and its --save), render, test, and their flag specs
-  ['entry-points', '^src/lib/(flags|fntest)/|^src/lib/(eval|render|drain|serve|wrapper|save-function)[.]ts$'],
+  // what the commands call: serve, wrapper-server, eval (and its --save), render, source and sink, test, and their flag specs
+  ['entry-points', '^src/lib/(flags|fntest)/|^src/lib/(eval|render|source-sink|drain|serve|wrapper|save-function)[.]ts$'],
   // the CLI adapter, the packaged binaries, oclif hooks
   ['adapters', '^src/(cli|bin|hooks)/'],
   ['commands', '^src/commands/'],

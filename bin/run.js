@@ -13,7 +13,7 @@
 // - Node's compile cache (module.enableCompileCache: V8 bytecode of every module loaded, kept in
 //   the OS temporary folder or NODE_COMPILE_CACHE) spares later runs parsing and compiling.
 //
-// `fnr eval …` and `fnr render …` are on users' hot paths (kpt pipelines, kpt's e2e scripts, CI
+// `fnr eval …`, `fnr render …`, `fnr source …` and `fnr sink …` are on users' hot paths (kpt pipelines, kpt's e2e scripts, CI
 // loops): they skip loading oclif and parse their flags with the same specs the oclif commands use. `fnr serve …` skips oclif too
 // (start → SERVING; docs/performance.md "bench S"), for the command lines src/cli/fast-serve.ts
 // takes. Everything else, including `--help`, `--runner` and `--json`, goes through
@@ -55,6 +55,10 @@ if (served !== undefined) {
   // package are ignored, so a flag anywhere counts)
   const {runRenderFast} = await importBundle('../dist/bundles/render/fast-render.bundle.mjs', '../dist/cli/fast-render.js')
   process.exitCode = await runRenderFast(args.slice(1))
+} else if ((args[0] === 'source' || args[0] === 'sink') && !process.env.FNR_NO_FAST_PATH && !beforeDash.some(oclifOnly)) {
+  // the two ends of a kpt-style pipe (fnr source DIR | fnr eval - … | fnr sink OUT)
+  const fast = await importBundle('../dist/bundles/pipe/fast-source-sink.bundle.mjs', '../dist/cli/fast-source-sink.js')
+  process.exitCode = await (args[0] === 'source' ? fast.runSourceFast : fast.runSinkFast)(args.slice(1))
 } else {
   // oclif asks the user database for the login shell when $SHELL is unset (os.userInfo), which
   // throws for a uid without a passwd entry: Porch's Deployment runs the image as 10001, and

@@ -1,9 +1,10 @@
-// Bundles the three commands that start without oclif (bin/run.js) into ES modules, so that a start
+// Bundles the commands that start without oclif (bin/run.js) into ES modules, so that a start
 // loads a few files instead of hundreds (module resolution, reads and compiles were most of a
 // start; docs/performance.md):
 //
 //   fnr eval   dist/cli/fast-eval.js  → dist/bundles/eval/fast-eval.bundle.mjs   (one file)
 //   fnr render dist/cli/fast-render.js → dist/bundles/render/fast-render.bundle.mjs (one file)
+//   fnr source and fnr sink dist/cli/fast-source-sink.js → dist/bundles/pipe/fast-source-sink.bundle.mjs (one file)
 //   fnr serve  dist/cli/fast-serve.js → dist/bundles/serve/fast-serve.bundle.mjs (+ chunks for
 //              what a start does not load: the pod runtime, FunctionConfig watches, the response
 //              cache… stay lazy as dynamic imports)
@@ -27,6 +28,7 @@ import {ROOT} from './setup.mjs'
 const BUNDLES = [
   {entry: path.join(ROOT, 'dist', 'cli', 'fast-eval.js'), outdir: path.join(ROOT, 'dist', 'bundles', 'eval'), name: 'fast-eval.bundle', splitting: false},
   {entry: path.join(ROOT, 'dist', 'cli', 'fast-render.js'), outdir: path.join(ROOT, 'dist', 'bundles', 'render'), name: 'fast-render.bundle', splitting: false},
+  {entry: path.join(ROOT, 'dist', 'cli', 'fast-source-sink.js'), outdir: path.join(ROOT, 'dist', 'bundles', 'pipe'), name: 'fast-source-sink.bundle', splitting: false},
   {entry: path.join(ROOT, 'dist', 'cli', 'fast-serve.js'), outdir: path.join(ROOT, 'dist', 'bundles', 'serve'), name: 'fast-serve.bundle', splitting: true},
 ]
 

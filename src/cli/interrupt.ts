@@ -101,7 +101,7 @@ export async function runInterruptible(
  * the interrupt's signal; resolves with the exit code: 0, the failure's in the command's error
  * form (render-error.ts), or an interrupt's 130/143.
  */
-export async function runFastCommand(command: 'eval' | 'render', argv: readonly string[], body: (signal: AbortSignal) => Promise<void>): Promise<number> {
+export async function runFastCommand(command: 'eval' | 'render' | 'source' | 'sink', argv: readonly string[], body: (signal: AbortSignal) => Promise<void>): Promise<number> {
   const interrupt = onInterrupt()
   try {
     await body(interrupt.signal)

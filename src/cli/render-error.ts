@@ -20,13 +20,13 @@ export type ErrorForm = 'fnr' | 'kpt-eval' | 'kpt-render'
 export const EXIT_CODE_STYLES = ['kpt', 'fnr'] as const
 
 /**
- * The form a kpt-compatible command reports in, read from its own argv (before "--") and the
+ * The form a kpt-compatible command (eval, render, source, sink) reports in, read from its own argv (before "--") and the
  * environment, so that a failure to parse the command line is reported in it too: fnr's form with
  * `--exit-codes fnr` (or `--exit-codes=fnr`, the last one given wins), else with FNR_EXIT_CODES=fnr,
  * and, on eval, with --json (or FNR_CONTENT_TYPE=json: fnr's JSON output, which kpt does not have); kpt's
  * form otherwise.
  */
-export function errorFormFor(command: 'eval' | 'render', argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ErrorForm {
+export function errorFormFor(command: 'eval' | 'render' | 'source' | 'sink', argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ErrorForm {
   const dash = argv.indexOf('--')
   const flags = dash >= 0 ? argv.slice(0, dash) : argv
   let style = env.FNR_EXIT_CODES
@@ -39,7 +39,8 @@ export function errorFormFor(command: 'eval' | 'render', argv: readonly string[]
   }
   // Only eval has --json (render would refuse the flag, in kpt's form).
   if (style === 'fnr' || (json && command === 'eval')) return 'fnr'
-  return command === 'eval' ? 'kpt-eval' : 'kpt-render'
+  // kpt fn source and sink print their errors as kpt fn eval does (its CLI library's `error: …`).
+  return command === 'render' ? 'kpt-render' : 'kpt-eval'
 }
 
 /**

@@ -21,7 +21,6 @@
  */
 import {realpath} from 'node:fs/promises'
 import path from 'node:path'
-import {buffer} from 'node:stream/consumers'
 
 import {parse as shellParse} from 'shell-quote'
 import type {YAMLMap} from 'yaml'
@@ -36,6 +35,7 @@ import {functionFailedError} from './process/failure.js'
 import {runFunctionProcess, type FunctionProcessResult} from './process/run.js'
 import * as rl from './resourcelist/index.js'
 import {selectResources, type Selector} from './resourcelist/select.js'
+import {readStdin} from './stdin.js'
 import {checkSavedConfigPath, saveFunctionToKptfile, type SaveType} from './save-function.js'
 
 export interface EvalOptions {
@@ -161,25 +161,6 @@ export function splitExec(exec: string): string[] {
   }
   if (out.length === 0) throw new FnrError('Usage', '--exec is empty')
   return out
-}
-
-/** All of stdin; an interrupt stops the reading (and closes stdin, so the process can end). */
-async function readStdin(stdin: NodeJS.ReadableStream, signal: AbortSignal | undefined): Promise<Buffer> {
-  if (!signal) return buffer(stdin)
-  signal.throwIfAborted()
-  let onAbort: (() => void) | undefined
-  const aborted = new Promise<never>((_resolve, reject) => {
-    onAbort = () => {
-      ;(stdin as NodeJS.ReadableStream & {destroy?: () => void}).destroy?.()
-      reject(signal.reason)
-    }
-    signal.addEventListener('abort', onAbort, {once: true})
-  })
-  try {
-    return await Promise.race([buffer(stdin), aborted])
-  } finally {
-    signal.removeEventListener('abort', onAbort!)
-  }
 }
 
 async function readInput(options: EvalOptions, io: EvalIO): Promise<{list: rl.ResourceList; fromStdin: boolean; inPlaceDir?: string}> {

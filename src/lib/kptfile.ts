@@ -327,13 +327,48 @@ class Decoder {
 }
 
 /**
- * The parser's message as one line, without its own position; in go-yaml's words where the two
- * parsers see the same fault at the same place (a key running over several lines is one never
- * followed by its ':'; kpt's invalid-kptfile e2e case expects that text).
+ * The parser's fault as go-yaml (kpt's parser) words and places it, where the two parsers see the
+ * same fault: a key running over several lines is one never followed by its ':' (kpt's
+ * invalid-kptfile e2e case); a mapping nested in a compact one (`key: a: b`, or a plain value
+ * that runs on over the next line into a `- x:` item, as in kpt's subpkg-has-invalid-kptfile case)
+ * is go-yaml's "mapping values are not allowed in this context", on the line of the nested ':'.
+ * Otherwise the parser's own message, as one line, at its own place.
  */
-function parserMessage(error: {code?: string; message: string}): string {
-  if (error.code === 'MULTILINE_IMPLICIT_KEY') return "could not find expected ':'"
-  return (error.message.split('\n', 1)[0] ?? '').replace(/ at line \d+, column \d+:?$/, '')
+function goYamlFault(error: {code?: string; message: string; pos?: [number, number]}, text: string): {message: string; at: number | undefined} {
+  const at = error.pos?.[0]
+  if (error.code === 'MULTILINE_IMPLICIT_KEY') return {message: "could not find expected ':'", at}
+  // The parser's other fault of that code is a block sequence (`- x`) where a key should be.
+  if (error.code === 'BLOCK_AS_IMPLICIT_KEY' && at !== undefined && !/^-[ \t\n]/.test(text.slice(at, at + 2))) {
+    return {message: 'mapping values are not allowed in this context', at: valueIndicatorFrom(text, at) ?? at}
+  }
+  return {message: (error.message.split('\n', 1)[0] ?? '').replace(/ at line \d+, column \d+:?$/, ''), at}
+}
+
+/**
+ * The offset of the first ':' that ends a key starting at `from` (a ':' followed by a blank, a line
+ * end or the end of the text), past a quoted key's closing quote; undefined at a comment.
+ */
+function valueIndicatorFrom(text: string, from: number): number | undefined {
+  for (let i = pastQuoted(text, from); i < text.length; i++) {
+    const c = text[i]
+    if (c === '#' && /[ \t\n]/.test(text[i - 1] ?? '\n')) return undefined
+    if (c === ':' && (i + 1 === text.length || /[ \t\r\n]/.test(text[i + 1]!))) return i
+  }
+  return undefined
+}
+
+/** Where a scalar starting at `from` ends when it is quoted (past its closing quote), else `from`. */
+function pastQuoted(text: string, from: number): number {
+  const quote = text[from]
+  if (quote !== '"' && quote !== "'") return from
+  for (let i = from + 1; i < text.length; i++) {
+    if (quote === '"' && text[i] === '\\') i++
+    else if (text[i] === quote) {
+      if (quote === "'" && text[i + 1] === "'") i++
+      else return i + 1
+    }
+  }
+  return text.length
 }
 
 /** kpt's version check (CheckKptfileVersion); the apiVersion and kind as strings. */
@@ -407,14 +442,15 @@ function toKptfile(value: {[field: string]: Value}): Kptfile {
  */
 export function decodeKptfile(text: string, pkgAbs: string): Kptfile {
   const lines = new LineCounter()
-  const docs = parseAllDocuments(text.includes('\r\n') ? text.replace(/\r\n/g, '\n') : text, {...PARSE_OPTIONS, lineCounter: lines})
+  const normalised = text.includes('\r\n') ? text.replace(/\r\n/g, '\n') : text
+  const docs = parseAllDocuments(normalised, {...PARSE_OPTIONS, lineCounter: lines})
   // An empty stream still carries the errors of what could not be parsed.
   const streamErrors = (docs as {errors?: Array<{code?: string; message: string; pos?: [number, number]}>}).errors ?? []
   const doc = docs[0]
   const parseError = doc?.errors[0] ?? streamErrors[0]
   if (parseError) {
-    const pos = parseError.pos?.[0]
-    throw unreadable(pkgAbs, `yaml: ${pos === undefined ? '' : `line ${lines.linePos(pos).line}: `}${parserMessage(parseError)}`)
+    const {message, at} = goYamlFault(parseError, normalised)
+    throw unreadable(pkgAbs, `yaml: ${at === undefined ? '' : `line ${lines.linePos(at).line}: `}${message}`)
   }
   const root = doc?.contents as Node | null | undefined
   if (root === undefined || root === null) throw unreadable(pkgAbs, 'EOF')

@@ -4,7 +4,7 @@
  * cache by scripts/kpt-e2e.mjs) run through the real kpt and through fnr, with the same function
  * binaries (the catalog peers: kpt through a `docker` shim, fnr through an exec config), each
  * judged by one port of kpt's e2e runner (kpt-runner.ts). Asserted: fnr passes every case kpt
- * passes here, or the case is on KNOWN_FAILURES (known-failures.ts), and no case on that list
+ * passes here, or the case is on KNOWN_FAILURES (known-failures.ts, empty now), and no case on that list
  * passes any more. Cases whose functions are not built here are not runnable (counted with the
  * reason); cases kpt itself fails here are reported, not asserted.
  */
@@ -19,7 +19,6 @@ import {BUILD_TIMEOUT_MS} from '../catalog/support.js'
 import {REPO_ROOT} from '../support/serve.js'
 import {TempDirs} from '../support/tmp.js'
 import {discoverKptCases, type KptCase} from './cases.js'
-import {FORM} from './categories.js'
 import {DEFAULT_PREFIX, unrunnable, writeDockerShim, writeExecConfig} from './functions.js'
 import {KNOWN_FAILURES} from './known-failures.js'
 import {runKptCase, type Outcome, type Tool} from './kpt-runner.js'
@@ -94,17 +93,9 @@ describe("conformance: kpt's e2e cases for fn eval and fn render, through kpt an
     expect(reports.filter((r) => r.kpt?.passed).length).to.be.greaterThan(10)
   })
 
-  it('fnr passes every case kpt passes (but those on the known list)', () => {
+  it('fnr passes every case kpt passes (the known list is empty; a listed case must still fail, so it cannot go stale)', () => {
     const failing = reports.filter((r) => r.kpt?.passed && !r.fnr?.passed && !(r.name in KNOWN_FAILURES))
     expect(failing.map((r) => `${r.name} [${r.category}]: ${r.fnr?.message?.split('\n')[0]}`)).to.deep.equal([])
-  })
-
-  it('fnr fails each case listed for its exit code and message form on those alone', () => {
-    const more = reports.filter((r) => KNOWN_FAILURES[r.name] === FORM && r.kpt?.passed && r.fnr && !r.fnr.passed && !r.fnr.formOnly)
-    expect(more.map((r) => `${r.name}: ${r.fnr?.message?.split('\n')[0]}`)).to.deep.equal([])
-  })
-
-  it('every case on the known list still fails with fnr where kpt passes (remove the ones that pass now)', () => {
     const filter = process.env.FNR_CONFORMANCE_FILTER
     const stale = Object.keys(KNOWN_FAILURES).filter((name) => {
       const r = reports.find((x) => x.name === name)

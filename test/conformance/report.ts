@@ -1,5 +1,5 @@
 /** The conformance suite's counts and the category of each case fnr fails where kpt passes. */
-import {FLAGS, FORM, SOURCE_SINK} from './categories.js'
+import {FLAGS, FORM, UNMAPPED_KPT} from './categories.js'
 import {KNOWN_FAILURES} from './known-failures.js'
 import type {Outcome} from './kpt-runner.js'
 
@@ -19,7 +19,7 @@ export function categorize(name: string, fnr: Outcome): string {
   const known = KNOWN_FAILURES[name] as string | undefined
   if (known) return known
   const stderr = fnr.stderr ?? ''
-  if (/'kpt fn (source|sink)\b/.test(stderr)) return SOURCE_SINK
+  if (/^kpt \(fnr test\): '.*' is not available here/m.test(stderr)) return UNMAPPED_KPT
   if (/Nonexistent flag|Unexpected argument|stdin is empty/.test(stderr)) return FLAGS
   if (fnr.formOnly) return FORM
   switch (fnr.mismatch) {

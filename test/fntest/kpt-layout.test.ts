@@ -136,13 +136,13 @@ describe('fnr test: kpt e2e layout (setup.sh, exec.sh, .krmignore, diff.patch, k
     expect(f.stdout).to.contain('2 passed, 2 failed')
   })
 
-  it('exec.sh: the kpt on PATH maps only fn eval and fn render; other kpt commands fail with exit 127 and say so', async () => {
+  it('exec.sh: the kpt on PATH maps fn eval, render, source and sink; other kpt commands fail with exit 127 and say so', async () => {
     const dir = await temp.make('fnr-kpt-shim-')
-    const c = path.join(dir, 'source')
+    const c = path.join(dir, 'pkg-get')
     await writeFiles(c, {
       'cm.yaml': CM,
-      '.expected/exec.sh': 'kpt fn source .\n',
-      '.expected/config.yaml': "exitCode: 127\nstdErr: \"'kpt fn source .' is not available here: only 'kpt fn eval' and 'kpt fn render' run, through fnr\"\n",
+      '.expected/exec.sh': 'kpt pkg get x\n',
+      '.expected/config.yaml': "exitCode: 127\nstdErr: \"'kpt pkg get x' is not available here: only 'kpt fn eval', 'render', 'source' and 'sink' run, through fnr\"\n",
     })
     const r = await runCli(['test', c])
     expect(r.exitCode, r.stdout + r.stderr).to.equal(0)

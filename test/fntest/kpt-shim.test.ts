@@ -34,12 +34,18 @@ describe('fnr test: the kpt shim of case scripts', () => {
     expect((await run(given, ['fn', 'eval', '.', '--', '--config'])).stdout).to.match(/^eval\|--config\|/)
   })
 
+  it('maps kpt fn source and sink to fnr source and sink, without the exec config flags', async () => {
+    const given = {configPath: 'map.yaml', functionsDir: 'bin', embedded: false, defaultImagePrefix: 'example.com/'}
+    expect((await run(given, ['fn', 'source', '.', '-o', 'unwrap'])).stdout).to.equal('source|.|-o|unwrap|')
+    expect((await run(given, ['fn', 'sink', 'out'])).stdout).to.equal('sink|out|')
+  })
+
   it('refuses every other kpt command with exit 127 and one line', async () => {
-    for (const args of [['fn', 'source', '.'], ['fn', 'sink', 'out'], ['pkg', 'get', 'x'], ['version'], []]) {
+    for (const args of [['fn', 'doc'], ['pkg', 'get', 'x'], ['version'], []]) {
       const r = await run(embedded, args)
       expect(r.exitCode, args.join(' ')).to.equal(SHIM_REFUSED_EXIT)
       expect(r.stdout).to.equal('')
-      expect(r.stderr).to.equal(`kpt (fnr test): 'kpt ${args.join(' ')}' is not available here: only 'kpt fn eval' and 'kpt fn render' run, through fnr`)
+      expect(r.stderr).to.equal(`kpt (fnr test): 'kpt ${args.join(' ')}' is not available here: only 'kpt fn eval', 'render', 'source' and 'sink' run, through fnr`)
     }
   })
 })

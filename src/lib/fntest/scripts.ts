@@ -4,7 +4,8 @@
  * runner does the same). A `kpt` on their PATH points at fnr: a small shell script in a temporary
  * folder that turns `kpt fn eval ARGS` into `fnr eval ARGS` and `kpt fn render ARGS` into
  * `fnr render ARGS` (the arguments unchanged; the run's exec config flags added unless the script
- * gives its own) and refuses every other kpt command with exit code 127 and a one-line message.
+ * gives its own), `kpt fn source|sink ARGS` into `fnr source|sink ARGS`, and refuses every other
+ * kpt command with exit code 127 and a one-line message.
  */
 import {chmod, mkdtemp, rm, writeFile} from 'node:fs/promises'
 import os from 'node:os'
@@ -40,7 +41,7 @@ export function kptShimScript(fnrCommand: readonly string[], execPaths: ExecPath
   if (execPaths.defaultImagePrefix !== DEFAULT_IMAGE_PREFIX) execFlags.push('--default-image-prefix', execPaths.defaultImagePrefix)
   const lines = [
     '#!/bin/sh',
-    '# Written by `fnr test` for kpt e2e scripts: `kpt fn eval|render ARGS` runs `fnr eval|render ARGS`.',
+    '# Written by `fnr test` for kpt e2e scripts: `kpt fn eval|render|source|sink ARGS` runs `fnr eval|render|source|sink ARGS`.',
     'if [ "$1" = fn ] && { [ "$2" = eval ] || [ "$2" = render ]; }; then',
     '  sub=$2',
     '  shift 2',
@@ -60,7 +61,13 @@ export function kptShimScript(fnrCommand: readonly string[], execPaths: ExecPath
   lines.push(
     `  exec ${fnr} "$sub" "$@"`,
     'fi',
-    `echo "kpt (fnr test): 'kpt $*' is not available here: only 'kpt fn eval' and 'kpt fn render' run, through fnr" >&2`,
+    '# kpt fn source and sink read and write files only: no function, so no exec config.',
+    'if [ "$1" = fn ] && { [ "$2" = source ] || [ "$2" = sink ]; }; then',
+    '  sub=$2',
+    '  shift 2',
+    `  exec ${fnr} "$sub" "$@"`,
+    'fi',
+    `echo "kpt (fnr test): 'kpt $*' is not available here: only 'kpt fn eval', 'render', 'source' and 'sink' run, through fnr" >&2`,
     `exit ${SHIM_REFUSED_EXIT}`,
     '',
   )
