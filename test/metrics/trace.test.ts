@@ -113,4 +113,9 @@ describe('W3C trace context: caller → fnr serve → wrapper server', () => {
     expect((err as grpc.ServiceError).code).to.equal(grpc.status.INVALID_ARGUMENT)
     expect(runnerLines[0]).to.have.property('traceId')
   })
+
+  it('a call no evaluator took logs evaluator "none", the runtime label its metric carries', async () => {
+    await client.evaluateRaw('', SAMPLE_RL).catch(() => undefined)
+    expect(runnerLines[0]).to.include({msg: 'EvaluateFunction', evaluator: 'none', code: grpc.status.INVALID_ARGUMENT})
+  })
 })

@@ -239,9 +239,11 @@ export class EvaluatorServer {
       if (--this.inFlight === 0) for (const wake of this.idleWaiters.splice(0)) wake()
       call.removeListener('cancelled', onCancel)
       const code = err ? (err.code ?? GrpcCode.UNKNOWN) : GrpcCode.OK
-      metrics().evaluation(evaluator ?? 'none', image ?? '', grpc.status[code] ?? String(code), (performance.now() - started) / 1000)
+      // A call no evaluator took (refused before, or an image none knows): 'none' in the metric, the span and the log alike.
+      const runtime = evaluator ?? 'none'
+      metrics().evaluation(runtime, image ?? '', grpc.status[code] ?? String(code), (performance.now() - started) / 1000)
       if (span) {
-        span.setAttributes({'rpc.grpc.status_code': code, 'fnr.runtime': evaluator ?? 'none', 'fnr.bytes_in': resourceList?.length ?? 0, 'fnr.bytes_out': response?.resourceList.length})
+        span.setAttributes({'rpc.grpc.status_code': code, 'fnr.runtime': runtime, 'fnr.bytes_in': resourceList?.length ?? 0, 'fnr.bytes_out': response?.resourceList.length})
         span.end(err ? `${grpc.status[code] ?? code}: ${String(err.details ?? '').slice(0, 500)}` : undefined)
       }
       if (this.logger.enabled(REQUEST_LOG_VERBOSITY)) {
@@ -250,7 +252,7 @@ export class EvaluatorServer {
           bytesIn: resourceList?.length ?? 0,
           bytesOut: response?.resourceList.length,
           code,
-          evaluator,
+          evaluator: runtime,
           ms: Math.round((performance.now() - started) * 10) / 10,
           traceId: trace.traceId,
           spanId: trace.spanId,
