@@ -105,6 +105,14 @@ export const CONTROL_PLANE_SPECS = [
   'test/wrapper/pod.test.ts',
 ]
 
+/**
+ * Spec files outside the peer folders that need a Go peer (they import scripts/catalog-peers.mjs: a catalog function,
+ * Porch's runner): they run first among the peer suites. Run in their folder's turn on a fresh machine, the first
+ * would wait there for that peer's build (a cold build of Porch's runner kept the whole run waiting ~7 min). test/suites.test.ts
+ * checks that the list names exactly the spec files that do.
+ */
+export const PEER_SPECS = ['test/container/runc-images.test.ts', 'test/grpc/fairness.test.ts']
+
 /** Spec files under `dir` (relative to the repository root, sorted). */
 function specFiles(root, dir) {
   return readdirSync(path.join(root, dir), {withFileTypes: true})
@@ -114,7 +122,8 @@ function specFiles(root, dir) {
 
 /**
  * `--spec` arguments for every spec file, the peer suites last (mocha keeps the order given): a folder glob per
- * folder, or its files one by one when some of them are CONTROL_PLANE_SPECS, which go before the cluster folder.
+ * folder, or its files one by one when some of them are PEER_SPECS (which go first among the peer suites) or
+ * CONTROL_PLANE_SPECS (which go before the cluster folder).
  */
 function allInOrder() {
   const dir = fileURLToPath(new URL('.', import.meta.url))
@@ -123,10 +132,11 @@ function allInOrder() {
   const folders = readdirSync(dir, {withFileTypes: true}).filter((e) => e.isDirectory() && hasSpecs(path.join(dir, e.name))).map((e) => e.name).sort()
   const specs = (f) => {
     const files = specFiles(root, `test/${f}`)
-    return files.some((file) => CONTROL_PLANE_SPECS.includes(file)) ? files.filter((file) => !CONTROL_PLANE_SPECS.includes(file)) : [`test/${f}/**/*.test.ts`]
+    const elsewhere = (file) => CONTROL_PLANE_SPECS.includes(file) || PEER_SPECS.includes(file)
+    return files.some(elsewhere) ? files.filter((file) => !elsewhere(file)) : [`test/${f}/**/*.test.ts`]
   }
   const first = folders.filter((f) => !PEER_SUITES.includes(f) && !OPT_IN_SUITES.includes(f)).flatMap(specs)
-  const last = PEER_SUITES.filter((f) => folders.includes(f)).flatMap((f) => (f === 'cluster' ? [...CONTROL_PLANE_SPECS, ...specs(f)] : specs(f)))
+  const last = [...PEER_SPECS, ...PEER_SUITES.filter((f) => folders.includes(f)).flatMap((f) => (f === 'cluster' ? [...CONTROL_PLANE_SPECS, ...specs(f)] : specs(f)))]
   return ['test/*.test.ts', ...first, ...last].flatMap((g) => ['--spec', g])
 }
 

@@ -4,7 +4,7 @@ import path from 'node:path'
 import {expect} from 'chai'
 
 import {REPO_ROOT} from './support/serve.js'
-import {CONTROL_PLANE_SPECS, OPT_IN_SUITES, PEER_SUITES, UNIT, mochaSelection} from './suites.mjs'
+import {CONTROL_PLANE_SPECS, OPT_IN_SUITES, PEER_SPECS, PEER_SUITES, UNIT, mochaSelection} from './suites.mjs'
 
 /** Every spec file under test/ (relative to the repository root). */
 function allSpecs(dir = 'test'): string[] {
@@ -45,10 +45,12 @@ describe('test sets (test/suites.mjs)', () => {
     const order = globs.flatMap((g) => selected(g, specs))
     const optIn = specs.filter((f) => OPT_IN_SUITES.some((o) => f.startsWith(`test/${o}/`)))
     expect([...order].sort()).to.deep.equal(specs.filter((f) => !optIn.includes(f)).sort())
-    // the peer folders, in PEER_SUITES' order, with the control-plane specs just before the cluster folder
+    // the peer specs of other folders, then the peer folders in PEER_SUITES' order, with the control-plane specs just before the cluster folder
     const peer = (f: string): boolean => PEER_SUITES.some((p) => f.startsWith(`test/${p}/`))
-    const tail = order.slice(order.findIndex((f) => peer(f) || CONTROL_PLANE_SPECS.includes(f)))
-    expect(tail.every((f) => peer(f) || CONTROL_PLANE_SPECS.includes(f)), 'nothing else after the first peer suite').to.equal(true)
+    const late = (f: string): boolean => peer(f) || CONTROL_PLANE_SPECS.includes(f) || PEER_SPECS.includes(f)
+    const tail = order.slice(order.findIndex(late))
+    expect(tail.every(late), 'nothing else after the first peer suite').to.equal(true)
+    expect(tail.slice(0, PEER_SPECS.length)).to.deep.equal(PEER_SPECS)
     const cluster = tail.findIndex((f) => f.startsWith('test/cluster/'))
     expect(tail.slice(cluster - CONTROL_PLANE_SPECS.length, cluster)).to.deep.equal(CONTROL_PLANE_SPECS)
     expect(tail.slice(cluster).every((f) => f.startsWith('test/cluster/'))).to.equal(true)
@@ -58,6 +60,13 @@ describe('test sets (test/suites.mjs)', () => {
     const importsIt = /import \{[^}]*\bsharedControlPlane\b[^}]*\} from '[./]*support\/cluster\/shared\.js'/
     const uses = allSpecs().filter((f) => !PEER_SUITES.some((p) => f.startsWith(`test/${p}/`)) && importsIt.test(readFileSync(path.join(REPO_ROOT, f), 'utf8')))
     expect([...CONTROL_PLANE_SPECS].sort()).to.deep.equal(uses.sort())
+  })
+
+  it('the peer specs outside the peer folders are exactly those that build a Go peer (scripts/catalog-peers.mjs)', () => {
+    const importsIt = /from '[./]*scripts\/catalog-peers\.mjs'/
+    const outside = (f: string): boolean => ![...PEER_SUITES, ...OPT_IN_SUITES].some((p) => f.startsWith(`test/${p}/`))
+    const uses = allSpecs().filter((f) => outside(f) && importsIt.test(readFileSync(path.join(REPO_ROOT, f), 'utf8')))
+    expect([...PEER_SPECS].sort()).to.deep.equal(uses.sort())
   })
 
   it('the opt-in suites (npm run porch-e2e) are in no set: their specs exist but npm test never selects them', () => {
