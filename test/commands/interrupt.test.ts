@@ -126,6 +126,18 @@ describe('interrupts (SIGINT/SIGTERM) on fnr eval and fnr test', function () {
     expect(r.exitCode).to.equal(130)
   })
 
+  it('fnr sink: SIGINT while it waits for stdin exits 130 and writes nothing', async () => {
+    const out = path.join(await temp.make('fnr-int-sink-'), 'out')
+    const proc = execa(process.execPath, [BIN_RUN, 'sink', out], {reject: false, stdin: 'pipe'})
+    started.push(proc)
+    proc.stdin!.write('apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: half\n')
+    await waitAsleep(proc.pid!)
+    proc.kill('SIGINT')
+    const r = await proc
+    expect(r.exitCode).to.equal(130)
+    expect(existsSync(out)).to.equal(false)
+  })
+
   it('fnr test: SIGTERM kills the running functions, removes its scratch folders and exits 143', async () => {
     const dir = await temp.make('fnr-int-test-')
     const tmp = path.join(dir, 'tmp')
