@@ -108,6 +108,12 @@ export function ensureNpmDependencies() {
     process.exit(1)
   }
   log('installing npm dependencies (npm ci)')
+  // Once more after a failure: the registry sometimes drops a connection (EIDLETIMEOUT, ECONNRESET)
+  // that npm's own retries do not cover, and npm ci starts from an empty node_modules each time.
+  const first = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], {stdio: 'inherit', cwd: ROOT})
+  if (first.status === 0) return
+  log(`npm ci failed with exit code ${first.status}; trying once more in 10 s`)
+  spawnSync('sleep', ['10'])
   run('npm', ['ci', '--no-audit', '--no-fund'])
 }
 
