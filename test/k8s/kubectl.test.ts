@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import type { KubeObject, TestBed } from '../support/k8s/index.js';
 import { KUBECTL_PATH, kubectlAvailable, startTestBed } from '../support/k8s/index.js';
 import { httpServerCommand } from '../support/k8s/fixtures.js';
+import { skipOutsideCi } from '../support/skip.js';
 
 const POD_YAML = `apiVersion: v1
 kind: Pod
@@ -29,12 +30,7 @@ describe('k8s test bed: fidelity with the real kubectl', function () {
   let bed: TestBed;
 
   before(async function () {
-    if (!kubectlAvailable()) {
-      const why = `${KUBECTL_PATH} is not installed (set $KUBECTL to use another binary)`;
-      if (process.env.CI) throw new Error(`the kubectl fidelity suite cannot run in CI: ${why}`);
-      console.log(`    skipping the kubectl fidelity suite: ${why}`);
-      this.skip();
-    }
+    if (!kubectlAvailable()) skipOutsideCi(this, `${KUBECTL_PATH} is not installed (set $KUBECTL to use another binary)`);
     bed = await startTestBed({ clientNode: false, kubelet: { imageMap: { 'local/*': {} } } });
   });
 
@@ -203,11 +199,7 @@ describe('k8s test bed: kubectl over HTTPS with a bearer token', function () {
   let bed: TestBed;
 
   before(async function () {
-    if (!kubectlAvailable()) {
-      if (process.env.CI) throw new Error(`the kubectl suite cannot run in CI: ${KUBECTL_PATH} is not installed`);
-      console.log(`    skipping: ${KUBECTL_PATH} is not installed`);
-      this.skip();
-    }
+    if (!kubectlAvailable()) skipOutsideCi(this, `${KUBECTL_PATH} is not installed (set $KUBECTL to use another binary)`);
     bed = await startTestBed({ clientNode: false, server: { tls: true, token: 'test-token' }, kubelet: false });
   });
 

@@ -1,7 +1,7 @@
 /**
  * Skipping a test that cannot check what it is for here: it is counted as skipped (mocha's
  * pending, `N skipped` in npm test's summary line), never as passed, and its title carries the
- * reason, so the spec reporter prints it. The reason is also kept on the test (`skipReason`): the
+ * reason, so the spec reporter prints it (skipped from a `before` hook, the reason is printed as a line of its own). The reason is also kept on the test (`skipReason`): the
  * test did run and decided, which the reliability tally counts as run (tally.ts).
  */
 export interface SkippedTest {
@@ -11,7 +11,9 @@ export interface SkippedTest {
 
 export function skipWithReason(context: Mocha.Context, reason: string): never {
   const test = context.test as (Mocha.Runnable & SkippedTest) | undefined
-  if (test) {
+  // From a `before` hook the whole suite is skipped and the reporter prints no hook title: the reason is printed here.
+  if (test && (test as {type?: string}).type === 'hook') process.stdout.write(`      skipped (${test.parent?.fullTitle() ?? 'suite'}): ${reason}\n`)
+  else if (test) {
     test.title += ` (skipped: ${reason})`
     test.skipReason = reason
   }

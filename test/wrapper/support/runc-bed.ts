@@ -8,6 +8,7 @@ import {mkdir} from 'node:fs/promises'
 import path from 'node:path'
 
 import {TempDirs} from '../../support/tmp.js'
+import {skipOutsideCi} from '../../support/skip.js'
 import {copyFolder, packagedFolder, PACKAGE_TIMEOUT_MS} from './package.js'
 import {probeRunc, type RuncContainer} from './runc.js'
 
@@ -36,11 +37,7 @@ export function useRuncBed(prefix: string): RuncBed {
     dirs.state = path.join(dirs.work, 'runc-state')
     await mkdir(dirs.state)
     const reason = await probeRunc(dirs.work, dirs.state)
-    if (reason) {
-      if (process.env.CI) throw new Error(`the runc tests cannot run in CI: ${reason}`)
-      console.log(`      runc tests skipped: ${reason}`)
-      this.skip()
-    }
+    if (reason) skipOutsideCi(this, `runc: ${reason}`)
     dirs.tools = path.join(dirs.work, 'wrapper-server-tools')
     await mkdir(dirs.tools)
     copyFolder(await packagedFolder(), dirs.tools)
