@@ -4,15 +4,14 @@
  * the ones the oclif commands use (source-sink-flags.ts, spec.ts, render-error.ts).
  */
 import {parseWithSpecs} from '../lib/flags/spec.js'
-import {runSink, sourceText} from '../lib/source-sink.js'
+import {runSink, runSource} from '../lib/source-sink.js'
 import {runFastCommand} from './interrupt.js'
 import {SINK_FLAG_SPECS, SOURCE_FLAG_SPECS} from './source-sink-flags.js'
 
 export function runSourceFast(argv: string[]): Promise<number> {
   return runFastCommand('source', argv, async (signal) => {
     const {values, positionals} = parseWithSpecs(argv, SOURCE_FLAG_SPECS)
-    const text = await sourceText({args: positionals, output: values.output as string, fnConfigPath: values['fn-config'] as string | undefined, signal})
-    await writeOut(text)
+    await runSource({args: positionals, output: values.output as string, fnConfigPath: values['fn-config'] as string | undefined, signal}, {stdout: process.stdout})
   })
 }
 
@@ -23,7 +22,3 @@ export function runSinkFast(argv: string[]): Promise<number> {
   })
 }
 
-/** stdout, written whole before the command ends (a pipe may take it slowly). */
-export function writeOut(text: string): Promise<void> {
-  return new Promise((resolve, reject) => process.stdout.write(text, (err) => (err ? reject(err) : resolve())))
-}

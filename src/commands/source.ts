@@ -1,12 +1,11 @@
 import {Args} from '@oclif/core'
 
 import {FnrCommand} from '../cli/command.js'
-import {writeOut} from '../cli/fast-source-sink.js'
 import {oclifFlags} from '../cli/flags.js'
 import {runInterruptible} from '../cli/interrupt.js'
 import {errorFormFor, type ErrorForm} from '../cli/render-error.js'
 import {SOURCE_FLAG_SPECS} from '../cli/source-sink-flags.js'
-import {sourceText} from '../lib/source-sink.js'
+import {runSource} from '../lib/source-sink.js'
 
 export default class Source extends FnrCommand {
   static summary = 'Print a package as a ResourceList, like kpt fn source (the start of a pipe).'
@@ -42,10 +41,7 @@ FNR_EXIT_CODES=fnr): fnr's codes by kind (docs/cli.md).`
   async run(): Promise<void> {
     const {flags, argv} = await this.parse(Source)
     await runInterruptible(
-      async (interrupt) => {
-        const text = await sourceText({args: argv as string[], output: flags.output as string, fnConfigPath: flags['fn-config'] as string | undefined, signal: interrupt.signal})
-        await writeOut(text)
-      },
+      (interrupt) => runSource({args: argv as string[], output: flags.output as string, fnConfigPath: flags['fn-config'] as string | undefined, signal: interrupt.signal}, {stdout: process.stdout}),
       (err, exitCode) => this.catch(err, exitCode),
     )
   }

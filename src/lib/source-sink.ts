@@ -29,8 +29,13 @@ export interface SourceCommandOptions {
   signal?: AbortSignal
 }
 
-/** `fnr source`: the package's ResourceList text (what goes to stdout). */
-export async function sourceText(options: SourceCommandOptions): Promise<string> {
+/** `fnr source`: the package's ResourceList, written to stdout. */
+export async function runSource(options: SourceCommandOptions, io: {stdout: NodeJS.WritableStream}): Promise<void> {
+  io.stdout.write(await sourceText(options))
+}
+
+/** The text `fnr source` writes. */
+async function sourceText(options: SourceCommandOptions): Promise<string> {
   if (!(SOURCE_OUTPUTS as readonly string[]).includes(options.output)) {
     throw usage(`invalid input for --output flag ${JSON.stringify(options.output)}, must be "stdout" or "unwrap"`)
   }
