@@ -37,6 +37,8 @@ describe('config files are read safely (regular files of at most 4 MiB)', () => 
   let fifo: string
   let big: string
   let plain: string
+  /** Passes the read (a "-----BEGIN" line) and fails only later, when parsed. */
+  let pem: string
 
   before(async () => {
     dir = await temp.make('fnr-read-file-')
@@ -48,6 +50,8 @@ describe('config files are read safely (regular files of at most 4 MiB)', () => 
     await truncate(big, MAX_CONFIG_FILE_BYTES + 1024 * 1024)
     plain = path.join(dir, 'plain.yaml')
     await writeFile(plain, 'hello: world\n')
+    pem = path.join(dir, 'not-really.pem')
+    await writeFile(pem, '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n')
     await symlink(plain, path.join(dir, 'link.yaml'))
     await symlink(fifo, path.join(dir, 'link-to-fifo'))
     await mkdir(path.join(dir, 'a-dir'))
@@ -114,9 +118,18 @@ describe('config files are read safely (regular files of at most 4 MiB)', () => 
 
     it('--tls-cert-file, --tls-key-file and --tls-client-ca-file; client credentials files', async () => {
       expect((await configError(loadListenerTls({certFile: fifo, keyFile: plain}))).message).to.match(/^--tls-cert-file .*a\.fifo cannot be read: not a regular file \(it is a FIFO\)$/)
-      expect((await configError(loadListenerTls({certFile: plain, keyFile: '/dev/zero'}))).message).to.match(/^--tls-key-file \/dev\/zero cannot be read: not a regular file/)
-      expect((await configError(loadListenerTls({certFile: plain, keyFile: plain, clientCaFile: big}))).message).to.match(/^--tls-client-ca-file .*big\.yaml cannot be read: it is 5 MiB/)
+      expect((await configError(loadListenerTls({certFile: pem, keyFile: '/dev/zero'}))).message).to.match(/^--tls-key-file \/dev\/zero cannot be read: not a regular file/)
+      expect((await configError(loadListenerTls({certFile: pem, keyFile: pem, clientCaFile: big}))).message).to.match(/^--tls-client-ca-file .*big\.yaml cannot be read: it is 5 MiB/)
       expect((await configError(loadClientCredentials({caFile: fifo}))).message).to.match(/^CA file .*a\.fifo cannot be read: not a regular file/)
+    })
+
+    it('with several bad files, names the first in flag order, not the first read to fail', async () => {
+      // The key's FIFO is refused at once, the certificate only after it was read: the line still
+      // names the certificate, on a quiet machine and a loaded one alike.
+      for (let i = 0; i < 5; i++) {
+        expect((await configError(loadListenerTls({certFile: plain, keyFile: fifo}))).message).to.match(/^--tls-cert-file .*plain\.yaml is not a PEM file/)
+        expect((await configError(loadClientCredentials({caFile: plain, certFile: fifo, keyFile: fifo}))).message).to.match(/^client certificate .*a\.fifo cannot be read/)
+      }
     })
 
     it('the registry auth file and CA files', async () => {

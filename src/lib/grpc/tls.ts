@@ -49,6 +49,18 @@ export function validateListenerTlsFlags(files: ListenerTlsFiles | undefined): v
   if (clientCaFile && !certFile) throw new FnrError('Usage', `${FLAG.clientCaFile} needs ${FLAG.certFile} and ${FLAG.keyFile}: client certificates are only checked over TLS`)
 }
 
+/**
+ * Awaits every read at once, then fails with the first failure in the order given, not the first
+ * to settle: with several bad files the error line must not depend on which read the disk answered
+ * first (a loaded machine reordered them and the line changed from run to run).
+ */
+async function allInOrder<T extends readonly unknown[]>(reads: {[K in keyof T]: Promise<T[K]>}): Promise<T> {
+  const settled = await Promise.allSettled(reads)
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+  if (failed) throw failed.reason
+  return settled.map((r) => (r as PromiseFulfilledResult<unknown>).value) as unknown as T
+}
+
 async function readPem(flag: string, file: string): Promise<Buffer> {
   // A regular file of a sane size only: a FIFO used to hang the start (read-file.ts).
   const data = await readConfigFile(file, {label: `${flag} ${file} cannot be read`})
@@ -86,7 +98,7 @@ export async function loadListenerTls(files: ListenerTlsFiles | undefined): Prom
   validateListenerTlsFlags(files)
   if (!listenerTlsRequested(files)) return undefined
   const {certFile, keyFile, clientCaFile} = files as Required<Pick<ListenerTlsFiles, 'certFile' | 'keyFile'>> & ListenerTlsFiles
-  const [certPem, keyPem, caPem] = await Promise.all([
+  const [certPem, keyPem, caPem] = await allInOrder<[Buffer, Buffer, Buffer | undefined]>([
     readPem(FLAG.certFile, certFile),
     readPem(FLAG.keyFile, keyFile),
     clientCaFile ? readPem(FLAG.clientCaFile, clientCaFile) : Promise.resolve(undefined),
@@ -118,6 +130,6 @@ export async function loadClientCredentials(files: ClientTlsFiles): Promise<grpc
     if (!file) return null
     return readConfigFile(file, {label: `${what} ${file} cannot be read`})
   }
-  const [ca, cert, key] = await Promise.all([read(files.caFile, 'CA file'), read(files.certFile, 'client certificate'), read(files.keyFile, 'client key')])
+  const [ca, cert, key] = await allInOrder<[Buffer | null, Buffer | null, Buffer | null]>([read(files.caFile, 'CA file'), read(files.certFile, 'client certificate'), read(files.keyFile, 'client key')])
   return grpc.credentials.createSsl(ca, key, cert)
 }
