@@ -14,7 +14,7 @@ import {spawnSync} from 'node:child_process'
 import {chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import path from 'node:path'
 
-import {acquireLock, buildGoPeer, PEERS_OUT, ROOT, sourceKey} from './go-peers.mjs'
+import {acquireLock, buildGoPeer, goBuildArgs, PEERS_OUT, ROOT, sourceKey} from './go-peers.mjs'
 
 const KPTDEV = 'github.com/kptdev/krm-functions-catalog/functions/go'
 const GCT = 'github.com/GoogleContainerTools/kpt-functions-catalog/functions/go'
@@ -137,7 +137,7 @@ export function buildFromCatalogSource(fns, {log = defaultLog} = {}) {
     const started = Date.now()
     const env = {...process.env, CGO_ENABLED: '0', GOFLAGS: SOURCE_GOFLAGS, ...SOURCE_ENV}
     // xargs runs them; each writes its output to build.log and its exit status to build.rc beside src/.
-    const each = 'cd "$1" && { go build -trimpath -o ../function . >../build.log 2>&1; echo $? >../build.rc; }'
+    const each = `cd "$1" && { go ${goBuildArgs('.', '../function').join(' ')} >../build.log 2>&1; echo $? >../build.rc; }`
     const r = spawnSync('xargs', ['-0', '-n', '1', '-P', String(PARALLEL_BUILDS), 'sh', '-c', each, 'sh'], {input: todo.map((b) => `${b.work}\0`).join(''), env, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe']})
     if (r.error) throw r.error
     const failed = []
