@@ -5,44 +5,125 @@ import path from 'node:path'
 
 import {ROOT} from './setup.mjs'
 
+/** Runs one mocha process with `args` (runMochaLanes with one lane). */
+export function runMocha(args, options = {}) {
+  runMochaLanes([{name: '', args}], options)
+}
+
 /**
- * Runs mocha with `args`, passing its output through; mocha's summary ("N passing (…)", "N pending",
- * "N failing") is read line by line as it comes (the failures printed after it can be long enough to
- * push it out of any fixed-size tail). `beforeExit` runs once mocha has ended, before the summary
- * line; then the process exits with mocha's code (1 when mocha was killed by a signal).
+ * Runs one mocha process per lane, all at once, and ends when all have ended. A lane is
+ * `{name, args, after?}`: mocha's arguments, and a promise to wait for before it starts, at the
+ * latest until the lanes before it have ended (the peer lane waits for the Go peers' build: on a
+ * warm Go cache seconds; on a cold one the other lane ends first, and the peer lane's suites then
+ * wait for the peers they need as one lane's did). The first lane's output is passed through as it comes;
+ * each other lane's is kept and printed, under a header, once the lanes before it have ended (then
+ * passed through as it comes), so no two lanes' lines interleave. Each mocha runs with
+ * FNR_TEST_LANE set to its lane's name (the timing reporter names its file after it).
  *
- * mocha runs in a process group of its own, and SIGTERM, SIGINT and SIGHUP sent to this process go
- * to that whole group: with `node-option` (.mocharc.json) mocha's launcher starts the process that
- * runs the tests as its child and passes it SIGINT only, so a CI limit's SIGTERM would leave the
- * tests (and the control plane they started) running. The test process then runs its teardown
- * (test/support/teardown.ts) before it ends.
+ * mocha's summary ("N passing (…)", "N pending", "N failing") is read line by line as it comes (the
+ * failures printed after it can be long enough to push it out of any fixed-size tail), and the
+ * lanes' counts are added up. `beforeExit` runs once every mocha has ended, before the summary
+ * line; then the process exits with the first failed lane's mocha code (1 for a lane killed by a
+ * signal), else 0.
+ *
+ * Each mocha runs in a process group of its own, and SIGTERM, SIGINT and SIGHUP sent to this
+ * process go to every group: with `node-option` (.mocharc.json) mocha's launcher starts the process
+ * that runs the tests as its child and passes it SIGINT only, so a CI limit's SIGTERM would leave
+ * the tests (and the control plane they started) running. The test process then runs its teardown
+ * (test/support/teardown.ts) before it ends. A lane still waiting to start when a signal comes
+ * never starts.
  */
-export function runMocha(args, {beforeExit} = {}) {
-  const child = spawn(path.join(ROOT, 'node_modules', '.bin', 'mocha'), args, {cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], detached: true})
+export function runMochaLanes(lanes, {beforeExit} = {}) {
+  const children = []
+  let stopping = false
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
     process.on(signal, () => {
-      try {
-        process.kill(-child.pid, signal)
-      } catch {
-        // the group is gone already
+      stopping = true
+      for (const child of children) {
+        try {
+          process.kill(-child.pid, signal)
+        } catch {
+          // the group is gone already
+        }
       }
     })
   }
   const summary = {passing: 0, failing: 0, pending: 0}
-  let partial = ''
-  child.stdout.on('data', (chunk) => {
-    process.stdout.write(chunk)
-    const lines = (partial + chunk.toString()).split('\n')
-    partial = lines.pop() ?? ''
-    for (const line of lines) {
-      const m = /^ {2}(\d+) (passing|failing|pending)\b/.exec(line)
-      if (m) summary[m[2]] = Number(m[1])
+  const states = lanes.map(() => ({kept: [], ended: false, code: 0, ms: 0}))
+  /** The first lane that has not ended: its output goes straight through. */
+  let current = 0
+  const advance = () => {
+    while (current < lanes.length && states[current].ended) {
+      current++
+      if (current < lanes.length) {
+        const lane = lanes[current]
+        process.stdout.write(`\n── lane ${lane.name} (ran beside the lane before it; its output follows) ──\n`)
+        for (const chunk of states[current].kept) process.stdout.write(chunk)
+        states[current].kept = []
+      }
     }
-  })
-  child.on('close', (code, signal) => {
+  }
+  if (lanes.length > 1) {
+    process.stdout.write(`tests: ${lanes.length} lanes of spec files at once (${lanes.map((l) => l.name).join(', ')}); each prints its output once the one before it has ended\n`)
+  }
+  const ended = []
+  lanes.forEach((lane, i) =>
+    ended.push(
+      new Promise((resolve) => {
+        const state = states[i]
+        const finish = (code) => {
+          state.ended = true
+          state.code = code
+          advance()
+          resolve()
+        }
+        const start = () => {
+          if (stopping) return finish(1)
+          const started = Date.now()
+          const child = spawn(path.join(ROOT, 'node_modules', '.bin', 'mocha'), lane.args, {
+            cwd: ROOT,
+            stdio: ['ignore', 'pipe', 'inherit'],
+            detached: true,
+            env: {...process.env, FNR_TEST_LANE: lane.name},
+          })
+          children.push(child)
+          let partial = ''
+          child.stdout.on('data', (chunk) => {
+            if (i === current) process.stdout.write(chunk)
+            else state.kept.push(chunk)
+            const lines = (partial + chunk.toString()).split('\n')
+            partial = lines.pop() ?? ''
+            for (const line of lines) {
+              const m = /^ {2}(\d+) (passing|failing|pending)\b/.exec(line)
+              if (m) summary[m[2]] += Number(m[1])
+            }
+          })
+          child.on('close', (code, signal) => {
+            state.ms = Date.now() - started
+            finish(signal ? 1 : (code ?? 1))
+          })
+        }
+        if (!lane.after) return start()
+        let begun = false
+        const once = () => {
+          if (begun) return
+          begun = true
+          start()
+        }
+        lane.after.then(once, once)
+        // ... or once the lanes before it have ended, whichever comes first.
+        Promise.all(ended.slice(0, i)).then(once)
+      }),
+    ),
+  )
+  Promise.all(ended).then(() => {
     beforeExit?.()
     const {passing, failing, pending} = summary
+    if (lanes.length > 1) {
+      const times = lanes.map((l, i) => `${l.name} ${Math.round(states[i].ms / 1000)} s${states[i].code ? ' (failed)' : ''}`)
+      process.stdout.write(`\nlanes: ${times.join(', ')}\n`)
+    }
     process.stdout.write(`\n${passing} passed, ${failing} failed${pending ? `, ${pending} skipped` : ''}\n`)
-    process.exit(signal ? 1 : (code ?? 1))
+    process.exit(states.find((s) => s.code !== 0)?.code ?? 0)
   })
 }

@@ -6,9 +6,9 @@ import {mkdirSync, openSync} from 'node:fs'
 import path from 'node:path'
 
 import {PEERS_OUT} from './go-peers.mjs'
-import {runMocha} from './mocha-run.mjs'
+import {runMocha, runMochaLanes} from './mocha-run.mjs'
 import {ROOT, ensureBuilt, ensureNpmDependencies, ensureSupportedNode, ensureTestPackages} from './setup.mjs'
-import {mochaSelection} from '../test/suites.mjs'
+import {mochaLanes, mochaSelection} from '../test/suites.mjs'
 
 ensureSupportedNode()
 const args = process.argv.slice(2)
@@ -20,8 +20,9 @@ const peers = set === 'unit' ? undefined : startPeerBuild()
 
 /**
  * The Go test peers (catalog functions, Go client, Porch's runner, the control plane) build in the
- * background at low priority while the suites that need none run (test/suites.mjs runs the peer
- * suites last; a suite that needs a peer still building waits for it). Cached builds take seconds.
+ * background at low priority while the suites that need none run (the peer lane starts once the
+ * build has ended; in one lane, test/suites.mjs runs the peer suites last and a suite that needs a
+ * peer still building waits for it). Cached builds take seconds.
  */
 function startPeerBuild() {
   mkdirSync(PEERS_OUT, {recursive: true})
@@ -33,15 +34,31 @@ function startPeerBuild() {
   return builder
 }
 
-runMocha([...mochaSelection(set), ...args], {
-  // A run that needed no peer (--grep, say) leaves no build running behind it.
-  beforeExit: () => {
-    if (peers && peers.exitCode === null && peers.signalCode === null) {
-      try {
-        process.kill(-peers.pid, 'SIGTERM')
-      } catch {
-        // already gone
-      }
+// A run that needed no peer (--grep, say) leaves no build running behind it.
+const stopPeerBuild = () => {
+  if (peers && peers.exitCode === null && peers.signalCode === null) {
+    try {
+      process.kill(-peers.pid, 'SIGTERM')
+    } catch {
+      // already gone
     }
-  },
-})
+  }
+}
+
+/** Resolves once the background peer build has ended, however it ended. */
+const peersBuilt = (builder) =>
+  new Promise((resolve) => {
+    if (builder.exitCode !== null || builder.signalCode !== null) resolve()
+    builder.once('exit', resolve)
+    builder.once('error', resolve)
+  })
+
+// Lanes (test/suites.mjs mochaLanes): the whole set runs as two mocha processes at once, the one
+// that needs the Go peers started once their build has ended. A run given mocha arguments (--grep,
+// a file) is one process, as is FNR_TEST_LANES=1 (one lane, the order of mochaSelection).
+if (peers && args.length === 0 && process.env.FNR_TEST_LANES !== '1') {
+  const [other, peer] = mochaLanes(set)
+  runMochaLanes([other, {...peer, after: peersBuilt(peers)}], {beforeExit: stopPeerBuild})
+} else {
+  runMocha([...mochaSelection(set), ...args], {beforeExit: stopPeerBuild})
+}

@@ -140,6 +140,45 @@ function allInOrder() {
   return ['test/*.test.ts', ...first, ...last].flatMap((g) => ['--spec', g])
 }
 
+/**
+ * The spec files that need a Go peer or the shared control plane, and those that need neither, as
+ * two lists of `--spec` arguments in run order (allInOrder's tail and head).
+ */
+function peerAndOtherSpecs() {
+  const args = allInOrder()
+  const specs = args.filter((a) => a !== '--spec')
+  const first = specs.findIndex((g) => PEER_SPECS.includes(g))
+  const split = first === -1 ? specs.length : first
+  return {other: specs.slice(0, split), peer: specs.slice(split)}
+}
+
+/**
+ * Folders that need no peer but run in the peer lane, before its peer suites, to even the two lanes'
+ * times: measured in one lane (a CI run, 2026-11-30), the other lane's files took 1,173 s and the
+ * peer lane's 781 s; these two (150 s and 59 s) bring them to 964 s and 990 s. On a cold Go cache
+ * they run while the peers still build. Rebalance from .cache/test-times-<lane>.json.
+ */
+export const PEER_LANE_FOLDERS = ['commands', 'process']
+
+/**
+ * The lanes `npm test` runs at once for a set ('all' or 'integration'), as `{name, args}`: `peer`
+ * (PEER_LANE_FOLDERS, then the suites that need a Go peer or the control plane, in allInOrder's
+ * order) and `other` (the rest, the reliability folder whole among them: its tally counts the whole
+ * set in one process). On
+ * 2 cores one mocha process kept the CPU ~40 % idle while its suites waited on servers, pods and
+ * the control plane; two keep both cores busy (docs/contributing.md "Lanes").
+ */
+export function mochaLanes(set) {
+  const {other, peer} = peerAndOtherSpecs()
+  const moved = PEER_LANE_FOLDERS.map((f) => `test/${f}/**/*.test.ts`)
+  const ignore = set === 'integration' ? UNIT.flatMap((f) => ['--ignore', f]) : []
+  const specArgs = (globs) => globs.flatMap((g) => ['--spec', g])
+  return [
+    {name: 'other', args: [...specArgs(other.filter((g) => !moved.includes(g))), ...ignore]},
+    {name: 'peer', args: [...specArgs([...moved, ...peer]), ...ignore]},
+  ]
+}
+
 /** Mocha arguments that select a set: 'all', 'unit' or 'integration'. */
 export function mochaSelection(set) {
   if (set === 'unit') return [...UNIT.flatMap((f) => ['--spec', f]), '--require', 'test/support/unit-guard.mjs']

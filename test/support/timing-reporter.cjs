@@ -1,5 +1,6 @@
 // mocha's spec reporter, plus the wall time of each spec file (its hooks included) at the end of
-// the run, slowest first, and in .cache/test-times.json: what to cut when the CI run nears its
+// the run, slowest first, and in .cache/test-times.json (test-times-<lane>.json for a lane of npm
+// test, scripts/mocha-run.mjs): what to cut when the CI run nears its
 // time limit (docs/contributing.md).
 'use strict'
 const fs = require('node:fs')
@@ -36,7 +37,9 @@ class TimingReporter extends Spec {
       try {
         const dir = path.join(process.cwd(), '.cache')
         fs.mkdirSync(dir, {recursive: true})
-        fs.writeFileSync(path.join(dir, 'test-times.json'), JSON.stringify(Object.fromEntries(sorted.map(([f, ms]) => [f, ms])), null, 1) + '\n')
+        // One file per lane when npm test runs its spec files in lanes (scripts/mocha-run.mjs).
+        const lane = process.env.FNR_TEST_LANE
+        fs.writeFileSync(path.join(dir, lane ? `test-times-${lane}.json` : 'test-times.json'), JSON.stringify(Object.fromEntries(sorted.map(([f, ms]) => [f, ms])), null, 1) + '\n')
       } catch {
         // the listing above is what matters
       }
