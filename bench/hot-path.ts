@@ -28,6 +28,7 @@ import {binaryIdentity, ExecEvaluator} from '../src/lib/evaluators/exec.js'
 import {createLogger} from '../src/lib/telemetry/log.js'
 import {createMetrics, NO_METRICS} from '../src/lib/telemetry/metrics.js'
 import {continueTrace} from '../src/lib/telemetry/trace.js'
+import {ProcessLauncher} from '../src/lib/process/launcher.js'
 import {nativeRequest} from '../src/lib/process/native-spawner.js'
 import {execEnvironment} from '../src/lib/process/run.js'
 import {CALL_MARKER_ENV, newCallMarker, sweep} from '../src/lib/process/sweep.js'
@@ -106,7 +107,7 @@ try {
   await cache.close()
 
   // The exec runtime's own per-call steps.
-  const evaluator = new ExecEvaluator({config, maxOutputBytes: 6 << 20})
+  const evaluator = new ExecEvaluator({config, maxOutputBytes: 6 << 20, launcher: new ProcessLauncher()})
   add('exec: binary re-check (2 realpath, 2 stat)', 'evaluators/exec.ts', await perCall(() => (evaluator as unknown as {recheck(i: string, f: typeof fn): void}).recheck(image, fn)), true)
   const env = execEnvironment()
   add('exec: environment + marker + the native helper\'s request', 'process/run.ts, native-spawner.ts', await perCall((i) => nativeRequest(i, {command: fn.binary, args: [], env: {...env, [CALL_MARKER_ENV]: newCallMarker()}, cwd: dir})), true)

@@ -16,7 +16,8 @@ import {parseArgs} from 'node:util'
 
 import {nativeHelperPath} from '../src/lib/process/native-spawner.js'
 import {runFunctionProcess} from '../src/lib/process/run.js'
-import {launchFunction, nativeSpawner, processSpawner, type LaunchMode} from '../src/lib/process/spawner.js'
+import {ProcessLauncher} from '../src/lib/process/launcher.js'
+import type {LaunchMode} from '../src/lib/process/spawner.js'
 import {procTreeCpuMs, runConcurrent} from './lib.js'
 
 const {values: flags} = parseArgs({options: {calls: {type: 'string'}, rounds: {type: 'string'}, json: {type: 'string'}}})
@@ -29,10 +30,10 @@ if (!nativeHelperPath()) {
   process.exit(1)
 }
 
-const ARMS: {arm: string; mode: LaunchMode}[] = [
-  {arm: 'direct', mode: 'direct'},
-  {arm: 'node-spawner', mode: 'spawner'},
-  {arm: 'native', mode: 'native'},
+const ARMS: {arm: string; mode: LaunchMode; launcher: ProcessLauncher}[] = [
+  {arm: 'direct', mode: 'direct', launcher: new ProcessLauncher('direct')},
+  {arm: 'node-spawner', mode: 'spawner', launcher: new ProcessLauncher('spawner')},
+  {arm: 'native', mode: 'native', launcher: new ProcessLauncher('native')},
 ]
 
 interface Row {
@@ -55,7 +56,7 @@ async function measure(arm: (typeof ARMS)[number], inFlight: number, round: numb
   const tree0 = treeCpu()
   const t0 = performance.now()
   await runConcurrent(CALLS, inFlight, async () => {
-    const r = await runFunctionProcess({command: '/bin/cat', input, maxStdoutBytes: 1 << 20, label: 'bench', launch: arm.mode})
+    const r = await runFunctionProcess({command: '/bin/cat', input, maxStdoutBytes: 1 << 20, label: 'bench', launcher: arm.launcher})
     if (!r.stdout.equals(input)) throw new Error('wrong output')
   })
   const ms = performance.now() - t0
@@ -75,22 +76,21 @@ async function measure(arm: (typeof ARMS)[number], inFlight: number, round: numb
 }
 
 /** Waits until a spawner takes calls (before that, calls start directly). */
-async function ready(mode: LaunchMode): Promise<void> {
+async function ready(arm: (typeof ARMS)[number]): Promise<void> {
+  arm.launcher.start(() => {})
   for (let i = 0; i < 400; i++) {
-    const child = launchFunction({command: '/bin/true', args: [], env: {}}, mode)
+    const child = arm.launcher.launch({command: '/bin/true', args: [], env: {}})
     const through = child.constructor.name !== 'ChildProcess'
     await new Promise((r) => child.once('close', r))
     if (through) return
     await new Promise((r) => setTimeout(r, 25))
   }
-  throw new Error(`${mode} did not become ready`)
+  throw new Error(`${arm.mode} did not become ready`)
 }
 
 const loadAtStart = loadavg().map((l) => Math.round(l * 100) / 100)
-processSpawner.warm()
-nativeSpawner.warm()
-await ready('spawner')
-await ready('native')
+await ready(ARMS[1]!)
+await ready(ARMS[2]!)
 
 const rows: Row[] = []
 for (const inFlight of [1, 16]) {

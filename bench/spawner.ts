@@ -20,7 +20,7 @@ import {pathToFileURL} from 'node:url'
 import {parseArgs} from 'node:util'
 
 import {runFunctionProcess} from '../src/lib/process/run.js'
-import {processSpawner} from '../src/lib/process/spawner.js'
+import {ProcessLauncher} from '../src/lib/process/launcher.js'
 
 const CALLS = 600
 const IN_FLIGHT = 32
@@ -28,19 +28,23 @@ const input = Buffer.from('apiVersion: config.kubernetes.io/v1\nkind: ResourceLi
 
 const {values: flags} = parseArgs({options: {baseline: {type: 'string'}, json: {type: 'string'}}})
 
-type Run = typeof runFunctionProcess
+type Call = {command: string; input: Buffer; maxStdoutBytes: number; label: string}
+type Run = (call: Call) => ReturnType<typeof runFunctionProcess>
 type Arm = 'direct' | 'spawner' | 'baseline'
 
-const arms: {arm: Arm; run: Run; mode: 'direct' | 'spawner'}[] = [
-  {arm: 'direct', run: runFunctionProcess, mode: 'direct'},
-  {arm: 'spawner', run: runFunctionProcess, mode: 'spawner'},
+const direct = new ProcessLauncher('direct')
+const spawning = new ProcessLauncher('spawner')
+const arms: {arm: Arm; run: Run}[] = [
+  {arm: 'direct', run: (call) => runFunctionProcess({...call, launcher: direct})},
+  {arm: 'spawner', run: (call) => runFunctionProcess({...call, launcher: spawning})},
 ]
 if (flags.baseline) {
   const base = path.resolve(flags.baseline, 'src/lib/process')
-  const {runFunctionProcess: run} = (await import(pathToFileURL(path.join(base, 'run.ts')).href)) as {runFunctionProcess: Run}
+  // A baseline from before the launchers (process-wide spawner, `launch` mode per call).
+  const {runFunctionProcess: run} = (await import(pathToFileURL(path.join(base, 'run.ts')).href)) as {runFunctionProcess: (call: Call & {launch: 'spawner'}) => ReturnType<Run>}
   const {processSpawner: spawner} = (await import(pathToFileURL(path.join(base, 'spawner.ts')).href)) as {processSpawner: {warm(): void}}
   spawner.warm()
-  arms.push({arm: 'baseline', run, mode: 'spawner'})
+  arms.push({arm: 'baseline', run: (call) => run({...call, launch: 'spawner'})})
 }
 
 interface Row {
@@ -63,7 +67,7 @@ async function measure(arm: (typeof arms)[number], heapMiB: number): Promise<Row
   const worker = async (): Promise<void> => {
     while (next < CALLS) {
       next++
-      const r = await arm.run({command: '/bin/cat', input, maxStdoutBytes: 1 << 20, label: 'bench', launch: arm.mode})
+      const r = await arm.run({command: '/bin/cat', input, maxStdoutBytes: 1 << 20, label: 'bench'})
       if (!r.stdout.equals(input)) throw new Error('wrong output')
     }
   }
@@ -85,7 +89,7 @@ async function measure(arm: (typeof arms)[number], heapMiB: number): Promise<Row
 
 const loadAtStart = loadavg().map((l) => Math.round(l * 100) / 100)
 // The spawners are ready before the first measurement (calls before that start directly).
-processSpawner.warm()
+spawning.start(() => {})
 await new Promise((r) => setTimeout(r, 1000))
 
 const rows: Row[] = []

@@ -13,8 +13,9 @@ import {readdirSync} from 'node:fs'
 import path from 'node:path'
 import {parseArgs} from 'node:util'
 
-import * as after from '../src/lib/process/run.js'
-import * as afterSpawner from '../src/lib/process/spawner.js'
+import {ProcessLauncher} from '../src/lib/process/launcher.js'
+import {runFunctionProcess, type FunctionProcessResult} from '../src/lib/process/run.js'
+import type {FunctionChild, LaunchSpec} from '../src/lib/process/spawner.js'
 import * as afterSweep from '../src/lib/process/sweep.js'
 import {loadAverage, median, procTreeCpuMs, round, runConcurrent, saveResults} from './lib.js'
 
@@ -22,24 +23,30 @@ const {values} = parseArgs({options: {before: {type: 'string'}, calls: {type: 's
 const CALLS = Number(values.calls)
 const ROUNDS = Number(values.rounds)
 
-type RunModule = typeof after
-type SpawnerModule = typeof afterSpawner
-type SweepModule = typeof afterSweep
+type Call = {command: string; input: Buffer; maxStdoutBytes: number; label: string}
+/** One arm: how it starts a function through its native helper, runs a call, and counts its sweeps. */
 interface Arm {
   name: string
-  run: RunModule
-  spawner: SpawnerModule
-  sweep: SweepModule
+  warm(): void
+  launch(spec: LaunchSpec): FunctionChild
+  run(call: Call): Promise<FunctionProcessResult>
+  sweeper: {whenIdle(): Promise<void>; requested?: number}
 }
 
-const arms: Arm[] = [{name: 'this checkout', run: after, spawner: afterSpawner, sweep: afterSweep}]
+const launcher = new ProcessLauncher('native')
+const arms: Arm[] = [{name: 'this checkout', warm: () => launcher.start(() => {}), launch: (spec) => launcher.launch(spec), run: (call) => runFunctionProcess({...call, launcher}), sweeper: launcher.sweeper}]
 if (values.before) {
+  // A checkout from before the launchers: a process-wide native helper and sweeper, a `launch` mode per call.
   const src = path.resolve(values.before, 'src', 'lib', 'process')
+  const run = (await import(path.join(src, 'run.ts'))) as {runFunctionProcess(call: Call & {launch: 'native'}): Promise<FunctionProcessResult>}
+  const spawner = (await import(path.join(src, 'spawner.ts'))) as {nativeSpawner: {warm(): void}; launchFunction(spec: LaunchSpec, mode: 'native'): FunctionChild}
+  const sweep = (await import(path.join(src, 'sweep.ts'))) as {sweeper: Arm['sweeper']}
   arms.push({
     name: 'before',
-    run: (await import(path.join(src, 'run.ts'))) as RunModule,
-    spawner: (await import(path.join(src, 'spawner.ts'))) as SpawnerModule,
-    sweep: (await import(path.join(src, 'sweep.ts'))) as SweepModule,
+    warm: () => spawner.nativeSpawner.warm(),
+    launch: (spec) => spawner.launchFunction(spec, 'native'),
+    run: (call) => run.runFunctionProcess({...call, launch: 'native'}),
+    sweeper: sweep.sweeper,
   })
 }
 
@@ -58,9 +65,9 @@ for (let i = 0; i < 20; i++) {
 
 /** Waits until the arm's native helper is ready (calls before that start directly). */
 async function ready(arm: Arm): Promise<void> {
-  arm.spawner.nativeSpawner.warm()
+  arm.warm()
   for (let i = 0; i < 400; i++) {
-    const child = arm.spawner.launchFunction({command: '/bin/true', args: [], env: {}}, 'native')
+    const child = arm.launch({command: '/bin/true', args: [], env: {}})
     const via = child.constructor.name !== 'ChildProcess'
     await new Promise((r) => child.once('close', r))
     if (via) return
@@ -85,16 +92,16 @@ interface Sample {
 }
 
 async function measure(arm: Arm, inFlight: number): Promise<Sample> {
-  await arm.sweep.sweeper.whenIdle()
-  const requested0 = arm.sweep.sweeper.requested ?? NaN
+  await arm.sweeper.whenIdle()
+  const requested0 = arm.sweeper.requested ?? NaN
   const cpu0 = process.cpuUsage()
   const tree0 = treeCpu()
   const t0 = performance.now()
   await runConcurrent(CALLS, inFlight, async () => {
-    const r = await arm.run.runFunctionProcess({command: '/bin/cat', input, maxStdoutBytes: 1 << 20, label: 'bench', launch: 'native'})
+    const r = await arm.run({command: '/bin/cat', input, maxStdoutBytes: 1 << 20, label: 'bench'})
     if (!r.stdout.equals(input)) throw new Error('cat returned other bytes')
   })
-  await arm.sweep.sweeper.whenIdle()
+  await arm.sweeper.whenIdle()
   const wall = performance.now() - t0
   const cpu = process.cpuUsage(cpu0)
   return {
@@ -104,7 +111,7 @@ async function measure(arm: Arm, inFlight: number): Promise<Sample> {
     runnerCpuMsPerCall: round((cpu.user + cpu.system) / 1000 / CALLS, 3),
     treeCpuMsPerCall: round((treeCpu() - tree0) / CALLS, 3),
     // the before code has no counter: every call there asks for a sweep
-    sweepsPerCall: Number.isNaN(requested0) ? 1 : round(((arm.sweep.sweeper.requested ?? 0) - requested0) / CALLS, 3),
+    sweepsPerCall: Number.isNaN(requested0) ? 1 : round(((arm.sweeper.requested ?? 0) - requested0) / CALLS, 3),
   }
 }
 

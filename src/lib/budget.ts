@@ -37,7 +37,6 @@ import type {Http2Session} from 'node:http2'
 import {FnrError, withoutStack} from './errors.js'
 import {FairQueue, type QueueKey} from './fair-queue.js'
 import {IdleSampler, type IdleSample} from './idle-calls.js'
-import {liveCalls} from './process/sweep.js'
 import {MemoryReclaimer} from './reclaim.js'
 import {silentLogger, type Logger} from './telemetry/log.js'
 import {metrics} from './telemetry/metrics.js'
@@ -244,8 +243,13 @@ export interface IdleSource {
 }
 
 export interface CallBudgetOptions {
-  /** Default: the process groups of the calls running in this process (process/sweep.ts liveCalls), read from /proc. */
+  /**
+   * Which running calls are asleep. Default: an IdleSampler over `runningPids` (the process groups of
+   * the server's running calls, its launcher's liveCalls, read from /proc); none without those.
+   */
   idle?: IdleSource | null
+  /** The pids of the server's running function processes (process/launcher.ts liveCalls). */
+  runningPids?: () => Iterable<number>
 }
 
 /** The admission control of one server (see the top of the file). */
@@ -277,7 +281,8 @@ export class CallBudget {
       busy: () => this.held > 0 || this.running > 0 || this.queue.size > 0,
       logger: this.logger,
     })
-    this.idleSource = options.idle === undefined ? new IdleSampler(() => liveCalls.keys(), this.slotBytes) : options.idle
+    const {runningPids} = options
+    this.idleSource = options.idle !== undefined ? options.idle : runningPids ? new IdleSampler(runningPids, this.slotBytes) : null
   }
 
   /** A slot's share of the memory limit: what a call asleep is weighed against. */

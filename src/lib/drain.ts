@@ -5,7 +5,7 @@
  * running function is killed and the process exits with code 1.
  */
 import type {EvaluatorServer} from './grpc/server.js'
-import {killAllRunningFunctions} from './process/sweep.js'
+import type {ProcessLauncher} from './process/launcher.js'
 import type {Logger} from './telemetry/log.js'
 
 export interface DrainOptions {
@@ -16,6 +16,8 @@ export interface DrainOptions {
   release: () => Promise<void>
   /** Extra fields of the "draining" log line. */
   drainingFields?: Record<string, unknown>
+  /** The server's launcher: a forced stop kills the functions it runs (and only those). */
+  launcher: Pick<ProcessLauncher, 'killAll'>
 }
 
 export function drainOnStop(server: EvaluatorServer, options: DrainOptions): StopHandle {
@@ -30,7 +32,7 @@ export function drainOnStop(server: EvaluatorServer, options: DrainOptions): Sto
     },
     () => {
       server.forceShutdown()
-      killAllRunningFunctions()
+      options.launcher.killAll()
     },
     logger,
     options.handleSignals,

@@ -32,6 +32,7 @@ import {displayImage} from './config/image-ref.js'
 import {FnrError} from './errors.js'
 import {ExecEvaluator} from './evaluators/exec.js'
 import {functionFailedError} from './process/failure.js'
+import {ProcessLauncher} from './process/launcher.js'
 import {runFunctionProcess, type FunctionProcessResult} from './process/run.js'
 import * as rl from './resourcelist/index.js'
 import {selectResources, type Selector} from './resourcelist/select.js'
@@ -192,7 +193,7 @@ async function functionConfigFor(options: EvalOptions, list: rl.ResourceList): P
  * `containers`) in a container runtime.
  */
 export async function runFunction(
-  options: Pick<EvalOptions, 'exec' | 'image' | 'timeoutMs' | 'maxOutputBytes' | 'execPaths' | 'signal' | 'env' | 'container'> & {containers?: ImageContainers},
+  options: Pick<EvalOptions, 'exec' | 'image' | 'timeoutMs' | 'maxOutputBytes' | 'execPaths' | 'signal' | 'env' | 'container'> & {containers?: ImageContainers; launcher: ProcessLauncher},
   label: string,
   input: Buffer,
 ): Promise<RunOutcome> {
@@ -201,7 +202,7 @@ export async function runFunction(
   if (options.exec !== undefined) {
     const [command, ...args] = splitExec(options.exec)
     // Like kpt: the exec function inherits the environment and runs in the current directory.
-    const r = await runFunctionProcess({command: command!, args, input, env: execEnvironment(options.env), deadline, maxStdoutBytes: options.maxOutputBytes, label, signal: options.signal})
+    const r = await runFunctionProcess({command: command!, args, input, env: execEnvironment(options.env), deadline, maxStdoutBytes: options.maxOutputBytes, label, signal: options.signal, launcher: options.launcher})
     if (r.exitCode === null) throw await functionFailedError(label, r)
     return {stdout: r.stdout, stderr: r.stderr, exitCode: r.exitCode, durationMs: r.durationMs}
   }
@@ -219,7 +220,7 @@ export async function runFunction(
     throw new FnrError('Usage', `--mount: the exec runtime runs ${JSON.stringify(options.image)} as the local binary the exec config maps it to, with no container to mount into; read the files from the function's own path instead`, {details: {commandLine: true}})
   }
   const {names, values} = splitEnv(options.env)
-  const evaluator = new ExecEvaluator({config, maxOutputBytes: options.maxOutputBytes, passEnv: names, setEnv: values})
+  const evaluator = new ExecEvaluator({config, maxOutputBytes: options.maxOutputBytes, passEnv: names, setEnv: values, launcher: options.launcher})
   const started = performance.now()
   try {
     const res = await evaluator.evaluate({image: options.image!, resourceList: input, deadline, signal: options.signal})
@@ -239,7 +240,7 @@ export async function runFunction(
 
 /** An image the exec config does not map, run in a container runtime; `label` is its full name, as kpt resolves it. */
 async function runInContainer(
-  options: Pick<EvalOptions, 'maxOutputBytes' | 'signal'> & {containers: ImageContainers; deadline: number},
+  options: Pick<EvalOptions, 'maxOutputBytes' | 'signal'> & {containers: ImageContainers; deadline: number; launcher: ProcessLauncher},
   notMapped: string,
   label: string,
   input: Buffer,
@@ -247,7 +248,7 @@ async function runInContainer(
   const started = performance.now()
   let r: FunctionProcessResult
   try {
-    r = await options.containers.run(label, label, input, {deadline: options.deadline, signal: options.signal, maxOutputBytes: options.maxOutputBytes})
+    r = await options.containers.run(label, label, input, {deadline: options.deadline, signal: options.signal, maxOutputBytes: options.maxOutputBytes, launcher: options.launcher})
   } catch (err) {
     if (err instanceof FnrError && err.details.noRuntime) {
       // FNR_CONTAINER_RUNTIME=none, or no runtime works here: the exec config was the only way.
@@ -305,10 +306,13 @@ function resultsOfFailedRun(stdout: Buffer): rl.FunctionResult[] {
 function localRunner(options: EvalOptions, io: EvalIO): FunctionRunner {
   return async (label, input) => {
     const containers = options.image !== undefined ? imageContainers({...options.container, env: options.env}, io.stderr) : undefined
+    // The command's own launcher: the function starts directly, and is swept before eval reports.
+    const launcher = new ProcessLauncher()
     try {
-      return await runFunction({...options, containers}, label, input)
+      return await runFunction({...options, containers, launcher}, label, input)
     } finally {
       await containers?.close()
+      await launcher.close()
     }
   }
 }

@@ -1,8 +1,8 @@
 /**
  * Which running function processes are asleep, for the call budget (budget.ts, docs/limits.md).
  *
- * A call's function runs in a process group of its own (process/run.ts; `liveCalls` in
- * process/sweep.ts lists the group leaders of the calls running now). A group that used almost no
+ * A call's function runs in a process group of its own (process/run.ts; `liveCalls` of the server's
+ * launcher, process/launcher.ts, lists the group leaders of the calls running now). A group that used almost no
  * CPU and read or wrote nothing for a while (a function waiting on a remote server, or one that
  * hangs) costs the runner little
  * but the memory it holds: the budget counts it as a fraction of a slot, its resident memory over a

@@ -33,6 +33,7 @@ import {displayImage} from './config/image-ref.js'
 import {FnrError} from './errors.js'
 import type {ContainerOptions} from './container/index.js'
 import {imageContainers, isBlank, runFunction, splitExec, type EvalIO, type ImageContainers, type RunOutcome} from './eval.js'
+import {ProcessLauncher} from './process/launcher.js'
 import {missingKptfileError, readKptfile, validateError, type Kptfile} from './kptfile.js'
 import * as rl from './resourcelist/index.js'
 import {A} from './resourcelist/constants.js'
@@ -66,7 +67,7 @@ export interface RenderOptions {
 }
 
 /** The options of one render, with the container runtime its image functions share. */
-type RenderRun = RenderOptions & {containers?: ImageContainers}
+type RenderRun = RenderOptions & {containers?: ImageContainers; launcher: ProcessLauncher}
 
 interface PipelineFunction {
   image?: string
@@ -94,13 +95,16 @@ interface Package {
 
 export async function runRender(options: RenderOptions, io: EvalIO): Promise<void> {
   const containers = options.imageRunner ? undefined : imageContainers(options.container ?? {}, io.stderr)
+  // The command's own launcher: every function of the pipeline starts directly through it.
+  const launcher = new ProcessLauncher()
   try {
-    await render({...options, containers}, io)
+    await render({...options, containers, launcher}, io)
   } catch (err) {
     if (options.signal?.aborted && options.signal.reason instanceof FnrError) throw options.signal.reason
     throw err
   } finally {
     await containers?.close()
+    await launcher.close()
   }
 }
 
@@ -286,7 +290,7 @@ async function runStep(fn: PipelineFunction, pkg: Package, items: YAMLMap[], opt
   io.stderr.write(`[RUNNING] ${JSON.stringify(label)}${filtered ? ` on ${selected.length} resource(s)` : ''}\n`)
   const run = fn.image !== undefined && options.imageRunner
     ? await options.imageRunner(fn.image, Buffer.from(input.text))
-    : await runFunction({image: fn.image, exec: fn.exec, timeoutMs: options.timeoutMs, maxOutputBytes: options.maxOutputBytes, execPaths: options.execPaths, signal: options.signal, containers: options.containers}, label, Buffer.from(input.text))
+    : await runFunction({image: fn.image, exec: fn.exec, timeoutMs: options.timeoutMs, maxOutputBytes: options.maxOutputBytes, execPaths: options.execPaths, signal: options.signal, containers: options.containers, launcher: options.launcher}, label, Buffer.from(input.text))
   const stderrText = fn.image !== undefined ? rl.containerStderr(run.stderr.toString('utf8')) : run.stderr.toString('utf8')
   const record: rl.FunctionRunRecord = {...(fn.image ? {image: label} : {exec: fn.exec}), exitCode: run.exitCode, ...(stderrText ? {stderr: stderrText} : {})}
   const block = {truncate: options.truncateOutput}

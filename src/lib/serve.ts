@@ -24,7 +24,8 @@ import type {Logger} from './telemetry/log.js'
 import {metrics, prometheusFromOtelEnv, startServeMetrics} from './telemetry/metrics.js'
 import {startProcessTracing} from './telemetry/otel.js'
 import {logEscapedProcesses} from './process/sweep.js'
-import {serverLaunchMode, startSpawner} from './process/spawner.js'
+import {ProcessLauncher} from './process/launcher.js'
+import {serverLaunchMode} from './process/spawner.js'
 
 export type Runtime = 'exec' | 'pod'
 export const RUNTIMES: readonly Runtime[] = ['exec', 'pod']
@@ -229,7 +230,7 @@ async function startFunctionConfigs(options: ServeOptions, source: 'files' | 'cr
 }
 
 /** The exec runtime: its config (files, FunctionConfigs or both, as `source` says) and its evaluator. */
-async function buildExecEvaluator(options: ServeOptions, functionConfigs: FunctionConfigWatch | undefined, source: 'files' | 'crd' | 'both', logger: Logger): Promise<ExecEvaluator> {
+async function buildExecEvaluator(options: ServeOptions, functionConfigs: FunctionConfigWatch | undefined, source: 'files' | 'crd' | 'both', {logger, launcher}: {logger: Logger; launcher: ProcessLauncher}): Promise<ExecEvaluator> {
   const files = functionConfigs && source === 'crd'
     ? undefined
     : await loadExecConfig({
@@ -248,13 +249,13 @@ async function buildExecEvaluator(options: ServeOptions, functionConfigs: Functi
     images: config.imageCount,
   })
   if (config.imageCount === 0) logger.warn('the exec runtime serves no images: its config maps none; every exec call will be NOT_FOUND', {config: options.exec.configPath})
-  const exec = new ExecEvaluator({config, maxOutputBytes: options.maxRequestBodySize, logger, passEnv: options.exec.passEnv, prestart: options.exec.prestart, launch: startSpawner(serverLaunchMode(detectMemoryLimit().bytes), (why) => logger.warn(why))})
+  const exec = new ExecEvaluator({config, maxOutputBytes: options.maxRequestBodySize, logger, passEnv: options.exec.passEnv, prestart: options.exec.prestart, launcher: launcher.start((why) => logger.warn(why))})
   // A FunctionConfig change kills pre-started processes it made stale (exec.ts configChanged).
   if (functionConfigs && exec.prestart) functionConfigs.store.onChange(() => exec.configChanged())
   return exec
 }
 
-async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logger: Logger): Promise<BuiltEvaluators> {
+async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logger: Logger, launcher: ProcessLauncher): Promise<BuiltEvaluators> {
   const evaluators: Evaluator[] = []
   const ready: Array<Promise<unknown>> = []
   let source = await resolveFunctionConfigSource(options, runtimes, logger)
@@ -274,7 +275,7 @@ async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logge
     logger.info('--function-config-source=crd: config.yaml and --pod-cache-config are not read', {config: options.exec.configPath, podCacheConfig: options.pod.cacheConfigPath})
   }
   // Fixed order: exec first (fast, local), then pod.
-  if (runtimes.includes('exec')) evaluators.push(await buildExecEvaluator(options, functionConfigs, source, logger).catch((err: unknown) => {
+  if (runtimes.includes('exec')) evaluators.push(await buildExecEvaluator(options, functionConfigs, source, {logger, launcher}).catch((err: unknown) => {
     close()
     throw err
   }))
@@ -360,6 +361,8 @@ export interface RunningServer {
   /** Resolves when the server has stopped (after a signal or stop()). */
   done: Promise<{forced: boolean}>
   stop(): Promise<{forced: boolean}>
+  /** The exec runtime's launcher: its running and waiting function processes (diagnostics, tests). */
+  launcher: ProcessLauncher
 }
 
 /**
@@ -381,12 +384,15 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
   let built: BuiltEvaluators
   let evaluator: Evaluator
   let closeBuilt: (() => void) | undefined
+  // The exec runtime's function processes: this server's own (two servers in one process share none).
+  const launcher = new ProcessLauncher(serverLaunchMode(detectMemoryLimit().bytes))
   try {
-    built = await buildEvaluators(options, runtimes, logger)
+    built = await buildEvaluators(options, runtimes, logger, launcher)
     closeBuilt = built.close
     evaluator = await withResponseCacheIfOn(new MultiEvaluator(built.evaluators), built.responseCache, logger)
   } catch (err) {
     closeBuilt?.()
+    await launcher.close()
     await observed?.stop()
     await traced.stop()
     throw err
@@ -398,7 +404,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
     host: options.host,
     port: options.port,
     credentials: tls?.credentials,
-    ...serverLimits(options.limits, logger),
+    ...serverLimits(options.limits, logger, {runningPids: () => launcher.liveCalls.keys()}),
   })
   let port: number
   try {
@@ -406,6 +412,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
   } catch (err) {
     await evaluator.close()
     built.close?.()
+    await launcher.close()
     await observed?.stop()
     await traced.stop()
     throw err
@@ -428,9 +435,11 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
     logger,
     handleSignals,
     drainingFields: {gracePeriodMs: options.gracePeriodMs},
+    launcher,
     release: async () => {
       await evaluator.close()
       built.close?.()
+      await launcher.close()
       await observed?.stop()
       await traced.stop()
       unlogEscapes()
@@ -438,7 +447,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
   })
 
   logger.lifecycle('fnr serve is ready', {port, runtimes, maxRequestBodySize: options.maxRequestBodySize, tls: tls?.mode ?? 'off', ...(observed ? {metricsPort: observed.port} : {})})
-  return {server, port, done, stop}
+  return {server, port, done, stop, launcher}
 }
 
 /** The response cache around the evaluator chain, when on (built.responseCache). */

@@ -21,7 +21,8 @@ import {parseWithSpecs, type FlagSpecs} from './flags/spec.js'
 import {parseLogFormat, type LogFormat, type Logger} from './telemetry/log.js'
 import {startProcessTracing, tracing} from './telemetry/otel.js'
 import {logEscapedProcesses} from './process/sweep.js'
-import {serverLaunchMode, startSpawner} from './process/spawner.js'
+import {ProcessLauncher} from './process/launcher.js'
+import {serverLaunchMode} from './process/spawner.js'
 
 export interface WrapperOptions {
   port: number
@@ -136,28 +137,31 @@ function tracedFunction(inner: Evaluator, entrypoint: readonly string[]): Evalua
 
 export async function startWrapperServer(options: WrapperOptions, logger: Logger, handleSignals = true): Promise<RunningWrapper> {
   // Validates the entrypoint before anything listens: no entrypoint is a startup error.
-  const launch = serverLaunchMode(detectMemoryLimit().bytes)
-  const entrypoint = new EntrypointEvaluator({entrypoint: options.entrypoint, maxOutputBytes: options.maxRequestBodySize, logger, launch})
+  const launcher = new ProcessLauncher(serverLaunchMode(detectMemoryLimit().bytes))
+  const entrypoint = new EntrypointEvaluator({entrypoint: options.entrypoint, maxOutputBytes: options.maxRequestBodySize, logger, launcher})
   // OpenTelemetry export when the pod's env asks for it (OTEL_* through the pod template).
   const traced = await startProcessTracing('fnr-wrapper-server', logger)
   const evaluator = tracing() ? tracedFunction(entrypoint, options.entrypoint) : entrypoint
-  const server = new EvaluatorServer({evaluator, maxMessageSize: options.maxRequestBodySize, logger, host: options.host, port: options.port, ...serverLimits(options.limits, logger, {quiet: true})})
+  const server = new EvaluatorServer({evaluator, maxMessageSize: options.maxRequestBodySize, logger, host: options.host, port: options.port, ...serverLimits(options.limits, logger, {quiet: true, runningPids: () => launcher.liveCalls.keys()})})
   let port: number
   try {
     port = await server.start()
   } catch (err) {
+    await launcher.close()
     await traced.stop()
     throw err
   }
   server.setServing(true)
   // Started once the server listens: a wrapper that cannot start leaves no spawner behind.
-  startSpawner(launch, (why) => logger.warn(why))
+  launcher.start((why) => logger.warn(why))
   const unlogEscapes = logEscapedProcesses(logger)
   const handle = drainOnStop(server, {
     gracePeriodMs: options.gracePeriodMs,
     logger,
     handleSignals,
+    launcher,
     release: async () => {
+      await launcher.close()
       await traced.stop()
       unlogEscapes()
     },

@@ -10,7 +10,6 @@ import path from 'node:path'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {prestartStats} from '../../src/lib/process/prestart-stats.js'
-import {idleFunctions} from '../../src/lib/process/sweep.js'
 import type {RunningServer} from '../../src/lib/serve.js'
 import {serveOptions, startInProcess} from '../support/serve.js'
 import {TempDirs} from '../support/tmp.js'
@@ -66,6 +65,7 @@ describe('catalog functions: pre-started processes answer as fresh ones', functi
     this.timeout(10 * 60_000)
     const off = await serve(0)
     const on = await serve(1)
+    const onLauncher = servers.at(-1)!.launcher
     const entries = await readConfig(CATALOG_YAML)
     const [pkg] = corpusPackages(1, 7)
     let hits = 0
@@ -81,7 +81,7 @@ describe('catalog functions: pre-started processes answer as fresh ones', functi
         await call(on, image, input)
         // Every process the pool started has its pid (it is running, blocked on stdin) before the next call.
         await new Promise((r) => setTimeout(r, 10))
-        while (idleFunctions.size !== prestartStats().size) await new Promise((r) => setTimeout(r, 10))
+        while (onLauncher.idleFunctions.size !== prestartStats().size) await new Promise((r) => setTimeout(r, 10))
         const before = prestartStats().hits
         const pooled = await call(on, image, input)
         hits += prestartStats().hits - before

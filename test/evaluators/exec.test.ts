@@ -4,6 +4,7 @@ import path from 'node:path'
 
 import {loadExecConfig} from '../../src/lib/config/exec-config.js'
 import {FnrError} from '../../src/lib/errors.js'
+import {ProcessLauncher} from '../../src/lib/process/launcher.js'
 import {ExecEvaluator} from '../../src/lib/evaluators/exec.js'
 import {MultiEvaluator} from '../../src/lib/evaluators/multi.js'
 import {makeFunctionsDir} from '../support/serve.js'
@@ -15,7 +16,7 @@ describe('exec evaluator', () => {
 
   async function evaluator(): Promise<ExecEvaluator> {
     const fns = await makeFunctionsDir(await temp.make())
-    return new ExecEvaluator({config: await loadExecConfig(fns), maxOutputBytes: 1024 * 1024})
+    return new ExecEvaluator({config: await loadExecConfig(fns), maxOutputBytes: 1024 * 1024, launcher: new ProcessLauncher()})
   }
 
   it('says up front which images it knows, as evaluate() finds them', async () => {
@@ -61,7 +62,7 @@ describe('exec evaluator: exit 0 with no output', () => {
       const dir = await temp.make()
       await writeExecutable(path.join(dir, name), script)
       await writeFile(path.join(dir, 'config.yaml'), `functions:\n- function: ${name}\n  images: [example.com/${name}:v1]\n`)
-      const exec = new ExecEvaluator({config: await loadExecConfig({configPath: path.join(dir, 'config.yaml'), functionsDir: dir}), maxOutputBytes: 1024 * 1024})
+      const exec = new ExecEvaluator({config: await loadExecConfig({configPath: path.join(dir, 'config.yaml'), functionsDir: dir}), maxOutputBytes: 1024 * 1024, launcher: new ProcessLauncher()})
       try {
         await exec.evaluate({image: `example.com/${name}:v1`, resourceList: SAMPLE_RL})
         expect.fail('should throw')
@@ -90,7 +91,7 @@ describe('exec evaluator: each call re-checks the binary', () => {
     await mkdir(dir)
     await writeExecutable(path.join(dir, 'fn'), CAT)
     await writeFile(path.join(root, 'config.yaml'), 'functions:\n- function: fn\n  images: [example.com/fn:v1]\n')
-    const exec = new ExecEvaluator({config: await loadExecConfig({configPath: path.join(root, 'config.yaml'), functionsDir: dir}), maxOutputBytes: 1024 * 1024})
+    const exec = new ExecEvaluator({config: await loadExecConfig({configPath: path.join(root, 'config.yaml'), functionsDir: dir}), maxOutputBytes: 1024 * 1024, launcher: new ProcessLauncher()})
     // the first call runs: the checks pass for an unchanged binary
     expect((await exec.evaluate({image: 'example.com/fn:v1', resourceList: SAMPLE_RL})).resourceList.equals(SAMPLE_RL)).to.equal(true)
     await writeExecutable(path.join(root, 'evil'), EVIL)

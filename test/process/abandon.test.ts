@@ -10,6 +10,7 @@ import {PassThrough} from 'node:stream'
 
 import {expect} from 'chai'
 
+import {ProcessLauncher} from '../../src/lib/process/launcher.js'
 import {abandonFunctionProcess} from '../../src/lib/process/run.js'
 import type {FunctionChild} from '../../src/lib/process/spawner.js'
 
@@ -35,7 +36,8 @@ describe('abandoning a function whose descriptors are on their way', () => {
     const exited = once(group, 'exit')
     const child = new ChildOnItsWay(group.pid!)
     child.stdout = new PassThrough()
-    abandonFunctionProcess({child, marker: 'fnr-test-abandon-marker', startedAt: Date.now()}, 'example.com/abandoned:v1')
+    const launcher = new ProcessLauncher()
+    abandonFunctionProcess({child, marker: 'fnr-test-abandon-marker', startedAt: Date.now()}, 'example.com/abandoned:v1', launcher)
     const [, signal] = await exited
     expect(signal, 'killed at once, before its streams are in').to.equal('SIGKILL')
     expect(child.stdout.destroyed, 'not closed before all are in').to.equal(false)

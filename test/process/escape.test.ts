@@ -14,8 +14,8 @@ import {expect} from 'chai'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {runFunctionProcess} from '../../src/lib/process/run.js'
 import {nativeHelperPath} from '../../src/lib/process/native-spawner.js'
-import {launchFunction, nativeSpawner} from '../../src/lib/process/spawner.js'
-import {CALL_MARKER_ENV, liveCalls, sweeper} from '../../src/lib/process/sweep.js'
+import {ProcessLauncher} from '../../src/lib/process/launcher.js'
+import {CALL_MARKER_ENV} from '../../src/lib/process/sweep.js'
 import {SAMPLE_RL, TempDirs, writeExecutable} from '../support/tmp.js'
 import {startWrapperProcess} from '../wrapper/support/process.js'
 import {startServeProcess} from '../support/serve.js'
@@ -65,6 +65,8 @@ const ESCAPES = {
 describe('function processes never outlive their call', function () {
   this.timeout(60_000)
   const temp = new TempDirs()
+  const launcher = new ProcessLauncher()
+  after(() => launcher.close())
   let dir: string
   const fns: Record<string, string> = {}
   before(async () => {
@@ -77,7 +79,7 @@ describe('function processes never outlive their call', function () {
   after(() => temp.cleanup())
 
   const run = (name: keyof typeof ESCAPES, deadline?: number) =>
-    runFunctionProcess({command: fns[name]!, input: SAMPLE_RL, maxStdoutBytes: 1024 * 1024, label: name, deadline})
+    runFunctionProcess({command: fns[name]!, input: SAMPLE_RL, maxStdoutBytes: 1024 * 1024, label: name, deadline, launcher})
 
   for (const name of ['setsidQuiet', 'doubleForkHolding', 'envCleared'] as const) {
     it(`kills what a function left behind when the call ends: ${name}`, async () => {
@@ -85,9 +87,9 @@ describe('function processes never outlive their call', function () {
       expect(r.exitCode).to.equal(0)
       expect(r.stdout.equals(SAMPLE_RL)).to.equal(true)
       const pids = (await waitForFile(`${fns[name]}.pids`)).split(/\s+/).map(Number)
-      await sweeper.whenIdle()
+      await launcher.sweeper.whenIdle()
       await waitDead(pids)
-      expect(liveCalls.size).to.equal(0)
+      expect(launcher.liveCalls.size).to.equal(0)
     })
   }
 
@@ -98,7 +100,7 @@ describe('function processes never outlive their call', function () {
     )
     expect(err.kind).to.equal('DeadlineExceeded')
     const pid = Number(await waitForFile(`${fns.setsidThenHang}.pids`))
-    await sweeper.whenIdle()
+    await launcher.sweeper.whenIdle()
     await waitDead([pid])
   })
 
@@ -137,6 +139,8 @@ describe('function processes never outlive their call', function () {
 describe('through the native helper (a child subreaper): the sweep runs only when something was left', function () {
   this.timeout(60_000)
   const temp = new TempDirs()
+  const launcher = new ProcessLauncher('native')
+  after(() => launcher.close())
   let dir: string
   const fns: Record<string, string> = {}
   const SCRIPTS = {
@@ -155,47 +159,47 @@ describe('through the native helper (a child subreaper): the sweep runs only whe
       fns[name] = path.join(dir, name)
       await writeExecutable(fns[name]!, script)
     }
-    nativeSpawner.warm()
+    launcher.start(() => {})
     for (let i = 0; ; i++) {
-      const child = launchFunction({command: '/bin/true', args: [], env: {}}, 'native')
+      const child = launcher.launch({command: '/bin/true', args: [], env: {}})
       const viaHelper = child.constructor.name !== 'ChildProcess'
       await once(child, 'close')
       if (viaHelper) break
       if (i > 200) throw new Error('the native helper did not become ready')
       await new Promise((r) => setTimeout(r, 25))
     }
-    await sweeper.whenIdle()
+    await launcher.sweeper.whenIdle()
   })
   after(() => temp.cleanup())
 
   const run = (name: keyof typeof SCRIPTS, deadline?: number) =>
-    runFunctionProcess({command: fns[name]!, input: SAMPLE_RL, maxStdoutBytes: 1024 * 1024, label: name, deadline, launch: 'native'})
+    runFunctionProcess({command: fns[name]!, input: SAMPLE_RL, maxStdoutBytes: 1024 * 1024, label: name, deadline, launcher})
 
   it('a call that left nothing is not swept (/bin/cat, and a function whose child ended first)', async () => {
-    const before = {requested: sweeper.requested, skipped: sweeper.skipped}
+    const before = {requested: launcher.sweeper.requested, skipped: launcher.sweeper.skipped}
     for (let i = 0; i < 5; i++) {
       const [a, b] = await Promise.all([
-        runFunctionProcess({command: '/bin/cat', input: SAMPLE_RL, maxStdoutBytes: 1024 * 1024, label: 'cat', launch: 'native'}),
+        runFunctionProcess({command: '/bin/cat', input: SAMPLE_RL, maxStdoutBytes: 1024 * 1024, label: 'cat', launcher}),
         run('childEndsFirst'),
       ])
       expect(a.stdout.equals(SAMPLE_RL) && b.stdout.equals(SAMPLE_RL)).to.equal(true)
     }
-    await sweeper.whenIdle()
-    expect({requested: sweeper.requested - before.requested, skipped: sweeper.skipped - before.skipped}).to.deep.equal({requested: 0, skipped: 10})
-    expect(liveCalls.size).to.equal(0)
+    await launcher.sweeper.whenIdle()
+    expect({requested: launcher.sweeper.requested - before.requested, skipped: launcher.sweeper.skipped - before.skipped}).to.deep.equal({requested: 0, skipped: 10})
+    expect(launcher.liveCalls.size).to.equal(0)
   })
 
   for (const name of ['setsidQuiet', 'doubleForkHolding', 'envCleared'] as const) {
     it(`a call that left a process is swept, and what it left is killed: ${name}`, async () => {
-      const requested = sweeper.requested
+      const requested = launcher.sweeper.requested
       const r = await run(name)
       expect(r.exitCode).to.equal(0)
       expect(r.stdout.equals(SAMPLE_RL)).to.equal(true)
       const pids = (await waitForFile(`${fns[name]}.pids`)).split(/\s+/).map(Number)
-      await sweeper.whenIdle()
+      await launcher.sweeper.whenIdle()
       await waitDead(pids)
-      expect(sweeper.requested).to.be.above(requested)
-      expect(liveCalls.size).to.equal(0)
+      expect(launcher.sweeper.requested).to.be.above(requested)
+      expect(launcher.liveCalls.size).to.equal(0)
     })
   }
 
@@ -206,9 +210,9 @@ describe('through the native helper (a child subreaper): the sweep runs only whe
     )
     const daemon = Number(await waitForFile(`${fns.doubleForkThenHang}.pids`))
     const stat = readFileSync(`/proc/${daemon}/stat`, 'latin1')
-    expect(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]), 'the daemon\'s parent').to.equal(nativeSpawner.pid())
+    expect(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]), 'the daemon\'s parent').to.equal(launcher.spawnerPid('native'))
     expect((await call).kind).to.equal('DeadlineExceeded')
-    await sweeper.whenIdle()
+    await launcher.sweeper.whenIdle()
     await waitDead([daemon])
   })
 })
@@ -251,10 +255,12 @@ describe('a function process that cannot be started for lack of descriptors', fu
     const script = `
       import {openSync} from 'node:fs'
       import {runFunctionProcess} from ${JSON.stringify(path.resolve('src/lib/process/run.ts'))}
+      import {ProcessLauncher} from ${JSON.stringify(path.resolve('src/lib/process/launcher.ts'))}
+      const launcher = new ProcessLauncher()
       const fds = []
       try { for (;;) fds.push(openSync('/dev/null', 'r')) } catch {}
       try {
-        await runFunctionProcess({command: '/bin/cat', input: Buffer.from('x'), maxStdoutBytes: 1024, label: 'example.com/fn:v1'})
+        await runFunctionProcess({command: '/bin/cat', input: Buffer.from('x'), maxStdoutBytes: 1024, label: 'example.com/fn:v1', launcher})
         console.log(JSON.stringify({ok: true}))
       } catch (e) {
         console.log(JSON.stringify({name: e.name, kind: e.kind, message: e.message}))

@@ -10,7 +10,8 @@ import path from 'node:path'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {runFunctionProcess} from '../../src/lib/process/run.js'
-import {escapedProcesses, onEscapedProcesses, sweeper, type EscapeReport} from '../../src/lib/process/sweep.js'
+import {ProcessLauncher} from '../../src/lib/process/launcher.js'
+import {escapedProcesses, onEscapedProcesses, type EscapeReport} from '../../src/lib/process/sweep.js'
 import {freePort} from '../support/registry/tools.js'
 import {startServeProcess} from '../support/serve.js'
 import {SAMPLE_RL, TempDirs, writeExecutable} from '../support/tmp.js'
@@ -41,10 +42,11 @@ describe('processes that escaped their call: report, log line and metric', funct
     const reports: EscapeReport[] = []
     const before = escapedProcesses()
     const off = onEscapedProcesses((r) => reports.push(r))
+    const launcher = new ProcessLauncher()
     try {
-      const r = await runFunctionProcess({command: path.join(dir, name), input: SAMPLE_RL, maxStdoutBytes: 1024 * 1024, label: `example.com/${name}:v1`})
+      const r = await runFunctionProcess({command: path.join(dir, name), input: SAMPLE_RL, maxStdoutBytes: 1024 * 1024, label: `example.com/${name}:v1`, launcher})
       expect(r.stdout.equals(SAMPLE_RL)).to.equal(true)
-      await sweeper.whenIdle()
+      await launcher.close()
     } finally {
       off()
     }

@@ -10,6 +10,7 @@ import {EventEmitter} from 'node:events'
 import {MAX_EXITS_BEFORE_USE, PrestartPool, type PrestartPoolOptions, type PrestartSpec} from '../../src/lib/process/prestart.js'
 import {prestartStats, type PrestartDiscardReason} from '../../src/lib/process/prestart-stats.js'
 import type {StartedFunction} from '../../src/lib/process/run.js'
+import {ProcessLauncher} from '../../src/lib/process/launcher.js'
 import type {FunctionChild} from '../../src/lib/process/spawner.js'
 
 class FakeChild extends EventEmitter {
@@ -27,6 +28,7 @@ function fakePool(options: Partial<PrestartPoolOptions> = {}): {pool: PrestartPo
   const pool = new PrestartPool({
     perImage: 1,
     idleTtlMs: 60_000,
+    launcher: new ProcessLauncher(),
     start: () => {
       const child = new FakeChild()
       started.push(child)

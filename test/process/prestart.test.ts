@@ -13,7 +13,7 @@ import {ExecConfig, type ExecFunction} from '../../src/lib/config/exec-config.js
 import {ExecEvaluator} from '../../src/lib/evaluators/exec.js'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {prestartStats} from '../../src/lib/process/prestart-stats.js'
-import {idleFunctions} from '../../src/lib/process/sweep.js'
+import {ProcessLauncher} from '../../src/lib/process/launcher.js'
 import type {RunningServer} from '../../src/lib/serve.js'
 import {scrape} from '../metrics/prom-text.js'
 import {freePort} from '../support/registry/tools.js'
@@ -34,10 +34,10 @@ async function until(check: () => boolean): Promise<void> {
   while (!check()) await new Promise((r) => setTimeout(r, 20))
 }
 
-/** The one process waiting in the pool, once there is one. */
-async function waitingPid(): Promise<number> {
-  await until(() => idleFunctions.size === 1)
-  return [...idleFunctions.keys()][0]!
+/** The one process waiting in the pool of `launcher`'s server, once there is one. */
+async function waitingPid(launcher: ProcessLauncher): Promise<number> {
+  await until(() => launcher.idleFunctions.size === 1)
+  return [...launcher.idleFunctions.keys()][0]!
 }
 
 /** True once `pid` has exited and been reaped: no process, no zombie (a pid the kernel gave to another process, one without a call marker, counts as gone). */
@@ -62,6 +62,12 @@ class PoolHarness {
   functionsDir = ''
 
   private fns: {configPath: string; functionsDir: string} | undefined
+
+  /** The running server's launcher. */
+  get launcher(): ProcessLauncher {
+    if (!this.running) throw new Error('no server running')
+    return this.running.launcher
+  }
 
   /** Starts a server; `sameFunctions`: on the functions of the server stopped last (stopServer). */
   async start(perImage: number, idleTtlMs = 60_000, sameFunctions = false): Promise<EvaluatorClient> {
@@ -101,7 +107,7 @@ describe('fnr serve: pre-started exec functions', function () {
     client = await h.start(1, 60_000, true)
     const hits = prestartStats().hits
     const first = await client.evaluateRaw(ECHO, SAMPLE_RL)
-    const waiting = await waitingPid()
+    const waiting = await waitingPid(h.launcher)
     const second = await client.evaluateRaw(ECHO, SAMPLE_RL)
     expect(prestartStats().hits).to.equal(hits + 1)
     expect(pidOf(second.log)).to.equal(waiting)
@@ -115,7 +121,7 @@ describe('fnr serve: pre-started exec functions', function () {
   it('kills a waiting process whose binary changed and serves the call from a fresh one', async () => {
     const client = await h.start(1)
     await client.evaluateRaw(ECHO, SAMPLE_RL)
-    const waiting = await waitingPid()
+    const waiting = await waitingPid(h.launcher)
     const before = prestartStats().discarded['binary-changed']
     // Same file (the call-time re-check still passes), new modification time: a new identity.
     await utimes(path.join(h.functionsDir, 'echo'), new Date(), new Date(Date.now() + 5_000))
@@ -128,7 +134,7 @@ describe('fnr serve: pre-started exec functions', function () {
   it('kills a waiting process as soon as its binary file changes, before any call comes', async () => {
     const client = await h.start(1)
     await client.evaluateRaw(ECHO, SAMPLE_RL)
-    const waiting = await waitingPid()
+    const waiting = await waitingPid(h.launcher)
     const before = prestartStats().discarded['binary-changed']
     const binary = path.join(h.functionsDir, 'echo')
     // A new modification time: a new identity (the call-time re-check still passes: same file).
@@ -137,14 +143,14 @@ describe('fnr serve: pre-started exec functions', function () {
     expect(prestartStats().discarded['binary-changed']).to.equal(before + 1)
     // The watch is renewed after each change: the next waiting process goes on a write in place.
     await client.evaluateRaw(ECHO, SAMPLE_RL)
-    const next = await waitingPid()
+    const next = await waitingPid(h.launcher)
     await writeFile(binary, ECHO_FN)
     await until(() => reaped(next))
     expect(prestartStats().discarded['binary-changed']).to.equal(before + 2)
     // And on a new file renamed over it, the way an install replaces a binary (whose calls the
     // exec runtime then refuses: not the file it checked at start-up).
     await client.evaluateRaw(ECHO, SAMPLE_RL)
-    const third = await waitingPid()
+    const third = await waitingPid(h.launcher)
     await writeFile(`${binary}.new`, ECHO_FN, {mode: 0o755})
     await rename(`${binary}.new`, binary)
     await until(() => reaped(third))
@@ -163,10 +169,11 @@ describe('fnr serve: pre-started exec functions', function () {
           return image === ECHO ? mapped : undefined
         }
       })([], fns.functionsDir, 'example.com')
-      const exec = new ExecEvaluator({config, maxOutputBytes: 4 * 1024 * 1024, prestart: {perImage: 1, idleTtlMs: 60_000}})
+      const launcher = new ProcessLauncher()
+      const exec = new ExecEvaluator({config, maxOutputBytes: 4 * 1024 * 1024, prestart: {perImage: 1, idleTtlMs: 60_000}, launcher})
       try {
         await exec.evaluate({image: ECHO, resourceList: Buffer.from(SAMPLE_RL)})
-        const waiting = await waitingPid()
+        const waiting = await waitingPid(launcher)
         const before = prestartStats().discarded['config-changed']
         exec.configChanged()
         expect(reaped(waiting), 'still mapped: kept').to.equal(false)
@@ -177,6 +184,7 @@ describe('fnr serve: pre-started exec functions', function () {
         expect(exec.prestart?.size).to.equal(0)
       } finally {
         await exec.close()
+        await launcher.close()
       }
     } finally {
       await dirs.cleanup()
@@ -186,7 +194,7 @@ describe('fnr serve: pre-started exec functions', function () {
   it('a process killed while it waits does not fail the call', async () => {
     const client = await h.start(1)
     await client.evaluateRaw(ECHO, SAMPLE_RL)
-    const waiting = await waitingPid()
+    const waiting = await waitingPid(h.launcher)
     process.kill(waiting, 'SIGKILL')
     const answer = await client.evaluateRaw(ECHO, SAMPLE_RL)
     expect(answer.resourceList.toString()).to.contain('kind: ResourceList')
@@ -197,8 +205,8 @@ describe('fnr serve: pre-started exec functions', function () {
     const client = await h.start(1, 300)
     const before = prestartStats().discarded.idle
     await client.evaluateRaw(ECHO, SAMPLE_RL)
-    const waiting = await waitingPid()
-    await until(() => idleFunctions.size === 0)
+    const waiting = await waitingPid(h.launcher)
+    await until(() => h.launcher.idleFunctions.size === 0)
     expect(prestartStats().discarded.idle).to.equal(before + 1)
     await until(() => reaped(waiting))
   })
@@ -206,9 +214,10 @@ describe('fnr serve: pre-started exec functions', function () {
   it('kills and reaps every waiting process at shutdown', async () => {
     const client = await h.start(1)
     await client.evaluateRaw(ECHO, SAMPLE_RL)
-    const waiting = await waitingPid()
+    const waiting = await waitingPid(h.launcher)
+    const {launcher} = h
     await h.stop()
-    expect(idleFunctions.size).to.equal(0)
+    expect(launcher.idleFunctions.size).to.equal(0)
     await until(() => reaped(waiting))
   })
 
@@ -229,7 +238,7 @@ describe('fnr serve: pre-started exec functions', function () {
     const client = await h.start(0)
     await client.evaluateRaw(ECHO, SAMPLE_RL)
     await new Promise((r) => setTimeout(r, 200))
-    expect(idleFunctions.size).to.equal(0)
+    expect(h.launcher.idleFunctions.size).to.equal(0)
   })
 })
 

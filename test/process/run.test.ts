@@ -4,7 +4,10 @@ import {once} from 'node:events'
 import {expect} from 'chai'
 
 import {claimHeadroom} from '../../src/lib/headroom.js'
+import {ProcessLauncher} from '../../src/lib/process/launcher.js'
 import {killGroup, runFunctionProcess} from '../../src/lib/process/run.js'
+
+const launcher = new ProcessLauncher()
 
 describe('process runner: group kill', () => {
   it('is quiet for a group that is already gone and leaves Error.stackTraceLimit as it was', async () => {
@@ -29,7 +32,7 @@ describe('process runner: group kill', () => {
 
   it('runs a function to completion with the kill after exit', async () => {
     const input = Buffer.from('kind: ResourceList\n')
-    const res = await runFunctionProcess({command: '/bin/cat', input, maxStdoutBytes: 1024, label: 'cat'})
+    const res = await runFunctionProcess({command: '/bin/cat', input, maxStdoutBytes: 1024, label: 'cat', launcher})
     expect(res.exitCode).to.equal(0)
     expect(res.stdout.equals(input)).to.equal(true)
   })
@@ -38,7 +41,7 @@ describe('process runner: group kill', () => {
 describe('process runner: room around stdout (headroom.ts)', () => {
   // `head -c` through a pipe writes in pieces: 300 KiB reaches the runner as several chunks.
   const run = (stdoutHeadroom?: {before: number; after: number}) =>
-    runFunctionProcess({command: '/bin/sh', args: ['-c', 'head -c 307200 /dev/zero; printf oops >&2'], input: Buffer.alloc(0), maxStdoutBytes: 1 << 20, label: 'zeros', stdoutHeadroom})
+    runFunctionProcess({command: '/bin/sh', args: ['-c', 'head -c 307200 /dev/zero; printf oops >&2'], input: Buffer.alloc(0), maxStdoutBytes: 1 << 20, label: 'zeros', stdoutHeadroom, launcher})
 
   it('leaves the room asked for around an output joined from chunks, with the stderr length added behind it', async () => {
     const res = await run({before: 6, after: 6})

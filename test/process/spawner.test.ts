@@ -17,16 +17,20 @@ import {expect} from 'chai'
 import {FnrError} from '../../src/lib/errors.js'
 import {runFunctionProcess, type FunctionProcessOptions, type FunctionProcessResult} from '../../src/lib/process/run.js'
 import {nativeHelperPath, nativeRequest, nativeSpawnerCommand} from '../../src/lib/process/native-spawner.js'
-import {launchFunction, loaderFlags, nativeSpawner, processSpawner, ProcessSpawner, serverLaunchMode, startSpawner, type LaunchMode} from '../../src/lib/process/spawner.js'
+import {ProcessLauncher} from '../../src/lib/process/launcher.js'
+import {loaderFlags, ProcessSpawner, serverLaunchMode, type LaunchMode} from '../../src/lib/process/spawner.js'
 import {CALL_MARKER_ENV} from '../../src/lib/process/sweep.js'
 import {TempDirs, writeExecutable} from '../support/tmp.js'
 import {isAlive, waitFor} from '../wrapper/support/process.js'
 
-/** The two spawners: the Node one, and the native helper (built here first, as `npm run build` does). */
+/** The two spawners: the Node one, and the native helper (built here first, as `npm run build` does); each kind's launcher. */
 const KINDS = [
-  {name: 'the Node spawner', mode: 'spawner', spawner: processSpawner, exported: 'processSpawner'},
-  {name: 'the native helper', mode: 'native', spawner: nativeSpawner, exported: 'nativeSpawner'},
+  {name: 'the Node spawner', mode: 'spawner', which: 'node', launcher: new ProcessLauncher('spawner')},
+  {name: 'the native helper', mode: 'native', which: 'native', launcher: new ProcessLauncher('native')},
 ] as const
+/** Functions started directly, the way each case is compared with. */
+const directLauncher = new ProcessLauncher()
+const launcherFor = (kind: (typeof KINDS)[number], mode: LaunchMode): ProcessLauncher => (mode === 'direct' ? directLauncher : kind.launcher)
 
 /** Builds the native helper into dist/native/ when it is missing or older than its source. */
 function buildHelper(): string {
@@ -38,12 +42,12 @@ function buildHelper(): string {
 
 /** Waits until a spawner is ready (calls before that start directly). */
 async function spawnerReady(kind: (typeof KINDS)[number] = KINDS[0]): Promise<number> {
-  kind.spawner.warm()
+  kind.launcher.start(() => {})
   for (let i = 0; i < 200; i++) {
-    const child = launchFunction({command: '/bin/true', args: [], env: {}}, kind.mode)
+    const child = kind.launcher.launch({command: '/bin/true', args: [], env: {}})
     const viaSpawner = child.constructor.name !== 'ChildProcess'
     await once(child, 'close')
-    if (viaSpawner) return kind.spawner.pid()!
+    if (viaSpawner) return kind.launcher.spawnerPid(kind.which)!
     await new Promise((r) => setTimeout(r, 25))
   }
   throw new Error(`${kind.name} did not become ready`)
@@ -71,6 +75,10 @@ async function pidFrom(file: string, all = false): Promise<number | number[]> {
   return all ? pids : pids[0]!
 }
 
+after(async () => {
+  for (const l of [directLauncher, ...KINDS.map((k) => k.launcher)]) await l.close()
+})
+
 for (const kind of KINDS) describe(`process spawner, ${kind.name}: functions started through it behave as started directly`, function () {
   this.timeout(60_000)
   const temp = new TempDirs()
@@ -84,7 +92,7 @@ for (const kind of KINDS) describe(`process spawner, ${kind.name}: functions sta
   after(() => temp.cleanup())
 
   const run = (mode: LaunchMode, o: Partial<FunctionProcessOptions> & {command: string}): Promise<FunctionProcessResult> =>
-    runFunctionProcess({input: Buffer.from('kind: ResourceList\n'), maxStdoutBytes: 8 * 1024 * 1024, label: 'fn', launch: mode, ...o})
+    runFunctionProcess({input: Buffer.from('kind: ResourceList\n'), maxStdoutBytes: 8 * 1024 * 1024, label: 'fn', launcher: launcherFor(kind, mode), ...o})
 
   const outcome = async (p: Promise<FunctionProcessResult>): Promise<unknown> => {
     try {
@@ -244,7 +252,7 @@ for (const kind of KINDS) describe(`process spawner, ${kind.name}: functions sta
       outcomes.forEach((o, i) => {
         if (!(o instanceof FnrError)) expect(o.equals(inputs[i]!)).to.equal(true)
       })
-      expect(kind.spawner.pid()).to.equal(spawnerPid)
+      expect(kind.launcher.spawnerPid(kind.which)).to.equal(spawnerPid)
     } finally {
       limit(before)
     }
@@ -264,7 +272,7 @@ for (const kind of KINDS) describe(`process spawner, ${kind.name}: functions sta
     await waitFor(() => !isAlive(fn), 'the function to die')
     const next = await spawnerReady(kind)
     expect(next).to.not.equal(spawnerPid)
-    expect(kind.spawner.usable()).to.equal(true)
+    expect(kind.launcher.spawnerUsable(kind.which)).to.equal(true)
   })
 
   it('exits when its runner is killed (SIGKILL), and kills the functions still running and what they started', async () => {
@@ -272,15 +280,15 @@ for (const kind of KINDS) describe(`process spawner, ${kind.name}: functions sta
     // The function leaves a child in its process group, then waits.
     const fn = await writeExecutable(path.join(dir, 'long-fn'), `#!/bin/sh\nsleep 60 &\necho "$$ $!" > ${pidFile}\nexec sleep 60\n`)
     const script = `
-      import {${kind.exported} as spawner} from ${JSON.stringify(path.resolve('src/lib/process/spawner.ts'))}
+      import {ProcessLauncher} from ${JSON.stringify(path.resolve('src/lib/process/launcher.ts'))}
       import {runFunctionProcess} from ${JSON.stringify(path.resolve('src/lib/process/run.ts'))}
-      spawner.warm()
+      const launcher = new ProcessLauncher(${JSON.stringify(kind.mode)}).start(() => {})
       const ready = setInterval(() => {
-        const child = spawner.launch({command: '/bin/true', args: [], env: {}})
-        if (!child) return
+        const child = launcher.launch({command: '/bin/true', args: [], env: {}})
+        if (child.constructor.name === 'ChildProcess') return
         clearInterval(ready)
-        console.log(spawner.pid())
-        void runFunctionProcess({command: ${JSON.stringify(fn)}, input: Buffer.alloc(0), maxStdoutBytes: 1024, label: 'long', launch: ${JSON.stringify(kind.mode)}})
+        console.log(launcher.spawnerPid(${JSON.stringify(kind.which)}))
+        void runFunctionProcess({command: ${JSON.stringify(fn)}, input: Buffer.alloc(0), maxStdoutBytes: 1024, label: 'long', launcher})
       }, 50)
     `
     const runner = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {stdio: ['ignore', 'pipe', 'inherit']})
@@ -299,15 +307,15 @@ for (const kind of KINDS) describe(`process spawner, ${kind.name}: functions sta
       // A double fork into a new session: the subshell exits at once, the daemon loses its parent.
       const fn = await writeExecutable(path.join(dir, 'orphaning-fn'), `#!/bin/sh\n( setsid sleep 61 </dev/null >/dev/null 2>&1 & echo "$$ $!" > ${pidFile} )\nexec sleep 60\n`)
       const script = `
-        import {nativeSpawner as spawner} from ${JSON.stringify(path.resolve('src/lib/process/spawner.ts'))}
+        import {ProcessLauncher} from ${JSON.stringify(path.resolve('src/lib/process/launcher.ts'))}
         import {runFunctionProcess} from ${JSON.stringify(path.resolve('src/lib/process/run.ts'))}
-        spawner.warm()
+        const launcher = new ProcessLauncher('native').start(() => {})
         const ready = setInterval(() => {
-          const child = spawner.launch({command: '/bin/true', args: [], env: {}})
-          if (!child) return
+          const child = launcher.launch({command: '/bin/true', args: [], env: {}})
+          if (child.constructor.name === 'ChildProcess') return
           clearInterval(ready)
-          console.log(spawner.pid())
-          void runFunctionProcess({command: ${JSON.stringify(fn)}, input: Buffer.alloc(0), maxStdoutBytes: 1024, label: 'orphaning', launch: 'native'})
+          console.log(launcher.spawnerPid('native'))
+          void runFunctionProcess({command: ${JSON.stringify(fn)}, input: Buffer.alloc(0), maxStdoutBytes: 1024, label: 'orphaning', launcher})
         }, 50)
       `
       const runner = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {stdio: ['ignore', 'pipe', 'inherit']})
@@ -347,11 +355,11 @@ describe('process spawner: when it cannot run', function () {
 
   it('a server without the native helper says so once, with where it looked; not when another mode was asked for', () => {
     const told: string[] = []
-    expect(startSpawner('direct', (m) => told.push(m), {FNR_SPAWN_HELPER: '/nonexistent/fnr-spawn'})).to.equal('direct')
+    expect(new ProcessLauncher('direct').start((m) => told.push(m), {FNR_SPAWN_HELPER: '/nonexistent/fnr-spawn'}).mode).to.equal('direct')
     expect(told).to.deep.equal([
       'the native spawn helper is not there (/nonexistent/fnr-spawn; `npm run build` builds it where a C compiler is installed): functions are started directly by the runner',
     ])
-    expect(startSpawner('direct', (m) => told.push(m), {FNR_SPAWNER: 'off'})).to.equal('direct')
+    expect(new ProcessLauncher('direct').start((m) => told.push(m), {FNR_SPAWNER: 'off'}).mode).to.equal('direct')
     expect(told).to.have.length(1)
   })
 
@@ -367,16 +375,18 @@ describe('process spawner: when it cannot run', function () {
   it('a native helper that cannot be run: the server falls back to the Node spawner and says so once', async () => {
     // A runner of its own: the process's native spawner is given up for good once it failed.
     const script = `
-      import {launchFunction, nativeSpawner, processSpawner, serverLaunchMode, startSpawner} from ${JSON.stringify(path.resolve('src/lib/process/spawner.ts'))}
+      import {serverLaunchMode} from ${JSON.stringify(path.resolve('src/lib/process/spawner.ts'))}
+      import {ProcessLauncher} from ${JSON.stringify(path.resolve('src/lib/process/launcher.ts'))}
       import {once} from 'node:events'
-      const mode = startSpawner(serverLaunchMode(2 ** 30), (m) => console.log('warn: ' + m))
+      const launcher = new ProcessLauncher(serverLaunchMode(2 ** 30)).start((m) => console.log('warn: ' + m))
+      const mode = launcher.mode
       for (let i = 0; i < 200; i++) {
-        const child = launchFunction({command: '/bin/sh', args: ['-c', 'echo $PPID'], env: {}}, mode)
+        const child = launcher.launch({command: '/bin/sh', args: ['-c', 'echo $PPID'], env: {}})
         let out = ''
         child.once('spawn', () => child.stdout.on('data', (d) => (out += d)))
         await once(child, 'close')
         if (child.constructor.name !== 'ChildProcess') {
-          console.log(JSON.stringify({mode, native: nativeSpawner.usable(), parentIsNodeSpawner: Number(out) === processSpawner.pid()}))
+          console.log(JSON.stringify({mode, native: launcher.spawnerUsable('native'), parentIsNodeSpawner: Number(out) === launcher.spawnerPid('node')}))
           process.exit(0)
         }
         await new Promise((r) => setTimeout(r, 25))

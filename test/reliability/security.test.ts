@@ -12,6 +12,7 @@ import * as grpc from '@grpc/grpc-js'
 import {expect} from 'chai'
 
 import {loadExecConfig} from '../../src/lib/config/exec-config.js'
+import {ProcessLauncher} from '../../src/lib/process/launcher.js'
 import {ExecEvaluator} from '../../src/lib/evaluators/exec.js'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {makeReliabilityFunctions} from '../support/reliability/functions.js'
@@ -76,7 +77,7 @@ describe('reliability: security defaults', function () {
     await writeExecutable(path.join(functionsDir, name), '#!/bin/sh\necho "argc=$#"\n')
     const configPath = path.join(dir, 'config.yaml')
     await writeFile(configPath, `functions:\n- function: ${JSON.stringify(name)}\n  images: [example.com/shell-syntax:v1]\n`)
-    const evaluator = new ExecEvaluator({config: await loadExecConfig({configPath, functionsDir}), maxOutputBytes: 1024 * 1024})
+    const evaluator = new ExecEvaluator({config: await loadExecConfig({configPath, functionsDir}), maxOutputBytes: 1024 * 1024, launcher: new ProcessLauncher()})
     // a legal (if odd) file name that must simply run: a control, not a bad input
     tally.tried('security', {functionFile: name}, {valid: true})
     const res = await evaluator.evaluate({image: 'example.com/shell-syntax:v1', resourceList: SECRET_RL})

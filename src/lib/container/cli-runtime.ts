@@ -13,6 +13,7 @@
 import {execFile} from 'node:child_process'
 import {randomBytes} from 'node:crypto'
 
+import type {ProcessLauncher} from '../process/launcher.js'
 import {runFunctionProcess, type FunctionProcessResult} from '../process/run.js'
 import type {PullPolicy} from './pull.js'
 import type {CliRuntimeName} from './runtime-select.js'
@@ -33,12 +34,14 @@ export interface CliRunOptions {
   deadline?: number
   signal?: AbortSignal
   maxOutputBytes: number
+  /** Starts the runtime's process and keeps its call. */
+  launcher: ProcessLauncher
 }
 
 const PULL_FLAG: Record<PullPolicy, string> = {Always: 'always', IfNotPresent: 'missing', Never: 'never'}
 
 /** The `run` arguments kpt gives the CLI, plus fnr's --name. */
-export function cliRunArgs(options: Omit<CliRunOptions, 'runtime' | 'label' | 'input' | 'deadline' | 'signal' | 'maxOutputBytes'>, name: string): string[] {
+export function cliRunArgs(options: Omit<CliRunOptions, 'runtime' | 'label' | 'input' | 'deadline' | 'signal' | 'maxOutputBytes' | 'launcher'>, name: string): string[] {
   const args = ['run', '--rm', '-i', '--network', options.network ? 'host' : 'none', '--user', options.user ?? 'nobody', '--security-opt=no-new-privileges', '--pull', PULL_FLAG[options.policy]]
   for (const m of options.mounts) args.push('--mount', m)
   // kpt: the KEY=VALUE variables sorted by name, then the KEY ones in their order.
@@ -103,6 +106,7 @@ export async function runWithCli(options: CliRunOptions): Promise<FunctionProces
       maxStdoutBytes: options.maxOutputBytes,
       maxStderrBytes: options.maxOutputBytes,
       label: options.label,
+      launcher: options.launcher,
     })
     ended = true
     return {...result, stderr: withoutPullProgress(result.stderr)}

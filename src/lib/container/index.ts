@@ -12,6 +12,7 @@ import type {FunctionProcessResult} from '../process/run.js'
 import {DockerConfig, defaultAuthFile} from '../registry/auth.js'
 import {RegistryClient} from '../registry/client.js'
 import {formatPlatform, type Platform} from '../registry/image-config.js'
+import type {ProcessLauncher} from '../process/launcher.js'
 import {runWithCli} from './cli-runtime.js'
 import {ImageCache, cacheLimit, defaultCacheDir} from './image-cache.js'
 import {defaultStateRoot, limitsFromEnv, runWithOciRuntime, type BindMount} from './oci-runtime.js'
@@ -34,6 +35,8 @@ export interface ContainerCall {
   deadline?: number
   signal?: AbortSignal
   maxOutputBytes: number
+  /** Starts the runtime's process and keeps its call (the command's launcher). */
+  launcher: ProcessLauncher
 }
 
 /** The host's platform, as image indexes name it. */

@@ -23,6 +23,7 @@ import path from 'node:path'
 
 import {FnrError, firstLine} from '../errors.js'
 import {functionCommand} from '../registry/image-config.js'
+import type {ProcessLauncher} from '../process/launcher.js'
 import {minimalEnvironment, runFunctionProcess, type FunctionProcessResult} from '../process/run.js'
 import type {CachedImage} from './image-cache.js'
 import {parseSize} from './image-cache.js'
@@ -58,6 +59,8 @@ export interface OciRunOptions {
   deadline?: number
   signal?: AbortSignal
   maxOutputBytes: number
+  /** Starts the runtime's process and keeps its call. */
+  launcher: ProcessLauncher
 }
 
 const DEFAULT_PATH = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
@@ -242,6 +245,7 @@ export async function runWithOciRuntime(options: OciRunOptions): Promise<Functio
       maxStdoutBytes: options.maxOutputBytes,
       maxStderrBytes: options.maxOutputBytes,
       label: options.label,
+      launcher: options.launcher,
     })
     if (result.exitCode !== 0) {
       const why = runtimeLogError(await readFile(log, 'utf8').catch(() => ''))

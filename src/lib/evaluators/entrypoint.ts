@@ -17,7 +17,7 @@ import {silentLogger, type Logger} from '../telemetry/log.js'
 import {emptyOutputError, functionFailedError} from '../process/failure.js'
 import {errorResults, readResults} from '../process/results.js'
 import {runFunctionProcess} from '../process/run.js'
-import type {LaunchMode} from '../process/spawner.js'
+import type {ProcessLauncher} from '../process/launcher.js'
 import type {EvaluationRequest, EvaluationResponse, Evaluator} from '../evaluator.js'
 
 export interface EntrypointEvaluatorOptions {
@@ -27,8 +27,8 @@ export interface EntrypointEvaluatorOptions {
   /** Environment for the function; default: the wrapper's own (the container's ENV). */
   env?: NodeJS.ProcessEnv
   cwd?: string
-  /** How the entrypoint is started (process/spawner.ts); the wrapper server passes 'spawner'. */
-  launch?: LaunchMode
+  /** Starts the entrypoint and keeps its calls (process/launcher.ts): the wrapper server's. */
+  launcher: ProcessLauncher
 }
 
 /**
@@ -92,7 +92,7 @@ export class EntrypointEvaluator implements Evaluator {
       // the log keeps as much stderr as a response can carry (the server cuts it to what fits)
       maxStderrBytes: this.options.maxOutputBytes,
       label: request.image,
-      launch: this.options.launch,
+      launcher: this.options.launcher,
       stdoutHeadroom: request.outputHeadroom,
     })
     if (result.exitCode !== 0) throw await functionFailedError(request.image, result)

@@ -19,7 +19,7 @@ import type {Logger} from '../telemetry/log.js'
 import {emptyOutputError, functionFailedError} from '../process/failure.js'
 import {PrestartPool, type PrestartSpec} from '../process/prestart.js'
 import {execEnvironment, notStartable, runFunctionProcess, type StartedFunction} from '../process/run.js'
-import type {LaunchMode} from '../process/spawner.js'
+import type {ProcessLauncher} from '../process/launcher.js'
 import type {EvaluationRequest, EvaluationResponse, Evaluator, ImageIdentity} from '../evaluator.js'
 
 export interface ExecEvaluatorOptions {
@@ -31,8 +31,8 @@ export interface ExecEvaluatorOptions {
   passEnv?: readonly string[]
   /** Variables set for every function, over passEnv's (`fnr eval --image … --env KEY=VALUE`). */
   setEnv?: Readonly<Record<string, string>>
-  /** How function processes are started (process/spawner.ts); servers pass 'spawner'. */
-  launch?: LaunchMode
+  /** Starts the function processes and keeps their calls (process/launcher.ts): the server's, or the command's. */
+  launcher: ProcessLauncher
   /**
    * Pre-started functions (process/prestart.ts, docs/process.md "Pre-started functions"): how many
    * processes to keep waiting per image called recently and for how long; absent or perImage 0: off.
@@ -68,7 +68,7 @@ export class ExecEvaluator implements Evaluator {
   private readonly maxOutputBytes: number
   private readonly logger: Logger | undefined
   private readonly env: NodeJS.ProcessEnv
-  private readonly launch: LaunchMode | undefined
+  private readonly launcher: ProcessLauncher
   /** Device and inode of each binary, as at start-up (or when first seen, for functions added later). */
   private readonly identities = new Map<string, string | undefined>()
   /** The functions directory's real path at start-up. */
@@ -82,12 +82,12 @@ export class ExecEvaluator implements Evaluator {
     this.config = options.config
     this.maxOutputBytes = options.maxOutputBytes
     this.logger = options.logger
-    this.launch = options.launch
+    this.launcher = options.launcher
     this.env = {...execEnvironment(options.passEnv), ...options.setEnv}
     const dir = this.config.functionsDir
     this.dirReal = dir ? realReal(dir) : undefined
     for (const fn of this.config.functions) this.identityAtStart(fn.binary)
-    if (options.prestart && options.prestart.perImage > 0) this.prestart = new PrestartPool({...options.prestart, launch: options.launch})
+    if (options.prestart && options.prestart.perImage > 0) this.prestart = new PrestartPool({...options.prestart, launcher: options.launcher})
   }
 
   private identityAtStart(binary: string): string | undefined {
@@ -157,7 +157,7 @@ export class ExecEvaluator implements Evaluator {
         // the log keeps as much stderr as a response can carry (the server cuts it to what fits)
         maxStderrBytes: this.maxOutputBytes,
         label: request.image,
-        launch: this.launch,
+        launcher: this.launcher,
         stdoutHeadroom: request.outputHeadroom,
       })
     } finally {

@@ -17,6 +17,7 @@ import {quote} from 'shell-quote'
 import {DEFAULT_IMAGE_PREFIX} from '../config/image-ref.js'
 import type {ExecPaths} from '../config/embedded.js'
 import {FnrError} from '../errors.js'
+import {ProcessLauncher} from '../process/launcher.js'
 import {runFunctionProcess} from '../process/run.js'
 
 /** Exit code of the shim for a kpt command it does not map (a shell's "command not found"). */
@@ -101,8 +102,11 @@ export async function runCaseScript(
   // FNR_CONTENT_TYPE=json asks this fnr test for JSON (oclif's --json); the script's kpt commands
   // print what kpt prints.
   delete env.FNR_CONTENT_TYPE
+  // The script's own launcher: its processes, swept when it ends, before the next script runs.
+  const launcher = new ProcessLauncher()
   try {
     const r = await runFunctionProcess({
+      launcher,
       command: 'bash',
       args: [script],
       input: new Uint8Array(),
@@ -121,5 +125,7 @@ export async function runCaseScript(
       throw new FnrError('NotFound', `cannot run ${path.basename(script)}: bash is not installed (kpt's case scripts need it)`, {cause: err})
     }
     throw err
+  } finally {
+    await launcher.close()
   }
 }

@@ -71,7 +71,11 @@ export function parseLimitFlags(get: (name: LimitFlagName) => string | undefined
  * The budget and HTTP/2 settings of a server for these limits; logs the budget once (at debug level
  * for the in-pod wrapper, whose stderr a failed start shows as one line).
  */
-export function serverLimits(limits: ListenerLimits | undefined, logger: Logger, {quiet = false}: {quiet?: boolean} = {}): Pick<EvaluatorServerOptions, 'budget' | 'http2' | 'defaultDeadlineMs'> {
+export function serverLimits(
+  limits: ListenerLimits | undefined,
+  logger: Logger,
+  {quiet = false, runningPids}: {quiet?: boolean; runningPids?: () => Iterable<number>} = {},
+): Pick<EvaluatorServerOptions, 'budget' | 'http2' | 'defaultDeadlineMs'> {
   const l = limits ?? {}
   const settings = deriveBudget(l)
   logger[quiet ? 'debug' : 'info']('call budget', {
@@ -85,7 +89,7 @@ export function serverLimits(limits: ListenerLimits | undefined, logger: Logger,
     defaultDeadline: l.defaultDeadlineMs === 0 ? 'none' : `${(l.defaultDeadlineMs ?? DEFAULT_DEADLINE_MS) / 1000}s`,
   })
   return {
-    budget: new CallBudget(settings, logger),
+    budget: new CallBudget(settings, logger, {runningPids}),
     defaultDeadlineMs: l.defaultDeadlineMs ?? DEFAULT_DEADLINE_MS,
     http2: {maxConcurrentStreams: settings.maxConcurrentStreams, connectionIdleMs: l.connectionIdleMs === 0 ? NEVER_MS : l.connectionIdleMs, receiveTimeoutMs: l.receiveTimeoutMs, handshakeTimeoutMs: l.handshakeTimeoutMs},
   }

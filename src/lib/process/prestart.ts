@@ -30,8 +30,7 @@ import {readFileSync} from 'node:fs'
 
 import {prestartCounters, type PrestartDiscardReason} from './prestart-stats.js'
 import {abandonFunctionProcess, startFunctionProcess, type StartedFunction} from './run.js'
-import type {LaunchMode} from './spawner.js'
-import {idleFunctions} from './sweep.js'
+import type {ProcessLauncher} from './launcher.js'
 
 /** Processes kept per image unless the flag says otherwise (`fnr serve --prestart-functions`). */
 export const DEFAULT_PRESTART_PER_IMAGE = 1
@@ -48,11 +47,12 @@ export interface PrestartPoolOptions {
   perImage: number
   idleTtlMs: number
   maxTotal?: number
-  launch?: LaunchMode
+  /** The server's launcher: starts the processes and holds them while they wait (its idleFunctions). */
+  launcher: ProcessLauncher
   /** Whether one more waiting process fits the runner's budget now (default: always). */
   room?: () => boolean
   /** How a process is started (default startFunctionProcess; the unit tests pass a fake). */
-  start?: (spec: PrestartSpec, launch?: LaunchMode) => StartedFunction
+  start?: (spec: PrestartSpec, launcher: ProcessLauncher) => StartedFunction
   /** Whether a waiting process is still alive (default processAlive). */
   alive?: (pid: number) => boolean
 }
@@ -189,7 +189,7 @@ export class PrestartPool {
     while ((list?.length ?? 0) < this.perImage && fits() && this.room()) {
       let started: StartedFunction
       try {
-        started = (this.options.start ?? startFunctionProcess)(spec, this.options.launch)
+        started = (this.options.start ?? startFunctionProcess)(spec, this.options.launcher)
       } catch {
         prestartCounters().discarded['start-failed']++
         return
@@ -266,7 +266,7 @@ export class PrestartPool {
     const {child, marker} = started
     const entry: Entry = {key, spec, started, timer: undefined, detach: () => {}}
     const onSpawn = (): void => {
-      if (child.pid !== undefined) idleFunctions.set(child.pid, marker)
+      if (child.pid !== undefined) this.options.launcher.idleFunctions.set(child.pid, marker)
     }
     const onError = (): void => this.lost(entry, 'start-failed')
     const onExit = (): void => {
@@ -285,7 +285,7 @@ export class PrestartPool {
       child.off('spawn', onSpawn)
       child.off('error', onError)
       child.off('exit', onExit)
-      if (child.pid !== undefined) idleFunctions.delete(child.pid)
+      if (child.pid !== undefined) this.options.launcher.idleFunctions.delete(child.pid)
     }
     return entry
   }
@@ -314,8 +314,8 @@ export class PrestartPool {
 
   private discard(entry: Entry, reason: PrestartDiscardReason): void {
     prestartCounters().discarded[reason]++
-    if (entry.started.child.pid !== undefined) idleFunctions.delete(entry.started.child.pid)
-    abandonFunctionProcess(entry.started, entry.key)
+    if (entry.started.child.pid !== undefined) this.options.launcher.idleFunctions.delete(entry.started.child.pid)
+    abandonFunctionProcess(entry.started, entry.key, this.options.launcher)
   }
 }
 

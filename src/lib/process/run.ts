@@ -21,8 +21,9 @@
 import {FnrError, withoutStack} from '../errors.js'
 import {joinWithHeadroom, type Headroom} from '../headroom.js'
 import {nextTurn} from '../turns.js'
-import {launchFunction, type FunctionChild, type LaunchMode} from './spawner.js'
-import {CALL_MARKER_ENV, liveCalls, newCallMarker, sweeper} from './sweep.js'
+import type {ProcessLauncher} from './launcher.js'
+import type {FunctionChild} from './spawner.js'
+import {CALL_MARKER_ENV, newCallMarker} from './sweep.js'
 
 export interface FunctionProcessOptions {
   command: string
@@ -42,10 +43,11 @@ export interface FunctionProcessOptions {
   /** A name for messages (the image, or the exec path). */
   label: string
   /**
-   * How the process is started (spawner.ts): 'spawner' in long-running servers, whose event loop
-   * must not pay for forking a large runner; 'direct' (the default) in one-shot commands.
+   * Who starts the process and keeps its call (launcher.ts): the server's, through its spawner, in
+   * long-running servers, whose event loop must not pay for forking a large runner; the command's,
+   * starting directly, in one-shot commands.
    */
-  launch?: LaunchMode
+  launcher: ProcessLauncher
   /**
    * Room around stdout when it is joined from several chunks (headroom.ts): `before` bytes free in
    * front of it, and `after` plus the length of the stderr kept behind it, for a caller that wraps
@@ -72,10 +74,10 @@ export interface StartedFunction {
  * Starts a function process with a call marker of its own, the way runFunctionProcess does;
  * throws what the launch throws (a NUL byte, EMFILE when started directly).
  */
-export function startFunctionProcess(spec: {command: string; args?: readonly string[]; env?: NodeJS.ProcessEnv; cwd?: string}, launch?: LaunchMode): StartedFunction {
+export function startFunctionProcess(spec: {command: string; args?: readonly string[]; env?: NodeJS.ProcessEnv; cwd?: string}, launcher: ProcessLauncher): StartedFunction {
   const marker = newCallMarker()
   const startedAt = Date.now()
-  const child = launchFunction({command: spec.command, args: spec.args ?? [], env: {...(spec.env ?? minimalEnvironment()), [CALL_MARKER_ENV]: marker}, cwd: spec.cwd}, launch)
+  const child = launcher.launch({command: spec.command, args: spec.args ?? [], env: {...(spec.env ?? minimalEnvironment()), [CALL_MARKER_ENV]: marker}, cwd: spec.cwd})
   return {child, marker, startedAt}
 }
 
@@ -224,7 +226,7 @@ export function sweepAtClose(call: {ending?: string; leftNothing?: boolean; swee
  * to a call that must not start) and everything it started: its group now, or as soon as it has
  * a pid, then a sweep for its marker.
  */
-export function abandonFunctionProcess(started: StartedFunction, label: string): void {
+export function abandonFunctionProcess(started: StartedFunction, label: string, launcher: ProcessLauncher): void {
   const {child, marker, startedAt} = started
   // An 'error' now (its spawn failed, or the spawner died) has nobody else to hear it.
   child.on('error', () => {})
@@ -233,7 +235,7 @@ export function abandonFunctionProcess(started: StartedFunction, label: string):
     ;(child as {stdin?: {destroy(): void} | null}).stdin?.destroy()
     child.stdout?.destroy()
     child.stderr?.destroy()
-    if (child.pid !== undefined) sweeper.request({marker, pid: child.pid, startedAt, label})
+    if (child.pid !== undefined) launcher.sweeper.request({marker, pid: child.pid, startedAt, label})
   }
   // Started through the spawner, its descriptors may still be on their way, some of them or all
   // (the pid comes first): its group is killed now when known, and its streams are closed once
@@ -250,7 +252,7 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
   const deadline = options.deadline ?? Number.POSITIVE_INFINITY
   const early = notStartable(options.label, options.deadline, options.signal)
   if (early) {
-    if (options.prestarted) abandonFunctionProcess(options.prestarted, options.label)
+    if (options.prestarted) abandonFunctionProcess(options.prestarted, options.label, options.launcher)
     return Promise.reject(early)
   }
 
@@ -265,13 +267,14 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
 
     let launched: StartedFunction
     try {
-      launched = options.prestarted ?? startFunctionProcess(options, options.launch)
+      launched = options.prestarted ?? startFunctionProcess(options, options.launcher)
     } catch (err) {
       settled = true
       reject(startError(options, err as NodeJS.ErrnoException))
       return
     }
     const {child, marker, startedAt} = launched
+    const {liveCalls, sweeper} = options.launcher
     if (child.pid !== undefined) liveCalls.set(child.pid, marker)
     else {
       // Through the spawner the pid comes a moment later; a call that ended meanwhile (deadline,

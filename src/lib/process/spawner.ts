@@ -12,8 +12,8 @@
  * ends of the function's stdin, stdout and stderr (descriptor passing), so the data flows between
  * the runner and the function directly, as before.
  *
- * There is one spawner per runner process (like the sweeper), started when a server starts
- * (serverLaunchMode) or at its first call; calls made before it is ready start directly. If it
+ * Each launcher (process/launcher.ts, one per server) has its spawner, started when the server
+ * starts (serverLaunchMode) or at its first call; calls made before it is ready start directly. If it
  * cannot be started, or dies three times in a row without a call getting through, the runner
  * keeps starting functions directly and logs why. Calls running when it dies fail UNAVAILABLE.
  */
@@ -27,7 +27,7 @@ import type {Readable} from 'node:stream'
 import {fileURLToPath} from 'node:url'
 
 import {FnrError} from '../errors.js'
-import {NATIVE_HELPER_ENV, nativeHelperCandidates, nativeHelperPath, nativeRequest, nativeSpawnerCommand} from './native-spawner.js'
+import {nativeHelperPath} from './native-spawner.js'
 import {SPAWNER_MODE_ENV, type LaunchSpec, type SpawnRequest, type SpawnerMessage} from './spawner-process.js'
 
 export type {LaunchSpec} from './spawner-process.js'
@@ -56,24 +56,13 @@ export interface FunctionChild extends EventEmitter {
 
 /**
  * 'direct': the runner forks; 'spawner': through the Node spawner; 'native': through the native
- * spawn helper (native-spawner.ts), and through the Node spawner once the helper is given up.
+ * spawn helper (native-spawner.ts), and through the Node spawner once the helper is given up
+ * (process/launcher.ts ProcessLauncher starts functions the way its mode says).
  */
 export type LaunchMode = 'direct' | 'spawner' | 'native'
 
-/** Starts a function process the way `mode` says. */
-export function launchFunction(spec: LaunchSpec, mode: LaunchMode = 'direct'): FunctionChild {
-  // Until a spawner is ready (the helper's first milliseconds, the Node spawner's first ~100 ms,
-  // or never when it cannot start), calls start directly.
-  if (mode === 'native') {
-    const child = nativeSpawner.launch(spec)
-    if (child) return child
-    if (!nativeSpawner.usable()) return processSpawner.launch(spec) ?? launchDirect(spec)
-    return launchDirect(spec)
-  }
-  return (mode === 'spawner' ? processSpawner.launch(spec) : undefined) ?? launchDirect(spec)
-}
-
-function launchDirect(spec: LaunchSpec): FunctionChild {
+/** Starts a function process from the runner itself (child_process.spawn), in a process group of its own. */
+export function launchDirect(spec: LaunchSpec): FunctionChild {
   const child = spawn(spec.command, spec.args, {stdio: ['pipe', 'pipe', 'pipe'], env: spec.env, cwd: spec.cwd, detached: true, windowsHide: true})
   return Object.assign(child, {
     writeInput(input: Uint8Array): void {
@@ -435,6 +424,18 @@ export class ProcessSpawner {
     if (this.failedStarts >= 3) this.disable(`the process spawner ${why}, 3 times in a row; functions are now started ${this.fallback()}`)
   }
 
+  /**
+   * Stops the spawner for good (its launcher is closed, after its server stopped): no call is sent
+   * to it any more, and its process is killed. A call still waiting on it then fails as when a
+   * spawner dies (onChildGone), so nothing waits for an answer that cannot come. The functions run
+   * in groups of their own: the native helper's death kills those it holds, the launcher the rest.
+   */
+  close(): void {
+    this.disabledBecause ??= 'closed'
+    const child = this.child
+    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  }
+
   private fallback(): string {
     return this.options.fallback ?? 'directly by the runner'
   }
@@ -445,12 +446,6 @@ export class ProcessSpawner {
     this.onDisabled?.(why)
   }
 }
-
-/** The runner process's one Node spawner. */
-export const processSpawner = new ProcessSpawner()
-
-/** The runner process's one native spawn helper (native-spawner.ts); when it is given up, the Node spawner takes over. */
-export const nativeSpawner = new ProcessSpawner(nativeSpawnerCommand, {encode: nativeRequest, fallback: 'through the Node process spawner'})
 
 /**
  * A server's choice of how functions start (serverLaunchMode): `off`: directly (as `fnr eval`
@@ -486,31 +481,4 @@ export function serverLaunchMode(memoryLimitBytes: number, env: NodeJS.ProcessEn
   }
   if (helper) return 'native'
   return memoryLimitBytes >= SPAWNER_MIN_MEMORY ? 'spawner' : 'direct'
-}
-
-/**
- * For a server, with its launch mode (serverLaunchMode): starts its spawner now, so the first
- * calls do not start directly, and reports through `warn`, once, that the native helper is not
- * there (when nothing asked for another mode) or that a spawner was given up. Returns the mode.
- */
-export function startSpawner(mode: LaunchMode, warn: (message: string) => void, env: NodeJS.ProcessEnv = process.env): LaunchMode {
-  if (mode === 'native') {
-    nativeSpawner.onDisabled = (why) => {
-      warn(why)
-      processSpawner.onDisabled = warn
-      processSpawner.warm()
-    }
-    nativeSpawner.warm()
-    return mode
-  }
-  const chosen = env[SPAWNER_SWITCH_ENV] === 'off' || env[SPAWNER_SWITCH_ENV] === 'node' || env[NATIVE_HELPER_ENV] === 'none'
-  if (!chosen) {
-    const how = mode === 'spawner' ? 'through the Node process spawner' : 'directly by the runner'
-    warn(`the native spawn helper is not there (${nativeHelperCandidates(env).join(', ')}; \`npm run build\` builds it where a C compiler is installed): functions are started ${how}`)
-  }
-  if (mode === 'spawner') {
-    processSpawner.onDisabled = warn
-    processSpawner.warm()
-  }
-  return mode
 }

@@ -39,22 +39,31 @@ export function newCallMarker(): string {
 }
 
 /**
- * Function processes running now: pid -> the call's marker (run.ts keeps it). A sweep for an
- * ended call never touches the session of a running one, even when the kernel gave the ended
- * function's pid to a new function process.
+ * What holds function processes: each ProcessLauncher (launcher.ts) keeps its running calls and
+ * its pre-started processes, pid -> the call's marker. A sweep for an ended call never touches the
+ * group, session or descendants of a process any of them holds, even when the kernel gave the ended
+ * function's pid to a new function process, whichever launcher of the process started that one:
+ * pids are the process's, not a launcher's, so this one check is over all of them.
  */
-export const liveCalls = new Map<number, string>()
+export interface FunctionHolder {
+  holds(pid: number): boolean
+}
 
-/**
- * Function processes started ahead of their call and waiting for it (prestart.ts): pid -> marker.
- * Kept apart from liveCalls, which the budget reads as running calls (idle-calls.ts); a sweep
- * spares them as it spares running calls, and the last-resort kill kills them too.
- */
-export const idleFunctions = new Map<number, string>()
+const holders = new Set<FunctionHolder>()
+
+/** Adds a holder whose processes every sweep spares (a launcher, from its construction to its close). */
+export function addFunctionHolder(holder: FunctionHolder): void {
+  holders.add(holder)
+}
+
+export function removeFunctionHolder(holder: FunctionHolder): void {
+  holders.delete(holder)
+}
 
 /** A function process running a call or waiting for one: a sweep never kills its group, session or descendants by relation. */
 function running(pid: number): boolean {
-  return liveCalls.has(pid) || idleFunctions.has(pid)
+  for (const holder of holders) if (holder.holds(pid)) return true
+  return false
 }
 
 /** What a sweep looks for: the markers of ended calls, and their function processes' pids. */
@@ -507,9 +516,10 @@ export function sweepSync(targets: readonly SweepTarget[]): number {
 
 /**
  * Coalesces sweeps: targets requested while a sweep runs are swept together by the next one.
- * `whenIdle()` resolves once every requested target has been swept (tests, shutdown).
+ * `whenIdle()` resolves once every requested target has been swept (tests, shutdown). Each
+ * launcher has one (launcher.ts).
  */
-class Sweeper {
+export class Sweeper {
   private pending: SweepTarget[] = []
   private running: Promise<void> | undefined
   /** Processes killed by sweeps so far (after a call ended: they had escaped its group). */
@@ -553,26 +563,4 @@ class Sweeper {
   async whenIdle(): Promise<void> {
     while (this.running) await this.running
   }
-}
-
-export const sweeper = new Sweeper()
-
-/**
- * Kills every running function now: each process group, then one synchronous sweep for their
- * markers and for the calls that ended but were not swept yet. For the second SIGTERM/SIGINT,
- * just before the process exits (drain.ts). Returns the number of calls it killed.
- */
-export function killAllRunningFunctions(): number {
-  const targets: SweepTarget[] = [...liveCalls, ...idleFunctions].map(([pid, marker]) => ({pid, marker}))
-  for (const {pid} of targets) {
-    try {
-      process.kill(-pid!, 'SIGKILL')
-    } catch {
-      // gone
-    }
-  }
-  liveCalls.clear()
-  idleFunctions.clear()
-  sweepSync([...targets, ...sweeper.takePending()])
-  return targets.length
 }

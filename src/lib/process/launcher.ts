@@ -1,0 +1,131 @@
+/**
+ * A ProcessLauncher starts a server's (or a command's) function processes and owns everything that
+ * comes with them: the spawner it starts them through (spawner.ts, native-spawner.ts), the calls
+ * running now and the processes started ahead of their call (pid -> call marker), and the sweeper
+ * that kills what an ended call left behind (sweep.ts). A server makes one at its start and hands
+ * it to its evaluators, its budget and its drain; `fnr eval`, `render` and `test` make one for the
+ * command. Two servers in one process share none of it: one server's forced stop kills its own
+ * functions only, and a spawner given up by one is not the other's.
+ *
+ * The one thing all launchers of a process share is that pids are the process's: a sweep spares a
+ * process any launcher holds (sweep.ts addFunctionHolder).
+ */
+import {nativeHelperCandidates, NATIVE_HELPER_ENV, nativeRequest, nativeSpawnerCommand} from './native-spawner.js'
+import {launchDirect, ProcessSpawner, SPAWNER_SWITCH_ENV, type FunctionChild, type LaunchMode, type LaunchSpec} from './spawner.js'
+import {addFunctionHolder, removeFunctionHolder, Sweeper, sweepSync, type FunctionHolder, type SweepTarget} from './sweep.js'
+
+export class ProcessLauncher implements FunctionHolder {
+  /** Function processes running a call: pid -> the call's marker (run.ts keeps it; the budget reads it as running calls). */
+  readonly liveCalls = new Map<number, string>()
+  /**
+   * Function processes started ahead of their call and waiting for it (prestart.ts): pid -> marker.
+   * Kept apart from liveCalls, which the budget reads as running calls (idle-calls.ts); a sweep
+   * spares them as it spares running calls, and killAll kills them too.
+   */
+  readonly idleFunctions = new Map<number, string>()
+  readonly sweeper = new Sweeper()
+  private nodeSpawner: ProcessSpawner | undefined
+  private nativeSpawner: ProcessSpawner | undefined
+  private closed = false
+
+  /** `mode`: how functions start (serverLaunchMode for a server; 'direct' for one-shot commands). */
+  constructor(readonly mode: LaunchMode = 'direct') {
+    addFunctionHolder(this)
+  }
+
+  holds(pid: number): boolean {
+    return this.liveCalls.has(pid) || this.idleFunctions.has(pid)
+  }
+
+  private node(): ProcessSpawner {
+    return (this.nodeSpawner ??= new ProcessSpawner())
+  }
+
+  private native(): ProcessSpawner {
+    return (this.nativeSpawner ??= new ProcessSpawner(nativeSpawnerCommand, {encode: nativeRequest, fallback: 'through the Node process spawner'}))
+  }
+
+  /** Starts a function process the way the mode says; throws what the start throws (a NUL byte, EMFILE when started directly). */
+  launch(spec: LaunchSpec): FunctionChild {
+    // Until a spawner is ready (the helper's first milliseconds, the Node spawner's first ~100 ms,
+    // or never when it cannot start), calls start directly.
+    if (this.mode === 'native' && !this.closed) {
+      const native = this.native()
+      const child = native.launch(spec)
+      if (child) return child
+      if (!native.usable()) return this.node().launch(spec) ?? launchDirect(spec)
+      return launchDirect(spec)
+    }
+    return (this.mode === 'spawner' && !this.closed ? this.node().launch(spec) : undefined) ?? launchDirect(spec)
+  }
+
+  /**
+   * For a server: starts its spawner now, so the first calls do not start directly, and reports
+   * through `warn`, once, that the native helper is not there (when nothing asked for another
+   * mode) or that a spawner was given up. Returns the launcher.
+   */
+  start(warn: (message: string) => void, env: NodeJS.ProcessEnv = process.env): this {
+    if (this.mode === 'native') {
+      const node = this.node()
+      this.native().onDisabled = (why) => {
+        warn(why)
+        node.onDisabled = warn
+        node.warm()
+      }
+      this.native().warm()
+      return this
+    }
+    const chosen = env[SPAWNER_SWITCH_ENV] === 'off' || env[SPAWNER_SWITCH_ENV] === 'node' || env[NATIVE_HELPER_ENV] === 'none'
+    if (!chosen) {
+      const how = this.mode === 'spawner' ? 'through the Node process spawner' : 'directly by the runner'
+      warn(`the native spawn helper is not there (${nativeHelperCandidates(env).join(', ')}; \`npm run build\` builds it where a C compiler is installed): functions are started ${how}`)
+    }
+    if (this.mode === 'spawner') {
+      this.node().onDisabled = warn
+      this.node().warm()
+    }
+    return this
+  }
+
+  /** The pid of its Node spawner or native helper, once one runs (tests, diagnostics). */
+  spawnerPid(which: 'node' | 'native'): number | undefined {
+    return (which === 'node' ? this.nodeSpawner : this.nativeSpawner)?.pid()
+  }
+
+  /** Whether that spawner still takes calls (not given up). */
+  spawnerUsable(which: 'node' | 'native'): boolean {
+    return (which === 'node' ? this.node() : this.native()).usable()
+  }
+
+  /**
+   * Kills every function this launcher runs now: each process group, then one synchronous sweep
+   * for their markers and for the calls that ended but were not swept yet. For the second
+   * SIGTERM/SIGINT, just before the process exits (drain.ts). Returns the number of calls killed.
+   */
+  killAll(): number {
+    const targets: SweepTarget[] = [...this.liveCalls, ...this.idleFunctions].map(([pid, marker]) => ({pid, marker}))
+    for (const {pid} of targets) {
+      try {
+        process.kill(-pid!, 'SIGKILL')
+      } catch {
+        // gone
+      }
+    }
+    this.liveCalls.clear()
+    this.idleFunctions.clear()
+    sweepSync([...targets, ...this.sweeper.takePending()])
+    return targets.length
+  }
+
+  /**
+   * Closes the launcher once its server has stopped: the sweeps asked for are done, its spawners
+   * end, and sweeps no longer spare its pids. Functions started after this start directly.
+   */
+  async close(): Promise<void> {
+    this.closed = true
+    await this.sweeper.whenIdle()
+    this.nodeSpawner?.close()
+    this.nativeSpawner?.close()
+    if (this.liveCalls.size === 0 && this.idleFunctions.size === 0) removeFunctionHolder(this)
+  }
+}
