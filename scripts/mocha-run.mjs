@@ -12,7 +12,9 @@ export function runMocha(args, options = {}) {
 
 /**
  * Runs one mocha process per lane, all at once, and ends when all have ended. A lane is
- * `{name, args, after?}`: mocha's arguments, and a promise to wait for before it starts, at the
+ * `{name, args, nice?, after?}`: mocha's arguments, its niceness (nice(1): a lane whose suites
+ * bear being slowed yields the CPU to one whose suites time real probes), and a promise to wait
+ * for before it starts, at the
  * latest until the lanes before it have ended (the peer lane waits for the Go peers' build: on a
  * warm Go cache seconds; on a cold one the other lane ends first, and the peer lane's suites then
  * wait for the peers they need as one lane's did). The first lane's output is passed through as it comes;
@@ -80,7 +82,10 @@ export function runMochaLanes(lanes, {beforeExit} = {}) {
         const start = () => {
           if (stopping) return finish(1)
           const started = Date.now()
-          const child = spawn(path.join(ROOT, 'node_modules', '.bin', 'mocha'), lane.args, {
+          const mocha = path.join(ROOT, 'node_modules', '.bin', 'mocha')
+          // nice execs mocha: the same process, so the group and the signals are mocha's.
+          const [command, args] = lane.nice ? ['nice', ['-n', String(lane.nice), mocha, ...lane.args]] : [mocha, lane.args]
+          const child = spawn(command, args, {
             cwd: ROOT,
             stdio: ['ignore', 'pipe', 'inherit'],
             detached: true,

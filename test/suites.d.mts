@@ -7,4 +7,4 @@ export declare const PEER_SPECS: string[]
 export declare function mochaSelection(set: 'all' | 'unit' | 'integration'): string[]
 export declare const OPT_IN_SUITES: string[]
 export declare const PEER_LANE_FOLDERS: string[]
-export declare function mochaLanes(set: 'all' | 'integration'): Array<{name: string; args: string[]}>
+export declare function mochaLanes(set: 'all' | 'integration'): Array<{name: string; args: string[]; nice?: number}>

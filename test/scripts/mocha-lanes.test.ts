@@ -6,6 +6,7 @@
  */
 import {spawn} from 'node:child_process'
 import {readFile, rm, writeFile} from 'node:fs/promises'
+import {getPriority} from 'node:os'
 import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
@@ -23,9 +24,9 @@ type Run = {code: number | null; stdout: string; stderr: string}
  * Runs runMochaLanes in a child process on two lanes. `after` is the second lane's wait, as
  * JavaScript source of a promise (undefined: none).
  */
-function runLanes(dir: string, first: string, second: string, after?: string, onStart?: (child: ReturnType<typeof spawn>) => void): Promise<Run> {
+function runLanes(dir: string, first: string, second: string, after?: string, onStart?: (child: ReturnType<typeof spawn>) => void, firstNice?: number): Promise<Run> {
   const launcher = path.join(dir, 'lanes.mjs')
-  const lanes = `[{name: 'one', args: ['--spec', ${JSON.stringify(first)}]}, {name: 'two', args: ['--spec', ${JSON.stringify(second)}]${after ? `, after: ${after}` : ''}}]`
+  const lanes = `[{name: 'one', ${firstNice ? `nice: ${firstNice}, ` : ''}args: ['--spec', ${JSON.stringify(first)}]}, {name: 'two', args: ['--spec', ${JSON.stringify(second)}]${after ? `, after: ${after}` : ''}}]`
   return writeFile(launcher, `import {runMochaLanes} from ${url('scripts/mocha-run.mjs')}\nrunMochaLanes(${lanes})\n`).then(
     () =>
       new Promise<Run>((resolve, reject) => {
@@ -101,6 +102,17 @@ describe('npm test lanes: two mocha processes at once, one output after the othe
     const soon = await runLanes(dir, path.join(dir, 'a.test.ts'), path.join(dir, 'b.test.ts'), 'Promise.resolve()')
     expect(soon.code).to.equal(0)
     expect((await readFile(log, 'utf8')).trim().split('\n').map((l) => l.split(' ')[0])[0]).to.equal('b:first')
+  })
+
+  it('a lane given a niceness runs at it; the other at the runner\'s', async () => {
+    const dir = await temp.make('fnr-lanes-')
+    const record = (name: string): string => `import {appendFileSync} from 'node:fs'\nimport os from 'node:os'\ndescribe('nice ${name}', () => { it('records', () => { appendFileSync(${JSON.stringify(path.join(dir, 'nice'))}, '${name} ' + os.getPriority() + '\\n') }) })\n`
+    await writeFile(path.join(dir, 'a.test.ts'), record('a'))
+    await writeFile(path.join(dir, 'b.test.ts'), record('b'))
+    const run = await runLanes(dir, path.join(dir, 'a.test.ts'), path.join(dir, 'b.test.ts'), undefined, undefined, 10)
+    expect(run.code, run.stdout + run.stderr).to.equal(0)
+    const base = getPriority()
+    expect((await readFile(path.join(dir, 'nice'), 'utf8')).trim().split('\n').sort()).to.deep.equal([`a ${Math.min(19, base + 10)}`, `b ${base}`])
   })
 
   it('SIGTERM to the runner reaches both lanes and the run ends failed', async () => {
