@@ -19,10 +19,19 @@ import {readdirSync, readFileSync} from 'node:fs'
 
 /** A group is asleep below this share of one core over the sampled window. */
 export const IDLE_CPU_SHARE = 0.05
-/** A group younger than this is never asleep: it is starting (reading its input, loading). */
-export const MIN_IDLE_AGE_MS = 300
-/** A group is judged over at least this long between two readings. */
-export const MIN_IDLE_WINDOW_MS = 250
+/**
+ * A group younger than this is never asleep: it is starting (reading its input, loading). Short:
+ * calls that hang on one connection hold its streams and the slots until they are judged asleep,
+ * and every other call of the connection waits that long (test/grpc/fairness.test.ts (c): with
+ * 300 ms here and a 250 ms window, normal calls among 24 hung ones waited up to 1.25 s, three times
+ * what they waited with Porch's runner, which has no limit).
+ */
+export const MIN_IDLE_AGE_MS = 100
+/**
+ * A group is judged over at least this long between two readings. Five clock ticks: a group that
+ * used one tick in it is working.
+ */
+export const MIN_IDLE_WINDOW_MS = 50
 /** The least fraction of a slot an asleep group costs: at most 16 of them per slot. */
 export const MIN_IDLE_WEIGHT = 1 / 16
 /** Clock ticks per second of /proc/PID/stat's times (USER_HZ: 100 on every Linux fnr runs on). */
@@ -37,10 +46,24 @@ export interface GroupReading {
   rssBytes: number
   /** Bytes the group's processes read and wrote so far (rchar + wchar of /proc/PID/io). */
   ioBytes: number
-  /** When the leader started (ms since the epoch). */
+  /**
+   * When the leader started (ms since the epoch, to the second the kernel gives its boot time):
+   * tells one process from a later one with the same pid.
+   */
   startedAt: number
+  /**
+   * How long the leader has run, from the kernel's own clock (/proc/uptime against the start time
+   * in /proc/PID/stat). Not `at - startedAt`: the boot time is whole seconds, and the wall clock
+   * drifts from the kernel's, so that difference was off by up to a second.
+   */
+  ageMs: number
   /** When it was read (ms since the epoch). */
   at: number
+  /**
+   * Whether one of its processes was running or waiting for the disk when read (state R or D): a
+   * group working, or ready to work on a busy machine, is never asleep, however little CPU it got.
+   */
+  runnable: boolean
 }
 
 /** What the budget needs to know: the slot fraction every sleeping group gives back. */
@@ -54,7 +77,8 @@ export interface IdleSample {
 /**
  * Judges each group from its reading now and the previous one, at least `minWindowMs` older and of
  * the same process (same start time): asleep when the group is older than MIN_IDLE_AGE_MS, moved no
- * byte through its system calls and used less than IDLE_CPU_SHARE of a core in between. Without
+ * byte through its system calls, used less than IDLE_CPU_SHARE of a core in between, and none of its
+ * processes is runnable now. Without
  * such a reading a group is working. Its weight is its resident memory over `slotBytes`, at least
  * MIN_IDLE_WEIGHT, at most 1.
  */
@@ -63,8 +87,8 @@ export function judgeGroups(now: ReadonlyMap<number, GroupReading>, previous: Re
   let lent = 0
   for (const [pgid, r] of now) {
     const p = previous.get(pgid)
-    if (!p || p.startedAt !== r.startedAt || r.at - p.at < minWindowMs || r.at - r.startedAt < MIN_IDLE_AGE_MS) continue
-    if (r.ioBytes !== p.ioBytes || (r.cpuMs - p.cpuMs) / (r.at - p.at) >= IDLE_CPU_SHARE) continue
+    if (!p || p.startedAt !== r.startedAt || r.at - p.at < minWindowMs || r.ageMs < MIN_IDLE_AGE_MS) continue
+    if (r.runnable || r.ioBytes !== p.ioBytes || (r.cpuMs - p.cpuMs) / (r.at - p.at) >= IDLE_CPU_SHARE) continue
     const weight = Math.min(1, Math.max(MIN_IDLE_WEIGHT, r.rssBytes / slotBytes))
     idle++
     lent += 1 - weight
@@ -84,8 +108,8 @@ function bootTime(): number {
   return bootTimeMs
 }
 
-/** utime+stime+cutime+cstime (ticks), rss (pages), start time (ticks since boot) of one process. */
-function statTimes(pid: number): {ticks: number; rssPages: number; start: number} | undefined {
+/** utime+stime+cutime+cstime (ticks), rss (pages), start time (ticks since boot), running or in disk wait, of one process. */
+function statTimes(pid: number): {ticks: number; rssPages: number; start: number; runnable: boolean} | undefined {
   let stat: string
   try {
     stat = readFileSync(`/proc/${pid}/stat`, 'latin1')
@@ -94,7 +118,7 @@ function statTimes(pid: number): {ticks: number; rssPages: number; start: number
   }
   // Fields follow the last ')' (the command may hold spaces and parentheses): [0] is the state.
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return {ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]), rssPages: Number(f[21]), start: Number(f[19])}
+  return {ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]), rssPages: Number(f[21]), start: Number(f[19]), runnable: f[0] === 'R' || f[0] === 'D'}
 }
 
 /** rchar + wchar of /proc/PID/io (0 when it cannot be read). */
@@ -129,15 +153,26 @@ function childrenOf(pid: number): number[] {
 /** Most processes counted in one group (a fork bomb is not walked to its end). */
 const MAX_GROUP_PROCESSES = 64
 
+/** The kernel's time since boot, ms (the clock /proc/PID/stat's start times count on). */
+function uptimeMs(): number {
+  try {
+    return Number(readFileSync('/proc/uptime', 'latin1').split(' ')[0]) * 1000
+  } catch {
+    return Number.NaN
+  }
+}
+
 /** Reads each group (leader pid = pgid) now; groups already gone are left out. */
 export function readGroups(leaders: Iterable<number>, at = Date.now()): Map<number, GroupReading> {
   const out = new Map<number, GroupReading>()
+  const uptime = uptimeMs()
   for (const leader of leaders) {
     const head = statTimes(leader)
     if (!head) continue
     let ticks = head.ticks
     let rssPages = head.rssPages
     let ioBytes = ioOf(leader)
+    let runnable = head.runnable
     const todo = childrenOf(leader)
     for (let seen = 1; todo.length > 0 && seen < MAX_GROUP_PROCESSES; seen++) {
       const pid = todo.pop()!
@@ -146,9 +181,10 @@ export function readGroups(leaders: Iterable<number>, at = Date.now()): Map<numb
       ticks += s.ticks
       rssPages += s.rssPages
       ioBytes += ioOf(pid)
+      runnable ||= s.runnable
       todo.push(...childrenOf(pid))
     }
-    out.set(leader, {cpuMs: (ticks * 1000) / CLK_TCK, rssBytes: rssPages * PAGE_SIZE, ioBytes, startedAt: bootTime() + (head.start * 1000) / CLK_TCK, at})
+    out.set(leader, {cpuMs: (ticks * 1000) / CLK_TCK, rssBytes: rssPages * PAGE_SIZE, ioBytes, startedAt: bootTime() + (head.start * 1000) / CLK_TCK, ageMs: uptime - (head.start * 1000) / CLK_TCK, at, runnable})
   }
   return out
 }
@@ -167,7 +203,7 @@ export class IdleSampler {
   constructor(
     private readonly leaders: () => Iterable<number>,
     private readonly slotBytes: number,
-    private readonly minIntervalMs = 100,
+    private readonly minIntervalMs = 50,
     private readonly read: (leaders: Iterable<number>, at: number) => Map<number, GroupReading> = readGroups,
   ) {}
 

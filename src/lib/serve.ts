@@ -404,7 +404,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
     host: options.host,
     port: options.port,
     credentials: tls?.credentials,
-    ...serverLimits(options.limits, logger, {runningPids: () => launcher.liveCalls.keys()}),
+    ...serverLimits(options.limits, logger, {runningPids: () => launcher.liveCalls.keys(), paceStarts: launcher.startsInRunner}),
   })
   let port: number
   try {

@@ -142,7 +142,7 @@ export async function startWrapperServer(options: WrapperOptions, logger: Logger
   // OpenTelemetry export when the pod's env asks for it (OTEL_* through the pod template).
   const traced = await startProcessTracing('fnr-wrapper-server', logger)
   const evaluator = tracing() ? tracedFunction(entrypoint, options.entrypoint) : entrypoint
-  const server = new EvaluatorServer({evaluator, maxMessageSize: options.maxRequestBodySize, logger, host: options.host, port: options.port, ...serverLimits(options.limits, logger, {quiet: true, runningPids: () => launcher.liveCalls.keys()})})
+  const server = new EvaluatorServer({evaluator, maxMessageSize: options.maxRequestBodySize, logger, host: options.host, port: options.port, ...serverLimits(options.limits, logger, {quiet: true, runningPids: () => launcher.liveCalls.keys(), paceStarts: launcher.startsInRunner})})
   let port: number
   try {
     port = await server.start()

@@ -29,7 +29,10 @@ class ScriptedIdle implements IdleSource {
     this.samples++
     return this.answer
   }
-  reset(): void {}
+  resets = 0
+  reset(): void {
+    this.resets++
+  }
 }
 
 const A = (n: number) => ({client: '10.0.0.1', connection: `10.0.0.1:${n}`})
@@ -103,7 +106,7 @@ describe('fair admission', () => {
 
   describe('judgeGroups', () => {
     const slot = 64 * MiB
-    const reading = (over: Partial<GroupReading>): GroupReading => ({cpuMs: 0, rssBytes: MiB, ioBytes: 100, startedAt: 0, at: 10_000, ...over})
+    const reading = (over: Partial<GroupReading>): GroupReading => ({cpuMs: 0, rssBytes: MiB, ioBytes: 100, startedAt: 0, ageMs: 10_000, at: 10_000, runnable: false, ...over})
 
     it('counts a group asleep when it used under 5 % of a core and moved no byte since the previous reading, weighed by its memory', () => {
       const prev = new Map([1, 2, 3, 4].map((pid) => [pid, reading({cpuMs: 900, at: 9_000})] as const))
@@ -112,24 +115,26 @@ describe('fair admission', () => {
         [2, reading({cpuMs: 1_500})], // 60 %: working
         [3, reading({cpuMs: 901, rssBytes: 32 * MiB})], // asleep, half a slot of memory
         [4, reading({cpuMs: 900, ioBytes: 4_000_100})], // no CPU, but its pipes moved 4 MB: fed by a slow runner
+        [5, reading({cpuMs: 900, runnable: true})], // no CPU, but ready to run: waiting for a core of a busy machine
       ])
+      prev.set(5, reading({cpuMs: 900, at: 9_000}))
       const s = judgeGroups(now, prev, slot)
       expect(s.idle).to.equal(2)
       expect(s.lent).to.be.closeTo(1 - MIN_IDLE_WEIGHT + 0.5, 1e-9)
     })
 
     it(`a group without a reading at least ${MIN_IDLE_WINDOW_MS} ms older, or under ${MIN_IDLE_AGE_MS} ms old, is working`, () => {
-      const young = 10_000 - MIN_IDLE_AGE_MS + 1
-      const prev = new Map([[1, reading({at: 10_000 - MIN_IDLE_WINDOW_MS + 1})], [2, reading({at: young - 100, startedAt: young - 200})]])
+      const young = MIN_IDLE_AGE_MS - 1
+      const prev = new Map([[1, reading({at: 10_000 - MIN_IDLE_WINDOW_MS + 1})], [2, reading({at: 9_000, ageMs: young - 1_000})]])
       const now = new Map([
         [1, reading({})], // compared over a window 1 ms too short
-        [2, reading({startedAt: young})], // 1 ms too young: starting
+        [2, reading({ageMs: young})], // 1 ms too young: starting
         [3, reading({})], // no previous reading
       ])
       expect(judgeGroups(now, prev, slot)).to.deep.equal({idle: 0, lent: 0})
       // the same groups a millisecond later on both counts are asleep
-      const prevOld = new Map([[1, reading({at: 10_000 - MIN_IDLE_WINDOW_MS})], [2, reading({at: 10_000 - MIN_IDLE_WINDOW_MS, startedAt: young - 1})]])
-      expect(judgeGroups(new Map([[1, reading({})], [2, reading({startedAt: young - 1})]]), prevOld, slot).idle).to.equal(2)
+      const prevOld = new Map([[1, reading({at: 10_000 - MIN_IDLE_WINDOW_MS})], [2, reading({at: 10_000 - MIN_IDLE_WINDOW_MS})]])
+      expect(judgeGroups(new Map([[1, reading({})], [2, reading({ageMs: young + 1})]]), prevOld, slot).idle).to.equal(2)
     })
 
     it('a group that uses a whole slot of memory lends nothing; a reading of another process with the same pid is not compared', () => {
@@ -138,20 +143,21 @@ describe('fair admission', () => {
       expect(judgeGroups(now, prev, slot)).to.deep.equal({idle: 1, lent: 0})
     })
 
-    it(`IdleSampler compares with a reading at least ${MIN_IDLE_WINDOW_MS} ms old, and samples at most every 100 ms`, () => {
+    it(`IdleSampler compares with a reading at least ${MIN_IDLE_WINDOW_MS} ms old, and samples at most every minIntervalMs`, () => {
       let cpu = 0
       let reads = 0
-      const sampler = new IdleSampler(() => [7], slot, 100, (_leaders, at) => {
+      const sampler = new IdleSampler(() => [7], slot, 10, (_leaders, at) => {
         reads++
-        return new Map([[7, {cpuMs: cpu, rssBytes: MiB, ioBytes: 0, startedAt: 0, at}]])
+        return new Map([[7, {cpuMs: cpu, rssBytes: MiB, ioBytes: 0, startedAt: 0, ageMs: at, at, runnable: false}]])
       })
       cpu = 10_000 // busy for its first 10 s
       expect(sampler.sample(10_000).idle).to.equal(0)
-      expect(sampler.sample(10_050).idle).to.equal(0)
+      expect(sampler.sample(10_005).idle).to.equal(0)
       expect(reads).to.equal(1)
       // then asleep: no CPU since the reading of 10 000, but compared over too short a window first
-      expect(sampler.sample(10_000 + MIN_IDLE_WINDOW_MS - 50).idle).to.equal(0)
-      expect(sampler.sample(10_000 + MIN_IDLE_WINDOW_MS + 50).idle).to.equal(1)
+      expect(sampler.sample(10_000 + MIN_IDLE_WINDOW_MS - 10).idle).to.equal(0)
+      expect(reads).to.equal(2)
+      expect(sampler.sample(10_000 + MIN_IDLE_WINDOW_MS + 10).idle).to.equal(1)
       // and stays asleep at every sample after that, 100 ms apart (a sliding window)
       for (let at = 10_000 + MIN_IDLE_WINDOW_MS + 150; at < 11_200; at += 100) expect(sampler.sample(at).idle, `at ${at}`).to.equal(1)
       cpu = 10_200 // awake again
@@ -197,6 +203,45 @@ describe('fair admission', () => {
       r1()
       ;(await waiting)()
       r2()
+    })
+
+    it('keeps sampling for a second after the slots stop being full: a call that ends does not throw the readings away', async () => {
+      const idle = new ScriptedIdle()
+      const budget = new CallBudget(settings({maxConcurrentCalls: 2}), undefined, {idle})
+      const r1 = await budget.admit(10, 'a')
+      await turn()
+      const r2 = await budget.admit(10, 'b') // every slot taken: sampling starts
+      await new Promise((resolve) => setTimeout(resolve, 120))
+      const before = idle.samples
+      expect(before).to.be.greaterThan(0)
+      r2() // a slot free again, for a moment
+      await new Promise((resolve) => setTimeout(resolve, 120))
+      expect(idle.resets, 'the sampler was not reset').to.equal(0)
+      expect(idle.samples).to.be.greaterThan(before)
+      r1()
+    })
+
+    it('starts calls in one turn when starts do not fork the runner (paceStarts: false), one per turn otherwise', async () => {
+      for (const paceStarts of [false, true]) {
+        const budget = new CallBudget(settings({maxConcurrentCalls: 4}), undefined, {idle: null, paceStarts})
+        const releases = await Promise.all([1, 2, 3].map((n) => budget.admit(10, `c${n}`)))
+        // Paced, the second and third wait for turns of the event loop (Promise.all above lets them).
+        expect(budget.snapshot().running).to.equal(3)
+        for (const r of releases) r()
+      }
+      const paced = new CallBudget(settings({maxConcurrentCalls: 4}), undefined, {idle: null})
+      await paced.admit(10, 'first')
+      let second = false
+      void paced.admit(10, 'second').then(() => (second = true))
+      await Promise.resolve()
+      expect(second, 'paced: the second start waits for the next turn').to.equal(false)
+      const unpaced = new CallBudget(settings({maxConcurrentCalls: 4}), undefined, {idle: null, paceStarts: false})
+      await unpaced.admit(10, 'first')
+      expect(unpaced.snapshot().running).to.equal(1)
+      await unpaced.admit(10, 'second')
+      expect(unpaced.snapshot(), 'not paced: both run without a turn between').to.include({running: 2, queued: 0})
+      await turn()
+      expect(second).to.equal(true)
     })
 
     it('still holds a call by the running-bytes budget, asleep or not', async () => {

@@ -74,7 +74,7 @@ export function parseLimitFlags(get: (name: LimitFlagName) => string | undefined
 export function serverLimits(
   limits: ListenerLimits | undefined,
   logger: Logger,
-  {quiet = false, runningPids}: {quiet?: boolean; runningPids?: () => Iterable<number>} = {},
+  {quiet = false, runningPids, paceStarts}: {quiet?: boolean; runningPids?: () => Iterable<number>; paceStarts?: boolean} = {},
 ): Pick<EvaluatorServerOptions, 'budget' | 'http2' | 'defaultDeadlineMs'> {
   const l = limits ?? {}
   const settings = deriveBudget(l)
@@ -89,7 +89,7 @@ export function serverLimits(
     defaultDeadline: l.defaultDeadlineMs === 0 ? 'none' : `${(l.defaultDeadlineMs ?? DEFAULT_DEADLINE_MS) / 1000}s`,
   })
   return {
-    budget: new CallBudget(settings, logger, {runningPids}),
+    budget: new CallBudget(settings, logger, {runningPids, paceStarts}),
     defaultDeadlineMs: l.defaultDeadlineMs ?? DEFAULT_DEADLINE_MS,
     http2: {maxConcurrentStreams: settings.maxConcurrentStreams, connectionIdleMs: l.connectionIdleMs === 0 ? NEVER_MS : l.connectionIdleMs, receiveTimeoutMs: l.receiveTimeoutMs, handshakeTimeoutMs: l.handshakeTimeoutMs},
   }

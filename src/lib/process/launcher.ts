@@ -33,6 +33,11 @@ export class ProcessLauncher implements FunctionHolder {
     addFunctionHolder(this)
   }
 
+  /** Whether a function start forks the runner itself (no spawner): the call budget paces such starts. */
+  get startsInRunner(): boolean {
+    return this.mode === 'direct'
+  }
+
   holds(pid: number): boolean {
     return this.liveCalls.has(pid) || this.idleFunctions.has(pid)
   }
