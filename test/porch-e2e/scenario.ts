@@ -1,0 +1,203 @@
+/**
+ * The package scenario of test/porch-e2e/porch-server.test.ts, shared with bench/porch-server.ts: porch-server v1.5.8
+ * (scripts/porch-peers.mjs) on loopback behind the project's control plane, Porch's CRDs and APIService as written, a
+ * git smart-HTTP server for Gitea, and `fnr serve` and Porch's own runner both running, so that porch-server can be
+ * started with either as its `--function-runner`.
+ *
+ * `packageScenario` runs what a Porch user does, through porchctl and the Porch API: register a Repository, clone
+ * Porch's test blueprint `bucket/v1` (its pipeline runs apply-setters v0.2.2: a render), pull, edit its setters, push
+ * (a second render), propose, approve. It times each step and returns what porch-server published to git.
+ */
+import {mkdir, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
+import path from 'node:path'
+
+import {execa} from 'execa'
+
+import {buildPorchRunner} from '../../scripts/catalog-peers.mjs'
+import {buildPorchServer} from '../../scripts/porch-peers.mjs'
+import {porchServerFiles} from './porch-files.js'
+import {startGitHttpServer, type GitHttpServer} from './git-http.js'
+import {git, installPorchApi, startPorchServer, until, waitForPorchApi, type PorchServer} from './porch-server.js'
+import {runnerBed, startPorchRunner, type PorchRunner} from '../porch-side-by-side/support.js'
+import {startControlPlane, type ControlPlane} from '../support/cluster/controlplane.js'
+import {adminClient} from '../support/cluster/shared.js'
+import type {KubeRestClient} from '../support/k8s/client.js'
+import type {KubeObject} from '../support/k8s/status.js'
+import {startServeProcess, type ServeProcess} from '../support/serve.js'
+
+const BLUEPRINTS = 'test-blueprints.git'
+export const PACKAGE = 'bucket-copy'
+/** The image of the blueprint's pipeline step, as porch-server sends it. */
+export const APPLY_SETTERS = 'ghcr.io/kptdev/krm-functions-catalog/apply-setters:v0.2.2'
+
+export interface Step {
+  what: string
+  ms: number
+}
+
+export interface Outcome {
+  /** path under the package → bytes, as committed on main after approval. */
+  published: Map<string, Buffer>
+  tags: string[]
+  /** The PackageRevision's lifecycle after approval. */
+  lifecycle: string
+  renderStatus: KubeObject | undefined
+  steps: Step[]
+}
+
+/** Everything the scenario runs against; `stop` ends all of it and removes its files. */
+export interface PorchBed {
+  work: string
+  cp: ControlPlane
+  client: KubeRestClient
+  git: GitHttpServer
+  fnr: ServeProcess
+  porchRunner: PorchRunner
+  porchctl: string
+  porchBinary: string
+  /** The porch-server running now (packageScenario starts one per run). */
+  server?: PorchServer
+  stop(): Promise<void>
+}
+
+/** Builds (or reuses) the peers and starts the bed. `serveArgs` go to `fnr serve`. */
+export async function startPorchBed(serveArgs: string[] = []): Promise<PorchBed> {
+  const files = porchServerFiles()
+  const built = buildPorchServer()
+  const runner = buildPorchRunner().server
+  const work = await mkdtemp(path.join(tmpdir(), 'fnr-porch-e2e-'))
+  const parts: Partial<PorchBed> = {work, porchctl: built.porchctl, porchBinary: built.porch}
+  const stop = async (): Promise<void> => {
+    await parts.server?.stop()
+    parts.fnr?.child.kill('SIGTERM')
+    if (parts.fnr) await parts.fnr.exited
+    await parts.porchRunner?.stop()
+    await parts.git?.stop()
+    parts.client?.close()
+    await parts.cp?.stop()
+    await rm(work, {recursive: true, force: true})
+  }
+  try {
+    parts.cp = await startControlPlane({dir: path.join(work, 'cluster'), kubelet: false, scheduler: false})
+    parts.client = adminClient(parts.cp)
+    await installPorchApi(parts.cp, parts.client, files)
+    const repos = path.join(work, 'git')
+    await mkdir(repos, {recursive: true})
+    await git(['clone', '-q', '--bare', files.blueprintsBundle, path.join(repos, BLUEPRINTS)])
+    parts.git = await startGitHttpServer(repos)
+    const bed = await runnerBed(path.join(work, 'runner'))
+    // fnr first: porch-server's client backs off for ~40 s when its runner is not up yet (docs/porch-swap.md).
+    parts.fnr = await startServeProcess([`--config=${bed.configPath}`, `--functions=${bed.functionsDir}`, '--disable-runtimes=pod', ...serveArgs])
+    parts.porchRunner = await startPorchRunner(runner, bed)
+  } catch (err) {
+    await stop()
+    throw err
+  }
+  const ready = parts as PorchBed
+  ready.stop = stop
+  return ready
+}
+
+/** A bare repository `name` under `root` with one commit on main (Porch registers a branch that exists). */
+async function seedRepo(root: string, name: string, work: string): Promise<void> {
+  const bare = path.join(root, name)
+  await git(['init', '-q', '--bare', '-b', 'main', bare])
+  const clone = path.join(work, `seed-${name}`)
+  await git(['init', '-q', '-b', 'main', clone])
+  await writeFile(path.join(clone, 'README.md'), `# ${name}\n`)
+  await git(['add', '.'], clone)
+  await git(['commit', '-q', '-m', 'initial'], clone)
+  await git(['push', '-q', bare, 'main'], clone)
+}
+
+/** fnr's request log lines for apply-setters calls (JSON, with the call's time in ms). */
+export function fnrApplySettersCalls(bed: PorchBed): Array<{code: number; evaluator: string; ms: number; image: string}> {
+  return bed.fnr
+    .stderr()
+    .split('\n')
+    .filter((l) => l.includes('apply-setters') && l.includes('"ms"'))
+    .map((l) => JSON.parse(l) as {code: number; evaluator: string; ms: number; image: string})
+}
+
+/**
+ * The whole scenario against a porch-server (started here, after stopping the previous one) calling `runner`
+ * (host:port), in namespace `porch-e2e-LABEL` with a repository of its own: what it published to git, and the time of
+ * each step. The porch-server step is timed apart from the package's steps.
+ */
+export async function packageScenario(bed: PorchBed, label: string, runner: string): Promise<Outcome> {
+  const steps: Step[] = []
+  const ns = `porch-e2e-${label}`
+  const repoName = `deployments-${label}.git`
+  const {client, work} = bed
+  await seedRepo(path.join(work, 'git'), repoName, work)
+  await bed.server?.stop()
+  let t = performance.now()
+  const server = await startPorchServer(bed.porchBinary, bed.cp, path.join(work, `porch-server-${label}`), runner)
+  bed.server = server
+  await waitForPorchApi(server, client)
+  steps.push({what: 'porch-server start → APIService Available', ms: Math.round(performance.now() - t)})
+  await client.create('/api/v1/namespaces', {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ns}})
+
+  const ctl = async (what: string, args: string[]): Promise<string> => {
+    const started = performance.now()
+    const r = await execa(bed.porchctl, args, {env: {KUBECONFIG: bed.cp.kubeconfigPath, HOME: work}, reject: false, timeout: 300_000})
+    steps.push({what, ms: Math.round(performance.now() - started)})
+    if (r.exitCode !== 0) throw new Error(`porchctl ${args.join(' ')} exited ${r.exitCode}:\n${String(r.stdout)}\n${String(r.stderr)}\nporch-server log (last lines):\n${server.log().split('\n').slice(-30).join('\n')}`)
+    return String(r.stdout)
+  }
+  const packageRevision = async (): Promise<KubeObject> =>
+    until(`the PackageRevision of ${PACKAGE} in ${ns}`, 60_000, async () => {
+      const list = await client.get(`/apis/porch.kpt.dev/v1alpha1/namespaces/${ns}/packagerevisions`)
+      return (list.items as KubeObject[]).find((p) => p.spec?.packageName === PACKAGE && p.spec?.workspaceName === 'v1')
+    })
+
+  await ctl('porchctl repo reg', ['repo', 'reg', `${bed.git.url}/${repoName}`, '--name=deployments', '--branch=main', `--namespace=${ns}`])
+  t = performance.now()
+  await until('Repository deployments Ready', 180_000, async () => {
+    const repo = await client.get(`/apis/config.porch.kpt.dev/v1alpha1/namespaces/${ns}/repositories/deployments`)
+    return (repo.status?.conditions ?? []).some((c: KubeObject) => c.type === 'Ready' && c.status === 'True')
+  })
+  steps.push({what: 'Repository Ready', ms: Math.round(performance.now() - t)})
+
+  await ctl('porchctl rpkg clone bucket/v1 (render)', ['rpkg', 'clone', `${bed.git.url}/${BLUEPRINTS}`, PACKAGE, '--directory=bucket', '--ref=bucket/v1', '--repository=deployments', '--workspace=v1', `--namespace=${ns}`])
+  const name = (await packageRevision()).metadata.name as string
+
+  // Edit the setters and push: porch-server renders again (apply-setters through the runner).
+  const dir = path.join(work, `pull-${label}`)
+  await ctl('porchctl rpkg pull', ['rpkg', 'pull', name, dir, `--namespace=${ns}`])
+  const settersPath = path.join(dir, 'setters.yaml')
+  const setters = await readFile(settersPath, 'utf8')
+  if (!setters.includes('name: bucket2') || !setters.includes('storage-class: nearline')) throw new Error(`${settersPath}: not the blueprint's setters:\n${setters}`)
+  await writeFile(settersPath, setters.replace('name: bucket2', 'name: fnr-bucket').replace('#project-id: project-id', 'project-id: swap-proof').replace('storage-class: nearline', 'storage-class: coldline'))
+  await ctl('porchctl rpkg push (render)', ['rpkg', 'push', name, dir, `--namespace=${ns}`])
+  const resources = await client.get(`/apis/porch.kpt.dev/v1alpha1/namespaces/${ns}/packagerevisionresources/${name}`)
+  const renderStatus = resources.status?.renderStatus as KubeObject | undefined
+
+  await ctl('porchctl rpkg propose', ['rpkg', 'propose', name, `--namespace=${ns}`])
+  await ctl('porchctl rpkg approve', ['rpkg', 'approve', name, `--namespace=${ns}`])
+
+  const lifecycle = (await packageRevision()).spec.lifecycle as string
+  // What porch-server committed: the package folder on main, and its tag.
+  const bare = path.join(work, 'git', repoName)
+  const paths = (await git(['--git-dir', bare, 'ls-tree', '-r', '--name-only', 'main', '--', PACKAGE])).split('\n').filter(Boolean)
+  const published = new Map<string, Buffer>()
+  for (const p of paths) {
+    const r = await execa('git', ['--git-dir', bare, 'show', `main:${p}`], {encoding: 'buffer'})
+    published.set(p, Buffer.from(r.stdout))
+  }
+  const tags = (await git(['--git-dir', bare, 'tag', '--list'])).split('\n').filter(Boolean)
+  return {published, tags, lifecycle, renderStatus, steps}
+}
+
+/**
+ * Unregisters the run's Repository (porch-server, still running, lets it go) and waits until it is gone. A
+ * porch-server syncs every Repository it finds when it starts: without this, each run of the bench started a
+ * porch-server with one more repository to sync beside the package's clone (the clone of the eighth run took
+ * 2.4x the first's, on both runners).
+ */
+export async function removeRepository(bed: PorchBed, label: string): Promise<void> {
+  const repo = `/apis/config.porch.kpt.dev/v1alpha1/namespaces/porch-e2e-${label}/repositories/deployments`
+  await bed.client.delete(repo)
+  await until(`Repository deployments of ${label} gone`, 60_000, async () => (await bed.client.raw('GET', repo)).code === 404)
+}
