@@ -10,6 +10,8 @@ import http2 from 'node:http2'
 import net from 'node:net'
 import path from 'node:path'
 
+import {atNormalPriority} from './cgroup.js'
+
 const EVALUATE_PATH = '/evaluator.FunctionEvaluator/EvaluateFunction'
 
 export interface Slowloris {
@@ -116,6 +118,7 @@ export interface Prober {
  */
 export function probeHealth(address: string, serverPid: number, everyMs = 50): Prober {
   const child = spawn(process.execPath, [path.join(import.meta.dirname, 'stall-prober.mjs'), address, String(serverPid), String(everyMs)], {stdio: ['pipe', 'pipe', 'inherit']})
+  atNormalPriority(child.pid)
   let out = ''
   child.stdout.on('data', (c: Buffer) => (out += c.toString()))
   const exited = once(child, 'exit')
@@ -170,6 +173,7 @@ export async function startStallControl(): Promise<StallControl> {
 const t = setInterval(() => { const now = performance.now(); max = Math.max(max, now - last - 10); last = now }, 10);
 process.stdin.on('end', () => { clearInterval(t); process.stdout.write(String(Math.round(max))) }); process.stdin.resume()`
   const child = spawn(process.execPath, ['-e', script], {stdio: ['pipe', 'pipe', 'ignore']})
+  atNormalPriority(child.pid)
   let out = ''
   child.stdout.on('data', (c: Buffer) => (out += c.toString()))
   const exited = once(child, 'exit')
