@@ -8,6 +8,7 @@ import path from 'node:path'
 
 import {EvaluatorClient} from '../src/lib/grpc/client.js'
 import {minimalEnvironment} from '../src/lib/process/run.js'
+import {imageAllocatorEnv} from '../test/support/node/fnr-image.js'
 import {BIN_RUN, ROOT, benchEnv} from './lib.js'
 
 export interface ServeHandle {
@@ -17,15 +18,16 @@ export interface ServeHandle {
 }
 
 /**
- * Starts `fnr serve` with the given extra flags and resolves once it logs that it is ready.
- * FNR_BENCH_SERVE_NODE_ARGS adds Node options, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to
- * profile the server (the profile is written when it stops). `binRun`: another checkout's
- * bin/run.js (a before/after comparison).
+ * Starts `fnr serve` with the given extra flags and resolves once it logs that it is ready, with
+ * the image's allocator (docker/fnr.Dockerfile; `allocator` replaces it, {} for glibc's own), as
+ * it runs in a cluster. FNR_BENCH_SERVE_NODE_ARGS adds Node options, e.g. "--cpu-prof
+ * --cpu-prof-dir=/tmp/prof" to profile the server (the profile is written when it stops).
+ * `binRun`: another checkout's bin/run.js (a before/after comparison).
  */
-export async function startServe(args: string[], binRun = BIN_RUN): Promise<ServeHandle> {
+export async function startServe(args: string[], binRun = BIN_RUN, allocator?: Record<string, string>): Promise<ServeHandle> {
   const nodeArgs = process.env.FNR_BENCH_SERVE_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? []
   const child = spawn(process.execPath, [...nodeArgs, binRun, 'serve', '--port=0', '--log-level=1', ...args], {
-    env: benchEnv({FNR_BIND_ADDRESS: '127.0.0.1'}),
+    env: benchEnv({FNR_BIND_ADDRESS: '127.0.0.1', ...(allocator ?? (await imageAllocatorEnv()))}),
     stdio: ['ignore', 'ignore', 'pipe'],
   })
   // If the benchmark dies half way, its servers go with it.
@@ -89,8 +91,11 @@ export interface ServeFixture {
   close(): Promise<void>
 }
 
-/** A functions folder and config for the given functions, and `fnr serve` on it (exec runtime only unless extraArgs set --disable-runtimes). */
-export async function startExecServe(functions: FunctionUnderTest[], extraArgs: string[] = []): Promise<ServeFixture> {
+/**
+ * A functions folder and config for the given functions, and `fnr serve` on it (exec runtime only
+ * unless extraArgs set --disable-runtimes; `allocator`: as startServe's).
+ */
+export async function startExecServe(functions: FunctionUnderTest[], extraArgs: string[] = [], allocator?: Record<string, string>): Promise<ServeFixture> {
   // Inside the repository, so Node functions resolve their npm imports.
   await mkdir(path.join(ROOT, 'build'), {recursive: true})
   const dir = await mkdtemp(path.join(ROOT, 'build', 'bench-'))
@@ -109,7 +114,7 @@ export async function startExecServe(functions: FunctionUnderTest[], extraArgs: 
     await writeFile(path.join(dir, 'config.yaml'), `functions:\n${entries.join('\n')}\n`)
     // Exec only, unless the caller chooses the runtimes.
     const runtimes = extraArgs.some((a) => a.startsWith('--disable-runtimes')) ? [] : ['--disable-runtimes=pod']
-    const serve = await startServe([`--config=${path.join(dir, 'config.yaml')}`, `--functions=${fnDir}`, ...runtimes, ...extraArgs])
+    const serve = await startServe([`--config=${path.join(dir, 'config.yaml')}`, `--functions=${fnDir}`, ...runtimes, ...extraArgs], BIN_RUN, allocator)
     const client = new EvaluatorClient(`127.0.0.1:${serve.port}`)
     return {
       serve,

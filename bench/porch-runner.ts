@@ -30,7 +30,7 @@ import {loadAverage, percentile, procTreeCpuMs, round, runConcurrent, sleep, typ
 import {CONCURRENCY_LEVELS} from './throughput.js'
 import {PAYLOAD_SIZES} from './payload.js'
 
-interface PorchHandle {
+export interface PorchHandle {
   port: number
   pid: number
   stop(): Promise<void>

@@ -42,14 +42,19 @@ RUN npm run build \
 
 FROM ${NODE_IMAGE}
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends tini \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends tini libjemalloc2 \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 65532 nonroot \
  && useradd --uid 65532 --gid 65532 --home-dir /home/nonroot --create-home --shell /usr/sbin/nologin nonroot
 ENV NODE_ENV=production
-# glibc returns freed memory to the system (docs/limits.md): without these, what a burst of large
-# calls or a slowloris client made the runner allocate stays charged to its 1 GiB limit.
-ENV MALLOC_TRIM_THRESHOLD_=65536 MALLOC_MMAP_THRESHOLD_=65536
+# jemalloc instead of glibc's malloc (docs/limits.md, "The allocator"): it reuses the pages of
+# freed buffers while calls come, and gives them back to the system a second after they stop being
+# used (background_thread, dirty_decay_ms), so what a burst of large calls or a slowloris client made
+# the runner allocate is not left charged to its 1 GiB limit. glibc gave memory back only with every
+# buffer of 64 KiB or more mapped and unmapped on its own, which made each 5 MiB call cost 2-3x the
+# CPU (bench/allocator.ts). A bare name: the loader finds it in the library path on every
+# architecture. Function processes do not inherit it (they get a minimal environment).
+ENV LD_PRELOAD=libjemalloc.so.2 MALLOC_CONF=background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0
 WORKDIR /app
 COPY --from=build /src/package.json /src/oclif.manifest.json ./
 COPY --from=build /src/node_modules node_modules

@@ -2,3 +2,4 @@
 export const ROOT: string
 export function engineFloor(): {range: string; floor: [number, number, number]}
 export function nodeIsSupported(version?: string): boolean
+export const JEMALLOC_LIBRARY: string

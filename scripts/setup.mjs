@@ -10,6 +10,12 @@ import {NODE_MAIN, nodeBinary, pathWith} from './node-runtime.mjs'
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
+/**
+ * Debian's libjemalloc2 on this machine's architecture: the allocator the fnr image preloads
+ * (docker/fnr.Dockerfile), which the suites that judge memory and the benchmarks run fnr with.
+ */
+export const JEMALLOC_LIBRARY = `/usr/lib/${process.arch === 'arm64' ? 'aarch64' : 'x86_64'}-linux-gnu/libjemalloc.so.2`
+
 /** Debian packages the test suites use, and the command each provides. */
 export const TEST_PACKAGES = [
   {pkg: 'docker-registry', cmd: 'docker-registry'},
@@ -21,6 +27,8 @@ export const TEST_PACKAGES = [
   {pkg: 'busybox-static', cmd: 'busybox'},
   // PID 1 of the fnr image (docker/fnr.Dockerfile), laid out by test/support/node/fnr-image.ts
   {pkg: 'tini', cmd: 'tini'},
+  // the image's allocator (LD_PRELOAD in docker/fnr.Dockerfile), laid out and used the same way
+  {pkg: 'libjemalloc2', file: JEMALLOC_LIBRARY},
   {pkg: 'binutils', cmd: 'strip'},
   {pkg: 'iproute2', cmd: 'ip'},
   {pkg: 'etcd-server', cmd: 'etcd'},

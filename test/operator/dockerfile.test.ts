@@ -5,8 +5,8 @@
  * runtime stage's ENTRYPOINT and CMD start a real `fnr serve` from the assembled /app and
  * /home/nonroot, which evaluates a shipped function over gRPC.
  *
- * What is not reproduced: the base image, apt-get (tini), user creation, and the production-only
- * `npm ci --omit=dev` (the repository's node_modules stands in for both npm ci runs; same lockfile).
+ * What is not reproduced: the base image, apt-get (tini and libjemalloc2, which npm test installs
+ * here), user creation, and the production-only `npm ci --omit=dev` (the repository's node_modules stands in for both npm ci runs; same lockfile).
  */
 import {spawn, type ChildProcess} from 'node:child_process'
 import {cp, mkdir, readFile, readdir, symlink} from 'node:fs/promises'
@@ -201,9 +201,14 @@ describe('docker/ Dockerfiles (assembled without an engine)', function () {
     const argv = [...entrypoint.slice(3), ...cmd].map(rebase)
     const port = await freePort()
     // The Deployment's args add the pod runtime; without a cluster here, only exec runs.
+    // The stage's ENV as written (NODE_ENV, the preloaded allocator).
+    const stageEnv = Object.fromEntries(
+      runtime.instructions.filter((i) => i.op === 'ENV').flatMap((i) => i.args.split(/\s+/).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)])),
+    ) as Record<string, string>
+    expect(stageEnv).to.include({NODE_ENV: 'production', LD_PRELOAD: 'libjemalloc.so.2'})
     const child = spawn(process.execPath, [...argv, `--port=${port}`, '--disable-runtimes=pod'], {
       cwd: inRoot(runtime.instructions.filter((i) => i.op === 'WORKDIR').at(-1)!.args),
-      env: {PATH: process.env.PATH, NODE_ENV: 'production', FNR_BIND_ADDRESS: '127.0.0.1'},
+      env: {PATH: process.env.PATH, ...stageEnv, FNR_BIND_ADDRESS: '127.0.0.1'},
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     children.push(child)
@@ -226,6 +231,8 @@ describe('docker/ Dockerfiles (assembled without an engine)', function () {
           await new Promise((r) => setTimeout(r, 200))
         }
       }
+      // the loader found the allocator by the bare name the stage gives
+      expect(await readFile(`/proc/${child.pid}/maps`, 'latin1'), 'jemalloc loaded into fnr serve').to.contain('/libjemalloc.so.2')
     } finally {
       client.close()
       child.kill('SIGTERM')

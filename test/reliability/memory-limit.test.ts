@@ -10,6 +10,7 @@
  * (src/lib/process/spawner.ts), which lives in the same cgroup.
  */
 import {expect} from 'chai'
+import {readFileSync} from 'node:fs'
 import {mkdtemp, rm} from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
@@ -238,6 +239,8 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
       // no function process would otherwise race the one started after each health call.
       bed = await serveBed(['--prestart-functions=0'])
       const pid = bed.server.child.pid!
+      // The image's allocator, which gives the memory back (docker/fnr.Dockerfile).
+      expect(readFileSync(`/proc/${pid}/maps`, 'latin1'), 'jemalloc loaded into the server').to.contain('/libjemalloc.so.2')
       const before = resourceUsage(pid)
       const prober = probe(bed)
       // 200 streams on one connection (the server lets --max-concurrent-streams of them open), and

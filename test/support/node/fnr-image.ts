@@ -16,11 +16,12 @@
  *   everything is root-owned and world-readable, which the deployment's read-only root filesystem needs anyway).
  */
 import { execFileSync } from 'node:child_process';
-import { realpathSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { chmod, copyFile, cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
+import { JEMALLOC_LIBRARY } from '../../../scripts/setup.mjs';
 import { pushImage } from '../registry/fixtures.js';
 import type { TestRegistry } from '../registry/registry.js';
 import { REPO_ROOT } from '../serve.js';
@@ -85,6 +86,27 @@ function envOf(args: string): string[] {
   return args.split(/\s+/).filter((w) => w.includes('='));
 }
 
+/**
+ * The allocator settings of the fnr image (its final stage's `ENV LD_PRELOAD=… MALLOC_CONF=…`), for a
+ * `fnr serve` started on this machine that must use memory as the image does: the suites that judge
+ * memory and the benchmarks. Fails with one line when the preloaded library is missing here (the
+ * loader would only warn and run on glibc's allocator).
+ */
+export async function imageAllocatorEnv(): Promise<Record<string, string>> {
+  const env: Record<string, string> = {};
+  for (const i of await dockerfileFinalStage('fnr.Dockerfile')) {
+    if (i.op !== 'ENV') continue;
+    for (const pair of envOf(i.args)) {
+      const [name, value] = [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)];
+      if (name === 'LD_PRELOAD' || name.startsWith('MALLOC_')) env[name] = value;
+    }
+  }
+  if (env.LD_PRELOAD !== undefined && !existsSync(JEMALLOC_LIBRARY)) {
+    throw new Error(`docker/fnr.Dockerfile preloads ${env.LD_PRELOAD}, not installed here (${JEMALLOC_LIBRARY}; Debian package libjemalloc2, which npm test installs)`);
+  }
+  return env;
+}
+
 /** Copies a binary and every library `ldd` says it loads to the same paths under `root`. */
 async function copyWithLibraries(root: string, binary: string, dest: string): Promise<void> {
   await mkdir(path.dirname(path.join(root, dest)), { recursive: true });
@@ -113,6 +135,7 @@ export async function pushFnrImage(registry: TestRegistry, repoTag: string): Pro
     // the base image's part
     await copyWithLibraries(root, process.execPath, 'usr/local/bin/node');
     await copyWithLibraries(root, TINI, TINI.slice(1));
+    await copyWithLibraries(root, JEMALLOC_LIBRARY, JEMALLOC_LIBRARY.slice(1));
     await mkdir(path.join(root, 'bin'), { recursive: true });
     await copyFile(findStaticBusybox()!, path.join(root, 'bin', 'busybox'));
     await chmod(path.join(root, 'bin', 'busybox'), 0o755);

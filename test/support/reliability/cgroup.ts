@@ -12,6 +12,7 @@ import {existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync} from 'nod
 import os from 'node:os'
 import path from 'node:path'
 
+import {imageAllocatorEnv} from '../node/fnr-image.js'
 import {BIN_RUN} from '../serve.js'
 
 /**
@@ -150,18 +151,13 @@ export interface CgroupServer {
 }
 
 /**
- * glibc's malloc settings of fnr's image (docker/fnr.Dockerfile, docs/limits.md): without them,
- * memory the server freed after a burst stays with the process (fragmented malloc arenas).
- */
-export const IMAGE_MALLOC_ENV = {MALLOC_TRIM_THRESHOLD_: '65536', MALLOC_MMAP_THRESHOLD_: '65536'}
-
-/**
  * Starts the built CLI (`fnr ARGS`) inside the cgroup, with FNR_BIND_ADDRESS=127.0.0.1 and the
- * image's malloc settings, and waits for the line matching `ready`.
+ * image's allocator (fnr-image.ts imageAllocatorEnv: what memory the server gives back depends on
+ * it), and waits for the line matching `ready`.
  */
 export async function startInCgroup(cg: MemoryCgroup, args: string[], ready: RegExp, env: NodeJS.ProcessEnv = {}, readyMs = 30_000, nodeArgs: string[] = []): Promise<CgroupServer> {
   const [cmd, ...rest] = cg.wrap([process.execPath, ...nodeArgs, BIN_RUN, ...args])
-  const child = spawn(cmd!, rest, {env: {...process.env, FNR_BIND_ADDRESS: '127.0.0.1', ...IMAGE_MALLOC_ENV, ...env}, stdio: ['ignore', 'ignore', 'pipe']})
+  const child = spawn(cmd!, rest, {env: {...process.env, FNR_BIND_ADDRESS: '127.0.0.1', ...(await imageAllocatorEnv()), ...env}, stdio: ['ignore', 'ignore', 'pipe']})
   atNormalPriority(child.pid)
   let err = ''
   child.stderr!.on('data', (c: Buffer) => {
