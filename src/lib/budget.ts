@@ -36,7 +36,7 @@ import type {Http2Session} from 'node:http2'
 
 import {FnrError, withoutStack} from './errors.js'
 import {FairQueue, type QueueKey} from './fair-queue.js'
-import {IdleSampler, type IdleSample} from './idle-calls.js'
+import {IdleSampler, SAMPLE_INTERVAL_MS, type IdleSample} from './idle-calls.js'
 import {MemoryReclaimer} from './reclaim.js'
 import {silentLogger, type Logger} from './telemetry/log.js'
 import {metrics} from './telemetry/metrics.js'
@@ -233,8 +233,6 @@ interface Waiter {
 /** Where a call comes from when the server does not say (one client, one connection). */
 const NO_PEER: QueueKey = {client: '', connection: ''}
 
-/** How often the running function groups are sampled while calls wait or every slot is taken. */
-const SAMPLE_INTERVAL_MS = 50
 /** How long sampling goes on after it was last needed. */
 const SAMPLING_LINGER_MS = 1_000
 

@@ -32,6 +32,8 @@ export const MIN_IDLE_AGE_MS = 100
  * used one tick in it is working.
  */
 export const MIN_IDLE_WINDOW_MS = 50
+/** How often the budget samples the running groups while it needs to (budget.ts keepSampling). */
+export const SAMPLE_INTERVAL_MS = 50
 /** The least fraction of a slot an asleep group costs: at most 16 of them per slot. */
 export const MIN_IDLE_WEIGHT = 1 / 16
 /** Clock ticks per second of /proc/PID/stat's times (USER_HZ: 100 on every Linux fnr runs on). */
@@ -203,7 +205,7 @@ export class IdleSampler {
   constructor(
     private readonly leaders: () => Iterable<number>,
     private readonly slotBytes: number,
-    private readonly minIntervalMs = 50,
+    private readonly minIntervalMs = SAMPLE_INTERVAL_MS,
     private readonly read: (leaders: Iterable<number>, at: number) => Map<number, GroupReading> = readGroups,
   ) {}
 
