@@ -14,7 +14,8 @@
  *
  * fnr runs inside the budget of the Deployment's 1 GiB (--memory-limit=1Gi: 16 slots). A comes
  * over 127.0.0.1, B over ::1 (two clients). `FNR_FAIRNESS_BIN=/path/to/bin/run.js` measures
- * another build of fnr (the "before" column of docs/limits.md). Run with
+ * another build of fnr (the "before" column of docs/limits.md); `FNR_BENCH_COMPETITOR=N` runs N busy
+ * processes beside the whole bench (porch-runner.ts startCompetitors). Run with
  * `node --import tsx bench/fairness.ts` after `npm run build`; writes bench/results/fairness.json.
  */
 import {spawn, type ChildProcess} from 'node:child_process'
@@ -27,6 +28,7 @@ import {buildPorchRunner} from '../scripts/catalog-peers.mjs'
 import {startPorchRunner} from '../test/porch-side-by-side/support.js'
 import {burstThenOther, fairnessBed, hungThenOther, IMAGES, porchPattern, round1, type FairnessBed} from '../test/support/fairness.js'
 import {loadAverage, printTable, ROOT, saveResults, type Row} from './lib.js'
+import {startCompetitors} from './porch-runner.js'
 
 interface Fnr {
   child: ChildProcess
@@ -107,10 +109,12 @@ export async function benchFairness(bin = path.join(ROOT, 'bin', 'run.js')): Pro
 if (process.argv[1] && path.resolve(process.argv[1]) === new URL(import.meta.url).pathname) {
   const bin = process.env.FNR_FAIRNESS_BIN || path.join(ROOT, 'bin', 'run.js')
   const loadBefore = loadAverage()
-  const {rows, raw} = await benchFairness(bin)
+  const competitors = Number(process.env.FNR_BENCH_COMPETITOR ?? 0)
+  const competitor = competitors > 0 ? startCompetitors(competitors) : undefined
+  const {rows, raw} = await benchFairness(bin).finally(() => competitor?.stop())
   const load = `${loadBefore} -> ${loadAverage()}`
-  console.log(`fnr: ${bin}; load average ${load}`)
+  console.log(`fnr: ${bin}; load average ${load}; ${competitors} busy processes beside it`)
   console.log(printTable(rows))
-  const name = process.env.FNR_FAIRNESS_BIN ? 'fairness-other' : 'fairness'
-  console.log(`written: ${await saveResults(name, {date: new Date().toISOString(), bin, load, rows, raw})}`)
+  const name = `${process.env.FNR_FAIRNESS_BIN ? 'fairness-other' : 'fairness'}${competitors > 0 ? '-competitor' : ''}`
+  console.log(`written: ${await saveResults(name, {date: new Date().toISOString(), bin, load, competitors, rows, raw})}`)
 }
