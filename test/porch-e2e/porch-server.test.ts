@@ -6,6 +6,7 @@
  * functions/catalog.yaml). Through porchctl: register a Repository, clone Porch's test blueprint `bucket/v1` (its
  * pipeline runs apply-setters v0.2.2), edit its setters (render again), propose, approve. The same scenario then runs
  * with Porch's own runner (func/server v1.5.8) in its place, and what each published to git is compared byte for byte.
+ * A second package is made with `rpkg init`, given a resource and a set-labels step, pushed, proposed and approved.
  * The scenario lives in ./scenario.ts (bench/porch-server.ts times it, alternating the two runners).
  *
  * Opt-in (`npm run porch-e2e`, scripts/porch-e2e.mjs): porch-server's cold build takes most of an hour on two cores.
@@ -13,7 +14,7 @@
 import {expect} from 'chai'
 import {loadavg} from 'node:os'
 
-import {APPLY_SETTERS, fnrApplySettersCalls, packageScenario, PACKAGE, startPorchBed, type Outcome, type PorchBed} from './scenario.js'
+import {APPLY_SETTERS, fnrApplySettersCalls, INIT_PACKAGE, packageScenario, PACKAGE, SET_LABELS, startPorchBed, type Outcome, type PorchBed} from './scenario.js'
 
 describe('porch-server v1.5.8 on the real control plane, with fnr serve as its function runner', function () {
   this.timeout(1_800_000)
@@ -42,6 +43,13 @@ describe('porch-server v1.5.8 on the real control plane, with fnr serve as its f
     expect(o.renderStatus, 'renderStatus').to.deep.equal({result: {metadata: {}, exitCode: 0}, error: ''})
     const bucket = o.published.get(`${PACKAGE}/bucket.yaml`)?.toString()
     expect(bucket, [...o.published.keys()].join(', ')).to.contain('name: swap-proof-fnr-bucket').and.contain('storageClass: coldline').and.contain('cnrm.cloud.google.com/project-id: swap-proof')
+    // The package `rpkg init` made: its pipeline's set-labels ran through fnr's exec runtime when it was pushed.
+    const labelCalls = fnrApplySettersCalls(bed!, SET_LABELS)
+    expect(labelCalls.length, bed!.fnr.stderr().slice(-3000)).to.be.greaterThan(0)
+    for (const c of labelCalls) expect(c).to.include({code: 0, evaluator: 'exec', image: SET_LABELS})
+    expect(o.tags).to.include(`${INIT_PACKAGE}/v1`)
+    expect(o.published.get(`${INIT_PACKAGE}/settings.yaml`)?.toString(), [...o.published.keys()].join(', ')).to.contain('team: swap-proof')
+    expect(o.published.get(`${INIT_PACKAGE}/Kptfile`)?.toString()).to.contain('made by porchctl rpkg init').and.contain(SET_LABELS)
   })
 
   it("Porch's own runner in its place: the same package, byte for byte, in git", async function () {

@@ -6,13 +6,16 @@
  *
  * `packageScenario` runs what a Porch user does, through porchctl and the Porch API: register a Repository, clone
  * Porch's test blueprint `bucket/v1` (its pipeline runs apply-setters v0.2.2: a render), pull, edit its setters, push
- * (a second render), propose, approve. It times each step and returns what porch-server published to git.
+ * (a second render), propose, approve; then `rpkg init` a new package, give it a resource and a pipeline
+ * (set-labels v0.2.2), push (a render), propose, approve. It times each step and returns what porch-server
+ * published to git.
  */
 import {mkdir, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import path from 'node:path'
 
 import {execa} from 'execa'
+import {parseDocument} from 'yaml'
 
 import {buildPorchRunner} from '../../scripts/catalog-peers.mjs'
 import {buildPorchServer} from '../../scripts/porch-peers.mjs'
@@ -30,6 +33,9 @@ const BLUEPRINTS = 'test-blueprints.git'
 export const PACKAGE = 'bucket-copy'
 /** The image of the blueprint's pipeline step, as porch-server sends it. */
 export const APPLY_SETTERS = 'ghcr.io/kptdev/krm-functions-catalog/apply-setters:v0.2.2'
+/** The package `rpkg init` makes, and the function its pipeline gets. */
+export const INIT_PACKAGE = 'team-config'
+export const SET_LABELS = 'ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.2'
 
 export interface Step {
   what: string
@@ -111,12 +117,12 @@ async function seedRepo(root: string, name: string, work: string): Promise<void>
   await git(['push', '-q', bare, 'main'], clone)
 }
 
-/** fnr's request log lines for apply-setters calls (JSON, with the call's time in ms). */
-export function fnrApplySettersCalls(bed: PorchBed): Array<{code: number; evaluator: string; ms: number; image: string}> {
+/** fnr's request log lines for calls to `image` (JSON, with the call's time in ms); apply-setters by default. */
+export function fnrApplySettersCalls(bed: PorchBed, image = APPLY_SETTERS): Array<{code: number; evaluator: string; ms: number; image: string}> {
   return bed.fnr
     .stderr()
     .split('\n')
-    .filter((l) => l.includes('apply-setters') && l.includes('"ms"'))
+    .filter((l) => l.includes('"ms"') && l.includes(`"image":"${image}"`))
     .map((l) => JSON.parse(l) as {code: number; evaluator: string; ms: number; image: string})
 }
 
@@ -146,10 +152,10 @@ export async function packageScenario(bed: PorchBed, label: string, runner: stri
     if (r.exitCode !== 0) throw new Error(`porchctl ${args.join(' ')} exited ${r.exitCode}:\n${String(r.stdout)}\n${String(r.stderr)}\nporch-server log (last lines):\n${server.log().split('\n').slice(-30).join('\n')}`)
     return String(r.stdout)
   }
-  const packageRevision = async (): Promise<KubeObject> =>
-    until(`the PackageRevision of ${PACKAGE} in ${ns}`, 60_000, async () => {
+  const packageRevision = async (pkg = PACKAGE): Promise<KubeObject> =>
+    until(`the PackageRevision of ${pkg} in ${ns}`, 60_000, async () => {
       const list = await client.get(`/apis/porch.kpt.dev/v1alpha1/namespaces/${ns}/packagerevisions`)
-      return (list.items as KubeObject[]).find((p) => p.spec?.packageName === PACKAGE && p.spec?.workspaceName === 'v1')
+      return (list.items as KubeObject[]).find((p) => p.spec?.packageName === pkg && p.spec?.workspaceName === 'v1')
     })
 
   await ctl('porchctl repo reg', ['repo', 'reg', `${bed.git.url}/${repoName}`, '--name=deployments', '--branch=main', `--namespace=${ns}`])
@@ -178,9 +184,27 @@ export async function packageScenario(bed: PorchBed, label: string, runner: stri
   await ctl('porchctl rpkg approve', ['rpkg', 'approve', name, `--namespace=${ns}`])
 
   const lifecycle = (await packageRevision()).spec.lifecycle as string
-  // What porch-server committed: the package folder on main, and its tag.
+
+  // A new package: init, a resource and a pipeline step added by hand, push (porch-server renders: set-labels
+  // through the runner), propose, approve.
+  await ctl('porchctl rpkg init', ['rpkg', 'init', INIT_PACKAGE, '--repository=deployments', '--workspace=v1', '--description=made by porchctl rpkg init', `--namespace=${ns}`])
+  const initName = (await packageRevision(INIT_PACKAGE)).metadata.name as string
+  const initDir = path.join(work, `init-${label}`)
+  await ctl('porchctl rpkg pull (init)', ['rpkg', 'pull', initName, initDir, `--namespace=${ns}`])
+  const kptfilePath = path.join(initDir, 'Kptfile')
+  const kptfile = parseDocument(await readFile(kptfilePath, 'utf8'))
+  kptfile.set('pipeline', {mutators: [{image: SET_LABELS, configMap: {team: 'swap-proof'}}]})
+  await writeFile(kptfilePath, kptfile.toString())
+  await writeFile(path.join(initDir, 'settings.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  region: europe-west1\n')
+  await ctl('porchctl rpkg push (init, render)', ['rpkg', 'push', initName, initDir, `--namespace=${ns}`])
+  await ctl('porchctl rpkg propose (init)', ['rpkg', 'propose', initName, `--namespace=${ns}`])
+  await ctl('porchctl rpkg approve (init)', ['rpkg', 'approve', initName, `--namespace=${ns}`])
+  const initLifecycle = (await packageRevision(INIT_PACKAGE)).spec.lifecycle as string
+  if (initLifecycle !== 'Published') throw new Error(`${INIT_PACKAGE}: ${initLifecycle} after approval, not Published`)
+
+  // What porch-server committed: the package folders on main, and their tags.
   const bare = path.join(work, 'git', repoName)
-  const paths = (await git(['--git-dir', bare, 'ls-tree', '-r', '--name-only', 'main', '--', PACKAGE])).split('\n').filter(Boolean)
+  const paths = (await git(['--git-dir', bare, 'ls-tree', '-r', '--name-only', 'main', '--', PACKAGE, INIT_PACKAGE])).split('\n').filter(Boolean)
   const published = new Map<string, Buffer>()
   for (const p of paths) {
     const r = await execa('git', ['--git-dir', bare, 'show', `main:${p}`], {encoding: 'buffer'})
