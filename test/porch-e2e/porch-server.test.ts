@@ -6,7 +6,9 @@
  * functions/catalog.yaml). Through porchctl: register a Repository, clone Porch's test blueprint `bucket/v1` (its
  * pipeline runs apply-setters v0.2.2), edit its setters (render again), propose, approve. The same scenario then runs
  * with Porch's own runner (func/server v1.5.8) in its place, and what each published to git is compared byte for byte.
- * A second package is made with `rpkg init`, given a resource and a set-labels step, pushed, proposed and approved.
+ * A second package is made with `rpkg init`, given a resource and two steps, pushed, proposed and approved: set-labels
+ * (exec) and set-annotations from a registry of the bed, which fnr runs in a function pod on the control plane's runc
+ * node (Porch's runner, without a pod runtime here, maps that image to the same binary in its exec configuration).
  * The scenario lives in ./scenario.ts (bench/porch-server.ts times it, alternating the two runners).
  *
  * Opt-in (`npm run porch-e2e`, scripts/porch-e2e.mjs): porch-server's cold build takes most of an hour on two cores.
@@ -22,7 +24,8 @@ describe('porch-server v1.5.8 on the real control plane, with fnr serve as its f
   const outcomes: Record<string, Outcome> = {}
 
   before(async function () {
-    bed = await startPorchBed()
+    // fnr's pod runtime on: one step of the rpkg init package runs in a function pod on the runc node.
+    bed = await startPorchBed([], {pods: true})
   })
 
   after(async function () {
@@ -50,6 +53,13 @@ describe('porch-server v1.5.8 on the real control plane, with fnr serve as its f
     expect(o.tags).to.include(`${INIT_PACKAGE}/v1`)
     expect(o.published.get(`${INIT_PACKAGE}/settings.yaml`)?.toString(), [...o.published.keys()].join(', ')).to.contain('team: swap-proof')
     expect(o.published.get(`${INIT_PACKAGE}/Kptfile`)?.toString()).to.contain('made by porchctl rpkg init').and.contain(SET_LABELS)
+    // Its second step, set-annotations from the bed's registry, which fnr's exec configuration does not map: a
+    // function pod on the runc node.
+    const podCalls = fnrApplySettersCalls(bed!, bed!.podImage!)
+    expect(podCalls.length, bed!.fnr.stderr().slice(-3000)).to.be.greaterThan(0)
+    for (const c of podCalls) expect(c).to.include({code: 0, evaluator: 'pod'})
+    o.steps.push(...labelCalls.map((c) => ({what: 'fnr: one EvaluateFunction call (set-labels, exec)', ms: c.ms})), ...podCalls.map((c) => ({what: 'fnr: one EvaluateFunction call (set-annotations, function pod)', ms: c.ms})))
+    expect(o.published.get(`${INIT_PACKAGE}/settings.yaml`)?.toString()).to.contain('owner: swap-proof')
   })
 
   it("Porch's own runner in its place: the same package, byte for byte, in git", async function () {

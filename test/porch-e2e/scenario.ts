@@ -15,19 +15,24 @@ import {tmpdir} from 'node:os'
 import path from 'node:path'
 
 import {execa} from 'execa'
-import {parseDocument} from 'yaml'
+import {parse, parseDocument, stringify} from 'yaml'
 
-import {buildPorchRunner} from '../../scripts/catalog-peers.mjs'
+import {buildCatalogFunctions, buildPorchRunner} from '../../scripts/catalog-peers.mjs'
 import {buildPorchServer} from '../../scripts/porch-peers.mjs'
 import {porchServerFiles} from './porch-files.js'
 import {startGitHttpServer, type GitHttpServer} from './git-http.js'
 import {git, installPorchApi, startPorchServer, until, waitForPorchApi, type PorchServer} from './porch-server.js'
 import {runnerBed, startPorchRunner, type PorchRunner} from '../porch-side-by-side/support.js'
 import {startControlPlane, type ControlPlane} from '../support/cluster/controlplane.js'
+import {applyRunnerManifests, deletePorchNamespaces, POD_NS, runnerKubeconfig} from '../support/cluster/porch-namespaces.js'
 import {adminClient} from '../support/cluster/shared.js'
 import type {KubeRestClient} from '../support/k8s/client.js'
 import type {KubeObject} from '../support/k8s/status.js'
-import {startServeProcess, type ServeProcess} from '../support/serve.js'
+import {pushWrapperServerImage} from '../support/node/fixtures.js'
+import {TestDnsServer} from '../support/node/index.js'
+import {pushImage} from '../support/registry/fixtures.js'
+import {TestRegistry} from '../support/registry/registry.js'
+import {REPO_ROOT, startServeProcess, type ServeProcess} from '../support/serve.js'
 
 const BLUEPRINTS = 'test-blueprints.git'
 export const PACKAGE = 'bucket-copy'
@@ -62,30 +67,89 @@ export interface PorchBed {
   porchRunner: PorchRunner
   porchctl: string
   porchBinary: string
+  /**
+   * With `pods`: the catalog's set-annotations as an image in a registry of the bed, which fnr's exec
+   * configuration does not map (fnr runs it in a function pod on the runc node) and Porch's runner's does (exec).
+   */
+  podImage?: string
   /** The porch-server running now (packageScenario starts one per run). */
   server?: PorchServer
   stop(): Promise<void>
 }
 
-/** Builds (or reuses) the peers and starts the bed. `serveArgs` go to `fnr serve`. */
-export async function startPorchBed(serveArgs: string[] = []): Promise<PorchBed> {
+/** The pod runtime's part of the bed: registries, the test DNS server, and what fnr serve is started with. */
+interface PodParts {
+  registry: TestRegistry
+  tlsRegistry: TestRegistry
+  dns: TestDnsServer
+  image: string
+  serveArgs: string[]
+  serveEnv: Record<string, string>
+}
+
+/** The tag of the pod function's image. */
+const POD_FUNCTION_TAG = 'v0.1.5'
+
+/**
+ * What fnr's pod runtime needs on the bed's control plane, as test/cluster/runner.test.ts sets it up: the wrapper
+ * server image in a plain registry, set-annotations (the catalog binary at /usr/local/bin/function, as the catalog's
+ * images are) in a TLS registry with credentials (fnr reads entrypoints over TLS only; the pod pulls through fnr's
+ * pull Secret), fnr's manifests and the runner's token, the test DNS server for Service names.
+ */
+async function startPodParts(cp: ControlPlane, client: KubeRestClient, work: string, parts: {pods?: PodParts}): Promise<PodParts> {
+  const registry = await TestRegistry.start({mode: 'none'})
+  const pods: PodParts = {registry, tlsRegistry: registry, dns: undefined as unknown as TestDnsServer, image: '', serveArgs: [], serveEnv: {}}
+  parts.pods = pods
+  pods.tlsRegistry = await TestRegistry.start({mode: 'tls'})
+  pods.dns = await TestDnsServer.start(client)
+  await pushWrapperServerImage(registry, 'fnr/wrapper-server:v1')
+  const authFile = await pods.tlsRegistry.writeAuthFile('testuser', 'testpass')
+  const binary = await readFile(path.join(buildCatalogFunctions(), 'set-annotations'))
+  await pushImage(pods.tlsRegistry, `kptdev/krm-functions-catalog/set-annotations:${POD_FUNCTION_TAG}`, {entrypoint: ['/usr/local/bin/function'], files: {'usr/local/bin/function': binary}, gzipLevel: 1}, authFile)
+  await applyRunnerManifests(cp, path.join(REPO_ROOT, 'manifests'))
+  const kubeconfig = await runnerKubeconfig(cp, client, work)
+  pods.image = `${pods.tlsRegistry.host}/kptdev/krm-functions-catalog/set-annotations:${POD_FUNCTION_TAG}`
+  pods.serveArgs = [
+    `--kubeconfig=${kubeconfig}`,
+    `--pod-namespace=${POD_NS}`,
+    '--warm-up-pod-cache=false',
+    '--pod-cache-config=',
+    '--enable-private-registries',
+    `--registry-auth-secret-path=${authFile}`,
+    '--enable-private-registries-tls',
+    `--tls-secret-path=${pods.tlsRegistry.certDir}`,
+  ]
+  pods.serveEnv = {WRAPPER_SERVER_IMAGE: `${registry.host}/fnr/wrapper-server:v1`, POD_NAME: '', FNR_DNS_SERVER: pods.dns.address}
+  return pods
+}
+
+/**
+ * Builds (or reuses) the peers and starts the bed. `serveArgs` go to `fnr serve`. `pods`: a node (runc) and the
+ * scheduler on the control plane, and fnr's pod runtime on, with `podImage` for the scenario.
+ */
+export async function startPorchBed(serveArgs: string[] = [], options: {pods?: boolean} = {}): Promise<PorchBed> {
   const files = porchServerFiles()
   const built = buildPorchServer()
   const runner = buildPorchRunner().server
   const work = await mkdtemp(path.join(tmpdir(), 'fnr-porch-e2e-'))
-  const parts: Partial<PorchBed> = {work, porchctl: built.porchctl, porchBinary: built.porch}
+  const parts: Partial<PorchBed> & {pods?: PodParts} = {work, porchctl: built.porchctl, porchBinary: built.porch}
   const stop = async (): Promise<void> => {
     await parts.server?.stop()
     parts.fnr?.child.kill('SIGTERM')
     if (parts.fnr) await parts.fnr.exited
     await parts.porchRunner?.stop()
     await parts.git?.stop()
+    if (parts.pods && parts.client) await deletePorchNamespaces(parts.client).catch(() => {})
+    await parts.pods?.dns?.stop()
+    await parts.pods?.registry.stop()
+    if (parts.pods?.tlsRegistry !== parts.pods?.registry) await parts.pods?.tlsRegistry.stop()
     parts.client?.close()
     await parts.cp?.stop()
     await rm(work, {recursive: true, force: true})
   }
   try {
-    parts.cp = await startControlPlane({dir: path.join(work, 'cluster'), kubelet: false, scheduler: false})
+    const node = options.pods ? {kubelet: {imageMap: {}, maxGracePeriodSeconds: 2, stopGraceMs: 1000}, scheduler: true} : {kubelet: false as const, scheduler: false}
+    parts.cp = await startControlPlane({dir: path.join(work, 'cluster'), ...node})
     parts.client = adminClient(parts.cp)
     await installPorchApi(parts.cp, parts.client, files)
     const repos = path.join(work, 'git')
@@ -94,8 +158,20 @@ export async function startPorchBed(serveArgs: string[] = []): Promise<PorchBed>
     parts.git = await startGitHttpServer(repos)
     const bed = await runnerBed(path.join(work, 'runner'))
     // fnr first: porch-server's client backs off for ~40 s when its runner is not up yet (docs/porch-swap.md).
-    parts.fnr = await startServeProcess([`--config=${bed.configPath}`, `--functions=${bed.functionsDir}`, '--disable-runtimes=pod', ...serveArgs])
-    parts.porchRunner = await startPorchRunner(runner, bed)
+    if (options.pods) {
+      const pods = await startPodParts(parts.cp, parts.client, work, parts)
+      parts.podImage = pods.image
+      parts.fnr = await startServeProcess([`--config=${bed.configPath}`, `--functions=${bed.functionsDir}`, ...pods.serveArgs, ...serveArgs], pods.serveEnv)
+      // Porch's runner has no pod runtime here: its own exec configuration maps the image to the same binary.
+      const porchConfig = path.join(work, 'runner', 'porch-config.yaml')
+      const config = parse(await readFile(bed.configPath, 'utf8')) as {functions: Array<{function: string; images: string[]}>}
+      config.functions.push({function: 'set-annotations', images: [pods.image]})
+      await writeFile(porchConfig, stringify(config))
+      parts.porchRunner = await startPorchRunner(runner, {...bed, configPath: porchConfig})
+    } else {
+      parts.fnr = await startServeProcess([`--config=${bed.configPath}`, `--functions=${bed.functionsDir}`, '--disable-runtimes=pod', ...serveArgs])
+      parts.porchRunner = await startPorchRunner(runner, bed)
+    }
   } catch (err) {
     await stop()
     throw err
@@ -193,7 +269,9 @@ export async function packageScenario(bed: PorchBed, label: string, runner: stri
   await ctl('porchctl rpkg pull (init)', ['rpkg', 'pull', initName, initDir, `--namespace=${ns}`])
   const kptfilePath = path.join(initDir, 'Kptfile')
   const kptfile = parseDocument(await readFile(kptfilePath, 'utf8'))
-  kptfile.set('pipeline', {mutators: [{image: SET_LABELS, configMap: {team: 'swap-proof'}}]})
+  // With the pod runtime on, a second step that fnr runs in a function pod (Porch's runner: exec).
+  const podStep = bed.podImage ? [{image: bed.podImage, configMap: {owner: 'swap-proof'}}] : []
+  kptfile.set('pipeline', {mutators: [{image: SET_LABELS, configMap: {team: 'swap-proof'}}, ...podStep]})
   await writeFile(kptfilePath, kptfile.toString())
   await writeFile(path.join(initDir, 'settings.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  region: europe-west1\n')
   await ctl('porchctl rpkg push (init, render)', ['rpkg', 'push', initName, initDir, `--namespace=${ns}`])
