@@ -17,6 +17,7 @@ import {expect} from 'chai'
 import {parse as parseYaml} from 'yaml'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
+import {envOf} from '../support/node/fnr-image.js'
 import {TempDirs} from '../support/tmp.js'
 import {REPO_ROOT} from '../support/serve.js'
 
@@ -202,9 +203,7 @@ describe('docker/ Dockerfiles (assembled without an engine)', function () {
     const port = await freePort()
     // The Deployment's args add the pod runtime; without a cluster here, only exec runs.
     // The stage's ENV as written (NODE_ENV, the preloaded allocator).
-    const stageEnv = Object.fromEntries(
-      runtime.instructions.filter((i) => i.op === 'ENV').flatMap((i) => i.args.split(/\s+/).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)])),
-    ) as Record<string, string>
+    const stageEnv = Object.fromEntries(runtime.instructions.filter((i) => i.op === 'ENV').flatMap((i) => envOf(i.args)))
     expect(stageEnv).to.include({NODE_ENV: 'production', LD_PRELOAD: 'libjemalloc.so.2'})
     const child = spawn(process.execPath, [...argv, `--port=${port}`, '--disable-runtimes=pod'], {
       cwd: inRoot(runtime.instructions.filter((i) => i.op === 'WORKDIR').at(-1)!.args),

@@ -16,7 +16,7 @@
 import {expect} from 'chai'
 import {loadavg} from 'node:os'
 
-import {APPLY_SETTERS, fnrApplySettersCalls, INIT_PACKAGE, packageScenario, PACKAGE, SET_LABELS, startPorchBed, type Outcome, type PorchBed} from './scenario.js'
+import {APPLY_SETTERS, fnrCallsTo, INIT_PACKAGE, packageScenario, PACKAGE, SET_LABELS, startPorchBed, type Outcome, type PorchBed} from './scenario.js'
 
 describe('porch-server v1.5.8 on the real control plane, with fnr serve as its function runner', function () {
   this.timeout(1_800_000)
@@ -36,7 +36,7 @@ describe('porch-server v1.5.8 on the real control plane, with fnr serve as its f
     const o = await packageScenario(bed!, 'fnr', `127.0.0.1:${bed!.fnr.port}`)
     outcomes.fnr = o
     // fnr served porch-server's calls: apply-setters, through the exec runtime.
-    const calls = fnrApplySettersCalls(bed!)
+    const calls = fnrCallsTo(bed!)
     expect(calls.length, bed!.fnr.stderr().slice(-3000)).to.be.greaterThan(0)
     for (const c of calls) expect(c).to.include({code: 0, evaluator: 'exec', image: APPLY_SETTERS})
     o.steps.push(...calls.map((c) => ({what: 'fnr: one EvaluateFunction call (apply-setters, exec)', ms: c.ms})))
@@ -47,7 +47,7 @@ describe('porch-server v1.5.8 on the real control plane, with fnr serve as its f
     const bucket = o.published.get(`${PACKAGE}/bucket.yaml`)?.toString()
     expect(bucket, [...o.published.keys()].join(', ')).to.contain('name: swap-proof-fnr-bucket').and.contain('storageClass: coldline').and.contain('cnrm.cloud.google.com/project-id: swap-proof')
     // The package `rpkg init` made: its pipeline's set-labels ran through fnr's exec runtime when it was pushed.
-    const labelCalls = fnrApplySettersCalls(bed!, SET_LABELS)
+    const labelCalls = fnrCallsTo(bed!, SET_LABELS)
     expect(labelCalls.length, bed!.fnr.stderr().slice(-3000)).to.be.greaterThan(0)
     for (const c of labelCalls) expect(c).to.include({code: 0, evaluator: 'exec', image: SET_LABELS})
     expect(o.tags).to.include(`${INIT_PACKAGE}/v1`)
@@ -55,7 +55,7 @@ describe('porch-server v1.5.8 on the real control plane, with fnr serve as its f
     expect(o.published.get(`${INIT_PACKAGE}/Kptfile`)?.toString()).to.contain('made by porchctl rpkg init').and.contain(SET_LABELS)
     // Its second step, set-annotations from the bed's registry, which fnr's exec configuration does not map: a
     // function pod on the runc node.
-    const podCalls = fnrApplySettersCalls(bed!, bed!.podImage!)
+    const podCalls = fnrCallsTo(bed!, bed!.podImage!)
     expect(podCalls.length, bed!.fnr.stderr().slice(-3000)).to.be.greaterThan(0)
     for (const c of podCalls) expect(c).to.include({code: 0, evaluator: 'pod'})
     o.steps.push(...labelCalls.map((c) => ({what: 'fnr: one EvaluateFunction call (set-labels, exec)', ms: c.ms})), ...podCalls.map((c) => ({what: 'fnr: one EvaluateFunction call (set-annotations, function pod)', ms: c.ms})))
@@ -64,11 +64,11 @@ describe('porch-server v1.5.8 on the real control plane, with fnr serve as its f
 
   it("Porch's own runner in its place: the same package, byte for byte, in git", async function () {
     expect(outcomes.fnr, 'the fnr scenario ran').to.not.equal(undefined)
-    const fnrCallsBefore = fnrApplySettersCalls(bed!).length
+    const fnrCallsBefore = fnrCallsTo(bed!).length
     const o = await packageScenario(bed!, 'porch', `127.0.0.1:${bed!.porchRunner.port}`)
     outcomes.porch = o
     // porch-server called Porch's runner this time, not fnr.
-    expect(fnrApplySettersCalls(bed!).length).to.equal(fnrCallsBefore)
+    expect(fnrCallsTo(bed!).length).to.equal(fnrCallsBefore)
     expect(o.lifecycle).to.equal('Published')
     expect(o.renderStatus).to.deep.equal(outcomes.fnr!.renderStatus)
     expect([...o.published.keys()]).to.deep.equal([...outcomes.fnr!.published.keys()])

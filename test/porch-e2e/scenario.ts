@@ -7,7 +7,8 @@
  * `packageScenario` runs what a Porch user does, through porchctl and the Porch API: register a Repository, clone
  * Porch's test blueprint `bucket/v1` (its pipeline runs apply-setters v0.2.2: a render), pull, edit its setters, push
  * (a second render), propose, approve; then `rpkg init` a new package, give it a resource and a pipeline
- * (set-labels v0.2.2), push (a render), propose, approve. It times each step and returns what porch-server
+ * (set-labels v0.2.2, and with the bed's `podImage` a step fnr runs in a function pod), push (a render), propose,
+ * approve. It times each step and returns what porch-server
  * published to git.
  */
 import {mkdir, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
@@ -77,11 +78,8 @@ export interface PorchBed {
   stop(): Promise<void>
 }
 
-/** The pod runtime's part of the bed: registries, the test DNS server, and what fnr serve is started with. */
+/** What the pod runtime's part of the bed gives `fnr serve`, and the function image the scenario runs in a pod. */
 interface PodParts {
-  registry: TestRegistry
-  tlsRegistry: TestRegistry
-  dns: TestDnsServer
   image: string
   serveArgs: string[]
   serveEnv: Record<string, string>
@@ -94,22 +92,25 @@ const POD_FUNCTION_TAG = 'v0.1.5'
  * What fnr's pod runtime needs on the bed's control plane, as test/cluster/runner.test.ts sets it up: the wrapper
  * server image in a plain registry, set-annotations (the catalog binary at /usr/local/bin/function, as the catalog's
  * images are) in a TLS registry with credentials (fnr reads entrypoints over TLS only; the pod pulls through fnr's
- * pull Secret), fnr's manifests and the runner's token, the test DNS server for Service names.
+ * pull Secret), fnr's manifests and the runner's token, the test DNS server for Service names. What it starts is
+ * stopped by what it adds to `stops` (the bed's stop runs them, also after a failure half way).
  */
-async function startPodParts(cp: ControlPlane, client: KubeRestClient, work: string, parts: {pods?: PodParts}): Promise<PodParts> {
+async function startPodParts(cp: ControlPlane, client: KubeRestClient, work: string, stops: Array<() => Promise<void>>): Promise<PodParts> {
+  stops.push(() => deletePorchNamespaces(client).catch(() => {}))
   const registry = await TestRegistry.start({mode: 'none'})
-  const pods: PodParts = {registry, tlsRegistry: registry, dns: undefined as unknown as TestDnsServer, image: '', serveArgs: [], serveEnv: {}}
-  parts.pods = pods
-  pods.tlsRegistry = await TestRegistry.start({mode: 'tls'})
-  pods.dns = await TestDnsServer.start(client)
+  stops.push(() => registry.stop())
+  const tlsRegistry = await TestRegistry.start({mode: 'tls'})
+  stops.push(() => tlsRegistry.stop())
+  const dns = await TestDnsServer.start(client)
+  stops.push(() => dns.stop())
   await pushWrapperServerImage(registry, 'fnr/wrapper-server:v1')
-  const authFile = await pods.tlsRegistry.writeAuthFile('testuser', 'testpass')
+  const authFile = await tlsRegistry.writeAuthFile('testuser', 'testpass')
   const binary = await readFile(path.join(buildCatalogFunctions(), 'set-annotations'))
-  await pushImage(pods.tlsRegistry, `kptdev/krm-functions-catalog/set-annotations:${POD_FUNCTION_TAG}`, {entrypoint: ['/usr/local/bin/function'], files: {'usr/local/bin/function': binary}, gzipLevel: 1}, authFile)
+  await pushImage(tlsRegistry, `kptdev/krm-functions-catalog/set-annotations:${POD_FUNCTION_TAG}`, {entrypoint: ['/usr/local/bin/function'], files: {'usr/local/bin/function': binary}, gzipLevel: 1}, authFile)
   await applyRunnerManifests(cp, path.join(REPO_ROOT, 'manifests'))
   const kubeconfig = await runnerKubeconfig(cp, client, work)
-  pods.image = `${pods.tlsRegistry.host}/kptdev/krm-functions-catalog/set-annotations:${POD_FUNCTION_TAG}`
-  pods.serveArgs = [
+  const image = `${tlsRegistry.host}/kptdev/krm-functions-catalog/set-annotations:${POD_FUNCTION_TAG}`
+  const serveArgs = [
     `--kubeconfig=${kubeconfig}`,
     `--pod-namespace=${POD_NS}`,
     '--warm-up-pod-cache=false',
@@ -117,10 +118,9 @@ async function startPodParts(cp: ControlPlane, client: KubeRestClient, work: str
     '--enable-private-registries',
     `--registry-auth-secret-path=${authFile}`,
     '--enable-private-registries-tls',
-    `--tls-secret-path=${pods.tlsRegistry.certDir}`,
+    `--tls-secret-path=${tlsRegistry.certDir}`,
   ]
-  pods.serveEnv = {WRAPPER_SERVER_IMAGE: `${registry.host}/fnr/wrapper-server:v1`, POD_NAME: '', FNR_DNS_SERVER: pods.dns.address}
-  return pods
+  return {image, serveArgs, serveEnv: {WRAPPER_SERVER_IMAGE: `${registry.host}/fnr/wrapper-server:v1`, POD_NAME: '', FNR_DNS_SERVER: dns.address}}
 }
 
 /**
@@ -132,17 +132,16 @@ export async function startPorchBed(serveArgs: string[] = [], options: {pods?: b
   const built = buildPorchServer()
   const runner = buildPorchRunner().server
   const work = await mkdtemp(path.join(tmpdir(), 'fnr-porch-e2e-'))
-  const parts: Partial<PorchBed> & {pods?: PodParts} = {work, porchctl: built.porchctl, porchBinary: built.porch}
+  const parts: Partial<PorchBed> = {work, porchctl: built.porchctl, porchBinary: built.porch}
+  /** The pod runtime's parts, stopped in reverse order. */
+  const podStops: Array<() => Promise<void>> = []
   const stop = async (): Promise<void> => {
     await parts.server?.stop()
     parts.fnr?.child.kill('SIGTERM')
     if (parts.fnr) await parts.fnr.exited
     await parts.porchRunner?.stop()
     await parts.git?.stop()
-    if (parts.pods && parts.client) await deletePorchNamespaces(parts.client).catch(() => {})
-    await parts.pods?.dns?.stop()
-    await parts.pods?.registry.stop()
-    if (parts.pods?.tlsRegistry !== parts.pods?.registry) await parts.pods?.tlsRegistry.stop()
+    for (const stopPart of podStops.reverse()) await stopPart()
     parts.client?.close()
     await parts.cp?.stop()
     await rm(work, {recursive: true, force: true})
@@ -159,7 +158,7 @@ export async function startPorchBed(serveArgs: string[] = [], options: {pods?: b
     const bed = await runnerBed(path.join(work, 'runner'))
     // fnr first: porch-server's client backs off for ~40 s when its runner is not up yet (docs/porch-swap.md).
     if (options.pods) {
-      const pods = await startPodParts(parts.cp, parts.client, work, parts)
+      const pods = await startPodParts(parts.cp, parts.client, work, podStops)
       parts.podImage = pods.image
       parts.fnr = await startServeProcess([`--config=${bed.configPath}`, `--functions=${bed.functionsDir}`, ...pods.serveArgs, ...serveArgs], pods.serveEnv)
       // Porch's runner has no pod runtime here: its own exec configuration maps the image to the same binary.
@@ -194,7 +193,7 @@ async function seedRepo(root: string, name: string, work: string): Promise<void>
 }
 
 /** fnr's request log lines for calls to `image` (JSON, with the call's time in ms); apply-setters by default. */
-export function fnrApplySettersCalls(bed: PorchBed, image = APPLY_SETTERS): Array<{code: number; evaluator: string; ms: number; image: string}> {
+export function fnrCallsTo(bed: PorchBed, image = APPLY_SETTERS): Array<{code: number; evaluator: string; ms: number; image: string}> {
   return bed.fnr
     .stderr()
     .split('\n')

@@ -77,13 +77,16 @@ async function productionPackages(): Promise<string[]> {
 
 const TINI = '/usr/bin/tini';
 
-/** `ENV A=1 B=2` (or the legacy `ENV A 1`) as `NAME=value` strings. */
-function envOf(args: string): string[] {
+/** `ENV A=1 B=2` (or the legacy `ENV A 1`) as [name, value] pairs. */
+export function envOf(args: string): Array<[string, string]> {
   if (!args.includes('=')) {
     const [name, ...rest] = args.split(/\s+/);
-    return [`${name}=${rest.join(' ')}`];
+    return [[name!, rest.join(' ')]];
   }
-  return args.split(/\s+/).filter((w) => w.includes('='));
+  return args
+    .split(/\s+/)
+    .filter((w) => w.includes('='))
+    .map((w) => [w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)]);
 }
 
 /**
@@ -96,10 +99,7 @@ export async function imageAllocatorEnv(): Promise<Record<string, string>> {
   const env: Record<string, string> = {};
   for (const i of await dockerfileFinalStage('fnr.Dockerfile')) {
     if (i.op !== 'ENV') continue;
-    for (const pair of envOf(i.args)) {
-      const [name, value] = [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)];
-      if (name === 'LD_PRELOAD' || name.startsWith('MALLOC_')) env[name] = value;
-    }
+    for (const [name, value] of envOf(i.args)) if (name === 'LD_PRELOAD' || name.startsWith('MALLOC_')) env[name] = value;
   }
   if (env.LD_PRELOAD !== undefined && !existsSync(JEMALLOC_LIBRARY)) {
     throw new Error(`docker/fnr.Dockerfile preloads ${env.LD_PRELOAD}, not installed here (${JEMALLOC_LIBRARY}; Debian package libjemalloc2, which npm test installs)`);
@@ -156,7 +156,7 @@ export async function pushFnrImage(registry: TestRegistry, repoTag: string): Pro
     let cmd: string[] | undefined;
     for (const i of stage) {
       if (i.op === 'WORKDIR') workdir = path.posix.resolve(workdir, i.args);
-      else if (i.op === 'ENV') env.push(...envOf(i.args));
+      else if (i.op === 'ENV') env.push(...envOf(i.args).map(([name, value]) => `${name}=${value}`));
       else if (i.op === 'USER') user = i.args;
       else if (i.op === 'ENTRYPOINT') entrypoint = JSON.parse(i.args) as string[];
       else if (i.op === 'CMD') cmd = JSON.parse(i.args) as string[];
