@@ -3,7 +3,7 @@
 // in the background, at low priority, while the suites that need no peer run first (test/suites.mjs puts
 // the peer suites last); a suite that needs a peer still being built waits for its build lock.
 // On a machine that built them before this is a few seconds of checks.
-import {buildCatalogFunctions, buildGoClient, buildPorchClient, buildPorchRunner} from './catalog-peers.mjs'
+import {buildCatalogFunctions, buildGoClient, buildHealthProbe, buildPorchClient, buildPorchRunner} from './catalog-peers.mjs'
 import {buildClusterBinaries} from './cluster-build.mjs'
 import {fetchKptE2e} from './kpt-e2e.mjs'
 
@@ -15,6 +15,7 @@ for (const [what, build] of [
   ['catalog functions', buildCatalogFunctions],
   ['Go client', buildGoClient],
   ["Porch's runner", buildPorchRunner],
+  ['grpc-health-probe', buildHealthProbe],
   ["Porch's client", buildPorchClient],
   ['control plane', buildClusterBinaries],
 ]) {

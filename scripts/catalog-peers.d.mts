@@ -23,5 +23,7 @@ export function rewriteSdk(dir: string): void
 export function buildFromCatalogSource(fns: CatalogFunction[], options?: BuildOptions): void
 export function buildCatalogFunctions(options?: BuildOptions): string
 export function buildPorchRunner(options?: BuildOptions): {server: string; wrapperServer: string}
+/** grpc-ecosystem's grpc-health-probe (test/peers/grpc-health-probe); returns its path. */
+export function buildHealthProbe(options?: BuildOptions): string
 export function buildGoClient(options?: BuildOptions): string
 export function buildPorchClient(options?: BuildOptions): string

@@ -190,6 +190,14 @@ export function buildPorchRunner(options = {}) {
   return {server: path.join(out, 'server'), wrapperServer: path.join(out, 'wrapper-server')}
 }
 
+/**
+ * grpc-health-probe, the exec probe Porch's wrapper-server image ships beside its wrapper
+ * (test/peers/grpc-health-probe): fnr's own probe is compared with it.
+ */
+export function buildHealthProbe(options = {}) {
+  return path.join(buildGoPeer('grpc-health-probe', [{pkg: 'github.com/grpc-ecosystem/grpc-health-probe', out: 'grpc-health-probe'}], options), 'grpc-health-probe')
+}
+
 /** The Go client that calls a runner as porch-server does (test/peers/goclient). */
 export function buildGoClient(options = {}) {
   return path.join(buildGoPeer('goclient', [{pkg: '.', out: 'goclient'}], options), 'goclient')

@@ -13,7 +13,10 @@
  * hands over the container's environment verbatim in FNRW_LAUNCHER_ENVIRON (restored first thing).
  *
  * Run as `grpc-health-probe` (the symlink next to it in the packaged folder), or with
- * `grpc-health-probe` as its first argument, it is a health probe instead (bin/health-probe.ts).
+ * `grpc-health-probe` as its first argument, it is a health probe instead
+ * (lib/grpc/health-probe.ts). Kubernetes gives an exec probe 1 s by default, so each branch
+ * loads only its own modules (dynamic imports, which the bundle keeps lazy): the probe never
+ * evaluates grpc-js, the server or the spawner.
  *
  * Errors print one line, `fnr: <message>`, and exit with the code of their kind (errors.ts), as
  * the CLI does. It also runs unbundled (`node --import tsx src/bin/wrapper-server.ts …`), which is
@@ -22,12 +25,8 @@
 import {readFileSync, writeFileSync} from 'node:fs'
 import path from 'node:path'
 
-import {firstLine, toFnrError} from '../lib/errors.js'
-import {useEmbeddedEvaluatorDescriptor} from '../lib/grpc/proto.js'
-import {createLogger, setLogFormat} from '../lib/telemetry/log.js'
-import {parseWrapperArgs, restoreLauncherEnvironment, splitEntrypoint, startWrapperServer} from '../lib/wrapper.js'
+import type {useEmbeddedEvaluatorDescriptor} from '../lib/grpc/proto.js'
 import {runSpawnerProcess, SPAWNER_MODE_ENV} from '../lib/process/spawner-process.js'
-import {runHealthProbe} from './health-probe.js'
 
 /** Set by the bundle's banner (scripts/package-wrapper.mjs): protobufjs JSON descriptors of the protos and build facts. */
 declare const __FNR_EMBEDDED__:
@@ -72,9 +71,18 @@ function restoreProcessName(): void {
 }
 
 async function main(argv: string[]): Promise<number> {
+  const probeArgs = path.basename(process.argv0) === 'grpc-health-probe' ? argv : argv[0] === 'grpc-health-probe' ? argv.slice(1) : undefined
+  if (probeArgs) {
+    const {runHealthProbe} = await import('../lib/grpc/health-probe.js')
+    return runHealthProbe(probeArgs)
+  }
+  const [{useEmbeddedEvaluatorDescriptor}, {createLogger, setLogFormat}, {parseWrapperArgs, restoreLauncherEnvironment, splitEntrypoint, startWrapperServer}] = await Promise.all([
+    import('../lib/grpc/proto.js'),
+    import('../lib/telemetry/log.js'),
+    import('../lib/wrapper.js'),
+  ])
+  restoreLauncherEnvironment()
   if (embedded) useEmbeddedEvaluatorDescriptor(embedded.evaluatorDescriptor)
-  if (path.basename(process.argv0) === 'grpc-health-probe') return runHealthProbe(argv)
-  if (argv[0] === 'grpc-health-probe') return runHealthProbe(argv.slice(1))
   const {flagArgs} = splitEntrypoint(argv)
   if (flagArgs.some((a) => a === '--help' || a === '-h' || a === '-help')) {
     process.stdout.write(USAGE)
@@ -93,6 +101,15 @@ async function main(argv: string[]): Promise<number> {
   return 0
 }
 
+/** Prints the failure as one line and exits with the code of its kind (errors.ts). */
+async function fail(err: unknown): Promise<never> {
+  const {firstLine, toFnrError} = await import('../lib/errors.js')
+  const e = toFnrError(err)
+  process.stderr.write(`fnr: ${firstLine(e.message, 2000)}${e.kind === 'Usage' ? ' (see --help)' : ''}\n`)
+  if (verbosity >= 4 || process.env.FNR_DEBUG) process.stderr.write(`${(e.cause instanceof Error ? e.cause : e).stack ?? ''}\n`)
+  process.exit(e.exitCode)
+}
+
 restoreProcessName()
 if (process.env[SPAWNER_MODE_ENV] === '1') {
   // Started by its own server as the process spawner (lib/process/spawner.ts): a single executable
@@ -103,14 +120,5 @@ if (process.env[SPAWNER_MODE_ENV] === '1') {
   // honours that (scripts/package-wrapper.mjs); the listener covers the others: with one
   // installed, Node does not open its inspector on SIGUSR1 (docs/process.md "No debugger by signal").
   process.on('SIGUSR1', () => {})
-  restoreLauncherEnvironment()
-  main(process.argv.slice(2)).then(
-    (code) => process.exit(code),
-    (err: unknown) => {
-      const e = toFnrError(err)
-      process.stderr.write(`fnr: ${firstLine(e.message, 2000)}${e.kind === 'Usage' ? ' (see --help)' : ''}\n`)
-      if (verbosity >= 4 || process.env.FNR_DEBUG) process.stderr.write(`${(e.cause instanceof Error ? e.cause : e).stack ?? ''}\n`)
-      process.exit(e.exitCode)
-    },
-  )
+  main(process.argv.slice(2)).then((code) => process.exit(code), fail)
 }

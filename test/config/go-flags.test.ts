@@ -37,8 +37,17 @@ describe('Go-style flags', () => {
     expect(parseGoDuration('-1m')).to.equal(-60_000)
     expect(parseGoDuration('30')).to.equal(undefined)
     expect(parseGoDuration('abc')).to.equal(undefined)
-    expect(formatDuration(5_400_000)).to.equal('1h30m')
+    // as Go's time.Duration.String prints them
+    expect(formatDuration(5_400_000)).to.equal('1h30m0s')
+    expect(formatDuration(90_000)).to.equal('1m30s')
+    expect(formatDuration(60_000)).to.equal('1m0s')
+    expect(formatDuration(1000)).to.equal('1s')
+    expect(formatDuration(1500)).to.equal('1.5s')
     expect(formatDuration(250)).to.equal('250ms')
+    expect(formatDuration(5.546552)).to.equal('5.546552ms')
+    expect(formatDuration(0.25)).to.equal('250µs')
+    expect(formatDuration(-2000)).to.equal('-2s')
+    expect(formatDuration(0)).to.equal('0s')
   })
 })
 

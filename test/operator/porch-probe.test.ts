@@ -1,5 +1,5 @@
 /**
- * The fnr image's /home/nonroot/grpc-health-probe (src/bin/grpc-health-probe.ts), which Porch's Deployment runs as
+ * The fnr image's /home/nonroot/grpc-health-probe (src/bin/grpc-health-probe.ts, lib/grpc/health-probe.ts; test/porch-side-by-side/health-probe.test.ts compares it with grpc-ecosystem's), which Porch's Deployment runs as
  * its readiness probe: grpc-health-probe's flags and exit codes, against a real grpc.health.v1 server (grpc-js with
  * grpc-health-check, as fnr serves it), run as a program the way the image's script runs it (dist/, built).
  */
@@ -48,7 +48,7 @@ describe("the runner image's grpc-health-probe (Porch's readiness probe)", funct
     expect(down.err).to.contain('service unhealthy (responded with "NOT_SERVING")')
     const unknown = await probe(['-addr', `localhost:${port}`, '-service', 'nope'])
     expect(unknown.code).to.equal(3)
-    expect(unknown.err).to.match(/health rpc failed: code 5/)
+    expect(unknown.err).to.equal('error: health rpc failed: rpc error: code = NotFound desc = Health status unknown for service nope\n')
     const closed = await probe(['-addr', 'localhost:1', '-connect-timeout', '300ms'])
     expect(closed.code).to.equal(2)
     expect(closed.err).to.contain('failed to connect service "localhost:1" within 300ms')

@@ -3,7 +3,7 @@ import {expect} from 'chai'
 import {spawnSync} from 'node:child_process'
 import {service as healthService} from 'grpc-health-check'
 
-import {parseProbeArgs, probeTarget} from '../../src/bin/health-probe.js'
+import {parseProbeArgs, probeTargets} from '../../src/lib/grpc/health-probe.js'
 import WrapperServer from '../../src/commands/wrapper-server.js'
 import {FnrError} from '../../src/lib/errors.js'
 import {EVALUATOR_LOAD_OPTIONS, PROTO_PATH} from '../../src/lib/grpc/proto.js'
@@ -84,28 +84,40 @@ describe('wrapper-server flags', () => {
 
   describe('grpc-health-probe arguments', () => {
     it('parses Porch\'s readiness probe command and Go spellings', () => {
-      expect(parseProbeArgs(['-addr', 'localhost:9446'])).to.deep.equal({addr: 'localhost:9446', service: '', connectTimeoutMs: 1000, rpcTimeoutMs: 1000, verbose: false})
-      expect(parseProbeArgs(['--addr=127.0.0.1:1', '-service', 'evaluator.FunctionEvaluator', '-connect-timeout=250ms', '-rpc-timeout', '2s', '-v'])).to.deep.equal({
+      const defaults = {service: '', connectTimeoutMs: 1000, rpcTimeoutMs: 1000, verbose: false, userAgent: 'grpc_health_probe', headers: [], version: false}
+      expect(parseProbeArgs(['-addr', 'localhost:9446'])).to.deep.equal({...defaults, addr: 'localhost:9446'})
+      expect(parseProbeArgs(['--addr=127.0.0.1:1', '-service', 'evaluator.FunctionEvaluator', '-connect-timeout=250ms', '-rpc-timeout', '2s', '-v', '-rpc-header', 'X-A:  b', '-tls=false'])).to.deep.equal({
+        ...defaults,
         addr: '127.0.0.1:1',
         service: 'evaluator.FunctionEvaluator',
         connectTimeoutMs: 250,
         rpcTimeoutMs: 2000,
         verbose: true,
+        headers: [['X-A', 'b']],
       })
+      // Go's flag package stops at the first argument that is not a flag and ignores the rest
+      expect(parseProbeArgs(['-addr', 'a:1', 'stray', '-nope']).addr).to.equal('a:1')
+      expect(parseProbeArgs(['-addr', 'a:1', '--', '-nope']).addr).to.equal('a:1')
     })
 
     it('refuses missing -addr, unknown flags, TLS and bad durations', () => {
       expect(() => parseProbeArgs([])).to.throw('-addr not specified')
       expect(() => parseProbeArgs(['-addr', 'a:1', '-nope'])).to.throw('flag provided but not defined: -nope')
       expect(() => parseProbeArgs(['-addr', 'a:1', '-tls'])).to.throw('plaintext gRPC only')
-      expect(() => parseProbeArgs(['-addr', 'a:1', '-rpc-timeout', '5'])).to.throw('positive duration')
+      expect(() => parseProbeArgs(['-addr', 'a:1', '-rpc-timeout', '5'])).to.throw('invalid value "5" for flag -rpc-timeout: parse error')
+      expect(() => parseProbeArgs(['-addr', 'a:1', '-rpc-timeout', '0'])).to.throw('-rpc-timeout must be greater than zero (specified: 0s)')
+      expect(() => parseProbeArgs(['-addr', 'a:1', '-v=maybe'])).to.throw('invalid boolean value "maybe" for -v: parse error')
+      expect(() => parseProbeArgs(['---addr'])).to.throw('bad flag syntax: ---addr')
+      expect(() => parseProbeArgs(['-addr', 'a:1', '-rpc-header', 'nocolon'])).to.throw("expected 'key: value'")
+      expect(() => parseProbeArgs(['-addr', 'a:1', '-tls-ca-cert', 'ca.pem'])).to.throw('plaintext gRPC only')
       expect(() => parseProbeArgs(['-addr'])).to.throw('flag needs an argument')
     })
 
-    it('dials localhost as 127.0.0.1 (images need not have /etc/hosts)', () => {
-      expect(probeTarget('localhost:9446')).to.equal('127.0.0.1:9446')
-      expect(probeTarget('10.0.0.1:9446')).to.equal('10.0.0.1:9446')
-      expect(probeTarget('localhost.example:9446')).to.equal('localhost.example:9446')
+    it('dials localhost as 127.0.0.1, then ::1 (images need not have /etc/hosts)', () => {
+      expect(probeTargets('localhost:9446')).to.deep.equal({authority: 'localhost:9446', targets: ['http://127.0.0.1:9446', 'http://[::1]:9446']})
+      expect(probeTargets('10.0.0.1:9446').targets).to.deep.equal(['http://10.0.0.1:9446'])
+      expect(probeTargets('::1:9446').targets).to.deep.equal(['http://[::1]:9446'])
+      expect(probeTargets('localhost.example:9446').targets).to.deep.equal(['http://localhost.example:9446'])
     })
   })
 

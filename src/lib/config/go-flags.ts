@@ -64,20 +64,23 @@ export function parseGoDuration(text: string): number | undefined {
   return sign * total
 }
 
-/** Formats milliseconds as a Go-style duration ("30m0s" style is not needed; "30m", "1h30m", "250ms"). */
+/**
+ * Milliseconds as Go's time.Duration prints them: "0s", "250ms", "1.5s", "1m30s", "1h30m0s"
+ * (below a second in ms, µs or ns; from a second on, hours and minutes as they apply and
+ * seconds always, with trailing zeros of the fraction left out).
+ */
 export function formatDuration(ms: number): string {
   if (ms === 0) return '0s'
   const sign = ms < 0 ? '-' : ''
   let rest = Math.abs(ms)
-  if (rest < 1000) return `${sign}${rest}ms`
-  const parts: string[] = []
+  const trim = (n: number, digits: number): string => String(Number(n.toFixed(digits)))
+  if (rest < 1e-3) return `${sign}${trim(rest * 1e6, 0)}ns`
+  if (rest < 1) return `${sign}${trim(rest * 1e3, 3)}µs`
+  if (rest < 1000) return `${sign}${trim(rest, 6)}ms`
   const h = Math.floor(rest / 3_600_000)
   rest -= h * 3_600_000
   const m = Math.floor(rest / 60_000)
   rest -= m * 60_000
-  const s = rest / 1000
-  if (h) parts.push(`${h}h`)
-  if (m) parts.push(`${m}m`)
-  if (s) parts.push(`${Number(s.toFixed(3))}s`)
-  return sign + parts.join('')
+  const s = `${trim(rest / 1000, 9)}s`
+  return sign + (h ? `${h}h${m}m${s}` : m ? `${m}m${s}` : s)
 }
