@@ -303,7 +303,9 @@ describe('gRPC listener hygiene', function () {
   })
 
   it('sends GOAWAY to a connection idle for --connection-idle-timeout; a connection that keeps calling stays, and an idle client reconnects', async () => {
-    const server = await startServer({http2: {connectionIdleMs: 500}})
+    // The idle timeout is 1.2 s and the busy connection calls every ~100 ms: with 500 ms and 150 ms a CI
+    // run at niceness 10 on a loaded machine saw the test's own timer late enough to leave a 500 ms gap.
+    const server = await startServer({http2: {connectionIdleMs: 1200}})
     servers.push(server)
     const idle = await h2(`127.0.0.1:${server.port}`)
     const goaway = once(idle, 'goaway')
@@ -311,7 +313,7 @@ describe('gRPC listener hygiene', function () {
     let busyGoaway = false
     busy.on('goaway', () => (busyGoaway = true))
     const client = new EvaluatorClient(`127.0.0.1:${server.port}`)
-    const until = Date.now() + 1500
+    const until = Date.now() + 2400
     while (Date.now() < until) {
       await new Promise<void>((resolve) => {
         const s = busy.request({':method': 'POST', ':path': '/grpc.health.v1.Health/Check', 'content-type': 'application/grpc', te: 'trailers'})
@@ -320,12 +322,12 @@ describe('gRPC listener hygiene', function () {
         s.on('close', () => resolve())
         s.end(Buffer.from([0, 0, 0, 0, 0]))
       })
-      await new Promise((r) => setTimeout(r, 150))
+      await new Promise((r) => setTimeout(r, 100))
     }
     await goaway
     expect(busyGoaway, 'the connection that keeps calling got GOAWAY').to.equal(false)
     expect((await client.evaluateRaw('x', RL)).resourceList.equals(RL)).to.equal(true)
-    await new Promise((r) => setTimeout(r, 1000))
+    await new Promise((r) => setTimeout(r, 1700))
     expect((await client.evaluateRaw('x', RL)).resourceList.equals(RL)).to.equal(true)
     client.close()
     idle.destroy()
