@@ -102,6 +102,7 @@ export const CONTROL_PLANE_SPECS = [
   'test/node/kubelet.test.ts',
   'test/operator/manifests.test.ts',
   'test/operator/pods-cli.test.ts',
+  'test/pods/serve.test.ts',
   'test/wrapper/pod.test.ts',
 ]
 

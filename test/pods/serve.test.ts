@@ -7,18 +7,21 @@ import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import type {RunningServer} from '../../src/lib/serve.js'
 import {checkHealth, healthClient} from '../support/health.js'
 import {CLIENT_NODE_BUNDLE_SUFFIX, isClientNodeModule, traceServeModules} from '../support/module-trace.js'
-import {RL, WRAPPER_IMAGE, image, startPodBed, storedPods, until, type PodBed} from '../support/pods/index.js'
+import {waitForClusterBinaries} from '../support/cluster/shared.js'
+import {listPods, startClusterPodBed, type ClusterPodBed} from '../support/pods/cluster-bed.js'
+import {RL, WRAPPER_IMAGE, image, until} from '../support/pods/index.js'
 import {makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
 import {TempDirs} from '../support/tmp.js'
 
-describe('fnr serve with the pod runtime', function () {
+describe('fnr serve with the pod runtime (on the real control plane)', function () {
   this.timeout(120_000)
+  waitForClusterBinaries()
   const temp = new TempDirs()
-  let pb: PodBed
+  let pb: ClusterPodBed
   let fns: {configPath: string; functionsDir: string}
 
   before(async () => {
-    pb = await startPodBed()
+    pb = await startClusterPodBed()
     fns = await makeFunctionsDir(await temp.make())
   })
   after(async () => {
@@ -36,7 +39,7 @@ describe('fnr serve with the pod runtime', function () {
         wrapperServerImage: WRAPPER_IMAGE,
         podAddress: 'pod-ip' as const,
         metadata: pb.metadata,
-        kubeConfig: pb.bed.kubeConfig,
+        kubeconfig: pb.kubeconfigPath,
         owner: 'serve-test',
         ...pod,
       },
@@ -44,7 +47,7 @@ describe('fnr serve with the pod runtime', function () {
   }
 
   it('tries exec first, then the pod runtime, over gRPC', async () => {
-    const ns = pb.namespace()
+    const ns = await pb.namespace()
     const running = await startInProcess(options(ns))
     const client = new EvaluatorClient(`127.0.0.1:${running.port}`)
     try {
@@ -65,15 +68,15 @@ describe('fnr serve with the pod runtime', function () {
       await running.stop()
     }
     // pods outlive the runner, for the next one to adopt
-    expect(storedPods(pb, ns).length).to.be.greaterThan(0)
+    expect((await listPods(pb, ns)).length).to.be.greaterThan(0)
   })
 
   it('reports NOT_SERVING until warm-up has finished, then SERVING', async () => {
-    const ns = pb.namespace()
+    const ns = await pb.namespace()
     const dir = await temp.make()
     const cacheConfigPath = path.join(dir, 'pod-cache-config.yaml')
     await writeFile(cacheConfigPath, `- name: ${image('cat')}\n  maxParallelPodsPerFunction: 1\n`)
-    const latency = pb.bed.api.addLatency({verb: 'create', resource: 'pods', namespace: ns, ms: 1500, times: 1})
+    const latency = pb.proxy.addLatency({verb: 'create', resource: 'pods', namespace: ns, ms: 1500, times: 1})
     let running: RunningServer | undefined
     try {
       running = await startInProcess(options(ns, {warmUp: true, cacheConfigPath}))
@@ -81,7 +84,7 @@ describe('fnr serve with the pod runtime', function () {
       try {
         expect(await checkHealth(hc)).to.equal('NOT_SERVING')
         await until(async () => (await checkHealth(hc)) === 'SERVING', 'SERVING after warm-up')
-        expect(storedPods(pb, ns)).to.have.length(1)
+        expect(await listPods(pb, ns)).to.have.length(1)
       } finally {
         hc.close()
       }
@@ -92,17 +95,17 @@ describe('fnr serve with the pod runtime', function () {
   })
 
   it('stops the runtime on shutdown: no watches left open', async () => {
-    const ns = pb.namespace()
-    const baseline = pb.bed.api.activeWatchCount('pods')
+    const ns = await pb.namespace()
     const running = await startInProcess(options(ns))
-    await until(() => pb.bed.api.activeWatchCount('pods') > baseline, 'the pod watch open')
+    await until(() => pb.proxy.liveWatches({resource: 'pods', namespace: ns}) > 0, 'the pod watch open')
     await running.stop()
-    await until(() => pb.bed.api.activeWatchCount('pods') === baseline, 'the pod watch closed')
+    await until(() => pb.proxy.liveWatches({resource: 'pods', namespace: ns}) === 0, 'the pod watch closed')
+    expect(pb.proxy.liveWatches({namespace: ns})).to.equal(0)
   })
 
   it('fails to start with a one-line Config error when the template ConfigMap breaks the contract', async () => {
-    pb.bed.api.registry.create('configmaps', 'default', {metadata: {name: 'bad-template'}, data: {template: 'spec: {containers: [{name: app}]}', serviceTemplate: 'spec: {ports: [{port: 9446}]}'}})
-    const err = await startInProcess(options(pb.namespace(), {templateConfigMap: 'bad-template', runnerNamespace: 'default'})).catch((e: Error) => e)
+    await pb.admin.create(`/api/v1/namespaces/${pb.runnerNs}/configmaps`, {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'bad-template'}, data: {template: 'spec: {containers: [{name: app}]}', serviceTemplate: 'spec: {ports: [{port: 9446}]}'}})
+    const err = await startInProcess(options(await pb.namespace(), {templateConfigMap: 'bad-template', runnerNamespace: pb.runnerNs})).catch((e: Error) => e)
     expect(err).to.be.instanceOf(Error)
     expect((err as Error).message).to.match(/contract point 1 is broken: no container is named "function"/)
   })
@@ -117,7 +120,7 @@ describe('fnr serve with the pod runtime', function () {
     expect(execOnly.filter(isClientNodeModule)).to.deep.equal([])
     // the same trace sees client-node when the pod runtime is on: the built bundle of the part fnr
     // uses, never the package's index (every API group and model: ~50 MB more RSS)
-    const withPods = await run(['--disable-runtimes=', `--kubeconfig=${pb.bed.kubeconfigPath}`, `--pod-namespace=${pb.namespace()}`, '--warm-up-pod-cache=false', '--pod-cache-config='], {WRAPPER_SERVER_IMAGE: WRAPPER_IMAGE})
+    const withPods = await run(['--disable-runtimes=', `--kubeconfig=${pb.kubeconfigPath}`, `--pod-namespace=${await pb.namespace()}`, '--warm-up-pod-cache=false', '--pod-cache-config='], {WRAPPER_SERVER_IMAGE: WRAPPER_IMAGE})
     expect(withPods.filter((u) => u.endsWith(CLIENT_NODE_BUNDLE_SUFFIX))).to.have.length(1)
     expect(withPods.filter((u) => u.includes('/node_modules/@kubernetes/client-node/'))).to.deep.equal([])
   })
