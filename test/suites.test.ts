@@ -40,7 +40,7 @@ describe('test sets (test/suites.mjs)', () => {
     const globs = mochaSelection('all').filter((a) => a !== '--spec')
     expect(globs[0]).to.equal('test/*.test.ts')
     expect(new Set(globs).size).to.equal(globs.length)
-    for (const folder of ['cache', 'commands', 'pods']) expect(globs).to.include(`test/${folder}/**/*.test.ts`)
+    for (const folder of ['commands', 'resourcelist', 'schema']) expect(globs).to.include(`test/${folder}/**/*.test.ts`)
     const specs = allSpecs()
     const order = globs.flatMap((g) => selected(g, specs))
     const optIn = specs.filter((f) => OPT_IN_SUITES.some((o) => f.startsWith(`test/${o}/`)))
