@@ -7,7 +7,9 @@ import {RegistryMetadataSource} from '../../src/lib/pods/cluster/image-metadata.
 import {ANNOTATION_IMAGE_DIGEST} from '../../src/lib/pods/model/template.js'
 import {RegistryClient} from '../../src/lib/registry/client.js'
 import type {RunningServer} from '../../src/lib/serve.js'
-import {RL, WRAPPER_IMAGE, startPodBed, storedPods, until, type PodBed} from '../support/pods/index.js'
+import {waitForClusterBinaries} from '../support/cluster/shared.js'
+import {listPods, startClusterPodBed, wrapped, type ClusterPodBed} from '../support/pods/cluster-bed.js'
+import {RL, WRAPPER_IMAGE, until} from '../support/pods/index.js'
 import {pushImage} from '../support/registry/fixtures.js'
 import {TestRegistry} from '../support/registry/registry.js'
 import {freePort} from '../support/registry/tools.js'
@@ -15,11 +17,12 @@ import {makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.j
 import {TempDirs, writeExecutable} from '../support/tmp.js'
 import {scrape} from '../metrics/prom-text.js'
 
-describe('fnr serve response cache with the pod runtime: keyed by the digest, never the tag (real registry, skopeo)', function () {
+describe('fnr serve response cache with the pod runtime: keyed by the digest, never the tag (real registry, skopeo, the real control plane)', function () {
   this.timeout(120_000)
+  waitForClusterBinaries()
   const temp = new TempDirs()
   let registry: TestRegistry
-  let pb: PodBed
+  let pb: ClusterPodBed
   let running: RunningServer | undefined
   let client: EvaluatorClient | undefined
   let metricsPort: number
@@ -38,11 +41,12 @@ describe('fnr serve response cache with the pod runtime: keyed by the digest, ne
     repo = `${registry.host}/fn/counted`
     img = `${repo}:v1`
     v1 = (await pushImage(registry, 'fn/counted:v1', {entrypoint: ['/bin/fn'], files: {'bin/fn': 'version 1\n'}})).manifest.digest
-    pb = await startPodBed()
+    pb = await startClusterPodBed()
     // Two contents, told apart by what they write to stderr. The kubelet knows them only by
     // digest, as a node that pulls `repo@digest` does: it runs exactly the content the runner resolved.
+    // (The node's wrapper-server path is mapped per image on the shared control plane's node.)
     for (const v of ['v1', 'v2']) scripts[v] = await writeExecutable(`${pb.dir}/counted-${v}`, `#!/bin/sh\necho run >> "$0.count"\necho "running ${v}" >&2\nexec cat\n`)
-    pb.bed.kubelet.setImage(`${repo}@${v1}`, {commandMap: {'/bin/fn': scripts.v1!}})
+    pb.kubelet.setImage(`${repo}@${v1}`, wrapped({'/bin/fn': scripts.v1!}))
     // Re-check the tag on every lookup (the default is once a minute), so the move is seen at once.
     const registryClient = new RegistryClient({insecureRegistries: [registry.host], retryDelayMs: 5, revalidateAfterMs: 0})
     const fns = await makeFunctionsDir(await temp.make())
@@ -54,11 +58,11 @@ describe('fnr serve response cache with the pod runtime: keyed by the digest, ne
       responseCache: {...DEFAULT_RESPONSE_CACHE, ttlMs: 10 * 60_000},
       pod: {
         ...base.pod,
-        namespace: (ns = pb.namespace()),
+        namespace: (ns = await pb.namespace()),
         wrapperServerImage: WRAPPER_IMAGE,
         podAddress: 'pod-ip',
         metadata: new RegistryMetadataSource(registryClient),
-        kubeConfig: pb.bed.kubeConfig,
+        kubeconfig: pb.kubeconfigPath,
         owner: 'cache-test',
       },
     })
@@ -72,7 +76,7 @@ describe('fnr serve response cache with the pod runtime: keyed by the digest, ne
     await temp.cleanup()
   })
 
-  const podsOf = (digest: string) => storedPods(pb, ns).filter((p) => p.metadata?.annotations?.[ANNOTATION_IMAGE_DIGEST] === digest)
+  const podsOf = async (digest: string) => (await listPods(pb, ns)).filter((p) => p.metadata?.annotations?.[ANNOTATION_IMAGE_DIGEST] === digest)
 
   it('pins the pod to the digest, hits for the same digest and input; once the tag moves, the old pod is retired and the new content answers and is cached', async () => {
     const first = await client!.evaluateRaw(img, RL, {deadline: Date.now() + 60_000})
@@ -84,22 +88,22 @@ describe('fnr serve response cache with the pod runtime: keyed by the digest, ne
     expect(second.trailers.getMap()).to.deep.equal(first.trailers.getMap())
     expect(second.trailers.get('fnr-evaluator')).to.deep.equal(['pod'])
     // The pod runs repo@digest (--pin-image-digests=auto: the response cache is on) and records the digest.
-    const [pod1] = podsOf(v1)
+    const [pod1] = await podsOf(v1)
     expect(pod1, 'a pod annotated with the v1 digest').to.not.equal(undefined)
     expect(pod1!.spec!.containers.find((c) => c.name === 'function')!.image).to.equal(`${repo}@${v1}`)
 
     // Move the tag: same name, another content (another digest).
     v2 = (await pushImage(registry, 'fn/counted:v1', {entrypoint: ['/bin/fn'], files: {'bin/fn': 'version 2\n'}})).manifest.digest
     expect(v2).to.not.equal(v1)
-    pb.bed.kubelet.setImage(`${repo}@${v2}`, {commandMap: {'/bin/fn': scripts.v2!}})
+    pb.kubelet.setImage(`${repo}@${v2}`, wrapped({'/bin/fn': scripts.v2!}))
     const third = await client!.evaluateRaw(img, RL, {deadline: Date.now() + 60_000})
     expect(third.log.toString()).to.equal('running v2\n')
     const fourth = await client!.evaluateRaw(img, RL, {deadline: Date.now() + 60_000})
     expect(fourth.log.toString()).to.equal('running v2\n')
     expect([await runs('v1'), await runs('v2')]).to.deep.equal([1, 1])
     // The v1 pod was retired (idle: deleted at once); the image's pod is now the v2 one.
-    await until(() => podsOf(v1).length === 0, 'the v1 pod deleted')
-    expect(podsOf(v2).map((p) => p.spec!.containers.find((c) => c.name === 'function')!.image)).to.deep.equal([`${repo}@${v2}`])
+    await until(async () => (await podsOf(v1)).length === 0, 'the v1 pod deleted')
+    expect((await podsOf(v2)).map((p) => p.spec!.containers.find((c) => c.name === 'function')!.image)).to.deep.equal([`${repo}@${v2}`])
 
     // By digest reference: the registry client's metadata cache answers without asking the registry again.
     const byDigest = `${repo}@${v2}`

@@ -4,7 +4,9 @@ import path from 'node:path'
 
 import type {RunningServer} from '../../src/lib/serve.js'
 import {runCli} from '../support/cli.js'
-import {RL, WRAPPER_IMAGE, image, startPodBed, type PodBed} from '../support/pods/index.js'
+import {waitForClusterBinaries} from '../support/cluster/shared.js'
+import {startClusterPodBed, type ClusterPodBed} from '../support/pods/cluster-bed.js'
+import {RL, WRAPPER_IMAGE, image} from '../support/pods/index.js'
 import {REPO_ROOT, serveOptions, startInProcess} from '../support/serve.js'
 import {TempDirs} from '../support/tmp.js'
 
@@ -61,19 +63,20 @@ describe('fnr test --runner: the cases evaluated through a running function runn
   })
 })
 
-describe('fnr test --runner through fnr serve\'s pod runtime (test bed)', function () {
+describe('fnr test --runner through fnr serve\'s pod runtime (on the real control plane)', function () {
   this.timeout(120_000)
+  waitForClusterBinaries()
   const temp = new TempDirs()
-  let pb: PodBed
+  let pb: ClusterPodBed
   let running: RunningServer | undefined
 
   before(async () => {
-    pb = await startPodBed()
+    pb = await startClusterPodBed()
     const dir = await temp.make()
     const base = serveOptions({configPath: path.join(dir, 'none.yaml'), functionsDir: dir, disableRuntimes: 'exec'})
     running = await startInProcess({
       ...base,
-      pod: {...base.pod, namespace: pb.namespace(), wrapperServerImage: WRAPPER_IMAGE, podAddress: 'pod-ip', metadata: pb.metadata, kubeConfig: pb.bed.kubeConfig, owner: 'fntest'},
+      pod: {...base.pod, namespace: await pb.namespace(), wrapperServerImage: WRAPPER_IMAGE, podAddress: 'pod-ip', metadata: pb.metadata, kubeconfig: pb.kubeconfigPath, owner: 'fntest'},
     })
   })
   after(async () => {

@@ -9,7 +9,9 @@ import type {Logger} from '../../src/lib/telemetry/log.js'
 import {tracingRequested} from '../../src/lib/telemetry/otel.js'
 import {inlinePodTemplate, inlineServiceTemplate} from '../../src/lib/pods/model/template.js'
 import type {RunningServer} from '../../src/lib/serve.js'
-import {RL, RUNNER_NS, WRAPPER_IMAGE, image, startPodBed, storedPods, until, type PodBed} from '../support/pods/index.js'
+import {waitForClusterBinaries} from '../support/cluster/shared.js'
+import {listPods, startClusterPodBed, type ClusterPodBed} from '../support/pods/cluster-bed.js'
+import {RL, WRAPPER_IMAGE, image, until} from '../support/pods/index.js'
 import {makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
 import {TempDirs} from '../support/tmp.js'
 
@@ -79,10 +81,11 @@ describe('OpenTelemetry: opt-in through the standard environment', () => {
   })
 })
 
-describe('OpenTelemetry: a call through fnr serve\'s pod runtime and the wrapper server is one trace (test bed, fake OTLP receiver)', function () {
+describe('OpenTelemetry: a call through fnr serve\'s pod runtime and the wrapper server is one trace (on the real control plane, fake OTLP receiver)', function () {
   this.timeout(120_000)
+  waitForClusterBinaries()
   const temp = new TempDirs()
-  let pb: PodBed
+  let pb: ClusterPodBed
   let receiver: Awaited<ReturnType<typeof startReceiver>>
   let running: RunningServer | undefined
   let client: EvaluatorClient | undefined
@@ -91,14 +94,14 @@ describe('OpenTelemetry: a call through fnr serve\'s pod runtime and the wrapper
 
   before(async () => {
     receiver = await startReceiver()
-    pb = await startPodBed()
+    pb = await startClusterPodBed()
     // The wrappers export because the pod template gives their container the OTEL_* env.
     const pod = inlinePodTemplate({wrapperServerImage: WRAPPER_IMAGE})
     pod.spec!.containers[0]!.env = [
       {name: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', value: receiver.url},
       {name: 'OTEL_SERVICE_NAME', value: 'fn-wrapper'},
     ]
-    pb.bed.api.registry.create('configmaps', RUNNER_NS, {metadata: {name: 'traced-template'}, data: {template: stringify(pod), serviceTemplate: stringify(inlineServiceTemplate())}})
+    await pb.admin.create(`/api/v1/namespaces/${pb.runnerNs}/configmaps`, {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'traced-template'}, data: {template: stringify(pod), serviceTemplate: stringify(inlineServiceTemplate())}})
     // The runner exports because its own environment says so (read once at startup).
     const env = {OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'fnr-runner', OTEL_SDK_DISABLED: undefined}
     for (const [k, v] of Object.entries(env)) {
@@ -112,7 +115,7 @@ describe('OpenTelemetry: a call through fnr serve\'s pod runtime and the wrapper
       running = await startInProcess(
         {
           ...base,
-          pod: {...base.pod, namespace: (ns = pb.namespace()), templateConfigMap: 'traced-template', runnerNamespace: RUNNER_NS, podAddress: 'pod-ip', metadata: pb.metadata, kubeConfig: pb.bed.kubeConfig, owner: 'otel-test'},
+          pod: {...base.pod, namespace: (ns = await pb.namespace()), templateConfigMap: 'traced-template', runnerNamespace: pb.runnerNs, podAddress: 'pod-ip', metadata: pb.metadata, kubeconfig: pb.kubeconfigPath, owner: 'otel-test'},
         },
         levelThree(),
       )
@@ -159,11 +162,11 @@ describe('OpenTelemetry: a call through fnr serve\'s pod runtime and the wrapper
     expect([...receiver.contentTypes]).to.deep.equal(['application/json'])
 
     // The runner's --log-level 3 reaches the wrapper (--verbosity 3): its request line carries the trace ids.
-    const [pod] = storedPods(pb, ns)
+    const [pod] = await listPods(pb, ns)
     const args = pod!.spec!.containers.find((c) => c.name === 'function')!.args!
     expect(args.slice(0, 2)).to.deep.equal(['--verbosity', '3'])
-    await until(() => /"msg":"EvaluateFunction"/.test(pb.bed.kubelet.logs(ns, pod!.metadata!.name!) ?? ''), 'the wrapper\'s request line')
-    const line = (pb.bed.kubelet.logs(ns, pod!.metadata!.name!) ?? '').split('\n').find((l) => l.includes('"msg":"EvaluateFunction"'))!
+    await until(() => /"msg":"EvaluateFunction"/.test(pb.kubelet.logs(ns, pod!.metadata!.name!) ?? ''), 'the wrapper\'s request line')
+    const line = (pb.kubelet.logs(ns, pod!.metadata!.name!) ?? '').split('\n').find((l) => l.includes('"msg":"EvaluateFunction"'))!
     expect(JSON.parse(line)).to.deep.include({traceId: CALLER_TRACE, spanId: wrapper.spanId, parentSpanId: wrapperCall.spanId})
 
     // A second call on the warm pod: no pod.create in its trace.

@@ -1,7 +1,7 @@
 /**
- * The bad image-name corpus against the pod runtime on the Kubernetes test bed: a real
- * `fnr serve` child process with only the pod runtime (pod-serve.ts: the test API server, the local
- * kubelet, a TLS registry with htpasswd auth). On the exec runtime every bad name is a map miss;
+ * The bad image-name corpus against the pod runtime on the real control plane: a real
+ * `fnr serve` child process with only the pod runtime (pod-serve.ts: kube-apiserver behind the
+ * bed's fault proxy, the control plane's node, a TLS registry with htpasswd auth). On the exec runtime every bad name is a map miss;
  * here names reach pod naming, the registry client and pod creation. Each must get a clean error
  * (never INTERNAL, UNKNOWN or UNAVAILABLE, never a hang), the server stays healthy, and no pod or
  * Service is left behind for an invalid name.
@@ -20,7 +20,9 @@ import {expect} from 'chai'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {parseImageReference} from '../../src/lib/registry/reference.js'
 import {checkHealth, healthClient} from '../support/health.js'
-import {RL, resetGate, storedPods, storedServices} from '../support/pods/index.js'
+import {waitForClusterBinaries} from '../support/cluster/shared.js'
+import {closeGate, listPods, listServices} from '../support/pods/cluster-bed.js'
+import {RL} from '../support/pods/index.js'
 import {imageCases, type ImageCase} from '../support/reliability/inputs.js'
 import {POD_SERVE_FUNCTIONS, leakProblems, startPodServeBed, type PodServeBed} from '../support/reliability/pod-serve.js'
 import type {ServeChild} from '../support/reliability/serve-process.js'
@@ -73,8 +75,9 @@ function expected(sent: string): {code: number; message: RegExp} {
 /** The bed's function images (set in before()). */
 const FUNCTIONS = new Set<string>()
 
-describe('reliability: bad image names on the pod runtime (fnr serve → the Kubernetes test bed)', function () {
+describe('reliability: bad image names on the pod runtime (fnr serve → the real control plane)', function () {
   this.timeout(600_000)
+  waitForClusterBinaries()
   let psb: PodServeBed
   let serve: ServeChild
   let ns: string
@@ -87,8 +90,8 @@ describe('reliability: bad image names on the pod runtime (fnr serve → the Kub
     this.timeout(180_000)
     psb = await startPodServeBed()
     for (const name of POD_SERVE_FUNCTIONS) FUNCTIONS.add(psb.image(name))
-    ns = psb.pb.namespace()
-    await resetGate(psb.pb)
+    ns = await psb.pb.namespace()
+    await closeGate(psb.pb)
     serve = await psb.start(ns, 'bad-names', ['--log-level=4', '--scan-interval=1s'])
     client = new EvaluatorClient(`127.0.0.1:${serve.port}`, {maxMessageSize: 64 * 1024 * 1024})
     health = healthClient(`127.0.0.1:${serve.port}`)
@@ -138,11 +141,11 @@ describe('reliability: bad image names on the pod runtime (fnr serve → the Kub
     const good = await client.evaluateRaw(psb.image('cat'), RL, {deadline: Date.now() + 60_000})
     expect(good.resourceList.toString()).to.equal(RL.toString())
     okImages.add(psb.image('cat'))
-    const pods = storedPods(psb.pb, ns, {includeDeleting: true})
+    const pods = await listPods(psb.pb, ns, {includeDeleting: true})
     const strays = pods.filter((p) => !okImages.has(p.metadata!.annotations?.['fnr.dev/image'] ?? '?')).map((p) => `${p.metadata!.name} (${p.metadata!.annotations?.['fnr.dev/image']})`)
     expect(strays, 'pods for names that failed').to.deep.equal([])
-    expect(storedServices(psb.pb, ns).length, 'one Service per pod').to.equal(pods.length)
-    expect(leakProblems(psb.pb, ns, 1)).to.deep.equal([])
+    expect((await listServices(psb.pb, ns)).length, 'one Service per pod').to.equal(pods.length)
+    expect(await leakProblems(psb.pb, ns, 1)).to.deep.equal([])
   })
 
   it('never logs the registry password, its base64 form or the docker config auth string (--log-level=4)', async () => {

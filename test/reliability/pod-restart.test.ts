@@ -1,5 +1,5 @@
 /**
- * `fnr serve` with the pod runtime, as a real child process on the Kubernetes test bed, killed
+ * `fnr serve` with the pod runtime, as a real child process on the real control plane, killed
  * with SIGKILL while its pods exist (one busy with a call, one still starting), then restarted on
  * the same port, as the same runner identity and as a new one (whose takeover
  * waits for the killed runner's Lease to expire). Expected: the calls in flight get a clean error at once (never
@@ -11,12 +11,15 @@ import * as grpc from '@grpc/grpc-js'
 import {expect} from 'chai'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
-import {RL, createdCount, resetGate, startedCalls, storedPods, until} from '../support/pods/index.js'
+import {waitForClusterBinaries} from '../support/cluster/shared.js'
+import {closeGate, createdThroughProxy, gateStarts, listPods} from '../support/pods/cluster-bed.js'
+import {RL, until} from '../support/pods/index.js'
 import {leakProblems, podFootprint, startPodServeBed, type PodServeBed} from '../support/reliability/pod-serve.js'
 import {freePort, type ServeChild} from '../support/reliability/serve-process.js'
 
 describe('reliability: fnr serve (pod runtime) killed with SIGKILL and restarted while its pods exist', function () {
   this.timeout(300_000)
+  waitForClusterBinaries()
   let psb: PodServeBed
   const children: ServeChild[] = []
 
@@ -29,16 +32,16 @@ describe('reliability: fnr serve (pod runtime) killed with SIGKILL and restarted
     await psb?.stop()
   })
 
-  const podFor = (ns: string, img: string): string | undefined =>
-    storedPods(psb.pb, ns).find((p) => p.spec!.containers.some((c) => c.name === 'function' && c.image === img))?.metadata!.name
-  const gcScans = (ns: string): number => psb.pb.bed.api.requestsFor({verb: 'list', resource: 'services', namespace: ns}).length
+  const podFor = async (ns: string, img: string): Promise<string | undefined> =>
+    (await listPods(psb.pb, ns)).find((p) => p.spec!.containers.some((c) => c.name === 'function' && c.image === img))?.metadata!.name
+  const gcScans = (ns: string): number => psb.pb.proxy.requestsFor({verb: 'list', resource: 'services', namespace: ns}).length
 
   // The same runner identity (its container restarted) and a new one (a new pod of the Deployment).
   for (const [restartedAs, how] of [['runner-a', 'as the same runner'], ['runner-b', 'as a new runner (new POD_NAME)']] as const) {
     it(`in-flight calls fail cleanly; restarted ${how} + GC: no leaked pod or Service, none in use deleted, adopted pods reused`, async () => {
       const {pb} = psb
-      await resetGate(pb)
-      const ns = pb.namespace()
+      await closeGate(pb)
+      const ns = await pb.namespace()
       const port = await freePort()
       // A short Lease, so a new runner takes over the killed one's pods soon (several replicas:
       // a live replica's pods are never touched, a dead one's are taken over once its Lease expires).
@@ -57,15 +60,15 @@ describe('reliability: fnr serve (pod runtime) killed with SIGKILL and restarted
           () => undefined,
           (e: grpc.ServiceError) => ({code: e.code, at: Date.now()}),
         )
-        await until(async () => (await startedCalls(pb)) === 1, 'the gate call running in its pod')
+        await until(async () => (await gateStarts(pb)) === 1, 'the gate call running in its pod')
         // A pod still starting (its wrapper server comes up only after 30 s): a call waits for it.
         const starting = client.evaluateRaw(psb.image('slow'), RL, {deadline}).then(
           () => undefined,
           (e: grpc.ServiceError) => ({code: e.code, at: Date.now()}),
         )
         await until(() => podFor(ns, psb.image('slow')), 'the slow pod created')
-        const before = {cat: podFor(ns, psb.image('cat'))!, stderr: podFor(ns, psb.image('stderr'))!, gate: podFor(ns, psb.image('gate'))!, slow: podFor(ns, psb.image('slow'))!}
-        const createdBefore = createdCount(pb, ns, 'pods')
+        const before = {cat: (await podFor(ns, psb.image('cat')))!, stderr: (await podFor(ns, psb.image('stderr')))!, gate: (await podFor(ns, psb.image('gate')))!, slow: (await podFor(ns, psb.image('slow')))!}
+        const createdBefore = createdThroughProxy(pb, ns, 'pods')
 
         const killedAt = Date.now()
         a.child.kill('SIGKILL')
@@ -77,7 +80,7 @@ describe('reliability: fnr serve (pod runtime) killed with SIGKILL and restarted
           expect(outcome!.at - killedAt, what).to.be.lessThan(deadline - killedAt)
         }
         // the pods outlive their runner
-        expect(storedPods(pb, ns).map((p) => p.metadata!.name).sort()).to.deep.equal(Object.values(before).sort())
+        expect((await listPods(pb, ns)).map((p) => p.metadata!.name).sort()).to.deep.equal(Object.values(before).sort())
 
         const b = await psb.start(ns, restartedAs, runnerArgs, port)
         children.push(b)
@@ -92,15 +95,15 @@ describe('reliability: fnr serve (pod runtime) killed with SIGKILL and restarted
           expect(JSON.parse(startedLine)).to.deep.include({adopted: 0, deleted: 0})
           const ready = [before.cat, before.stderr, before.gate]
           await until(
-            () => !podFor(ns, psb.image('slow')) && storedPods(pb, ns).filter((p) => ready.includes(p.metadata!.name!) && p.metadata!.labels!['fnr.dev/owner'] === restartedAs).length === 3,
+            async () => !(await podFor(ns, psb.image('slow'))) && (await listPods(pb, ns)).filter((p) => ready.includes(p.metadata!.name!) && p.metadata!.labels!['fnr.dev/owner'] === restartedAs).length === 3,
             'the ready pods taken over by runner-b after runner-a\'s Lease expired, the starting one deleted',
           )
         }
 
         // Calls after the restart reuse the adopted pods; the gate pod is in use again meanwhile.
-        await resetGate(pb)
+        await closeGate(pb)
         const busyAgain = client.evaluateRaw(psb.image('gate'), RL, {deadline: Date.now() + 90_000})
-        await until(async () => (await startedCalls(pb)) === 1, 'a gate call running on the adopted pod')
+        await until(async () => (await gateStarts(pb)) === 1, 'a gate call running on the adopted pod')
         for (const name of ['cat', 'stderr'] as const) {
           const res = await client.evaluateRaw(psb.image(name), RL, {deadline: Date.now() + 60_000})
           expect(res.resourceList.toString()).to.equal(RL.toString())
@@ -108,13 +111,13 @@ describe('reliability: fnr serve (pod runtime) killed with SIGKILL and restarted
         // Two GC scans with the gate pod busy: nothing leaked, nothing in use deleted.
         const scans = gcScans(ns)
         await until(() => gcScans(ns) >= scans + 2, 'two GC scans after the restart')
-        await until(() => leakProblems(pb, ns).length === 0 && !podFor(ns, psb.image('slow')), `no leaked pod or Service (${leakProblems(pb, ns).join('; ')})`)
-        expect({cat: podFor(ns, psb.image('cat')), stderr: podFor(ns, psb.image('stderr')), gate: podFor(ns, psb.image('gate'))}).to.deep.equal({cat: before.cat, stderr: before.stderr, gate: before.gate})
-        expect(createdCount(pb, ns, 'pods'), 'no pod created after the restart').to.equal(createdBefore)
+        await until(async () => (await leakProblems(pb, ns)).length === 0 && !(await podFor(ns, psb.image('slow'))), `no leaked pod or Service (${(await leakProblems(pb, ns)).join('; ')})`)
+        expect({cat: await podFor(ns, psb.image('cat')), stderr: await podFor(ns, psb.image('stderr')), gate: await podFor(ns, psb.image('gate'))}).to.deep.equal({cat: before.cat, stderr: before.stderr, gate: before.gate})
+        expect(createdThroughProxy(pb, ns, 'pods'), 'no pod created after the restart').to.equal(createdBefore)
         await pb.openGate()
         expect((await busyAgain).resourceList.toString()).to.equal(RL.toString())
-        await until(() => storedPods(pb, ns).every((p) => p.metadata!.labels!['fnr.dev/owner'] === restartedAs), `the pods owned by ${restartedAs}`)
-        process.stdout.write(`      (after restart: ${JSON.stringify(podFootprint(pb, ns, b.child.pid!))})\n`)
+        await until(async () => (await listPods(pb, ns)).every((p) => p.metadata!.labels!['fnr.dev/owner'] === restartedAs), `the pods owned by ${restartedAs}`)
+        process.stdout.write(`      (after restart: ${JSON.stringify(await podFootprint(pb, ns, b.child.pid!))})\n`)
 
         b.child.kill('SIGTERM')
         expect((await b.exited).code).to.equal(0)

@@ -58,9 +58,14 @@ export interface ClusterPodBed {
   stop(): Promise<void>
 }
 
-/** The host-process mapping of a function image whose entrypoint is `file`, behind the real wrapper. */
-function functionImage(file: string, wrapper: string[] = wrapperCommand()): {commandMap: Record<string, string | string[]>} {
-  return {commandMap: {[FUNCTION_PATH]: file, [WRAPPER_PATH]: wrapper}}
+/**
+ * A host-process image mapping for the node (`pb.kubelet.setImage(image, wrapped(...))`): the paths
+ * in `commandMap` (the function's) and /wrapper-server-tools/wrapper-server, which runs `wrapper`
+ * (the real wrapper server by default). The node has no command map of its own: it is shared by
+ * every suite of the process.
+ */
+export function wrapped(commandMap: Record<string, string>, wrapper: string[] = wrapperCommand()): {commandMap: Record<string, string | string[]>} {
+  return {commandMap: {...commandMap, [WRAPPER_PATH]: wrapper}}
 }
 
 export async function startClusterPodBed(): Promise<ClusterPodBed> {
@@ -82,12 +87,12 @@ export async function startClusterPodBed(): Promise<ClusterPodBed> {
   await writeFile(kubeconfigPath, proxy.kubeconfigFor(cp.adminToken, podNs))
   const commands: Record<string, string[]> = {}
   kubelet.setImage(WRAPPER_IMAGE, 'skip')
-  kubelet.setImage(image('crash'), functionImage('/bin/false', [process.execPath, '-e', "console.error('wrapper exploded at start'); process.exit(3)", '--']))
+  kubelet.setImage(image('crash'), wrapped({[FUNCTION_PATH]: '/bin/false'}, [process.execPath, '-e', "console.error('wrapper exploded at start'); process.exit(3)", '--']))
   commands[image('crash')] = [FUNCTION_PATH]
   const addFunction = async (name: string, script: string): Promise<string> => {
     const file = await writeExecutable(path.join(fnDir, name), script)
     const img = image(name)
-    kubelet.setImage(img, functionImage(file))
+    kubelet.setImage(img, wrapped({[FUNCTION_PATH]: file}))
     commands[img] = [FUNCTION_PATH]
     return img
   }

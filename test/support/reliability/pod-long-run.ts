@@ -1,6 +1,6 @@
 /**
  * The pod-runtime leg of the long run (long-run.ts --pods): a real `fnr serve` child process with
- * only the pod runtime, on the Kubernetes test bed (pod-serve.ts). Rounds of N concurrent calls,
+ * only the pod runtime, on the real control plane (pod-serve.ts). Rounds of N concurrent calls,
  * then a soak that mixes good calls, a failing function, deadlines, cancels and unknown images,
  * while API faults (5xx on pod creation, dropped watches) are injected and a short pod TTL makes
  * pods come and go through GC. Prints the footprint (pods, Services, processes, the server's RSS
@@ -11,7 +11,8 @@
 import * as grpc from '@grpc/grpc-js'
 
 import {EvaluatorClient, isTransportFailure} from '../../../src/lib/grpc/client.js'
-import {RL, resetGate, until} from '../pods/index.js'
+import {closeGate} from '../pods/cluster-bed.js'
+import {RL, until} from '../pods/index.js'
 import {concurrentLoad} from './load.js'
 import {leakProblems, podFootprint, startPodServeBed, type PodFootprint} from './pod-serve.js'
 import {judgeSoak, soakWarmupMs, startProcSampler} from './soak-judge.js'
@@ -29,9 +30,9 @@ const fmt = (f: PodFootprint): string =>
 export async function runPodLeg(options: PodLegOptions, say: (line: string) => void): Promise<boolean> {
   const psb = await startPodServeBed()
   const {pb} = psb
-  const ns = pb.namespace()
+  const ns = await pb.namespace()
   let ok = true
-  await resetGate(pb)
+  await closeGate(pb)
   const serve = await psb.start(ns, 'long-run', ['--log-level=1', '--pod-ttl=5s', '--scan-interval=1s', '--max-parallel-pods-per-function=2'])
   const pid = serve.child.pid!
   const client = new EvaluatorClient(`127.0.0.1:${serve.port}`)
@@ -43,12 +44,12 @@ export async function runPodLeg(options: PodLegOptions, say: (line: string) => v
   try {
     await concurrentLoad(client, psb.image('fastcat'), 20)
     await concurrentLoad(resetter, psb.image('fastcat'), 2) // its connection counts in the baseline too
-    const before = podFootprint(pb, ns, pid)
-    say(`\npod runtime: fnr serve (pid ${pid}) on the Kubernetes test bed; before: ${fmt(before)}`)
+    const before = await podFootprint(pb, ns, pid)
+    say(`\npod runtime: fnr serve (pid ${pid}) on the real control plane; before: ${fmt(before)}`)
     say('round  errors  wrong  total ms  p50 ms  p99 ms  RSS MiB  fds  pods')
     for (let round = 1; round <= options.rounds; round++) {
       const r = await concurrentLoad(client, psb.image('fastcat'), options.calls)
-      const f = podFootprint(pb, ns, pid)
+      const f = await podFootprint(pb, ns, pid)
       if (r.errors.length > 0 || r.wrongAnswers > 0) ok = false
       say(`${String(round).padStart(5)}  ${String(r.errors.length).padStart(6)}  ${String(r.wrongAnswers).padStart(5)}  ${String(r.ms).padStart(8)}  ${String(r.p50).padStart(6)}  ${String(r.p99).padStart(6)}  ${String(f.serveRssMiB).padStart(7)}  ${String(f.serveFds).padStart(3)}  ${String(f.pods).padStart(4)}`)
       if (r.errors.length > 0) say(`       first errors: ${r.errors.slice(0, 3).join(' | ')}`)
@@ -118,15 +119,14 @@ export async function runPodLeg(options: PodLegOptions, say: (line: string) => v
       while (Date.now() < end) await one(n++)
     }
     const faults = setInterval(() => {
-      pb.bed.api.failNext({verb: 'create', resource: 'pods', namespace: ns, code: 500, times: 1})
-      pb.bed.api.failNext({verb: 'delete', resource: 'pods', namespace: ns, code: 503, times: 1})
-      pb.bed.api.dropWatches({resource: 'pods', namespace: ns, mode: 'destroy'})
+      pb.proxy.failNext({verb: 'create', resource: 'pods', namespace: ns, code: 500, times: 1})
+      pb.proxy.failNext({verb: 'delete', resource: 'pods', namespace: ns, code: 503, times: 1})
+      pb.proxy.dropWatches({resource: 'pods', namespace: ns, mode: 'destroy'})
     }, 2000)
     // the pod runtime spawns no processes: its children must stay 0
     const sampler = startProcSampler({pid})
     const reporter = setInterval(() => {
-      const f = podFootprint(pb, ns, pid)
-      say(`${String(Math.round((Date.now() - started) / 1000)).padStart(4)}  ${String(counts.ok + counts.expected + counts.sessionResets + counts.unexpected).padStart(7)}  ${String(counts.unexpected).padStart(10)}  ${String(f.pods).padStart(4)}  ${String(f.services).padStart(8)}  ${String(f.serveRssMiB).padStart(7)}  ${String(f.serveFds).padStart(3)}`)
+      void podFootprint(pb, ns, pid).then((f) => say(`${String(Math.round((Date.now() - started) / 1000)).padStart(4)}  ${String(counts.ok + counts.expected + counts.sessionResets + counts.unexpected).padStart(7)}  ${String(counts.unexpected).padStart(10)}  ${String(f.pods).padStart(4)}  ${String(f.services).padStart(8)}  ${String(f.serveRssMiB).padStart(7)}  ${String(f.serveFds).padStart(3)}`))
     }, Math.max(5000, Math.min(60_000, options.soakMs / 10)))
     try {
       await Promise.all(Array.from({length: options.concurrency}, lane))
@@ -143,11 +143,11 @@ export async function runPodLeg(options: PodLegOptions, say: (line: string) => v
     if (!trend.ok) ok = false
 
     // Quiet: idle pods expire (TTL 5 s) and GC removes them with their Services.
-    let after = podFootprint(pb, ns, pid)
+    let after = await podFootprint(pb, ns, pid)
     const settled = await until(
-      () => {
-        after = podFootprint(pb, ns, pid)
-        return after.pods === 0 && after.services === 0 && after.functionProcesses === 0 && leakProblems(pb, ns, 2).length === 0
+      async () => {
+        after = await podFootprint(pb, ns, pid)
+        return after.pods === 0 && after.services === 0 && after.functionProcesses === 0 && (await leakProblems(pb, ns, 2)).length === 0
       },
       'pods collected',
       60_000,
@@ -158,7 +158,7 @@ export async function runPodLeg(options: PodLegOptions, say: (line: string) => v
     )
     say(`pod runtime after (idle, GC done): ${fmt(after)}; RSS ${after.serveRssMiB - before.serveRssMiB >= 0 ? '+' : ''}${Math.round((after.serveRssMiB - before.serveRssMiB) * 10) / 10} MiB, fds ${after.serveFds - before.serveFds >= 0 ? '+' : ''}${after.serveFds - before.serveFds}`)
     if (!settled) {
-      say(`  left behind: ${leakProblems(pb, ns, 2).join('; ') || fmt(after)}`)
+      say(`  left behind: ${(await leakProblems(pb, ns, 2)).join('; ') || fmt(after)}`)
       ok = false
     }
     if (after.serveChildren > 0 || after.serveFds > before.serveFds + 4) ok = false

@@ -1,10 +1,12 @@
 /**
- * `fnr serve` as a real child process with the pod runtime on the Kubernetes test bed: the pod
- * test bed (test API server + local kubelet running the real wrapper server), plus a real TLS
+ * `fnr serve` as a real child process with the pod runtime on the real control plane: the cluster
+ * pod bed (../pods/cluster-bed.ts: kube-apiserver, etcd, the controllers and the scheduler, the
+ * control plane's node running the real wrapper server, a fault proxy in front of kube-apiserver
+ * through which serve talks), plus a real TLS
  * registry (docker-registry, htpasswd) holding the function images, since a child process learns
  * each image's entrypoint from a registry like in production. serve reaches it with
  * --enable-private-registries (auth file) and --enable-private-registries-tls (its CA), and the
- * test bed through --kubeconfig and --pod-address=pod-ip.
+ * control plane through --kubeconfig (the bed's, through the proxy) and --pod-address=pod-ip.
  *
  * Images: <registry>/fn/<name>:v1 for name in cat, stderr, fail, gate (the pod bed's scripts) and
  * fastcat (/bin/cat itself: the cheapest function, for load), and slow (cat, but its wrapper
@@ -15,7 +17,8 @@ import path from 'node:path'
 
 import type {V1Pod, V1Service} from '@kubernetes/client-node'
 
-import {FUNCTION_PATH, WRAPPER_IMAGE, WRAPPER_PATH, startPodBed, wrapperCommand, storedPods, storedServices, type PodBed} from '../pods/index.js'
+import {listPods, listServices, startClusterPodBed, wrapped, type ClusterPodBed} from '../pods/cluster-bed.js'
+import {FUNCTION_PATH, WRAPPER_IMAGE, wrapperCommand} from '../pods/index.js'
 import {pushImage} from '../registry/fixtures.js'
 import {TestRegistry} from '../registry/registry.js'
 import {isSpawnerProcess, resourceUsage} from './processes.js'
@@ -25,7 +28,7 @@ export const POD_SERVE_FUNCTIONS = ['cat', 'stderr', 'fail', 'gate', 'fastcat', 
 export type PodServeFunction = (typeof POD_SERVE_FUNCTIONS)[number]
 
 export interface PodServeBed {
-  pb: PodBed
+  pb: ClusterPodBed
   registry: TestRegistry
   authFile: string
   image(name: PodServeFunction): string
@@ -36,17 +39,18 @@ export interface PodServeBed {
 
 export async function startPodServeBed(): Promise<PodServeBed> {
   const registry = await TestRegistry.start({mode: 'tls'})
-  let pb: PodBed | undefined
+  let pb: ClusterPodBed | undefined
   try {
     const authFile = await registry.writeAuthFile('testuser', 'testpass')
     // One image, four tags: the function is chosen by the kubelet's image map, not the image content.
     for (const name of POD_SERVE_FUNCTIONS) await pushImage(registry, `fn/${name}:v1`, {entrypoint: [FUNCTION_PATH], files: {'fn.txt': `${name}\n`}}, authFile)
-    pb = await startPodBed()
+    pb = await startClusterPodBed()
     const image = (name: PodServeFunction): string => `${registry.host}/fn/${name}:v1`
     for (const name of POD_SERVE_FUNCTIONS) {
       const target = name === 'fastcat' ? '/bin/cat' : path.join(pb.dir, 'functions', name === 'slow' ? 'cat' : name)
-      const wrapper: Record<string, string[]> = name === 'slow' ? {[WRAPPER_PATH]: ['/bin/sh', '-c', 'sleep 30; exec "$0" "$@"', ...wrapperCommand()]} : {}
-      pb.bed.kubelet.setImage(image(name), {commandMap: {[FUNCTION_PATH]: target, ...wrapper}})
+      // (the node has no wrapper mapping of its own: every image maps the wrapper server's path)
+      const wrapper = name === 'slow' ? ['/bin/sh', '-c', 'sleep 30; exec "$0" "$@"', ...wrapperCommand()] : wrapperCommand()
+      pb.kubelet.setImage(image(name), wrapped({[FUNCTION_PATH]: target}, wrapper))
     }
     const bed = pb
     return {
@@ -60,7 +64,7 @@ export async function startPodServeBed(): Promise<PodServeBed> {
           [
             '--disable-runtimes=exec',
             ...(extraArgs.some((a) => a.startsWith('--log-level')) ? [] : ['--log-level=3']),
-            `--kubeconfig=${bed.bed.kubeconfigPath}`,
+            `--kubeconfig=${bed.kubeconfigPath}`,
             `--pod-namespace=${ns}`,
             '--pod-address=pod-ip',
             '--warm-up-pod-cache=false',
@@ -117,14 +121,15 @@ function liveProcesses(): Array<{pid: number; ppid: number; pgid: number}> {
   return out
 }
 
-export function podFootprint(pb: PodBed, ns: string, servePid: number): PodFootprint {
+export async function podFootprint(pb: ClusterPodBed, ns: string, servePid: number): Promise<PodFootprint> {
+  const [pods, services] = await Promise.all([listPods(pb, ns, {includeDeleting: true}), listServices(pb, ns)])
   const usage = resourceUsage(servePid)
   const live = liveProcesses()
-  const podPids = new Set(pb.bed.kubelet.podInfos().filter((p) => p.namespace === ns && p.pid !== undefined).map((p) => p.pid!))
+  const podPids = new Set(pb.kubelet.podInfos().filter((p) => p.namespace === ns && p.pid !== undefined).map((p) => p.pid!))
   return {
-    pods: storedPods(pb, ns, {includeDeleting: true}).length,
-    services: storedServices(pb, ns).length,
-    podProcesses: pb.bed.kubelet.podInfos().filter((p) => p.namespace === ns && p.pid !== undefined).length,
+    pods: pods.length,
+    services: services.length,
+    podProcesses: pb.kubelet.podInfos().filter((p) => p.namespace === ns && p.pid !== undefined).length,
     serveFds: usage.fds,
     serveRssMiB: Math.round(usage.rssKiB / 102.4) / 10,
     serveChildren: live.filter((p) => p.ppid === servePid).length,
@@ -138,9 +143,8 @@ export function podFootprint(pb: PodBed, ns: string, servePid: number): PodFootp
  * its Service, and every fnr Service has its pod; at most `maxPerImage` pods per image. Returns
  * what is wrong ([] when all is well).
  */
-export function leakProblems(pb: PodBed, ns: string, maxPerImage = 1): string[] {
-  const pods: V1Pod[] = storedPods(pb, ns, {includeDeleting: true})
-  const services: V1Service[] = storedServices(pb, ns)
+export async function leakProblems(pb: ClusterPodBed, ns: string, maxPerImage = 1): Promise<string[]> {
+  const [pods, services]: [V1Pod[], V1Service[]] = await Promise.all([listPods(pb, ns, {includeDeleting: true}), listServices(pb, ns)])
   const problems: string[] = []
   const podNames = new Set(pods.map((p) => p.metadata!.name!))
   const perImage = new Map<string, number>()
