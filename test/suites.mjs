@@ -93,7 +93,10 @@ export const OPT_IN_SUITES = ['porch-e2e']
  * Spec files outside the peer folders that use the shared control plane (test/support/cluster/shared.ts; its
  * binaries are the last Go peers built): they run just before the cluster folder, whose suites then reuse the control
  * plane the first of them started. Run earlier on a fresh machine, the first would wait for that build (minutes)
- * with every suite behind it. test/suites.test.ts checks that the list names exactly the spec files that do.
+ * with every suite behind it. test/suites.test.ts checks that the list names exactly the spec files that do. Not the
+ * reliability folder's pod specs (test/reliability/pod-*, on the control plane through support/reliability/pod-serve.ts):
+ * the folder runs whole in one process, since its tally judges the whole set (support/reliability/tally.ts), and
+ * they start that process's own control plane.
  */
 export const CONTROL_PLANE_SPECS = [
   'test/cache/serve-pod-digest.test.ts',
@@ -110,10 +113,6 @@ export const CONTROL_PLANE_SPECS = [
   'test/pods/registry.test.ts',
   'test/pods/replicas.test.ts',
   'test/pods/serve.test.ts',
-  'test/reliability/pod-bad-input.test.ts',
-  'test/reliability/pod-faults.test.ts',
-  'test/reliability/pod-load.test.ts',
-  'test/reliability/pod-restart.test.ts',
   'test/wrapper/pod.test.ts',
 ]
 
@@ -166,17 +165,16 @@ function peerAndOtherSpecs() {
 
 /**
  * Folders that need no peer but run in the peer lane, before its peer suites, to even the two lanes'
- * times; none now. Measured in one lane (a CI run, 2026-11-30, 11:46), the other lane's files took
- * 1,401 s and the peer lane's 1,365 s, with commands (239 s) and process (107 s) moved here; the
- * pod suites that left the in-process API server for the control plane (~320 s on it, ~450 s on the
- * real one) moved to the peer lane, so those two went back. Rebalance from
- * .cache/test-times-<lane>.json.
+ * times. Measured in one lane (a CI run, 2026-11-30, 11:46), the other lane's files took 1,401 s and
+ * the peer lane's 1,365 s, with commands (239 s) and process (107 s) here. Eight pod suites then
+ * left the in-process API server for the control plane (~130 s on it, ~250 s on the real one) and
+ * moved to the peer lane, while the reliability folder's four (~100 s → ~160 s) stayed in the other
+ * lane; process went back to even them. On a cold Go cache commands runs while the peers still
+ * build. Rebalance from .cache/test-times-<lane>.json.
  */
-export const PEER_LANE_FOLDERS = []
+export const PEER_LANE_FOLDERS = ['commands']
 
 const RELIABILITY = 'test/reliability/**/*.test.ts'
-/** The reliability folder's glob, or one of its files when some of them run on the control plane. */
-const isReliability = (g) => g === RELIABILITY || g.startsWith('test/reliability/')
 
 /**
  * The lanes `npm test` runs at once for a set ('all' or 'integration'), as `{name, args}`: `peer`
@@ -200,7 +198,7 @@ export function mochaLanes(set) {
     // The reliability folder first: its floods (1,000 calls at once, 6 MiB uploads, slowloris, memory
     // cgroups) are over before the peer lane reaches the control plane (~800 s in): running beside
     // them, Porch's PodTemplate's exec probes missed their 1 s three times in a row (two CI runs).
-    {name: 'other', nice: 10, args: [...specArgs([...own.filter(isReliability), ...own.filter((g) => !isReliability(g))]), ...ignore]},
+    {name: 'other', nice: 10, args: [...specArgs([...own.filter((g) => g === RELIABILITY), ...own.filter((g) => g !== RELIABILITY)]), ...ignore]},
     {name: 'peer', args: [...specArgs([...moved, ...peer]), ...ignore]},
   ]
 }
