@@ -91,7 +91,9 @@ describe('npm test lanes: two mocha processes at once, one output after the othe
   it('a waiting lane starts when its promise resolves, or at the latest when the lane before it has ended', async () => {
     const dir = await temp.make('fnr-lanes-')
     const log = path.join(dir, 'stamps')
-    await writeFile(path.join(dir, 'a.test.ts'), spec('a', ['first', 'second'], log, 800))
+    // a's tests take 3 s each, so b (started beside it) stamps first even when its mocha process
+    // starts seconds later than a's: with 800 ms a CI run's loaded lane lost that race
+    await writeFile(path.join(dir, 'a.test.ts'), spec('a', ['first', 'second'], log, 3000))
     await writeFile(path.join(dir, 'b.test.ts'), spec('b', ['first'], log, 100))
     // never resolves: b starts once a has ended
     const never = await runLanes(dir, path.join(dir, 'a.test.ts'), path.join(dir, 'b.test.ts'), 'new Promise(() => {})')
