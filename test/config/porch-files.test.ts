@@ -5,8 +5,8 @@
  *   - the pod-cache-config ConfigMaps of v1.5.8 (a list) and v1.5.7 (the older map `image: ttl`), quoted numbers,
  *     and Porch's tolerance: a file fnr cannot read is a warning and fnr serves (--strict-config: an error);
  *   - the runner Deployments of HEAD, v1.5.8 and v1.5.7: `fnr serve` started with exactly the container's args and
- *     env (the pod runtime against the Kubernetes test bed through KUBECONFIG). Three things differ, each because
- *     of the test machine, not of fnr: --port=0 (no fixed ports in tests), --pod-address=pod-ip (the test bed has
+ *     env (the pod runtime against the real control plane through KUBECONFIG). Three things differ, each because
+ *     of the test machine, not of fnr: --port=0 (no fixed ports in tests), --pod-address=pod-ip (the test node has
  *     no Service network) and the image's /home/nonroot, which is a temp dir holding the same layout (the image
  *     itself runs Porch's exact command in test/operator/porch-image.test.ts);
  *   - the 19 FunctionConfigs of HEAD with Porch's CRDs, its base PodTemplate and ServiceTemplate: none is rejected,
@@ -31,8 +31,10 @@ import {StaticMetadataSource} from '../../src/lib/pods/cluster/image-metadata.js
 import {buildPod, templatesFromConfigMap} from '../../src/lib/pods/model/template.js'
 import type {ServeOptions} from '../../src/lib/serve.js'
 import {checkHealth, healthClient} from '../support/health.js'
-import {customResourceScope, registerCrd, registerCustomResource, type KubeObject} from '../support/k8s/index.js'
-import {RL, WRAPPER_IMAGE, startPodBed, storedPods, until, type PodBed} from '../support/pods/index.js'
+import {waitForClusterBinaries} from '../support/cluster/shared.js'
+import type {KubeObject} from '../support/k8s/status.js'
+import {ensureCrd, listPods, startClusterPodBed, wrapped, type ClusterPodBed} from '../support/pods/cluster-bed.js'
+import {RL, WRAPPER_IMAGE, until} from '../support/pods/index.js'
 import {BIN_RUN, REPO_ROOT, makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
 import {requireShared} from '../support/shared.js'
 import {SCRIPTS, TempDirs, writeExecutable} from '../support/tmp.js'
@@ -41,6 +43,22 @@ import {memoryLogger} from './function-config-crd.helpers.js'
 const PORCH = path.join(REPO_ROOT, '..', 'shared', 'compat', 'porch')
 const CATALOG = 'ghcr.io/kptdev/krm-functions-catalog'
 const MINUTES_30 = 30 * 60_000
+
+
+/** The pod bed with Porch's CRDs (core/v1 PodTemplates are kube-apiserver's own). */
+async function startPorchBed(): Promise<ClusterPodBed> {
+  const pb = await startClusterPodBed()
+  for (const file of ['config.porch.kpt.dev_functionconfigs.yaml', 'config.porch.kpt.dev_servicetemplates.yaml']) await ensureCrd(pb, (await porchDocs(`head/${file}`))[0]!)
+  return pb
+}
+
+/** Creates Porch's object (a PodTemplate, ServiceTemplate or FunctionConfig) in `ns` through the admin client. */
+async function createPorchObject(pb: ClusterPodBed, ns: string, object: KubeObject): Promise<void> {
+  const plural = ({PodTemplate: 'podtemplates', ServiceTemplate: 'servicetemplates', FunctionConfig: 'functionconfigs'} as Record<string, string>)[object.kind as string]
+  if (!plural) throw new Error(`no collection for kind ${object.kind}`)
+  const apiVersion = object.apiVersion as string
+  await pb.admin.create(`${apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`}/namespaces/${ns}/${plural}`, {...object, metadata: {...object.metadata, namespace: ns}})
+}
 
 async function porchDocs(file: string): Promise<KubeObject[]> {
   return parseAllDocuments(await readFile(path.join(PORCH, file), 'utf8'))
@@ -169,18 +187,14 @@ describe("Porch's files with fnr (../shared/compat/porch)", function () {
   })
 
   describe('the runner Deployments (HEAD, v1.5.8, v1.5.7): their args and env start fnr serve', () => {
-    let pb: PodBed
-    const restore: Array<() => void> = []
+    waitForClusterBinaries()
+    let pb: ClusterPodBed
 
     before(async () => {
-      restore.push(customResourceScope())
-      // Porch's own CRDs, and core/v1 PodTemplates (which the test API server does not serve by itself)
-      for (const file of ['config.porch.kpt.dev_functionconfigs.yaml', 'config.porch.kpt.dev_servicetemplates.yaml']) registerCrd((await porchDocs(`head/${file}`))[0]!)
-      registerCustomResource({group: '', version: 'v1', plural: 'podtemplates', kind: 'PodTemplate', statusSubresource: false})
-      pb = await startPodBed()
+      // Porch's own CRDs
+      pb = await startPorchBed()
     })
     after(async () => {
-      for (const r of restore.splice(0).reverse()) r()
       await pb?.stop()
     })
 
@@ -189,9 +203,9 @@ describe("Porch's files with fnr (../shared/compat/porch)", function () {
       const runner = await porchRunner(version)
       expect(runner.command![0]).to.equal('/home/nonroot/server')
       const args = [...runner.command!.slice(1), ...(runner.args ?? [])].map((a) => a.replaceAll('/home/nonroot/', `${home}/`).replace(/^--pod-namespace=.*$/, `--pod-namespace=${ns}`))
-      const env: Record<string, string> = {KUBECONFIG: pb.bed.kubeconfigPath, HOME: home}
+      const env: Record<string, string> = {KUBECONFIG: pb.kubeconfigPath, HOME: home}
       for (const e of runner.env ?? []) env[e.name] = e.value ?? ''
-      // The kubelet of the test bed knows this wrapper-server image; Porch's names Docker Hub's.
+      // The test node knows this wrapper-server image; Porch's names Docker Hub's.
       expect(env.WRAPPER_SERVER_IMAGE).to.match(/^docker\.io\/nephio\/porch-wrapper-server:/)
       env.WRAPPER_SERVER_IMAGE = WRAPPER_IMAGE
       return {args: [...args, '--port=0', '--pod-address=pod-ip'], env}
@@ -199,14 +213,14 @@ describe("Porch's files with fnr (../shared/compat/porch)", function () {
 
     for (const version of ['head', 'v1.5.8', 'v1.5.7']) {
       it(`${version}: starts, reports SERVING, serves an exec function and leaves no pod it was not asked for`, async () => {
-        const ns = pb.namespace()
+        const ns = await pb.namespace()
         const home = await temp.make(`fnr-porch-home-${version}-`)
         await makeFunctionsDir(home)
         if (version === 'head') {
           // Porch's base templates, as HEAD deploys them, in the pod namespace
-          for (const d of await porchDocs('head/porch_22-function-templates.yaml')) pb.bed.api.registry.create(d.kind === 'PodTemplate' ? 'podtemplates' : 'servicetemplates', ns, {...d, metadata: {...d.metadata, namespace: ns}})
+          for (const d of await porchDocs('head/porch_22-function-templates.yaml')) await createPorchObject(pb, ns, d)
           // HEAD maps exec functions with FunctionConfigs (no config.yaml); one mapping to a local script
-          pb.bed.api.registry.create('functionconfigs', ns, {apiVersion: 'config.porch.kpt.dev/v1alpha1', kind: 'FunctionConfig', metadata: {name: 'cat', namespace: ns}, spec: {image: 'cat', prefixes: ['example.com'], binaryExecutor: {tags: ['v1'], path: 'cat'}}})
+          await createPorchObject(pb, ns, {apiVersion: 'config.porch.kpt.dev/v1alpha1', kind: 'FunctionConfig', metadata: {name: 'cat', namespace: ns}, spec: {image: 'cat', prefixes: ['example.com'], binaryExecutor: {tags: ['v1'], path: 'cat'}}})
         }
         const {args, env} = await porchArgs(version, ns, home)
         const proc = await serveProcess(args, env)
@@ -227,7 +241,7 @@ describe("Porch's files with fnr (../shared/compat/porch)", function () {
             // v1.5.x mount the pod-cache-config at /pod-cache-config; not mounted here: the defaults, said so
             expect(proc.log()).to.match(/"msg":"no pod cache config; using the flag defaults for every image"/)
           }
-          expect(storedPods(pb, ns)).to.deep.equal([])
+          expect(await listPods(pb, ns)).to.deep.equal([])
         } finally {
           client.close()
           health.close()
@@ -237,7 +251,7 @@ describe("Porch's files with fnr (../shared/compat/porch)", function () {
     }
 
     it('v1.5.8: a pod-cache-config fnr cannot read is a warning and fnr serves (as Porch); --strict-config makes it an error', async () => {
-      const ns = pb.namespace()
+      const ns = await pb.namespace()
       const home = await temp.make('fnr-porch-home-strict-')
       await makeFunctionsDir(home)
       const unreadable = path.join(home, 'pod-cache-config')
@@ -319,28 +333,24 @@ describe("Porch's files with fnr (../shared/compat/porch)", function () {
       expect(store.lookupBinary(`${CATALOG}/set-namespace:v0.4.2`)).to.equal(undefined)
     })
 
-    describe('on the test bed, with Porch\'s CRDs and base templates', () => {
-      let pb: PodBed
-      const restore: Array<() => void> = []
+    describe('on the real control plane, with Porch\'s CRDs and base templates', () => {
+      waitForClusterBinaries()
+      let pb: ClusterPodBed
       before(async () => {
-        restore.push(customResourceScope())
-        for (const file of ['config.porch.kpt.dev_functionconfigs.yaml', 'config.porch.kpt.dev_servicetemplates.yaml']) registerCrd((await porchDocs(`head/${file}`))[0]!)
-        registerCustomResource({group: '', version: 'v1', plural: 'podtemplates', kind: 'PodTemplate', statusSubresource: false})
-        pb = await startPodBed()
+        pb = await startPorchBed()
       })
       after(async () => {
-        for (const r of restore.splice(0).reverse()) r()
         await pb?.stop()
       })
 
       it('serves the exec mappings, runs a podExecutor function in a pod made from Porch\'s PodTemplate as written, with its TTL', async () => {
-        const ns = pb.namespace()
-        for (const d of await porchDocs('head/porch_22-function-templates.yaml')) pb.bed.api.registry.create(d.kind === 'PodTemplate' ? 'podtemplates' : 'servicetemplates', ns, {...d, metadata: {...d.metadata, namespace: ns}})
-        for (const o of objects) pb.bed.api.registry.create('functionconfigs', ns, {...o, metadata: {...o.metadata, namespace: ns}})
-        // create-setters:v0.1.0 has only a podExecutor: it runs in a pod (a cat script in the test kubelet)
+        const ns = await pb.namespace()
+        for (const d of await porchDocs('head/porch_22-function-templates.yaml')) await createPorchObject(pb, ns, d)
+        for (const o of objects) await createPorchObject(pb, ns, o as KubeObject)
+        // create-setters:v0.1.0 has only a podExecutor: it runs in a pod (a cat script on the test node)
         const podImage = `${CATALOG}/create-setters:v0.1.0`
         const script = await writeExecutable(path.join(pb.dir, 'functions', 'porch-create-setters'), SCRIPTS.cat)
-        pb.bed.kubelet.setImage(podImage, {commandMap: {'/usr/local/bin/function': script}})
+        pb.kubelet.setImage(podImage, wrapped({'/usr/local/bin/function': script}))
         const metadata = new StaticMetadataSource((img) => (img === podImage ? ['/usr/local/bin/function'] : undefined))
         const fns = await makeFunctionsDir(await temp.make())
         const base = serveOptions({...fns, functionsDir, disableRuntimes: ''})
@@ -348,7 +358,7 @@ describe("Porch's files with fnr (../shared/compat/porch)", function () {
           ...base,
           functionConfig: {source: 'crd', namespace: ns},
           // warm-up off: it would start 19 pods on this shared machine (the warm-up list is checked above)
-          pod: {...base.pod, namespace: ns, wrapperServerImage: WRAPPER_IMAGE, podAddress: 'pod-ip', metadata, kubeConfig: pb.bed.kubeConfig, owner: 'porch-files', warmUp: false, ttlMs: 60_000},
+          pod: {...base.pod, namespace: ns, wrapperServerImage: WRAPPER_IMAGE, podAddress: 'pod-ip', metadata, kubeconfig: pb.kubeconfigPath, owner: 'porch-files', warmUp: false, ttlMs: 60_000},
         }
         const logger = memoryLogger()
         const running = await startInProcess(options, logger)
@@ -363,7 +373,7 @@ describe("Porch's files with fnr (../shared/compat/porch)", function () {
           const res = await client.evaluateRaw(podImage, RL, {deadline: Date.now() + 60_000})
           expect(res.resourceList.toString()).to.equal(RL.toString())
           expect(res.trailers.get('fnr-evaluator')).to.deep.equal(['pod'])
-          const [pod] = storedPods(pb, ns) as V1Pod[]
+          const [pod] = (await listPods(pb, ns)) as V1Pod[]
           const fn = pod!.spec!.containers.find((c) => c.name === 'function')!
           // Porch's PodTemplate as written: its probes, env and pull policy; no securityContext added
           expect(fn.livenessProbe?.exec?.command).to.deep.equal(['/wrapper-server-tools/grpc-health-probe', '-addr', 'localhost:9446'])
@@ -381,16 +391,18 @@ describe("Porch's files with fnr (../shared/compat/porch)", function () {
       })
 
       it('a FunctionConfig asking for a request above its limit is refused before any pod is created (the API server would reject the pod)', async () => {
-        const ns = pb.namespace()
+        const ns = await pb.namespace()
         const podImage = `${CATALOG}/gatekeeper:v0.2.1`
-        pb.bed.api.registry.create('functionconfigs', ns, {
+        await createPorchObject(pb, ns, {
           apiVersion: 'config.porch.kpt.dev/v1alpha1',
           kind: 'FunctionConfig',
           metadata: {name: 'gatekeeper', namespace: ns},
           // requests alone are fine; the template's limit makes it one the API server rejects
           spec: {image: 'gatekeeper', prefixes: [CATALOG], podExecutor: {tags: ['v0.2.1'], templateOverrides: {container: {resources: {requests: {memory: '2Gi'}}}}}},
         })
-        pb.bed.api.registry.create('podtemplates', ns, {
+        await createPorchObject(pb, ns, {
+          apiVersion: 'v1',
+          kind: 'PodTemplate',
           metadata: {name: 'base-pod-template', namespace: ns},
           template: {spec: {containers: [{name: 'function', image: 'x', command: ['/wrapper-server-tools/wrapper-server'], resources: {limits: {memory: '1Gi'}}}]}},
         })
@@ -400,7 +412,7 @@ describe("Porch's files with fnr (../shared/compat/porch)", function () {
         const running = await startInProcess({
           ...base,
           functionConfig: {source: 'crd', namespace: ns},
-          pod: {...base.pod, namespace: ns, wrapperServerImage: WRAPPER_IMAGE, podAddress: 'pod-ip', metadata, kubeConfig: pb.bed.kubeConfig, owner: 'porch-files-limits', warmUp: false},
+          pod: {...base.pod, namespace: ns, wrapperServerImage: WRAPPER_IMAGE, podAddress: 'pod-ip', metadata, kubeconfig: pb.kubeconfigPath, owner: 'porch-files-limits', warmUp: false},
         })
         const client = new EvaluatorClient(`127.0.0.1:${running.port}`)
         try {
@@ -408,7 +420,7 @@ describe("Porch's files with fnr (../shared/compat/porch)", function () {
           expect(err, 'must fail').to.not.equal(undefined)
           expect(err.code).to.equal(grpc.status.FAILED_PRECONDITION)
           expect(err.details).to.match(/the API server would reject its resources: spec\.containers\[0\] \(function\)\.resources\.requests\.memory: "2Gi" is more than the limit "1Gi"/)
-          expect(storedPods(pb, ns)).to.deep.equal([])
+          expect(await listPods(pb, ns)).to.deep.equal([])
         } finally {
           client.close()
           await running.stop()

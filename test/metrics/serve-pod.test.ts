@@ -8,23 +8,26 @@ import {metrics, NO_METRICS} from '../../src/lib/telemetry/metrics.js'
 import {leaseNameFor} from '../../src/lib/pods/cluster/lease.js'
 import {functionPodAnnotations, functionPodLabels} from '../../src/lib/pods/model/naming.js'
 import type {RunningServer} from '../../src/lib/serve.js'
-import {RL, WRAPPER_IMAGE, image, resetGate, startPodBed, startedCalls, until, type PodBed} from '../support/pods/index.js'
+import {waitForClusterBinaries} from '../support/cluster/shared.js'
+import {closeGate, gateStarts, startClusterPodBed, type ClusterPodBed} from '../support/pods/cluster-bed.js'
+import {RL, WRAPPER_IMAGE, image, until} from '../support/pods/index.js'
 import {freePort} from '../support/registry/tools.js'
 import {makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
 import {TempDirs} from '../support/tmp.js'
 import {scrape} from './prom-text.js'
 
-describe('fnr serve --metrics-port with the pod runtime (test bed)', function () {
+describe('fnr serve --metrics-port with the pod runtime (on the real control plane)', function () {
   this.timeout(120_000)
+  waitForClusterBinaries()
   const temp = new TempDirs()
-  let pb: PodBed
+  let pb: ClusterPodBed
   let running: RunningServer | undefined
   let client: EvaluatorClient | undefined
   let metricsPort: number
   let ns: string
 
   before(async () => {
-    pb = await startPodBed()
+    pb = await startClusterPodBed()
     const dir = await temp.make()
     const fns = await makeFunctionsDir(dir)
     const cacheConfigPath = path.join(dir, 'pod-cache-config.yaml')
@@ -37,13 +40,13 @@ describe('fnr serve --metrics-port with the pod runtime (test bed)', function ()
       metricsPort,
       pod: {
         ...base.pod,
-        namespace: (ns = pb.namespace()),
+        namespace: (ns = await pb.namespace()),
         cacheConfigPath,
         scanIntervalMs: 200,
         wrapperServerImage: WRAPPER_IMAGE,
         podAddress: 'pod-ip',
         metadata: pb.metadata,
-        kubeConfig: pb.bed.kubeConfig,
+        kubeconfig: pb.kubeconfigPath,
         owner: 'metrics-test',
         leaseDurationMs: 30_000,
       },
@@ -79,11 +82,11 @@ describe('fnr serve --metrics-port with the pod runtime (test bed)', function ()
   })
 
   it('shows the waitlist depth and calls in flight while calls wait on a pod', async () => {
-    await resetGate(pb)
+    await closeGate(pb)
     const gate = image('gate')
     // maxWaitlistLength 2 and one pod per image: both calls go to one pod.
     const calls = [0, 1].map(() => client!.evaluateRaw(gate, RL, {deadline: Date.now() + 60_000}))
-    await until(async () => (await startedCalls(pb)) === 2, 'both gate calls running')
+    await until(async () => (await gateStarts(pb)) === 2, 'both gate calls running')
     const during = await scrape(metricsPort)
     expect(during.value('fnr_pod_waitlist_depth', {image: gate})).to.equal(2)
     expect(during.value('fnr_evaluations_in_flight')).to.equal(2)
@@ -112,27 +115,33 @@ describe('fnr serve --metrics-port with the pod runtime (test bed)', function ()
     const before = await scrape(metricsPort)
     // A replica "ghost" that released its Lease, and a pod of it made from an older template
     // (so not usable here): the next GC pass takes it over by deleting it.
-    pb.bed.api.registry.create('leases', ns, {
+    await pb.admin.create(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`, {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
       metadata: {name: leaseNameFor('ghost'), labels: {'app.kubernetes.io/managed-by': 'fnr', 'app.kubernetes.io/component': 'replica-lease', 'fnr.dev/owner': 'ghost'}},
       spec: {holderIdentity: '', leaseDurationSeconds: 10},
     })
     const name = 'ghost-pod-abcde'
-    pb.bed.api.registry.create('pods', ns, {
+    await pb.admin.create(`/api/v1/namespaces/${ns}/pods`, {
+      apiVersion: 'v1',
+      kind: 'Pod',
       metadata: {
         name,
         labels: functionPodLabels(name, image('cat'), 'ghost'),
         annotations: {...functionPodAnnotations({templateVersion: 'inline-000000000000', image: image('cat'), owner: 'ghost', now: Date.now(), ttlMs: 60_000, creationId: 'x'})},
       },
-      spec: {containers: [{name: 'function', image: 'example.com/unknown:v1'}]},
+      // The bed's wrapper image is 'skip' on the node: reported running without a process, so the pod's deletion
+      // waits on nothing (an image the node cannot pull went to runc, whose pull retries made it slow under load).
+      spec: {containers: [{name: 'function', image: WRAPPER_IMAGE}]},
     })
     const after = await until(async () => {
       const m = await scrape(metricsPort)
       return m.value('fnr_pod_gc_deletions_total', {kind: 'pod', reason: 'replica-gone'}) > before.value('fnr_pod_gc_deletions_total', {kind: 'pod', reason: 'replica-gone'}) && m
     }, 'the ghost replica\'s pod deleted')
     expect(after.value('fnr_pod_gc_deletions_total', {kind: 'pod', reason: 'replica-gone'}) - before.value('fnr_pod_gc_deletions_total', {kind: 'pod', reason: 'replica-gone'})).to.equal(1)
-    await until(async () => pb.bed.api.registry.find('pods', ns, name) === undefined, 'the ghost pod gone')
+    await until(async () => (await pb.admin.raw('GET', `/api/v1/namespaces/${ns}/pods/${name}`)).code === 404, 'the ghost pod gone')
     // Its Lease goes once it has no pods left; the TTL deletion above is still counted once.
-    await until(async () => pb.bed.api.registry.find('leases', ns, leaseNameFor('ghost')) === undefined, 'the ghost lease gone')
+    await until(async () => (await pb.admin.raw('GET', `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/${leaseNameFor('ghost')}`)).code === 404, 'the ghost lease gone')
     const last = await scrape(metricsPort)
     expect(last.value('fnr_pod_gc_deletions_total', {kind: 'pod', reason: 'replica-gone'})).to.equal(after.value('fnr_pod_gc_deletions_total', {kind: 'pod', reason: 'replica-gone'}))
     expect(last.value('fnr_pod_gc_deletions_total', {reason: 'other'})).to.equal(0)

@@ -4,11 +4,15 @@ import {execa} from 'execa'
 import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, ANNOTATION_TTL, LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER, LABEL_POD} from '../../src/lib/pods/model/naming.js'
 import {runCli} from '../support/cli.js'
 import {BIN_RUN} from '../support/serve.js'
-import {RL, WRAPPER_IMAGE, image, podNames, startRuntime, startedCalls, storedPods, storedServices, until, usePodBed, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
+import {waitForClusterBinaries} from '../support/cluster/shared.js'
+import {gateStarts, listPods, listServices, podNames, startClusterRuntime, useClusterPodBed, type ClusterPodBed} from '../support/pods/cluster-bed.js'
+import {RL, WRAPPER_IMAGE, image, until, type RuntimeHandle} from '../support/pods/index.js'
 
 /** A pod as another runner (or Porch) would have left it; runs as a no-process 'skip' pod. */
 function strayPod(name: string, labels: Record<string, string>, annotations: Record<string, string> = {}, img = WRAPPER_IMAGE): object {
   return {
+    apiVersion: 'v1',
+    kind: 'Pod',
     metadata: {name, labels, annotations},
     spec: {restartPolicy: 'Never', containers: [{name: 'function', image: img, command: ['/wrapper-server-tools/wrapper-server']}]},
   }
@@ -19,14 +23,18 @@ const ago = (ms: number): string => new Date(Date.now() - ms).toISOString()
 
 const POD_INFO_KEYS = ['pod', 'service', 'image', 'phase', 'ready', 'state', 'detail', 'created', 'ageSeconds', 'lastUsed', 'ttlSeconds', 'ttlLeftSeconds', 'templateVersion', 'owner', 'ownerLease', 'podIP']
 
-describe('fnr pods ls|gc against the test bed', function () {
+describe('fnr pods ls|gc (on the real control plane)', function () {
   this.timeout(180_000)
-  let pb: PodBed
+  waitForClusterBinaries()
+  let pb: ClusterPodBed
   let h: RuntimeHandle | undefined
   let ns: string
-  const cli = (args: string[]) => runCli([...args, '--kubeconfig', pb.bed.kubeconfigPath, '-n', ns], {timeout: 120_000})
+  const cli = (args: string[]) => runCli([...args, '--kubeconfig', pb.kubeconfigPath, '-n', ns], {timeout: 120_000})
+  const createPod = (pod: object) => pb.admin.create(`/api/v1/namespaces/${ns}/pods`, pod)
+  const createService = (svc: object) => pb.admin.create(`/api/v1/namespaces/${ns}/services`, {apiVersion: 'v1', kind: 'Service', ...svc})
+  const serviceNames = async (): Promise<string[]> => (await listServices(pb, ns)).map((s) => s.metadata!.name!)
 
-  usePodBed({
+  useClusterPodBed({
     bed: (bed) => (pb = bed),
     namespace: (name) => (ns = name),
     cleanup: async () => {
@@ -37,22 +45,21 @@ describe('fnr pods ls|gc against the test bed', function () {
 
   /** Pods of every kind: one the runtime made (in use), and strays of other runners, Porch and others. */
   async function populate(): Promise<void> {
-    h = await startRuntime(pb, {namespace: ns})
+    h = await startClusterRuntime(pb, {namespace: ns})
     await h.evaluator.evaluate({image: image('cat'), resourceList: RL})
-    const reg = pb.bed.api.registry
-    reg.create('pods', ns, strayPod('other-expired', ours('other-expired', 'runner-b'), {[ANNOTATION_IMAGE]: image('cat'), [ANNOTATION_LAST_USED]: ago(3 * 3600_000), [ANNOTATION_TTL]: '60'}))
-    reg.create('pods', ns, strayPod('other-fresh', ours('other-fresh', 'runner-b'), {[ANNOTATION_IMAGE]: image('cat'), [ANNOTATION_LAST_USED]: ago(0), [ANNOTATION_TTL]: '1800'}))
-    reg.create('pods', ns, strayPod('other-idle-hour', ours('other-idle-hour', 'runner-b'), {[ANNOTATION_IMAGE]: image('stderr'), [ANNOTATION_LAST_USED]: ago(3600_000), [ANNOTATION_TTL]: '86400'}))
-    reg.create('pods', ns, strayPod('other-failed', ours('other-failed', 'runner-b'), {[ANNOTATION_IMAGE]: image('crash'), [ANNOTATION_LAST_USED]: ago(0), [ANNOTATION_TTL]: '1800'}, image('crash')))
-    reg.create('pods', ns, strayPod('porch-pod', {[LABEL_FN_IMAGE]: 'porch-pod'}, {[ANNOTATION_LAST_USED]: ago(3 * 3600_000), [ANNOTATION_TTL]: '60'}))
-    reg.create('pods', ns, strayPod('unrelated', {app: 'web'}))
-    reg.create('services', ns, {metadata: {name: 'orphan-svc', labels: {[LABEL_MANAGED_BY]: 'fnr', [LABEL_POD]: 'gone-pod'}}, spec: {ports: [{port: 9446}], selector: {[LABEL_FN_IMAGE]: 'gone-pod'}}})
-    reg.create('services', ns, {metadata: {name: 'porch-svc'}, spec: {ports: [{port: 9446}], selector: {[LABEL_FN_IMAGE]: 'gone-pod'}}})
-    await until(() => storedPods(pb, ns).find((p) => p.metadata!.name === 'other-failed')?.status?.phase === 'Failed', 'the crashing pod failed')
+    await createPod(strayPod('other-expired', ours('other-expired', 'runner-b'), {[ANNOTATION_IMAGE]: image('cat'), [ANNOTATION_LAST_USED]: ago(3 * 3600_000), [ANNOTATION_TTL]: '60'}))
+    await createPod(strayPod('other-fresh', ours('other-fresh', 'runner-b'), {[ANNOTATION_IMAGE]: image('cat'), [ANNOTATION_LAST_USED]: ago(0), [ANNOTATION_TTL]: '1800'}))
+    await createPod(strayPod('other-idle-hour', ours('other-idle-hour', 'runner-b'), {[ANNOTATION_IMAGE]: image('stderr'), [ANNOTATION_LAST_USED]: ago(3600_000), [ANNOTATION_TTL]: '86400'}))
+    await createPod(strayPod('other-failed', ours('other-failed', 'runner-b'), {[ANNOTATION_IMAGE]: image('crash'), [ANNOTATION_LAST_USED]: ago(0), [ANNOTATION_TTL]: '1800'}, image('crash')))
+    await createPod(strayPod('porch-pod', {[LABEL_FN_IMAGE]: 'porch-pod'}, {[ANNOTATION_LAST_USED]: ago(3 * 3600_000), [ANNOTATION_TTL]: '60'}))
+    await createPod(strayPod('unrelated', {app: 'web'}))
+    await createService({metadata: {name: 'orphan-svc', labels: {[LABEL_MANAGED_BY]: 'fnr', [LABEL_POD]: 'gone-pod'}}, spec: {ports: [{port: 9446}], selector: {[LABEL_FN_IMAGE]: 'gone-pod'}}})
+    await createService({metadata: {name: 'porch-svc'}, spec: {ports: [{port: 9446}], selector: {[LABEL_FN_IMAGE]: 'gone-pod'}}})
+    await until(async () => (await listPods(pb, ns)).find((p) => p.metadata!.name === 'other-failed')?.status?.phase === 'Failed', 'the crashing pod failed')
   }
 
   it('ls: says so clearly when there are no function pods (text on stderr, nothing on stdout; JSON lists none)', async () => {
-    pb.bed.api.registry.create('pods', ns, strayPod('unrelated', {app: 'web'}))
+    await createPod(strayPod('unrelated', {app: 'web'}))
     const r = await cli(['pods', 'ls'])
     expect(r.exitCode, r.stderr).to.equal(0)
     expect(r.stdout).to.equal('')
@@ -92,7 +99,7 @@ describe('fnr pods ls|gc against the test bed', function () {
 
   it('gc --dry-run lists what the GC rules collect and deletes nothing', async () => {
     await populate()
-    const before = podNames(pb, ns)
+    const before = await podNames(pb, ns)
     const r = await cli(['pods', 'gc', '--dry-run', '--json'])
     expect(r.exitCode, r.stderr).to.equal(0)
     const out = JSON.parse(r.stdout) as {dryRun: boolean; items: Array<{kind: string; name: string; reason: string; deleted: boolean}>}
@@ -101,24 +108,24 @@ describe('fnr pods ls|gc against the test bed', function () {
     expect(out.items.every((i) => !i.deleted)).to.equal(true)
     const text = await cli(['pods', 'gc', '--dry-run'])
     expect(text.stdout).to.include('would delete pod other-expired').and.include('would delete pod other-failed')
-    expect(podNames(pb, ns)).to.deep.equal(before)
-    expect(storedServices(pb, ns)).to.have.length(3)
+    expect(await podNames(pb, ns)).to.deep.equal(before)
+    expect(await listServices(pb, ns)).to.have.length(3)
   })
 
   it('gc deletes expired and failed fnr pods with their Services; keeps pods in use, fresh ones and everything not fnr\'s', async () => {
     await populate()
     // the runtime's pod has a call in flight
     const inFlight = h!.evaluator.evaluate({image: image('gate'), resourceList: RL})
-    await until(async () => (await startedCalls(pb)) === 1, 'the call running')
+    await until(async () => (await gateStarts(pb)) === 1, 'the call running')
     const busy = h!.runtime.cache.snapshot().find((s) => s.image === image('gate'))!.name
     const r = await cli(['pods', 'gc'])
     expect(r.exitCode, r.stderr).to.equal(0)
     expect(r.stdout).to.include('deleted pod other-expired').and.include('deleted pod other-failed')
     // not a terminal: one plain progress line per pod on stderr
     expect(r.stderr).to.include('ok: deleted pod other-expired')
-    await until(() => !podNames(pb, ns).some((n) => n === 'other-expired' || n === 'other-failed'), 'the collected pods gone')
-    expect(podNames(pb, ns)).to.include.members([busy, 'other-fresh', 'other-idle-hour', 'porch-pod', 'unrelated'])
-    expect(storedServices(pb, ns).map((s) => s.metadata!.name)).to.include.members(['porch-svc', 'orphan-svc'])
+    await until(async () => !(await podNames(pb, ns)).some((n) => n === 'other-expired' || n === 'other-failed'), 'the collected pods gone')
+    expect(await podNames(pb, ns)).to.include.members([busy, 'other-fresh', 'other-idle-hour', 'porch-pod', 'unrelated'])
+    expect(await serviceNames()).to.include.members(['porch-svc', 'orphan-svc'])
     await pb.openGate()
     await inFlight
   })
@@ -131,8 +138,8 @@ describe('fnr pods ls|gc against the test bed', function () {
     expect(out.items.map((i) => i.name).sort()).to.deep.equal(['other-expired', 'other-failed', 'other-idle-hour'])
     expect(out.items.find((i) => i.name === 'other-idle-hour')!.reason).to.equal('idle for longer than --older-than')
     expect(out).to.deep.include({deleted: 3, failed: 0})
-    await until(() => !podNames(pb, ns).includes('other-idle-hour'), 'the idle pod gone')
-    expect(podNames(pb, ns)).to.include.members(['other-fresh', 'porch-pod'])
+    await until(async () => !(await podNames(pb, ns)).includes('other-idle-hour'), 'the idle pod gone')
+    expect(await podNames(pb, ns)).to.include.members(['other-fresh', 'porch-pod'])
   })
 
   it('gc --all removes every fnr pod and Service, and nothing else (once the runner is stopped: a live replica\'s fresh pods are kept)', async () => {
@@ -149,13 +156,13 @@ describe('fnr pods ls|gc against the test bed', function () {
     const out = JSON.parse(r.stdout) as {items: Array<{kind: string; name: string}>; failed: number}
     expect(out.failed).to.equal(0)
     expect(out.items.filter((i) => i.kind === 'service').map((i) => i.name)).to.deep.equal(['orphan-svc'])
-    await until(() => podNames(pb, ns).join() === 'porch-pod,unrelated', `only foreign pods left (${podNames(pb, ns)})`)
-    await until(() => storedServices(pb, ns).map((s) => s.metadata!.name).join() === 'porch-svc', 'only the foreign Service left')
+    await until(async () => (await podNames(pb, ns)).join() === 'porch-pod,unrelated', `only foreign pods left (${await podNames(pb, ns)})`)
+    await until(async () => (await serviceNames()).join() === 'porch-svc', 'only the foreign Service left')
   })
 
   it('gc: a deletion that fails gives exit 1, a FAILED line, the other deletions done, and --json counts it', async () => {
     await populate()
-    const fault = pb.bed.api.failNext({verb: 'delete', resource: 'pods', namespace: ns, name: 'other-failed', code: 403, times: Infinity, message: 'pods "other-failed" is forbidden: no delete for you'})
+    const fault = pb.proxy.failNext({verb: 'delete', resource: 'pods', namespace: ns, name: 'other-failed', code: 403, times: Infinity, message: 'pods "other-failed" is forbidden: no delete for you'})
     try {
       const r = await cli(['pods', 'gc'])
       expect(r.exitCode, r.stderr).to.equal(1)
@@ -165,8 +172,8 @@ describe('fnr pods ls|gc against the test bed', function () {
       expect(lines.filter((l) => l.startsWith('FAILED: cannot delete pod other-failed: '))).to.have.length(1)
       expect(lines.at(-1)).to.equal('fnr: 1 of 2 deletions failed')
       expect(lines.filter((l) => l.startsWith('fnr: '))).to.have.length(1)
-      await until(() => !podNames(pb, ns).includes('other-expired'), 'the expired pod gone')
-      expect(podNames(pb, ns)).to.include('other-failed')
+      await until(async () => !(await podNames(pb, ns)).includes('other-expired'), 'the expired pod gone')
+      expect(await podNames(pb, ns)).to.include('other-failed')
 
       const j = await cli(['pods', 'gc', '--json'])
       expect(j.exitCode, j.stderr).to.equal(1)
@@ -185,10 +192,10 @@ describe('fnr pods ls|gc against the test bed', function () {
 
   it('gc on a terminal shows listr2 progress per pod (ticks and crosses), then the same result lines', async () => {
     await populate()
-    const fault = pb.bed.api.failNext({verb: 'delete', resource: 'pods', namespace: ns, name: 'other-failed', code: 403, times: Infinity})
+    const fault = pb.proxy.failNext({verb: 'delete', resource: 'pods', namespace: ns, name: 'other-failed', code: 403, times: Infinity})
     try {
       const q = (a: string): string => `'${a.replace(/'/g, "'\\''")}'`
-      const args = [process.execPath, BIN_RUN, 'pods', 'gc', '--kubeconfig', pb.bed.kubeconfigPath, '-n', ns]
+      const args = [process.execPath, BIN_RUN, 'pods', 'gc', '--kubeconfig', pb.kubeconfigPath, '-n', ns]
       // util-linux script(1) runs the command on a pseudo-terminal (stdout and stderr are a TTY), 200 columns wide
       const r = await execa('script', ['-qec', `stty cols 200 rows 50; ${args.map(q).join(' ')}`, '/dev/null'], {reject: false, timeout: 120_000, env: {...process.env, TERM: 'xterm'}})
       const text = String(r.stdout).replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '')
@@ -208,10 +215,10 @@ describe('fnr pods ls|gc against the test bed', function () {
     expect(r.exitCode).to.equal(3)
     expect(r.stderr.trim().split('\n')).to.have.length(1)
     expect(r.stderr).to.match(/^fnr: /)
-    const bad = await runCli(['pods', 'gc', '--older-than', 'soon', '--kubeconfig', pb.bed.kubeconfigPath])
+    const bad = await runCli(['pods', 'gc', '--older-than', 'soon', '--kubeconfig', pb.kubeconfigPath])
     expect(bad.exitCode).to.equal(2)
     expect(bad.stderr.trim().split('\n')).to.have.length(1)
-    const ctx = await runCli(['pods', 'ls', '--kubeconfig', pb.bed.kubeconfigPath, '--context', 'nope'])
+    const ctx = await runCli(['pods', 'ls', '--kubeconfig', pb.kubeconfigPath, '--context', 'nope'])
     expect(ctx.exitCode).to.equal(3)
     expect(ctx.stderr).to.include('no context "nope"')
   })

@@ -10,7 +10,7 @@ import {expect} from 'chai'
 import {ANNOTATION_LAST_USED, ANNOTATION_TTL} from '../../src/lib/pods/model/naming.js'
 import {runCli} from '../support/cli.js'
 import {waitForClusterBinaries} from '../support/cluster/shared.js'
-import {gateStarts, listPods, listServices, startClusterRuntime, useClusterPodBed, type ClusterPodBed} from '../support/pods/cluster-bed.js'
+import {gateStarts, listPods, listServices, podNames, startClusterRuntime, useClusterPodBed, type ClusterPodBed} from '../support/pods/cluster-bed.js'
 import {RL, image, until, type RuntimeHandle} from '../support/pods/index.js'
 
 const ago = (ms: number): string => new Date(Date.now() - ms).toISOString()
@@ -30,7 +30,6 @@ describe('fnr pods gc and busy pods (on the real control plane)', function () {
   let ns: string
   const cli = (args: string[]) => runCli([...args, '--kubeconfig', pb.kubeconfigPath, '-n', ns], {timeout: 120_000})
   const lastUsed = async (pod: string): Promise<string | undefined> => (await listPods(pb, ns)).find((p) => p.metadata!.name === pod)?.metadata?.annotations?.[ANNOTATION_LAST_USED]
-  const podNames = async (): Promise<string[]> => (await listPods(pb, ns)).map((p) => p.metadata!.name!).sort()
   /** A merge patch of a pod's annotations, straight to kube-apiserver (as the runner or a user would write them). */
   const annotate = (pod: string, annotations: Record<string, string>) => pb.admin.patch(`/api/v1/namespaces/${ns}/pods/${pod}`, {metadata: {annotations}})
 
@@ -70,7 +69,7 @@ describe('fnr pods gc and busy pods (on the real control plane)', function () {
     )
     expect((await listPods(pb, ns)).find((p) => p.metadata!.name === name)!.metadata!.annotations![ANNOTATION_TTL]).to.equal('1')
     // the pod stayed (busy pods are never collected), and the call is still in flight
-    expect(await podNames()).to.deep.equal([name])
+    expect(await podNames(pb, ns)).to.deep.equal([name])
     expect(h.runtime.cache.snapshot()[0]!.load).to.equal(1)
     expect(Date.parse(refreshed)).to.be.greaterThan(Date.parse(written))
     await pb.openGate()
@@ -99,7 +98,7 @@ describe('fnr pods gc and busy pods (on the real control plane)', function () {
     expect(out.items).to.deep.equal([{kind: 'pod', name, reason: 'idle for longer than its TTL', image: image('gate'), deleted: false, skipped: true}])
     expect(r.stderr).to.include(`ok: left pod ${name} alone: it changed since it was listed`)
     // pod and Service are still there, the call goes on and ends well
-    expect(await podNames()).to.deep.equal([name])
+    expect(await podNames(pb, ns)).to.deep.equal([name])
     expect((await listServices(pb, ns)).map((s) => s.metadata!.name)).to.deep.equal([name])
     expect(pb.proxy.requestsFor({verb: 'delete', resource: 'services', namespace: ns})).to.deep.equal([])
     await pb.openGate()
@@ -118,6 +117,6 @@ describe('fnr pods gc and busy pods (on the real control plane)', function () {
     const r = await run
     expect(r.exitCode, r.stderr).to.equal(0)
     expect(r.stdout).to.equal(`left pod ${name} alone: it changed since it was listed (a call took it, a replica took it over, or it went away)`)
-    expect(await podNames()).to.deep.equal([name])
+    expect(await podNames(pb, ns)).to.deep.equal([name])
   })
 })

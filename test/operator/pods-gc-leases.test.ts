@@ -1,5 +1,5 @@
 /**
- * `fnr pods gc|ls` and replica Leases, on the test bed: the CLI deletes a live replica's pods only
+ * `fnr pods gc|ls` and replica Leases, on the real control plane: the CLI deletes a live replica's pods only
  * when they failed or ended (idle ones, even past their TTL, are left to that replica, whose own GC
  * sees its calls in flight), never by --older-than or --all; pods of replicas whose Lease expired
  * or was released go like orphans. `fnr pods ls` shows each owner's Lease state.
@@ -11,13 +11,17 @@ import type {V1Lease} from '@kubernetes/client-node'
 import {judgeLeasesAt} from '../../src/lib/pods/cluster/lease.js'
 import {ANNOTATION_IMAGE, ANNOTATION_LAST_USED, ANNOTATION_TTL, LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER} from '../../src/lib/pods/model/naming.js'
 import {runCli} from '../support/cli.js'
-import {RL, WRAPPER_IMAGE, image, podNames, startRuntime, storedPods, until, usePodBed, closeAll, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
+import {waitForClusterBinaries} from '../support/cluster/shared.js'
+import {listPods, podNames, startClusterRuntime, useClusterPodBed, type ClusterPodBed} from '../support/pods/cluster-bed.js'
+import {RL, WRAPPER_IMAGE, image, until, closeAll, type RuntimeHandle} from '../support/pods/index.js'
 
 const ago = (ms: number): string => new Date(Date.now() - ms).toISOString()
 
-/** A pod with fnr's labels, as a replica leaves it (a no-process pod on the kubelet). */
+/** A pod with fnr's labels, as a replica leaves it (a no-process pod on the node). */
 function fnrPod(name: string, owner: string, lastUsedAgoMs: number, ttlSeconds: number, containerImage = WRAPPER_IMAGE): object {
   return {
+    apiVersion: 'v1',
+    kind: 'Pod',
     metadata: {
       name,
       labels: {[LABEL_MANAGED_BY]: 'fnr', [LABEL_FN_IMAGE]: name, [LABEL_OWNER]: owner},
@@ -34,14 +38,18 @@ interface GcOut {
   failed: number
 }
 
-describe('fnr pods gc|ls and replica Leases against the test bed', function () {
+describe('fnr pods gc|ls and replica Leases (on the real control plane)', function () {
   this.timeout(180_000)
-  let pb: PodBed
+  waitForClusterBinaries()
+  let pb: ClusterPodBed
   let ns: string
   const handles: RuntimeHandle[] = []
-  const cli = (args: string[]) => runCli([...args, '--kubeconfig', pb.bed.kubeconfigPath, '-n', ns], {timeout: 120_000})
+  const cli = (args: string[]) => runCli([...args, '--kubeconfig', pb.kubeconfigPath, '-n', ns], {timeout: 120_000})
+  const createPod = (pod: object) => pb.admin.create(`/api/v1/namespaces/${ns}/pods`, pod)
+  const phaseOf = async (name: string): Promise<string | undefined> => (await listPods(pb, ns)).find((p) => p.metadata!.name === name)?.status?.phase
+  const leases = async (): Promise<V1Lease[]> => (await pb.admin.get(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`)).items as V1Lease[]
 
-  usePodBed({
+  useClusterPodBed({
     bed: (bed) => (pb = bed),
     namespace: (name) => (ns = name),
     cleanup: () => closeAll(handles),
@@ -55,7 +63,7 @@ describe('fnr pods gc|ls and replica Leases against the test bed', function () {
    */
   async function populate(): Promise<{live: string; dead: string; gone: string}> {
     const start = async (owner: string, leaseDurationMs: number): Promise<RuntimeHandle> => {
-      const h = await startRuntime(pb, {namespace: ns, owner, leaseDurationMs})
+      const h = await startClusterRuntime(pb, {namespace: ns, owner, leaseDurationMs})
       handles.push(h)
       return h
     }
@@ -71,19 +79,18 @@ describe('fnr pods gc|ls and replica Leases against the test bed', function () {
       await h.close()
       handles.splice(handles.indexOf(h), 1)
     }
-    const reg = pb.bed.api.registry
-    reg.create('pods', ns, fnrPod('live-idle-hour', 'runner-live', 3600_000, 86_400))
-    reg.create('pods', ns, fnrPod('live-expired', 'runner-live', 3 * 3600_000, 60))
-    reg.create('pods', ns, fnrPod('live-failed', 'runner-live', 0, 1800, image('crash')))
-    await until(() => storedPods(pb, ns).find((p) => p.metadata!.name === 'live-failed')?.status?.phase === 'Failed', 'the crashing pod failed')
+    await createPod(fnrPod('live-idle-hour', 'runner-live', 3600_000, 86_400))
+    await createPod(fnrPod('live-expired', 'runner-live', 3 * 3600_000, 60))
+    await createPod(fnrPod('live-failed', 'runner-live', 0, 1800, image('crash')))
+    await until(async () => (await phaseOf('live-failed')) === 'Failed', 'the crashing pod failed')
     // As the CLI judges them: runner-dead's Lease unrenewed for two durations.
-    await until(() => judgeLeasesAt(pb.bed.api.registry.list('leases', ns).items as V1Lease[], Date.now()).get('runner-dead') === 'expired', 'runner-dead\'s Lease expired', 30_000, 200)
+    await until(async () => judgeLeasesAt(await leases(), Date.now()).get('runner-dead') === 'expired', 'runner-dead\'s Lease expired', 30_000, 200)
     return names
   }
 
   it('ls shows each owner\'s Lease state (live, expired, released, none) in --json and the LEASE column', async () => {
     const names = await populate()
-    pb.bed.api.registry.create('pods', ns, fnrPod('lone', 'lone-runner', 0, 1800))
+    await createPod(fnrPod('lone', 'lone-runner', 0, 1800))
     const j = await cli(['pods', 'ls', '--json'])
     expect(j.exitCode, j.stderr).to.equal(0)
     const byPod = new Map((JSON.parse(j.stdout) as {pods: Array<{pod: string; ownerLease: string}>}).pods.map((p) => [p.pod, p.ownerLease]))
@@ -118,26 +125,25 @@ describe('fnr pods gc|ls and replica Leases against the test bed', function () {
     const r = await cli(['pods', 'gc', '--json'])
     expect(r.exitCode, r.stderr).to.equal(0)
     expect(JSON.parse(r.stdout) as GcOut).to.deep.include({deleted: 3, skipped: 0, failed: 0})
-    await until(() => podNames(pb, ns).join() === [names.live, 'live-expired', 'live-idle-hour'].sort().join(), `only the live replica's idle pods left (${podNames(pb, ns)})`)
+    await until(async () => (await podNames(pb, ns)).join() === [names.live, 'live-expired', 'live-idle-hour'].sort().join(), `only the live replica's idle pods left (${await podNames(pb, ns)})`)
     // the live replica still serves from its pod
     const out = await handles[0]!.evaluator.evaluate({image: image('cat'), resourceList: RL})
     expect(Buffer.from(out.resourceList).toString()).to.equal(RL.toString())
   })
 
   it('gc reads the Leases after the pods, and when it cannot read them treats every runner as live (only failed pods go), said on stderr', async () => {
-    const reg = pb.bed.api.registry
-    reg.create('pods', ns, fnrPod('lone-expired', 'lone-runner', 3 * 3600_000, 60))
-    reg.create('pods', ns, fnrPod('lone-failed', 'lone-runner', 0, 1800, image('crash')))
-    await until(() => storedPods(pb, ns).find((p) => p.metadata!.name === 'lone-failed')?.status?.phase === 'Failed', 'the crashing pod failed')
-    const since = pb.bed.api.requests.length
+    await createPod(fnrPod('lone-expired', 'lone-runner', 3 * 3600_000, 60))
+    await createPod(fnrPod('lone-failed', 'lone-runner', 0, 1800, image('crash')))
+    await until(async () => (await phaseOf('lone-failed')) === 'Failed', 'the crashing pod failed')
+    const since = pb.proxy.requests.length
     const ok = await cli(['pods', 'gc', '--dry-run', '--json'])
     expect(ok.exitCode, ok.stderr).to.equal(0)
-    const order = pb.bed.api.requests.slice(since).filter((q) => q.verb === 'list' && q.namespace === ns).map((q) => q.resource)
+    const order = pb.proxy.requests.slice(since).filter((q) => q.verb === 'list' && q.namespace === ns).map((q) => q.resource)
     expect(order.indexOf('leases'), order.join()).to.be.greaterThan(order.indexOf('pods'))
     expect(order.indexOf('leases'), order.join()).to.be.greaterThan(order.indexOf('services'))
     expect((JSON.parse(ok.stdout) as GcOut).items.map((i) => i.name).sort()).to.deep.equal(['lone-expired', 'lone-failed'])
 
-    const fault = pb.bed.api.failNext({verb: 'list', resource: 'leases', namespace: ns, code: 403, times: Infinity})
+    const fault = pb.proxy.failNext({verb: 'list', resource: 'leases', namespace: ns, code: 403, times: Infinity})
     try {
       const r = await cli(['pods', 'gc', '--dry-run', '--json'])
       expect(r.exitCode, r.stderr).to.equal(0)

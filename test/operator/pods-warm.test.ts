@@ -1,6 +1,6 @@
 /**
- * `fnr pods warm` end to end: the built CLI as a child process against the Kubernetes test bed
- * (test API server + local kubelet running the real wrapper server), with image entrypoints from
+ * `fnr pods warm` end to end: the built CLI as a child process against the real control plane
+ * (kube-apiserver, etcd, the controllers and the scheduler; its node runs the real wrapper server), with image entrypoints from
  * a real registry (docker-registry over TLS with Basic auth, reached with serve's registry flags).
  */
 import {expect} from 'chai'
@@ -19,7 +19,9 @@ import {inlineResources} from '../../src/lib/pods/admin/templates.js'
 import {WARM_OWNER} from '../../src/lib/pods/admin/warm.js'
 import {runCli} from '../support/cli.js'
 import {BIN_RUN} from '../support/serve.js'
-import {FUNCTION_PATH, RL, RUNNER_NS, WRAPPER_IMAGE, WRAPPER_PATH, wrapperCommand, createdCount, podNames, startPodBed, startRuntime, storedPods, storedServices, until, type PodBed, type RuntimeHandle} from '../support/pods/index.js'
+import {waitForClusterBinaries} from '../support/cluster/shared.js'
+import {createdThroughProxy, listPods, listServices, podNames, startClusterPodBed, startClusterRuntime, wrapped, type ClusterPodBed} from '../support/pods/cluster-bed.js'
+import {FUNCTION_PATH, RL, WRAPPER_IMAGE, WRAPPER_PATH, wrapperCommand, until, type RuntimeHandle} from '../support/pods/index.js'
 import {pushImage} from '../support/registry/fixtures.js'
 import {TestRegistry} from '../support/registry/registry.js'
 import {freePort} from '../support/registry/tools.js'
@@ -43,10 +45,11 @@ interface Summary {
 /** The version `fnr serve` gives its inline template with default flags and WRAPPER_IMAGE. */
 const SERVE_VERSION = inlineTemplates({wrapperServerImage: WRAPPER_IMAGE, resources: inlineResources({podRequests: 'cpu=100m,memory=128Mi', podLimits: 'memory=1Gi'})}, {maxRequestBodySize: 6 * 1024 * 1024}).version
 
-describe('fnr pods warm against the test bed and a TLS registry', function () {
+describe('fnr pods warm against the real control plane and a TLS registry', function () {
   this.timeout(240_000)
+  waitForClusterBinaries()
   const temp = new TempDirs()
-  let pb: PodBed
+  let pb: ClusterPodBed
   let registry: TestRegistry
   let authFile: string
   let dir: string
@@ -60,7 +63,7 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
   const digests: Record<string, string> = {}
 
   before(async () => {
-    pb = await startPodBed()
+    pb = await startClusterPodBed()
     registry = await TestRegistry.start({mode: 'tls'})
     authFile = await registry.writeAuthFile('testuser', 'testpass')
     dir = await temp.make('fnr-warm-')
@@ -68,13 +71,17 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     for (const name of ['cat', 'stderr', 'gate', 'slow', 'unpullable']) digests[name] = (await pushImage(registry, `fn/${name}:v1`, spec, authFile)).manifest.digest
     // The kubelet "pulls" cat, stderr and gate (mapped to local scripts), by tag or by digest (warmed
     // pods run repo@digest); unpullable is in the registry but the kubelet cannot pull it
-    // (ErrImagePull); missing is not in the registry.
-    pb.bed.kubelet.setImage(`${repoOf('cat')}*`, {commandMap: {[FUNCTION_PATH]: await writeExecutable(path.join(dir, 'cat'), SCRIPTS.cat)}})
-    pb.bed.kubelet.setImage(`${repoOf('stderr')}*`, {commandMap: {[FUNCTION_PATH]: await writeExecutable(path.join(dir, 'stderr'), SCRIPTS.stderr)}})
-    pb.bed.kubelet.setImage(`${repoOf('gate')}*`, {commandMap: {[FUNCTION_PATH]: await writeExecutable(path.join(dir, 'gate'), SCRIPTS.cat)}})
+    // (ErrImagePull); missing is not in the registry. The shared node has no global command map: each
+    // image maps the wrapper server's path too.
+    const mapped = (file: string) => wrapped({[FUNCTION_PATH]: file})
+    pb.kubelet.setImage(`${repoOf('cat')}*`, mapped(await writeExecutable(path.join(dir, 'cat'), SCRIPTS.cat)))
+    pb.kubelet.setImage(`${repoOf('stderr')}*`, mapped(await writeExecutable(path.join(dir, 'stderr'), SCRIPTS.stderr)))
+    pb.kubelet.setImage(`${repoOf('gate')}*`, mapped(await writeExecutable(path.join(dir, 'gate'), SCRIPTS.cat)))
+    // unpullable: its pull fails on the node (the wrapper's init container is the bed's, and completes first)
+    pb.kubelet.setImage(`${repoOf('unpullable')}*`, {pullError: 'denied by the registry'})
     // slow: the wrapper server starts only once the file `slowGate` exists (the pod stays starting until then)
     slowGate = path.join(dir, 'slow-gate')
-    pb.bed.kubelet.setImage(`${repoOf('slow')}*`, {
+    pb.kubelet.setImage(`${repoOf('slow')}*`, {
       commandMap: {
         [WRAPPER_PATH]: ['/bin/sh', '-c', `while [ ! -f '${slowGate}' ]; do sleep 0.05; done; exec "$@"`, 'sh', ...wrapperCommand()],
         [FUNCTION_PATH]: path.join(dir, 'cat'),
@@ -86,8 +93,8 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     await registry?.stop()
     await temp.cleanup()
   })
-  beforeEach(() => {
-    ns = pb.namespace()
+  beforeEach(async () => {
+    ns = await pb.namespace()
   })
   afterEach(async () => {
     for (const h of handles.splice(0)) await h.close()
@@ -108,7 +115,7 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     return e
   }
   const warm = (args: string[]) =>
-    runCli(['pods', 'warm', '--kubeconfig', pb.bed.kubeconfigPath, '-n', ns, '--wrapper-server-image', WRAPPER_IMAGE, ...registryArgs(), ...args], {timeout: 180_000, env: env(), extendEnv: false})
+    runCli(['pods', 'warm', '--kubeconfig', pb.kubeconfigPath, '-n', ns, '--wrapper-server-image', WRAPPER_IMAGE, ...registryArgs(), ...args], {timeout: 180_000, env: env(), extendEnv: false})
 
   async function cacheConfig(text: string): Promise<string> {
     const file = path.join(dir, `pod-cache-config-${ns}.yaml`)
@@ -116,7 +123,8 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     return file
   }
 
-  const podOf = (image: string): V1Pod | undefined => storedPods(pb, ns).find((p) => p.metadata!.annotations![ANNOTATION_IMAGE] === image)
+  const podOf = async (image: string): Promise<V1Pod | undefined> => (await listPods(pb, ns)).find((p) => p.metadata!.annotations![ANNOTATION_IMAGE] === image)
+  const secretPath = (name: string): string => `/api/v1/namespaces/${ns}/secrets/${name}`
 
   it('creates a ready pod per image of the pod-cache-config and --image, as the runner builds them; --json has the documented schema', async () => {
     const config = await cacheConfig(`- name: ${img('cat')}\n  timeToLive: 45m\n`)
@@ -133,8 +141,8 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     }
     // not a terminal: one plain progress line per image on stderr
     expect(r.stderr).to.include(`ok: ${img('cat')}: ready, pod ${out.images[0]!.pod} (created)`)
-    const cat = podOf(img('cat'))!
-    const stderrPod = podOf(img('stderr'))!
+    const cat = (await podOf(img('cat')))!
+    const stderrPod = (await podOf(img('stderr')))!
     expect([cat.metadata!.name, stderrPod.metadata!.name]).to.deep.equal(out.images.map((i) => i.pod))
     for (const pod of [cat, stderrPod]) {
       expect(pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'), pod.metadata!.name).to.equal(true)
@@ -148,48 +156,48 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     }
     expect(cat.metadata!.annotations![ANNOTATION_TTL]).to.equal('2700')
     expect(stderrPod.metadata!.annotations![ANNOTATION_TTL]).to.equal('1800')
-    expect(storedServices(pb, ns).map((s) => s.metadata!.name).sort()).to.deep.equal(out.images.map((i) => i.pod).sort())
-    expect(pb.bed.api.registry.get('secrets', ns, 'auth-secret')).to.not.equal(undefined)
+    expect((await listServices(pb, ns)).map((s) => s.metadata!.name).sort()).to.deep.equal(out.images.map((i) => i.pod).sort())
+    expect(await pb.admin.get(secretPath('auth-secret'))).to.not.equal(undefined)
   })
 
   it('never changes an existing pull Secret (it is the runner\'s), only creates a missing one', async () => {
     const runnersConfig = Buffer.from(JSON.stringify({auths: {[registry.host]: {auth: Buffer.from('testuser:testpass').toString('base64')}, 'other.example': {auth: 'eDp5'}}})).toString('base64')
-    pb.bed.api.registry.create('secrets', ns, {metadata: {name: 'auth-secret'}, type: 'kubernetes.io/dockerconfigjson', data: {'.dockerconfigjson': runnersConfig}})
+    await pb.admin.create(`/api/v1/namespaces/${ns}/secrets`, {apiVersion: 'v1', kind: 'Secret', metadata: {name: 'auth-secret'}, type: 'kubernetes.io/dockerconfigjson', data: {'.dockerconfigjson': runnersConfig}})
     const r = await warm(['--image', img('cat')])
     expect(r.exitCode, r.stderr).to.equal(0)
-    const secret = pb.bed.api.registry.get('secrets', ns, 'auth-secret') as {data: Record<string, string>}
+    const secret = (await pb.admin.get(secretPath('auth-secret'))) as {data: Record<string, string>}
     expect(secret.data['.dockerconfigjson']).to.equal(runnersConfig)
-    expect(podOf(img('cat'))!.spec!.imagePullSecrets).to.deep.equal([{name: 'auth-secret'}])
+    expect((await podOf(img('cat')))!.spec!.imagePullSecrets).to.deep.equal([{name: 'auth-secret'}])
   })
 
   it('is idempotent: a second run creates nothing and reports the ready pods (text output)', async () => {
     const first = await warm(['--image', img('cat'), '--image', img('stderr')])
     expect(first.exitCode, first.stderr).to.equal(0)
-    const pods = podNames(pb, ns)
-    const created = createdCount(pb, ns, 'pods')
+    const pods = await podNames(pb, ns)
+    const created = createdThroughProxy(pb, ns, 'pods')
     const second = await warm(['--image', img('stderr'), '--image', img('cat')])
     expect(second.exitCode, second.stderr).to.equal(0)
     expect(second.stdout.trim().split('\n')).to.deep.equal([
-      `${img('stderr')}: ready, pod ${podOf(img('stderr'))!.metadata!.name} (already ready)`,
-      `${img('cat')}: ready, pod ${podOf(img('cat'))!.metadata!.name} (already ready)`,
+      `${img('stderr')}: ready, pod ${(await podOf(img('stderr')))!.metadata!.name} (already ready)`,
+      `${img('cat')}: ready, pod ${(await podOf(img('cat')))!.metadata!.name} (already ready)`,
     ])
     const json = JSON.parse((await warm(['--image', img('cat'), '--json'])).stdout) as Summary
     expect(json).to.deep.include({ready: 1, failed: 0, created: 0})
     expect(json.images[0]!.action).to.equal('existing')
-    expect(createdCount(pb, ns, 'pods')).to.equal(created)
-    expect(podNames(pb, ns)).to.deep.equal(pods)
+    expect(createdThroughProxy(pb, ns, 'pods')).to.equal(created)
+    expect(await podNames(pb, ns)).to.deep.equal(pods)
   })
 
   it('is idempotent while a pod is starting: a second warm waits for it instead of creating another', async () => {
     const first = warm(['--image', img('slow'), '--json'])
     const pod = await until(() => podOf(img('slow')), 'the first warm created its pod')
-    const lists = () => pb.bed.api.requestsFor({verb: 'list', resource: 'pods', namespace: ns}).length
+    const lists = () => pb.proxy.requestsFor({verb: 'list', resource: 'pods', namespace: ns}).length
     const listsBefore = lists()
     const second = warm(['--image', img('slow'), '--json'])
     // the second warm has listed the pods twice (its watch, then its candidates) while the slow
     // pod is still starting; now let the pod start
     await until(() => lists() >= listsBefore + 2, 'the second warm listed the pods')
-    expect(podReadinessOf(podOf(img('slow'))!)).to.not.equal('ready')
+    expect(podReadinessOf((await podOf(img('slow')))!)).to.not.equal('ready')
     await writeFile(slowGate, '')
     const [a, b] = await Promise.all([first, second])
     expect(a.exitCode, a.stderr).to.equal(0)
@@ -197,8 +205,8 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     const [ra, rb] = [a, b].map((r) => (JSON.parse(r.stdout) as Summary).images[0]!)
     expect(ra).to.deep.include({ok: true, action: 'created', pod: pod.metadata!.name})
     expect(rb).to.deep.include({ok: true, action: 'waited', pod: pod.metadata!.name})
-    expect(podNames(pb, ns)).to.deep.equal([pod.metadata!.name])
-    expect(createdCount(pb, ns, 'pods')).to.equal(1)
+    expect(await podNames(pb, ns)).to.deep.equal([pod.metadata!.name])
+    expect(createdThroughProxy(pb, ns, 'pods')).to.equal(1)
   })
 
   it('--timeout: a pod not ready in time fails its image and is deleted again', async () => {
@@ -208,7 +216,7 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     const [res] = (JSON.parse(r.stdout) as Summary).images
     expect(res).to.deep.include({ok: false, action: 'created'})
     expect(res!.error).to.match(/was not ready within the --timeout/)
-    await until(() => podNames(pb, ns).length === 0 && storedServices(pb, ns).length === 0, 'the pod and its Service deleted')
+    await until(async () => (await podNames(pb, ns)).length === 0 && (await listServices(pb, ns)).length === 0, 'the pod and its Service deleted')
   })
 
   it('--timeout also bounds reading the entrypoint from a registry that does not answer', async () => {
@@ -217,7 +225,9 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
     try {
       const hanging = `127.0.0.1:${(silent.address() as AddressInfo).port}/fn/cat:v1`
-      const r = await warm(['--image', hanging, '--image', img('cat'), '--timeout', '3s', '--json'])
+      // 6 s, not 3: on the real control plane (scheduler, node, status through kube-apiserver) the cat pod
+      // took 2.2-3.1 s to get ready under load (the test bed's ~1 s), and one run in three missed 3 s.
+      const r = await warm(['--image', hanging, '--image', img('cat'), '--timeout', '6s', '--json'])
       expect(r.exitCode).to.equal(1)
       const out = JSON.parse(r.stdout) as Summary
       expect(out.images.find((i) => i.image === img('cat'))).to.deep.include({ok: true})
@@ -242,55 +252,55 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     expect(by[img('missing')]!.error).to.match(/not found|manifest unknown|404/i)
     // in the registry, but the kubelet cannot pull it: the pod fails fast and is deleted again
     expect(by[img('unpullable')]).to.deep.include({ok: false, action: 'created'})
-    expect(by[img('unpullable')]!.error).to.match(/ErrImagePull|ImagePullBackOff/)
+    expect(by[img('unpullable')]!.error).to.match(/container "function" is waiting: (ErrImagePull|ImagePullBackOff): Failed to pull image "[^"]*\/fn\/unpullable[:@][^"]*": denied by the registry$/)
     const errLines = r.stderr.trim().split('\n').filter((l) => l.startsWith('fnr: '))
     expect(errLines).to.have.length(1)
     expect(errLines[0]).to.match(/^fnr: 2 of 3 images did not get a ready pod/)
-    await until(() => podNames(pb, ns).length === 1, `only the cat pod left (${podNames(pb, ns)})`)
-    expect(podOf(img('cat'))!.status!.phase).to.equal('Running')
-    await until(() => storedServices(pb, ns).length === 1, 'only the cat Service left')
+    await until(async () => (await podNames(pb, ns)).length === 1, `only the cat pod left (${await podNames(pb, ns)})`)
+    expect((await podOf(img('cat')))!.status!.phase).to.equal('Running')
+    await until(async () => (await listServices(pb, ns)).length === 1, 'only the cat Service left')
   })
 
   it('a runner started afterwards adopts the warmed pod and uses it without creating one', async () => {
     const r = await warm(['--image', img('cat'), '--json'])
     expect(r.exitCode, r.stderr).to.equal(0)
     const warmed = (JSON.parse(r.stdout) as Summary).images[0]!.pod!
-    const created = createdCount(pb, ns, 'pods')
+    const created = createdThroughProxy(pb, ns, 'pods')
     const metadata = new StaticMetadataSource({[img('cat')]: [FUNCTION_PATH]})
-    const h = await startRuntime(pb, {namespace: ns, metadata, owner: 'runner-w'})
+    const h = await startClusterRuntime(pb, {namespace: ns, metadata, owner: 'runner-w'})
     handles.push(h)
     expect(h.runtime.cache.currentTemplates.version).to.equal(SERVE_VERSION)
     expect(h.runtime.cache.snapshot().map((s) => s.name)).to.deep.equal([warmed])
     const out = await h.evaluator.evaluate({image: img('cat'), resourceList: RL})
     expect(Buffer.from(out.resourceList).toString()).to.equal(RL.toString())
-    expect(createdCount(pb, ns, 'pods')).to.equal(created)
-    expect(podNames(pb, ns)).to.deep.equal([warmed])
-    await until(() => storedPods(pb, ns)[0]!.metadata!.labels![LABEL_OWNER] === 'runner-w', 'ownership taken')
+    expect(createdThroughProxy(pb, ns, 'pods')).to.equal(created)
+    expect(await podNames(pb, ns)).to.deep.equal([warmed])
+    await until(async () => (await listPods(pb, ns))[0]!.metadata!.labels![LABEL_OWNER] === 'runner-w', 'ownership taken')
   })
 
   it('a running runner adopts a pod warmed while it runs (from the pod watch, no GC scan) and uses it without creating one', async () => {
     const metadata = new StaticMetadataSource({[img('cat')]: [FUNCTION_PATH]})
     // No GC scans at all: adoption comes from the pod watch seeing the warmed pod ready.
-    const h = await startRuntime(pb, {namespace: ns, metadata, owner: 'runner-r', scanIntervalMs: 0})
+    const h = await startClusterRuntime(pb, {namespace: ns, metadata, owner: 'runner-r', scanIntervalMs: 0})
     handles.push(h)
     expect(h.runtime.cache.snapshot()).to.deep.equal([])
     const r = await warm(['--image', img('cat'), '--json'])
     expect(r.exitCode, r.stderr).to.equal(0)
     const warmed = (JSON.parse(r.stdout) as Summary).images[0]!.pod!
     await until(() => h.runtime.cache.snapshot().some((s) => s.name === warmed), 'the running runner adopted the warmed pod')
-    await until(() => storedPods(pb, ns)[0]!.metadata!.labels![LABEL_OWNER] === 'runner-r', 'ownership taken')
-    const created = createdCount(pb, ns, 'pods')
+    await until(async () => (await listPods(pb, ns))[0]!.metadata!.labels![LABEL_OWNER] === 'runner-r', 'ownership taken')
+    const created = createdThroughProxy(pb, ns, 'pods')
     const out = await h.evaluator.evaluate({image: img('cat'), resourceList: RL})
     expect(Buffer.from(out.resourceList).toString()).to.equal(RL.toString())
-    expect(createdCount(pb, ns, 'pods')).to.equal(created)
-    expect(podNames(pb, ns)).to.deep.equal([warmed])
+    expect(createdThroughProxy(pb, ns, 'pods')).to.equal(created)
+    expect(await podNames(pb, ns)).to.deep.equal([warmed])
   })
 
   it('with two running replicas (Leases, short scan interval), exactly one adopts a warmed pod; both keep it', async () => {
     const metadata = new StaticMetadataSource({[img('cat')]: [FUNCTION_PATH]})
-    const a = await startRuntime(pb, {namespace: ns, metadata, owner: 'replica-a', scanIntervalMs: 200, leaseDurationMs: 5000, foreignGraceMs: 0})
+    const a = await startClusterRuntime(pb, {namespace: ns, metadata, owner: 'replica-a', scanIntervalMs: 200, leaseDurationMs: 5000, foreignGraceMs: 0})
     handles.push(a)
-    const b = await startRuntime(pb, {namespace: ns, metadata, owner: 'replica-b', scanIntervalMs: 200, leaseDurationMs: 5000, foreignGraceMs: 0})
+    const b = await startClusterRuntime(pb, {namespace: ns, metadata, owner: 'replica-b', scanIntervalMs: 200, leaseDurationMs: 5000, foreignGraceMs: 0})
     handles.push(b)
     const r = await warm(['--image', img('cat'), '--json'])
     expect(r.exitCode, r.stderr).to.equal(0)
@@ -302,31 +312,31 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     await until(() => a.runtime.gc.runs + b.runtime.gc.runs >= scans + 6, 'more GC scans')
     const [adopter] = holders()
     expect(holders()).to.deep.equal([adopter])
-    const pod = storedPods(pb, ns).find((p) => p.metadata!.name === warmed)!
+    const pod = (await listPods(pb, ns)).find((p) => p.metadata!.name === warmed)!
     expect(pod.metadata!.labels![LABEL_OWNER]).to.equal(adopter)
     expect(pod.metadata!.annotations![ANNOTATION_OWNER]).to.equal(adopter)
     const adopterHandle = adopter === 'replica-a' ? a : b
-    const created = createdCount(pb, ns, 'pods')
+    const created = createdThroughProxy(pb, ns, 'pods')
     const out = await adopterHandle.evaluator.evaluate({image: img('cat'), resourceList: RL})
     expect(Buffer.from(out.resourceList).toString()).to.equal(RL.toString())
-    expect(createdCount(pb, ns, 'pods')).to.equal(created)
-    expect(storedPods(pb, ns).map((p) => p.metadata!.name)).to.include(warmed)
+    expect(createdThroughProxy(pb, ns, 'pods')).to.equal(created)
+    expect((await listPods(pb, ns)).map((p) => p.metadata!.name)).to.include(warmed)
   })
 
   it('writes the image-digest annotation and runs repo@digest (as a runner with --pin-image-digests); an adopting runner knows the digest; --pin-image-digests=false keeps the tag', async () => {
     const r = await warm(['--image', img('cat'), '--json'])
     expect(r.exitCode, r.stderr).to.equal(0)
-    const pod = podOf(img('cat'))!
+    const pod = (await podOf(img('cat')))!
     expect(pod.metadata!.annotations![ANNOTATION_IMAGE_DIGEST]).to.equal(digests.cat)
     expect(pod.spec!.containers.find((c) => c.name === 'function')!.image).to.equal(`${repoOf('cat')}@${digests.cat}`)
     // The runner adopts it with its digest: what the response cache needs to store its answers.
-    const h = await startRuntime(pb, {namespace: ns, metadata: new StaticMetadataSource({[img('cat')]: [FUNCTION_PATH]}), owner: 'runner-d', pinImageDigests: true})
+    const h = await startClusterRuntime(pb, {namespace: ns, metadata: new StaticMetadataSource({[img('cat')]: [FUNCTION_PATH]}), owner: 'runner-d', pinImageDigests: true})
     handles.push(h)
     expect(h.runtime.cache.snapshot().map((s) => ({name: s.name, digest: s.digest}))).to.deep.equal([{name: pod.metadata!.name, digest: digests.cat}])
-    ns = pb.namespace()
+    ns = await pb.namespace()
     const unpinned = await warm(['--image', img('cat'), '--pin-image-digests=false', '--json'])
     expect(unpinned.exitCode, unpinned.stderr).to.equal(0)
-    const tagged = podOf(img('cat'))!
+    const tagged = (await podOf(img('cat')))!
     expect(tagged.metadata!.annotations![ANNOTATION_IMAGE_DIGEST]).to.equal(digests.cat)
     expect(tagged.spec!.containers.find((c) => c.name === 'function')!.image).to.equal(img('cat'))
   })
@@ -334,16 +344,16 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
   it('builds the same pod and Service as the runner: same spec, same label and annotation keys, same Service', async () => {
     const r = await warm(['--image', img('cat'), '--json'])
     expect(r.exitCode, r.stderr).to.equal(0)
-    const warmed = podOf(img('cat'))!
+    const warmed = (await podOf(img('cat')))!
     const warmedNs = ns
     // the runner, in another namespace, makes its own pod for the same image
-    ns = pb.namespace()
+    ns = await pb.namespace()
     // A runner with --pin-image-digests, whose registry gives the same digest.
     const metadata = {describe: async () => ({command: [FUNCTION_PATH], digest: digests.cat!})}
-    const h = await startRuntime(pb, {namespace: ns, metadata, owner: 'runner-s', pinImageDigests: true})
+    const h = await startClusterRuntime(pb, {namespace: ns, metadata, owner: 'runner-s', pinImageDigests: true})
     handles.push(h)
     await h.evaluator.evaluate({image: img('cat'), resourceList: RL})
-    const runners = podOf(img('cat'))!
+    const runners = (await podOf(img('cat')))!
     const comparable = (pod: V1Pod): object => {
       const spec = structuredClone(pod.spec!)
       delete spec.nodeName
@@ -351,32 +361,34 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
       return {spec, labels: Object.keys(pod.metadata!.labels!).sort(), annotations: Object.keys(pod.metadata!.annotations!).sort()}
     }
     expect(comparable(warmed)).to.deep.equal(comparable(runners))
-    const svc = (namespace: string, name: string): object => {
-      const s = storedServices(pb, namespace).find((x) => x.metadata!.name === name)!
+    const svc = async (namespace: string, name: string): Promise<object> => {
+      const s = (await listServices(pb, namespace)).find((x) => x.metadata!.name === name)!
       return {labels: Object.keys(s.metadata!.labels!).sort(), ports: s.spec!.ports, selectorKeys: Object.keys(s.spec!.selector!)}
     }
-    expect(svc(warmedNs, warmed.metadata!.name!)).to.deep.equal(svc(ns, runners.metadata!.name!))
+    expect(await svc(warmedNs, warmed.metadata!.name!)).to.deep.equal(await svc(ns, runners.metadata!.name!))
   })
 
   it('builds from the runner\'s template ConfigMap (--function-pod-template in --runner-namespace)', async () => {
     const name = `warm-template-${ns}`
-    pb.bed.api.registry.create('configmaps', RUNNER_NS, {
+    await pb.admin.create(`/api/v1/namespaces/${pb.runnerNs}/configmaps`, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
       metadata: {name},
       data: {
         template: 'apiVersion: v1\nkind: Pod\nmetadata:\n  labels: {team: warm}\nspec:\n  containers:\n  - name: function\n    image: placeholder\n    command: [/wrapper-server-tools/wrapper-server]\n    readinessProbe: {grpc: {port: 9446}}\n',
         serviceTemplate: 'apiVersion: v1\nkind: Service\nspec:\n  ports: [{port: 9446, targetPort: 9446}]\n',
       },
     })
-    const r = await runCli(['pods', 'warm', '--kubeconfig', pb.bed.kubeconfigPath, '-n', ns, '--function-pod-template', name, '--runner-namespace', RUNNER_NS, ...registryArgs(), '--image', img('cat'), '--json'], {timeout: 180_000, env: env(), extendEnv: false})
+    const r = await runCli(['pods', 'warm', '--kubeconfig', pb.kubeconfigPath, '-n', ns, '--function-pod-template', name, '--runner-namespace', pb.runnerNs, ...registryArgs(), '--image', img('cat'), '--json'], {timeout: 180_000, env: env(), extendEnv: false})
     expect(r.exitCode, r.stderr).to.equal(0)
     const out = JSON.parse(r.stdout) as Summary
-    expect(out.template).to.equal(`ConfigMap ${RUNNER_NS}/${name}`)
+    expect(out.template).to.equal(`ConfigMap ${pb.runnerNs}/${name}`)
     expect(out.templateVersion).to.match(/^cm-/)
-    const pod = podOf(img('cat'))!
+    const pod = (await podOf(img('cat')))!
     expect(pod.metadata!.labels!.team).to.equal('warm')
     expect(pod.metadata!.annotations![ANNOTATION_TEMPLATE_VERSION]).to.equal(out.templateVersion)
     // the runner with that ConfigMap adopts it
-    const h = await startRuntime(pb, {namespace: ns, templateConfigMap: name, metadata: new StaticMetadataSource({[img('cat')]: [FUNCTION_PATH]})})
+    const h = await startClusterRuntime(pb, {namespace: ns, templateConfigMap: name, metadata: new StaticMetadataSource({[img('cat')]: [FUNCTION_PATH]})})
     handles.push(h)
     expect(h.runtime.cache.snapshot().map((s) => s.name)).to.deep.equal([pod.metadata!.name])
   })
@@ -409,20 +421,20 @@ describe('fnr pods warm against the test bed and a TLS registry', function () {
     expect(nothing.exitCode).to.equal(2)
     oneLine(nothing)
     expect(nothing.stderr).to.include('nothing to warm')
-    const noTemplate = await runCli(['pods', 'warm', '--kubeconfig', pb.bed.kubeconfigPath, '-n', ns, '--image', img('cat')], {env: env(), extendEnv: false})
+    const noTemplate = await runCli(['pods', 'warm', '--kubeconfig', pb.kubeconfigPath, '-n', ns, '--image', img('cat')], {env: env(), extendEnv: false})
     expect(noTemplate.exitCode).to.equal(3)
     oneLine(noTemplate)
     expect(noTemplate.stderr).to.include('--wrapper-server-image')
-    const noCm = await warm(['--image', img('cat'), '--function-pod-template', 'nope', '--runner-namespace', RUNNER_NS])
+    const noCm = await warm(['--image', img('cat'), '--function-pod-template', 'nope', '--runner-namespace', pb.runnerNs])
     expect(noCm.exitCode).to.equal(3)
     oneLine(noCm)
-    expect(noCm.stderr).to.include(`ConfigMap ${RUNNER_NS}/nope`)
-    expect(podNames(pb, ns)).to.deep.equal([])
+    expect(noCm.stderr).to.include(`ConfigMap ${pb.runnerNs}/nope`)
+    expect(await podNames(pb, ns)).to.deep.equal([])
   })
 
   it('on a terminal, shows listr2 progress per image (ticks and crosses), then the same result lines', async () => {
     const q = (a: string): string => `'${a.replace(/'/g, "'\\''")}'`
-    const args = [process.execPath, BIN_RUN, 'pods', 'warm', '--kubeconfig', pb.bed.kubeconfigPath, '-n', ns, '--wrapper-server-image', WRAPPER_IMAGE, ...registryArgs(), '--image', img('cat'), '--image', img('missing')]
+    const args = [process.execPath, BIN_RUN, 'pods', 'warm', '--kubeconfig', pb.kubeconfigPath, '-n', ns, '--wrapper-server-image', WRAPPER_IMAGE, ...registryArgs(), '--image', img('cat'), '--image', img('missing')]
     // util-linux script(1) runs the command on a pseudo-terminal (stdout and stderr are a TTY), 200 columns wide
     const r = await execa('script', ['-qec', `stty cols 200 rows 50; ${args.map(q).join(' ')}`, '/dev/null'], {reject: false, timeout: 180_000, env: {...env(), TERM: 'xterm'}, extendEnv: false})
     const text = String(r.stdout).replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '')

@@ -3,21 +3,19 @@ import {expect} from 'chai'
 import {FnrError} from '../../src/lib/errors.js'
 import type {EvaluationResponse} from '../../src/lib/evaluator.js'
 import {LABEL_FN_IMAGE, LABEL_MANAGED_BY, LABEL_OWNER} from '../../src/lib/pods/model/naming.js'
+import {waitForClusterBinaries} from '../support/cluster/shared.js'
 import {
-  RL,
-  createdCount,
-  image,
-  podNames,
-  podPid,
-  startRuntime,
-  startedCalls,
-  storedPods,
-  storedServices,
-  until,
-  usePodBed,
-  type PodBed,
-  type RuntimeHandle,
-} from '../support/pods/index.js'
+  createdThroughProxy,
+  gateStarts,
+  listPods,
+  listServices,
+  nodePodPid,
+  startClusterRuntime,
+  useClusterPodBed,
+  wrapped,
+  type ClusterPodBed,
+} from '../support/pods/cluster-bed.js'
+import {FUNCTION_PATH, RL, image, until, type RuntimeHandle} from '../support/pods/index.js'
 
 async function failure(p: Promise<unknown>): Promise<FnrError> {
   try {
@@ -32,13 +30,14 @@ async function failure(p: Promise<unknown>): Promise<FnrError> {
 const call = (h: RuntimeHandle, img: string, extra: {deadline?: number; signal?: AbortSignal; input?: Buffer} = {}): Promise<EvaluationResponse> =>
   h.evaluator.evaluate({image: img, resourceList: extra.input ?? RL, deadline: extra.deadline ?? Date.now() + 60_000, signal: extra.signal})
 
-describe('pod runtime: request path (end to end through the test bed, real wrapper servers)', function () {
+describe('pod runtime: request path (end to end on the real control plane, real wrapper servers)', function () {
   this.timeout(120_000)
-  let pb: PodBed
+  waitForClusterBinaries()
+  let pb: ClusterPodBed
   let h: RuntimeHandle | undefined
   let ns: string
 
-  usePodBed({
+  useClusterPodBed({
     bed: (bed) => (pb = bed),
     namespace: (name) => (ns = name),
     cleanup: async () => {
@@ -47,15 +46,17 @@ describe('pod runtime: request path (end to end through the test bed, real wrapp
     },
   })
 
+  const podNames = async (): Promise<string[]> => (await listPods(pb, ns)).map((p) => p.metadata!.name!).sort()
+
   it('creates one pod and one Service for the first call and reuses them (upstream: new pod and new Service; cached pod)', async () => {
-    h = await startRuntime(pb, {namespace: ns})
+    h = await startClusterRuntime(pb, {namespace: ns})
     const first = await call(h, image('cat'))
     expect(first.resourceList.toString()).to.equal(RL.toString())
     expect(first.log.length).to.equal(0)
     expect(first.evaluator).to.equal('pod')
     const second = await call(h, image('cat'), {input: Buffer.from(`${RL}# second\n`)})
     expect(second.resourceList.toString()).to.contain('# second')
-    const pods = storedPods(pb, ns)
+    const pods = await listPods(pb, ns)
     expect(pods).to.have.length(1)
     const pod = pods[0]!
     const name = pod.metadata!.name!
@@ -63,16 +64,16 @@ describe('pod runtime: request path (end to end through the test bed, real wrapp
     const fn = pod.spec!.containers.find((c) => c.name === 'function')!
     expect(fn.image).to.equal(image('cat'))
     expect(fn.args).to.deep.equal(['--port', '9446', '--max-request-body-size', String(6 * 1024 * 1024), '--', '/usr/local/bin/function'])
-    const services = storedServices(pb, ns)
+    const services = await listServices(pb, ns)
     expect(services).to.have.length(1)
     expect(services[0]!.metadata!.name).to.equal(name)
     expect(services[0]!.spec!.selector).to.deep.equal({[LABEL_FN_IMAGE]: name})
     expect(services[0]!.spec!.ports![0]).to.include({port: 9446})
-    expect(createdCount(pb, ns, 'pods')).to.equal(1)
+    expect(createdThroughProxy(pb, ns, 'pods')).to.equal(1)
   })
 
   it('passes the function\'s stderr and its failures through unchanged (upstream: SuccessWithStderr, GrpcCallFails)', async () => {
-    h = await startRuntime(pb, {namespace: ns})
+    h = await startClusterRuntime(pb, {namespace: ns})
     const res = await call(h, image('stderr'))
     expect(res.log.toString()).to.equal('working on it\n')
     const e = await failure(call(h, image('fail')))
@@ -87,55 +88,55 @@ describe('pod runtime: request path (end to end through the test bed, real wrapp
   })
 
   it('runs concurrent calls on one pod in parallel (upstream: TestPodEvaluatorExecutionParallel)', async () => {
-    h = await startRuntime(pb, {namespace: ns, maxWaitlistLength: 10})
+    h = await startClusterRuntime(pb, {namespace: ns, maxWaitlistLength: 10})
     const calls = [1, 2, 3].map(() => call(h!, image('gate')))
-    await until(async () => (await startedCalls(pb)) === 3, 'three calls running at once in the pod')
+    await until(async () => (await gateStarts(pb)) === 3, 'three calls running at once in the pod')
     await pb.openGate()
     await Promise.all(calls)
-    expect(storedPods(pb, ns)).to.have.length(1)
+    expect(await listPods(pb, ns)).to.have.length(1)
   })
 
   it('scales up at the waitlist length up to the pod limit, then queues on the least loaded pod (the upstream scale-up rule)', async () => {
-    h = await startRuntime(pb, {namespace: ns, maxWaitlistLength: 1, maxParallelPods: 2})
+    h = await startClusterRuntime(pb, {namespace: ns, maxWaitlistLength: 1, maxParallelPods: 2})
     const calls = [1, 2, 3].map(() => call(h!, image('gate')))
-    await until(async () => (await startedCalls(pb)) === 3, 'three calls running')
+    await until(async () => (await gateStarts(pb)) === 3, 'three calls running')
     const snap = h.runtime.cache.snapshot()
     expect(snap).to.have.length(2)
     expect(snap.map((s) => s.load).sort()).to.deep.equal([1, 2])
     await pb.openGate()
     await Promise.all(calls)
     expect(h.runtime.cache.snapshot().map((s) => s.load)).to.deep.equal([0, 0])
-    expect(createdCount(pb, ns, 'pods')).to.equal(2)
+    expect(createdThroughProxy(pb, ns, 'pods')).to.equal(2)
   })
 
   it('when an extra pod fails to start, its waiting call moves to the image\'s other pod (upstream: redistributeLoad)', async () => {
-    h = await startRuntime(pb, {namespace: ns, maxWaitlistLength: 1, maxParallelPods: 2})
+    h = await startClusterRuntime(pb, {namespace: ns, maxWaitlistLength: 1, maxParallelPods: 2})
     const first = call(h, image('gate'))
-    await until(async () => (await startedCalls(pb)) === 1, 'the first call running')
-    const outage = pb.bed.api.failNext({verb: 'create', resource: 'pods', namespace: ns, code: 503, times: Infinity})
+    await until(async () => (await gateStarts(pb)) === 1, 'the first call running')
+    const outage = pb.proxy.failNext({verb: 'create', resource: 'pods', namespace: ns, code: 503, times: Infinity})
     const second = call(h, image('gate'))
-    await until(async () => (await startedCalls(pb)) === 2, 'the second call running on the first pod')
+    await until(async () => (await gateStarts(pb)) === 2, 'the second call running on the first pod')
     outage.cancel()
     await pb.openGate()
     await Promise.all([first, second])
-    expect(storedPods(pb, ns)).to.have.length(1)
+    expect(await listPods(pb, ns)).to.have.length(1)
     expect(h.runtime.cache.snapshot().map((s) => s.load)).to.deep.equal([0])
   })
 
   it('100 concurrent first calls create exactly the allowed pods and Services, without errors (upstream: nephio#952, "svc already exists")', async () => {
-    h = await startRuntime(pb, {namespace: ns, maxWaitlistLength: 1, maxParallelPods: 3})
+    h = await startClusterRuntime(pb, {namespace: ns, maxWaitlistLength: 1, maxParallelPods: 3})
     const inputs = Array.from({length: 100}, (_, i) => Buffer.from(`${RL}# call ${i}\n`))
     const results = await Promise.all(inputs.map((input) => call(h!, image('cat'), {input})))
     results.forEach((r, i) => expect(r.resourceList.equals(inputs[i]!)).to.equal(true))
-    expect(createdCount(pb, ns, 'pods')).to.equal(3)
-    expect(createdCount(pb, ns, 'services')).to.equal(3)
-    expect(storedPods(pb, ns)).to.have.length(3)
-    expect(storedServices(pb, ns)).to.have.length(3)
+    expect(createdThroughProxy(pb, ns, 'pods')).to.equal(3)
+    expect(createdThroughProxy(pb, ns, 'services')).to.equal(3)
+    expect(await listPods(pb, ns)).to.have.length(3)
+    expect(await listServices(pb, ns)).to.have.length(3)
     expect(h.runtime.cache.snapshot().every((s) => s.load === 0)).to.equal(true)
   })
 
   it('releases the slot of a call that timed out or was cancelled while its pod started (upstream leaks it)', async () => {
-    h = await startRuntime(pb, {namespace: ns})
+    h = await startClusterRuntime(pb, {namespace: ns})
     const timedOut = await failure(call(h, image('cat'), {deadline: Date.now() + 30}))
     expect(timedOut.kind).to.equal('DeadlineExceeded')
     expect(timedOut.message).to.contain('was not ready by the call\'s deadline')
@@ -151,33 +152,33 @@ describe('pod runtime: request path (end to end through the test bed, real wrapp
     expect(running.kind).to.equal('DeadlineExceeded')
     await pb.openGate()
     expect(h.runtime.cache.snapshot().map((s) => s.load)).to.deep.equal([0, 0])
-    expect(storedPods(pb, ns)).to.have.length(2)
+    expect(await listPods(pb, ns)).to.have.length(2)
   })
 
   it('honours the caller\'s deadline while the pod is not ready, and deletes the pod at the pod-ready timeout', async () => {
-    pb.bed.kubelet.setImage('fnr.test/slow-wrapper:v1', {commandMap: {cp: [process.execPath, '-e', 'setTimeout(() => {}, 600000)', '--']}})
-    h = await startRuntime(pb, {namespace: ns, wrapperServerImage: 'fnr.test/slow-wrapper:v1', podReadyTimeoutMs: 2500})
+    pb.kubelet.setImage('fnr.test/slow-wrapper:v1', {commandMap: {cp: [process.execPath, '-e', 'setTimeout(() => {}, 600000)', '--']}})
+    h = await startClusterRuntime(pb, {namespace: ns, wrapperServerImage: 'fnr.test/slow-wrapper:v1', podReadyTimeoutMs: 2500})
     const e = await failure(call(h, image('cat'), {deadline: Date.now() + 800}))
     expect(e.kind).to.equal('DeadlineExceeded')
     expect(e.message).to.match(/init container "copy-wrapper-server" running/)
     await until(() => h!.runtime.cache.snapshot().length === 0, 'the slot dropped at the pod-ready timeout')
-    await until(() => storedPods(pb, ns, {includeDeleting: true}).length === 0 && storedServices(pb, ns).length === 0, 'the pod and Service deleted')
+    await until(async () => (await listPods(pb, ns, {includeDeleting: true})).length === 0 && (await listServices(pb, ns)).length === 0, 'the pod and Service deleted')
   })
 
   it('fails fast on a crashing image, naming the image and the pod\'s last state (upstream hangs 60 s)', async () => {
-    h = await startRuntime(pb, {namespace: ns, podReadyTimeoutMs: 110_000})
+    h = await startClusterRuntime(pb, {namespace: ns, podReadyTimeoutMs: 110_000})
     const e = await failure(call(h, image('crash'), {deadline: Date.now() + 100_000}))
     expect(e.kind).to.equal('FailedPrecondition')
     expect(e.message).to.contain(`image "${image('crash')}"`)
     expect(e.message).to.contain('exit code 3')
     expect(e.message).to.contain('wrapper exploded at start')
-    await until(() => storedPods(pb, ns, {includeDeleting: true}).length === 0, 'the crashed pod deleted')
+    await until(async () => (await listPods(pb, ns, {includeDeleting: true})).length === 0, 'the crashed pod deleted')
     expect(h.runtime.cache.snapshot()).to.deep.equal([])
   })
 
   it('fails fast when the image cannot be pulled, and never answers NotFound', async () => {
     const img = 'example.com/fn/not-pullable:v1'
-    h = await startRuntime(pb, {namespace: ns, podReadyTimeoutMs: 110_000, metadata: {describe: async (i: string) => ({command: ['/f', i]})}})
+    h = await startClusterRuntime(pb, {namespace: ns, podReadyTimeoutMs: 110_000, metadata: {describe: async (i: string) => ({command: ['/f', i]})}})
     const e = await failure(call(h, img, {deadline: Date.now() + 100_000}))
     expect(e.kind).to.equal('FailedPrecondition')
     expect(e.message).to.match(/ErrImagePull|ImagePullBackOff/)
@@ -186,20 +187,20 @@ describe('pod runtime: request path (end to end through the test bed, real wrapp
   })
 
   it('an image without entrypoint is FailedPrecondition (never NotFound) and creates no pod', async () => {
-    h = await startRuntime(pb, {namespace: ns})
+    h = await startClusterRuntime(pb, {namespace: ns})
     const e = await failure(call(h, 'example.com/fn/no-metadata:v1'))
     expect(e.kind).to.equal('FailedPrecondition')
     expect(e.message).to.contain('example.com/fn/no-metadata:v1')
-    expect(createdCount(pb, ns, 'pods')).to.equal(0)
+    expect(createdThroughProxy(pb, ns, 'pods')).to.equal(0)
   })
 
   it('evicts a pod killed mid-call and retries the call once on a fresh pod; the old channel is closed', async () => {
-    h = await startRuntime(pb, {namespace: ns})
+    h = await startClusterRuntime(pb, {namespace: ns})
     const p = call(h, image('gate'))
-    await until(async () => (await startedCalls(pb)) === 1, 'the call running')
-    const [first] = podNames(pb, ns)
+    await until(async () => (await gateStarts(pb)) === 1, 'the call running')
+    const [first] = await podNames()
     const slot = h.runtime.cache.slotFor(first!)!
-    process.kill(-podPid(pb, ns, first!)!, 'SIGKILL')
+    process.kill(-nodePodPid(pb, ns, first!)!, 'SIGKILL')
     await pb.openGate()
     const res = await p
     expect(res.resourceList.toString()).to.equal(RL.toString())
@@ -208,30 +209,30 @@ describe('pod runtime: request path (end to end through the test bed, real wrapp
     expect(snap[0]!.name).not.to.equal(first)
     expect(slot.state).to.equal('gone')
     expect(channelState(slot.client)).to.equal('SHUTDOWN')
-    await until(() => !storedPods(pb, ns, {includeDeleting: true}).some((x) => x.metadata!.name === first), 'the dead pod deleted')
+    await until(async () => !(await listPods(pb, ns, {includeDeleting: true})).some((x) => x.metadata!.name === first), 'the dead pod deleted')
   })
 
   it('with --pod-call-retries=0 the caller sees UNAVAILABLE naming the pod', async () => {
-    h = await startRuntime(pb, {namespace: ns, callRetries: 0})
+    h = await startClusterRuntime(pb, {namespace: ns, callRetries: 0})
     const p = call(h, image('gate'))
-    await until(async () => (await startedCalls(pb)) === 1, 'the call running')
-    const [first] = podNames(pb, ns)
-    process.kill(-podPid(pb, ns, first!)!, 'SIGKILL')
+    await until(async () => (await gateStarts(pb)) === 1, 'the call running')
+    const [first] = await podNames()
+    process.kill(-nodePodPid(pb, ns, first!)!, 'SIGKILL')
     const e = await failure(p)
     expect(e.kind).to.equal('Unavailable')
     expect(e.message).to.contain(first!)
   })
 
   it('replaces a pod whose container died while idle, or that was deleted from outside (upstream: cached but pod gone)', async () => {
-    h = await startRuntime(pb, {namespace: ns})
+    h = await startClusterRuntime(pb, {namespace: ns})
     await call(h, image('cat'))
-    const [first] = podNames(pb, ns)
-    process.kill(-podPid(pb, ns, first!)!, 'SIGKILL')
+    const [first] = await podNames()
+    process.kill(-nodePodPid(pb, ns, first!)!, 'SIGKILL')
     await until(() => h!.runtime.cache.snapshot().length === 0, 'the dead pod evicted by the watch')
     await call(h, image('cat'))
     const [second] = h.runtime.cache.snapshot().map((s) => s.name)
     expect(second).not.to.equal(first)
-    await pb.bed.kubeConfig.makeApiClient((await import('@kubernetes/client-node')).CoreV1Api).deleteNamespacedPod({name: second!, namespace: ns})
+    await (await pb.kubeConfig()).makeApiClient((await import('@kubernetes/client-node')).CoreV1Api).deleteNamespacedPod({name: second!, namespace: ns})
     await until(() => h!.runtime.cache.snapshot().length === 0, 'the deleted pod evicted')
     await call(h, image('cat'))
     expect(h.runtime.cache.snapshot().map((s) => s.name)).not.to.include(second)
@@ -243,13 +244,13 @@ describe('pod runtime: request path (end to end through the test bed, real wrapp
       'Example.com/Team/Set_Labels:V1.0_RC1',
       `example.com/${'very-long-function-name-'.repeat(5)}:${'v1.2.3-long-tag-'.repeat(4)}`,
     ]
-    for (const img of odd) pb.bed.kubelet.setImage(img, {commandMap: {'/usr/local/bin/function': `${pb.dir}/functions/cat`}})
-    h = await startRuntime(pb, {namespace: ns, metadata: {describe: async () => ({command: ['/usr/local/bin/function']})}})
+    for (const img of odd) pb.kubelet.setImage(img, wrapped({[FUNCTION_PATH]: `${pb.dir}/functions/cat`}))
+    h = await startClusterRuntime(pb, {namespace: ns, metadata: {describe: async () => ({command: ['/usr/local/bin/function']})}})
     for (const img of odd) {
       const res = await call(h, img)
       expect(res.resourceList.toString(), img).to.equal(RL.toString())
     }
-    expect(storedPods(pb, ns)).to.have.length(odd.length)
+    expect(await listPods(pb, ns)).to.have.length(odd.length)
   })
 })
 

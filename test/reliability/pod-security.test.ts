@@ -5,7 +5,8 @@
  * omits them, with --harden-pod-templates (src/lib/pods/pod-security.ts; without it a user's
  * template is used as written: test/pods/porch-templates.test.ts). Explicit weaker settings in a
  * template are kept as written and reported. A FunctionConfig's templateOverrides.securityContext is merged over the
- * hardened securityContext (it used to replace it, dropping runAsNonRoot and seccomp).
+ * hardened securityContext (it used to replace it, dropping runAsNonRoot and seccomp). The pods fnr makes are
+ * checked on the real control plane (kube-apiserver stores them as fnr sent them, its defaults added).
  */
 import {readFile} from 'node:fs/promises'
 import path from 'node:path'
@@ -22,8 +23,10 @@ import {buildPod, inlineTemplates, templatesFromConfigMap, type Templates} from 
 import {templatesFromPorchObjects} from '../../src/lib/pods/cluster/template-porch.js'
 import type {ServeOptions} from '../../src/lib/serve.js'
 import {memoryLogger} from '../config/function-config-crd.helpers.js'
-import {registerCrd, registerCustomResource, type KubeObject} from '../support/k8s/index.js'
-import {RL, RUNNER_NS, WRAPPER_IMAGE, image, startPodBed, startRuntime, storedPods, type PodBed} from '../support/pods/index.js'
+import {waitForClusterBinaries} from '../support/cluster/shared.js'
+import type {KubeObject} from '../support/k8s/status.js'
+import {ensureCrd, listPods, startClusterPodBed, startClusterRuntime, type ClusterPodBed} from '../support/pods/cluster-bed.js'
+import {RL, WRAPPER_IMAGE, image} from '../support/pods/index.js'
 import {REPO_ROOT, makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
 import {TempDirs} from '../support/tmp.js'
 
@@ -45,7 +48,9 @@ const SERVICE_TEMPLATE = 'apiVersion: v1\nkind: Service\nspec:\n  ports: [{port:
 
 /** --harden-pod-templates */
 const HARDEN = {harden: true}
-const cm = (template: string, name = 'tmpl'): V1ConfigMap => ({metadata: {name, namespace: RUNNER_NS}, data: {template, serviceTemplate: SERVICE_TEMPLATE}})
+const cm = (template: string, name = 'tmpl', namespace = 'fnr-system'): V1ConfigMap => ({apiVersion: 'v1', kind: 'ConfigMap', metadata: {name, namespace}, data: {template, serviceTemplate: SERVICE_TEMPLATE}})
+
+
 
 function build(templates: Templates): V1Pod {
   return buildPod({templates, image: 'example.com/fn/cat:v1', command: ['/usr/local/bin/function'], name: 'cat-v1-1-a', namespace: 'fn', labels: {}, annotations: {}, maxRequestBodySize: 1024})
@@ -232,25 +237,26 @@ spec:
     })
   })
 
-  describe('on the Kubernetes test bed', () => {
-    let pb: PodBed
+  describe('on the real control plane', () => {
+    waitForClusterBinaries()
+    let pb: ClusterPodBed
     const temp = new TempDirs()
-    before(async () => {
-      registerCrd(parse(await readFile(path.join(REPO_ROOT, 'manifests', 'function-config', 'crds', 'functionconfigs.yaml'), 'utf8')) as KubeObject)
-      // core/v1 PodTemplates, which the test API server does not serve by itself
-      registerCustomResource({group: '', version: 'v1', plural: 'podtemplates', kind: 'PodTemplate', statusSubresource: false})
-      pb = await startPodBed()
+    before(async function () {
+      this.timeout(120_000)
+      pb = await startClusterPodBed()
+      await ensureCrd(pb, parse(await readFile(path.join(REPO_ROOT, 'manifests', 'function-config', 'crds', 'functionconfigs.yaml'), 'utf8')) as KubeObject)
     })
-    after(async () => {
+    after(async function () {
+      this.timeout(120_000)
       await pb?.stop()
       await temp.cleanup()
     })
 
     it('the pod fnr serve creates from a bare PodTemplate, with a FunctionConfig overriding runAsUser, has every default', async () => {
-      const ns = pb.namespace()
+      const ns = await pb.namespace()
       const template = (parse(BARE_TEMPLATE.replace('image: busybox', `image: ${WRAPPER_IMAGE}`)) as V1Pod).spec!
-      pb.bed.api.registry.create('podtemplates', ns, {metadata: {name: 'base-pod-template'}, template: {spec: template}})
-      pb.bed.api.registry.create('functionconfigs', ns, {
+      await pb.admin.create(`/api/v1/namespaces/${ns}/podtemplates`, {apiVersion: 'v1', kind: 'PodTemplate', metadata: {name: 'base-pod-template'}, template: {spec: template}})
+      await pb.admin.create(`/apis/config.porch.kpt.dev/v1alpha1/namespaces/${ns}/functionconfigs`, {
         apiVersion: 'config.porch.kpt.dev/v1alpha1',
         kind: 'FunctionConfig',
         metadata: {name: 'cat'},
@@ -260,7 +266,7 @@ spec:
       const options: ServeOptions = {
         ...base,
         functionConfig: {source: 'crd', namespace: ns},
-        pod: {...base.pod, namespace: ns, wrapperServerImage: WRAPPER_IMAGE, podAddress: 'pod-ip', metadata: pb.metadata, kubeConfig: pb.bed.kubeConfig, owner: 'security-test', hardenTemplates: true},
+        pod: {...base.pod, namespace: ns, wrapperServerImage: WRAPPER_IMAGE, podAddress: 'pod-ip', metadata: pb.metadata, kubeconfig: pb.kubeconfigPath, owner: 'security-test', hardenTemplates: true},
       }
       const logger = memoryLogger()
       const running = await startInProcess(options, logger)
@@ -269,7 +275,7 @@ spec:
         const res = await client.evaluateRaw(image('cat'), RL, {deadline: Date.now() + 60_000})
         expect(res.resourceList.toString()).to.equal(RL.toString())
         expect(res.trailers.get('fnr-evaluator')).to.deep.equal(['pod'])
-        const [pod] = storedPods(pb, ns)
+        const [pod] = await listPods(pb, ns)
         expect(pod!.metadata!.annotations!['fn.kpt.dev/template-version']).to.match(/^porch-[0-9a-f]{12}-fc[0-9a-f]{12}$/)
         expectSecureDefaults(pod!)
         expect(pod!.spec!.securityContext!.runAsUser).to.equal(1000)
@@ -281,15 +287,15 @@ spec:
     })
 
     it('the pod the runtime creates from a bare ConfigMap template has every default', async () => {
-      // the sidecar's image must be one the local kubelet knows (it is reported running without a process)
+      // the sidecar's image must be one the node knows (it is reported running without a process)
       const template = BARE_TEMPLATE.replace('image: busybox', 'image: fnr.test/wrapper-server:v1')
-      pb.bed.api.registry.create('configmaps', RUNNER_NS, cm(template, 'bare-template'))
-      const ns = pb.namespace()
-      const h = await startRuntime(pb, {namespace: ns, templateConfigMap: 'bare-template', hardenTemplates: true})
+      await pb.admin.create(`/api/v1/namespaces/${pb.runnerNs}/configmaps`, cm(template, 'bare-template', pb.runnerNs))
+      const ns = await pb.namespace()
+      const h = await startClusterRuntime(pb, {namespace: ns, templateConfigMap: 'bare-template', hardenTemplates: true})
       try {
         const res = await h.evaluator.evaluate({image: image('cat'), resourceList: RL, deadline: Date.now() + 60_000})
         expect(res.resourceList.toString()).to.equal(RL.toString())
-        const [pod] = storedPods(pb, ns)
+        const [pod] = await listPods(pb, ns)
         expectSecureDefaults(pod!)
       } finally {
         await h.close()

@@ -13,7 +13,7 @@ import {fileURLToPath} from 'node:url'
 import {expect} from 'chai'
 
 import {TempDirs} from '../support/tmp.js'
-import {PEER_LANE_FOLDERS, mochaLanes, mochaSelection} from '../suites.mjs'
+import {OTHER_LANE_SPECS, PEER_LANE_FOLDERS, mochaLanes, mochaSelection} from '../suites.mjs'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 const url = (rel: string): string => JSON.stringify(new URL(rel, `file://${ROOT}/`).href)
@@ -131,7 +131,7 @@ describe('npm test lanes: two mocha processes at once, one output after the othe
     expect(run.stderr.match(/teardown: SIGTERM/g) ?? []).to.have.length(2)
   })
 
-  it('the lanes hold every spec file of the set once, in one lane\'s order but the folders moved to even them and the reliability folder (whole, in one lane) first', () => {
+  it('the lanes hold every spec file of the set once, in one lane\'s order but the folders and specs moved to even them and the reliability folder (whole, in one lane) first', () => {
     for (const set of ['all', 'integration'] as const) {
       const one = mochaSelection(set)
       const lanes = mochaLanes(set)
@@ -143,8 +143,12 @@ describe('npm test lanes: two mocha processes at once, one output after the othe
       expect(specs(lanes[1]!.args).slice(0, moved.length)).to.deep.equal(moved)
       // the reliability folder first in the other lane (its floods end before the peer lane reaches the control plane)
       expect(specs(lanes[0]!.args)[0]).to.equal('test/reliability/**/*.test.ts')
-      const rest = [...specs(lanes[0]!.args).slice(1), ...specs(lanes[1]!.args).slice(moved.length)]
-      expect(rest, set).to.deep.equal(specs(one).filter((g) => !moved.includes(g) && g !== 'test/reliability/**/*.test.ts'))
+      // OTHER_LANE_SPECS (control-plane specs moved to even the lanes) last in the other lane
+      const other = specs(lanes[0]!.args)
+      expect(other.slice(-OTHER_LANE_SPECS.length)).to.deep.equal(OTHER_LANE_SPECS)
+      for (const f of OTHER_LANE_SPECS) expect(specs(one), f).to.include(f)
+      const rest = [...other.slice(1, -OTHER_LANE_SPECS.length), ...specs(lanes[1]!.args).slice(moved.length)]
+      expect(rest, set).to.deep.equal(specs(one).filter((g) => !moved.includes(g) && g !== 'test/reliability/**/*.test.ts' && !OTHER_LANE_SPECS.includes(g)))
       for (const g of moved) expect(specs(one), g).to.include(g)
       for (const lane of lanes) expect(ignores(lane.args), set).to.deep.equal(ignores(one))
       expect(specs(lanes[0]!.args)).to.include('test/reliability/**/*.test.ts')

@@ -37,6 +37,8 @@ export interface ImageEntry {
   env?: Record<string, string>;
   /** Path rewrites for this image only, on top of the kubelet's commandMap. */
   commandMap?: Record<string, string | string[]>;
+  /** Every pull of this image fails with this message (ErrImagePull, then ImagePullBackOff): an image the node cannot pull. */
+  pullError?: string;
 }
 
 /**
@@ -1083,6 +1085,8 @@ export class LocalKubelet {
     if (!this.mappingFor(image)) {
       return `Failed to pull image "${image}": rpc error: code = NotFound desc = failed to pull and unpack image "${image}": not found in the local kubelet's imageMap`;
     }
+    const mapping = this.mappingFor(image);
+    if (mapping !== 'skip' && mapping?.pullError) return `Failed to pull image "${image}": ${mapping.pullError}`;
     try {
       await this.options.onPullImage?.(image, pod);
     } catch (e) {

@@ -1,14 +1,13 @@
 /**
- * The pod-runtime test bed on the real control plane (test/support/cluster/shared.ts): what
- * startPodBed (./index.ts) gives on the in-process test API server, with kube-apiserver, etcd,
- * the controllers and the scheduler underneath. fnr's pod runtime talks to kube-apiserver through
+ * The pod-runtime test bed on the real control plane (test/support/cluster/shared.ts): kube-apiserver,
+ * etcd, the controllers and the scheduler, and the node. fnr's pod runtime talks to kube-apiserver through
  * the fault-injecting proxy (test/support/cluster/fault-proxy.ts) with the admin's token, so a
  * suite can inject API faults and count the runtime's requests; its pods run on the control
  * plane's node (the LocalKubelet) as host processes: every image below is mapped, and the
  * function container runs the REAL wrapper server (the built CLI, `node bin/run.js
  * wrapper-server`) with small shell-script functions.
  *
- * Images (all `example.com/fn/<name>:v1`, entrypoint /usr/local/bin/function), as ./index.ts:
+ * Images (all `example.com/fn/<name>:v1`, entrypoint /usr/local/bin/function; ./index.ts):
  *   cat, stderr, fail, gate (waits on a file the test creates), crash (the wrapper exits 3).
  *
  * Each bed has namespaces of its own (`podNs`, `runnerNs`, and a fresh one per `namespace()`
@@ -26,11 +25,11 @@ import {startPodRuntime, type PodRuntimeOptions} from '../../../src/lib/pods/run
 import type {ControlPlane} from '../cluster/controlplane.js'
 import {FaultProxy} from '../cluster/fault-proxy.js'
 import {adminClient, namespace, sharedControlPlane} from '../cluster/shared.js'
-import type {KubeRestClient} from '../k8s/client.js'
+import {KubeRequestError, type KubeRestClient} from '../k8s/client.js'
 import type {LocalKubelet} from '../k8s/kubelet.js'
 import type {KubeObject} from '../k8s/status.js'
 import {SCRIPTS, TempDirs, writeExecutable} from '../tmp.js'
-import {FUNCTION_PATH, WRAPPER_IMAGE, WRAPPER_PATH, image, testRuntimeOptions, wrapperCommand, type RuntimeHandle} from './index.js'
+import {FUNCTION_PATH, WRAPPER_IMAGE, WRAPPER_PATH, image, testRuntimeOptions, until, wrapperCommand, type RuntimeHandle} from './index.js'
 
 export interface ClusterPodBed {
   cp: ControlPlane
@@ -189,9 +188,32 @@ export async function closeGate(pb: ClusterPodBed): Promise<void> {
   for (const f of await readdir(pb.startedDir)) await rm(path.join(pb.startedDir, f), {force: true})
 }
 
-/** Creates an object through the admin client at its collection path; returns what kube-apiserver stored. */
-export function createObject(pb: ClusterPodBed, collectionPath: string, body: KubeObject): Promise<KubeObject> {
-  return pb.admin.create(collectionPath, body)
+/** Names of the live pods of a namespace (fnr's or not), sorted. */
+export async function podNames(pb: ClusterPodBed, namespace: string): Promise<string[]> {
+  return (await listPods(pb, namespace)).map((p) => p.metadata!.name!).sort()
+}
+
+const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions'
+
+/**
+ * Creates a CustomResourceDefinition unless the control plane has it already (a CRD is cluster-wide and shared by
+ * every suite of the process: never deleted), then waits until it is Established, listed by discovery, and its
+ * resources are served in the bed's namespaces.
+ */
+export async function ensureCrd(pb: ClusterPodBed, crd: KubeObject): Promise<void> {
+  const name = crd.metadata.name as string
+  if ((await pb.admin.raw('GET', `${CRDS}/${name}`)).code === 404) {
+    await pb.admin.create(CRDS, crd).catch((err: unknown) => {
+      if (!(err instanceof KubeRequestError && err.code === 409)) throw err
+    })
+  }
+  await until(async () => ((await pb.admin.get(`${CRDS}/${name}`)).status?.conditions ?? []).some((c: {type: string; status: string}) => c.type === 'Established' && c.status === 'True'), `CRD ${name} Established`)
+  const {group, names} = crd.spec as {group: string; names: {plural: string}}
+  const version = (crd.spec.versions as Array<{name: string; served: boolean}>).find((v) => v.served)!.name
+  await until(async () => ((await pb.admin.get(`/apis/${group}/${version}`)).resources as Array<{name: string}>).some((r) => r.name === names.plural), `${name} in discovery`)
+  for (const ns of [pb.podNs, pb.runnerNs]) {
+    await until(async () => (await pb.admin.raw('GET', `/apis/${group}/${version}/namespaces/${ns}/${names.plural}`)).code === 200, `${name} served in ${ns}`)
+  }
 }
 
 export interface ClusterPodBedHooks {
@@ -203,7 +225,7 @@ export interface ClusterPodBedHooks {
 }
 
 /**
- * The shared mocha hooks of a suite on this bed (./index.ts usePodBed's): one bed for the suite,
+ * The shared mocha hooks of a suite on this bed: one bed for the suite,
  * before each test a fresh namespace and a closed gate, after each the gate opened, `cleanup`, and
  * the proxy's faults cleared. Call it inside a describe().
  */
