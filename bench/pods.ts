@@ -1,6 +1,7 @@
 /**
- * P5: the pod runtime end to end on the Kubernetes test bed (test API server + local kubelet that
- * runs the REAL wrapper server, `node bin/run.js wrapper-server`, as each pod's process):
+ * P5: the pod runtime end to end on the real control plane (test/support/pods/cluster-bed.ts: kube-apiserver,
+ * etcd, the controllers and the scheduler, and the tests' node, which runs the REAL wrapper server, `node bin/run.js
+ * wrapper-server`, as each pod's process; fnr reaches kube-apiserver through the bed's proxy):
  *   warm   latency of a 1 KiB ResourceList through `fnr serve` → pod versus calling that pod's
  *          wrapper directly with the same client, interleaved. Target: ≤ 1 ms added at p50.
  *   cold   first call for an image that has no pod: total time, split into waiting for the pod
@@ -9,14 +10,14 @@
  *   burst  100 concurrent first calls for one image with a per-image limit of 3 pods
  *          (--pod-cache-config): pods and Services created must equal the limit.
  * It also gives P6's idle RSS with both runtimes on: a `fnr serve` process with the exec runtime
- * and the pod runtime connected to the test bed's API server.
+ * and the pod runtime connected to kube-apiserver.
  *
  * The floor of the warm case is one more gRPC round trip through a server in the same process
  * (serve's server side; its client call to the pod replaces the direct one): measured alongside
  * as a call to an in-process bench/echo-server.ts (fnr's EvaluatorServer answering with the
  * request) with the same client. added − that is fnr's own pod-path work.
  *
- * `fnr serve` runs in the benchmark process (startInProcess: the test bed's image metadata is an
+ * `fnr serve` runs in the benchmark process (startInProcess: the bed's image metadata is an
  * in-process source), so for warm calls one event loop does the client's work, the server's and
  * the pod client's; the direct side does only the client's. Needs dist/ built (the pods run it).
  *
@@ -29,7 +30,9 @@ import {fileURLToPath} from 'node:url'
 
 import {EvaluatorClient} from '../src/lib/grpc/client.js'
 import type {RunningServer} from '../src/lib/serve.js'
-import {WRAPPER_IMAGE, createdCount, image, startPodBed, type PodBed} from '../test/support/pods/index.js'
+import {stopSharedControlPlane} from '../test/support/cluster/shared.js'
+import {createdThroughProxy, startClusterPodBed, type ClusterPodBed} from '../test/support/pods/cluster-bed.js'
+import {WRAPPER_IMAGE, image} from '../test/support/pods/index.js'
 import {makeFunctionsDir, serveOptions, startInProcess} from '../test/support/serve.js'
 import {SCRIPTS, TempDirs} from '../test/support/tmp.js'
 import {startEchoInProcess} from './echo-server.js'
@@ -57,20 +60,31 @@ interface PodSlotView {
   timings: {readyMs?: number}
 }
 
-/** The pod cache of a running in-process serve (its pod evaluator's runtime). */
+/** The pod cache of a running in-process serve: its pod evaluator's, found under the evaluator wrappers (multi, response cache). */
 function podSlots(running: RunningServer): PodSlotView[] {
-  const evaluators = (running.server as unknown as {options: {evaluator: {evaluators: Array<{runtime?: {cache: {snapshot(): PodSlotView[]}}}>}}}).options.evaluator.evaluators
-  const runtime = evaluators.find((e) => e.runtime)?.runtime
-  if (!runtime) throw new Error('serve has no pod runtime')
-  return runtime.cache.snapshot()
+  type Node = {name?: string; options?: {cache?: {snapshot(): PodSlotView[]}; inner?: Node}; evaluators?: Node[]}
+  const seen = new Set<Node>()
+  const find = (n: Node | undefined): {snapshot(): PodSlotView[]} | undefined => {
+    if (!n || seen.has(n)) return undefined
+    seen.add(n)
+    if (n.name === 'pod' && n.options?.cache) return n.options.cache
+    for (const child of [...(n.evaluators ?? []), n.options?.inner]) {
+      const c = find(child)
+      if (c) return c
+    }
+    return undefined
+  }
+  const cache = find((running.server as unknown as {options: {evaluator: Node}}).options.evaluator)
+  if (!cache) throw new Error('serve has no pod runtime')
+  return cache.snapshot()
 }
 
-async function startServe(pb: PodBed, ns: string, dir: string, cacheConfigPath = ''): Promise<RunningServer> {
+async function startServe(pb: ClusterPodBed, ns: string, dir: string, cacheConfigPath = ''): Promise<RunningServer> {
   const fns = await makeFunctionsDir(dir)
   const base = serveOptions({...fns, disableRuntimes: ''})
   return startInProcess({
     ...base,
-    pod: {...base.pod, namespace: ns, wrapperServerImage: WRAPPER_IMAGE, podAddress: 'pod-ip', metadata: pb.metadata, kubeConfig: pb.bed.kubeConfig, owner: 'bench', cacheConfigPath},
+    pod: {...base.pod, namespace: ns, wrapperServerImage: WRAPPER_IMAGE, podAddress: 'pod-ip', metadata: pb.metadata, kubeconfig: pb.kubeconfigPath, owner: 'bench', cacheConfigPath},
   })
 }
 
@@ -79,7 +93,7 @@ async function startServe(pb: PodBed, ns: string, dir: string, cacheConfigPath =
  */
 export async function benchPods(iterations: number, coldCalls: number): Promise<{rows: Row[]; raw: Record<string, unknown>}> {
   const temp = new TempDirs()
-  const pb = await startPodBed()
+  const pb = await startClusterPodBed()
   const rows: Row[] = []
   const raw: Record<string, unknown> = {}
   try {
@@ -88,8 +102,8 @@ export async function benchPods(iterations: number, coldCalls: number): Promise<
     process.env.WRAPPER_SERVER_IMAGE = WRAPPER_IMAGE
     const both = await startExecServe([{name: 'cat', source: '/bin/cat'}], [
       '--disable-runtimes=',
-      `--kubeconfig=${pb.bed.kubeconfigPath}`,
-      `--pod-namespace=${pb.namespace()}`,
+      `--kubeconfig=${pb.kubeconfigPath}`,
+      `--pod-namespace=${await pb.namespace()}`,
       '--warm-up-pod-cache=false',
       '--pod-cache-config=',
     ]).finally(() => {
@@ -97,7 +111,7 @@ export async function benchPods(iterations: number, coldCalls: number): Promise<
       else process.env.WRAPPER_SERVER_IMAGE = previousImage
     })
     try {
-      const idle = await idleRssRows(both.serve.pid, 'both runtimes (exec + pod)', 'pod runtime connected to the test bed API server, no pods yet')
+      const idle = await idleRssRows(both.serve.pid, 'both runtimes (exec + pod)', 'pod runtime connected to kube-apiserver, no pods yet')
       rows.push(...idle.rows)
       raw['p6-idle-both'] = idle.settled
       raw['p6-idle-both-just-started'] = idle.justStarted
@@ -105,7 +119,7 @@ export async function benchPods(iterations: number, coldCalls: number): Promise<
       await both.close()
     }
 
-    const running = await startServe(pb, pb.namespace(), await temp.make())
+    const running = await startServe(pb, await pb.namespace(), await temp.make())
     const viaServe = new EvaluatorClient(`127.0.0.1:${running.port}`)
     const input = resourceList(1024)
     try {
@@ -188,7 +202,7 @@ export async function benchPods(iterations: number, coldCalls: number): Promise<
     }
 
     // burst
-    const burstNs = pb.namespace()
+    const burstNs = await pb.namespace()
     const dir = await temp.make()
     const cfg = path.join(dir, 'pod-cache-config.yaml')
     const img = await pb.addFunction('burst', SCRIPTS.cat)
@@ -200,8 +214,8 @@ export async function benchPods(iterations: number, coldCalls: number): Promise<
       const results = await Promise.allSettled(Array.from({length: BURST_CALLS}, () => client.evaluate(img, input, {deadline: Date.now() + 120_000})))
       const ms = round(performance.now() - t0)
       const failed = results.filter((r) => r.status === 'rejected').length
-      const pods = createdCount(pb, burstNs, 'pods')
-      const services = createdCount(pb, burstNs, 'services')
+      const pods = createdThroughProxy(pb, burstNs, 'pods')
+      const services = createdThroughProxy(pb, burstNs, 'services')
       rows.push({
         case: `P5 burst of ${BURST_CALLS} first calls (limit ${BURST_LIMIT} pods): pods created`,
         p50: pods,
@@ -219,6 +233,7 @@ export async function benchPods(iterations: number, coldCalls: number): Promise<
     return {rows, raw}
   } finally {
     await pb.stop()
+    await stopSharedControlPlane()
     await temp.cleanup()
   }
 }

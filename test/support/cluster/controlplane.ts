@@ -376,8 +376,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       if (node === 'runc') runtime = await RuncRuntime.create({ serviceRouting: { apiServer: `127.0.0.1:${apiPort}` }, ...options.runc });
       kubelet = new LocalKubelet({
         nodeName: NODE_NAME,
-        // The controller manager maintains Endpoints and EndpointSlices on a real control plane.
-        endpointsController: false,
+        // Endpoints and EndpointSlices are the controller manager's.
         registerNode: true,
         // kube-scheduler binds pods when it runs.
         schedule: !scheduler,

@@ -10,8 +10,7 @@
  *     (`mode: 'destroy'`),
  *   - end them as kube-apiserver does when a watch's resource version has been compacted away (`expireWatches`:
  *     an ERROR event carrying a 410 Expired Status, then the end of the stream).
- * The rules and their matching are the test API server's (../k8s/faults.ts), so a fault test reads the same on
- * both. `requests` logs what went through (verb, resource, namespace, name, code, injected or not), `received`
+ * The rules and their matching are in ../k8s/faults.ts. `requests` logs what went through (verb, resource, namespace, name, code, injected or not), `received`
  * every request, discovery and /version included.
  */
 import https from 'node:https';

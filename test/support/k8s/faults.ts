@@ -1,6 +1,6 @@
 /**
- * Fault injection for the test API server: fail the next N matching requests with a status code, or delay them.
- * Dropping watch connections is done by TestApiServer.dropWatches.
+ * The rules of the fault-injecting proxy in front of kube-apiserver (../cluster/fault-proxy.ts): fail the next N
+ * matching requests with a status code, or delay them. The proxy drops and expires watches itself.
  */
 import type { ApiError } from './status.js';
 import { errorForCode } from './status.js';

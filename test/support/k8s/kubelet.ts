@@ -16,14 +16,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ClusterEndpoint } from './client.js';
 import { KubeRequestError, KubeRestClient, resourcePath } from './client.js';
-import { EndpointsController } from './endpoints.js';
 import { allocateLoopbackAddress, DEFAULT_POD_IP_PREFIX } from './loopback.js';
-import { nowTimestamp } from './registry.js';
 import { Reflector } from './reflector.js';
-import { TestApiServer } from './server.js';
 import type { KubeObject } from './status.js';
 import type { KubeletPod, RuncRuntime } from '../node/runtime.js';
 import { Naps } from './naps.js';
+
+/** The API's timestamp format: RFC 3339 in whole seconds. */
+function nowTimestamp(): string {
+  return new Date(Math.floor(Date.now() / 1000) * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
 
 /** What an image "contains": the entrypoint and defaults a container of that image runs with. */
 export interface ImageEntry {
@@ -48,8 +50,8 @@ export interface ImageEntry {
 export type ImageMapping = ImageEntry | 'skip';
 
 export interface LocalKubeletOptions {
-  /** The API server: a TestApiServer, or any server's URL (+ token and CA for https). */
-  api: TestApiServer | ClusterEndpoint;
+  /** The API server: its URL (+ token and CA for https). */
+  api: ClusterEndpoint;
   /** Default `local-node`. */
   nodeName?: string;
   /**
@@ -66,8 +68,6 @@ export interface LocalKubeletOptions {
   onPullImage?: (image: string, pod: KubeObject) => void | Promise<void>;
   /** Bind unscheduled pods to this node (default true). With false, pods stay Pending unless they name the node. */
   schedule?: boolean;
-  /** Maintain Endpoints for Services with a selector (default true). */
-  endpointsController?: boolean;
   /** First three octets of pod addresses, e.g. `127.0.0`. Default: a random `127.A.B` per process (see loopback.ts). */
   podIpPrefix?: string;
   /** Pass the test process's environment to pod processes (default true), under the pod's own variables. */
@@ -849,11 +849,9 @@ export class LocalKubelet {
   private readonly imageMap: Map<string, ImageMapping>;
   private readonly commandMap: Map<string, string | string[]>;
   private readonly pods: Reflector;
-  private readonly endpoints: EndpointsController | undefined;
   private readonly runtimes = new Map<string, PodRuntime | KubeletPod>();
   private readonly finishing = new Set<string>();
   private readonly binding = new Set<string>();
-  private readonly apiServer: TestApiServer | undefined;
   private readonly pending = new Set<Promise<unknown>>();
   private started = false;
   private stopped = false;
@@ -871,25 +869,20 @@ export class LocalKubelet {
     this.maxGracePeriodSeconds = options.maxGracePeriodSeconds;
     this.imageMap = new Map(Object.entries(options.imageMap ?? {}));
     this.commandMap = new Map(Object.entries(options.commandMap ?? {}));
-    const endpoint: ClusterEndpoint =
-      options.api instanceof TestApiServer ? { url: options.api.url, token: options.api.token, ca: options.api.caPem } : options.api;
-    this.apiServer = options.api instanceof TestApiServer ? options.api : undefined;
-    this.client = new KubeRestClient(endpoint);
+    this.client = new KubeRestClient(options.api);
     this.pods = new Reflector(this.client, '/api/v1/pods', {
       onAdd: (pod) => this.podEvent(pod, undefined),
       onUpdate: (pod, old) => this.podEvent(pod, old),
       onDelete: (pod) => this.podDeleted(pod),
     });
-    this.endpoints = options.endpointsController === false ? undefined : new EndpointsController(this.client, () => this.pods.list());
   }
 
   /** Lists and starts watching; resolves once the kubelet has seen the current pods (and services). */
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
-    this.apiServer?.setPodLogProvider((ns, name, container) => this.logs(ns, name, container));
     const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('kubelet could not list pods from the API server within 15 s')), 15_000).unref());
-    await Promise.race([Promise.all([this.pods.start(), this.endpoints?.start()]), timeout]);
+    await Promise.race([this.pods.start(), timeout]);
     if (this.options.server) await this.startServer(this.options.server);
     if (this.options.registerNode) await this.registerNode();
   }
@@ -1020,7 +1013,7 @@ export class LocalKubelet {
     if (this.stopped) return;
     this.stopped = true;
     clearInterval(this.heartbeat);
-    await Promise.all([this.pods.stop(), this.endpoints?.stop()]);
+    await this.pods.stop();
     const graceMs = this.options.stopGraceMs ?? 2000;
     await Promise.all([...this.runtimes.values()].map((r) => r.abandon(graceMs)));
     this.runtimes.clear();
@@ -1028,7 +1021,6 @@ export class LocalKubelet {
     this.client.close();
     this.logServer?.closeAllConnections();
     await new Promise<void>((resolve) => (this.logServer ? this.logServer.close(() => resolve()) : resolve()));
-    this.apiServer?.setPodLogProvider(undefined);
   }
 
   /** Adds or replaces an image mapping at run time. */
@@ -1143,7 +1135,6 @@ export class LocalKubelet {
 
   private podEvent(pod: KubeObject, old: KubeObject | undefined): void {
     if (this.stopped) return;
-    this.endpoints?.podChanged(pod);
     const uid: string = pod.metadata?.uid;
     if (old && old.metadata?.uid !== uid) this.abandonUid(old.metadata?.uid);
     const nodeName = pod.spec?.nodeName;
@@ -1204,7 +1195,6 @@ export class LocalKubelet {
 
   private podDeleted(pod: KubeObject): void {
     if (this.stopped) return;
-    this.endpoints?.podChanged(pod);
     const uid = pod.metadata?.uid;
     this.binding.delete(uid);
     this.finishing.delete(uid);

@@ -1,9 +1,9 @@
 /**
- * Kubernetes `Status` objects and the error type the test API server throws internally.
- * Shapes follow k8s.io/apimachinery/pkg/api/errors (NewNotFound, NewAlreadyExists, NewConflict, NewInvalid, ...).
+ * Kubernetes `Status` objects (what the fault proxy answers for an injected failure) and the tests' loose object type.
+ * Shapes follow k8s.io/apimachinery/pkg/api/errors.
  */
 
-/** A JSON object as it travels over the wire. Deliberately loose: this is a test fake. */
+/** A JSON object as it travels over the wire. Deliberately loose: test code. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type KubeObject = Record<string, any>;
 
@@ -71,7 +71,7 @@ export function reasonForCode(code: number): string {
   }
 }
 
-/** An error that the server turns into a Status response. */
+/** An injected failure, answered as a Status response (../cluster/fault-proxy.ts). */
 export class ApiError extends Error {
   readonly code: number;
   readonly reason: string;
@@ -97,116 +97,6 @@ export function failureStatus(code: number, reason: string, message: string, det
   if (details && Object.keys(details).length > 0) status.details = details;
   status.code = code;
   return status;
-}
-
-/** `pods`, or `leases.coordination.k8s.io` for grouped resources: how the apiserver names a resource in messages. */
-export function qualifiedResource(resource: string, group: string): string {
-  return group ? `${resource}.${group}` : resource;
-}
-
-function groupDetails(name: string, resource: string, group: string): StatusDetails {
-  const details: StatusDetails = { name };
-  if (group) details.group = group;
-  details.kind = resource;
-  return details;
-}
-
-export function notFound(resource: string, name: string, group = ''): ApiError {
-  return new ApiError(404, 'NotFound', `${qualifiedResource(resource, group)} "${name}" not found`, groupDetails(name, resource, group));
-}
-
-export function alreadyExists(resource: string, name: string, group = ''): ApiError {
-  return new ApiError(409, 'AlreadyExists', `${qualifiedResource(resource, group)} "${name}" already exists`, groupDetails(name, resource, group));
-}
-
-export function conflict(resource: string, name: string, why: string, group = ''): ApiError {
-  return new ApiError(
-    409,
-    'Conflict',
-    `Operation cannot be fulfilled on ${qualifiedResource(resource, group)} "${name}": ${why}`,
-    groupDetails(name, resource, group),
-  );
-}
-
-export const STALE_OBJECT_MESSAGE = 'the object has been modified; please apply your changes to the latest version and try again';
-
-/** A field error as in k8s.io/apimachinery/pkg/util/validation/field. */
-export interface FieldError {
-  type: 'FieldValueInvalid' | 'FieldValueRequired' | 'FieldValueForbidden' | 'FieldValueNotSupported' | 'FieldValueDuplicate' | 'FieldValueTooLong';
-  field: string;
-  /** The detail text; for Invalid the bad value is rendered in front of it. */
-  detail?: string;
-  value?: unknown;
-  /** Render `Invalid value: <detail>` without the value (field.OmitValueType, as kube-apiserver v1.37 does for CEL rules on objects). */
-  omitValue?: boolean;
-}
-
-function renderValue(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (value === undefined || value === null) return 'null';
-  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  return JSON.stringify(value);
-}
-
-export function fieldErrorMessage(error: FieldError): string {
-  switch (error.type) {
-    case 'FieldValueRequired':
-      return `Required value${error.detail ? `: ${error.detail}` : ''}`;
-    case 'FieldValueForbidden':
-      return `Forbidden${error.detail ? `: ${error.detail}` : ''}`;
-    case 'FieldValueDuplicate':
-      return `Duplicate value: ${renderValue(error.value)}`;
-    case 'FieldValueNotSupported':
-      return `Unsupported value: ${renderValue(error.value)}${error.detail ? `: ${error.detail}` : ''}`;
-    case 'FieldValueTooLong':
-      return `Too long: ${error.detail ?? ''}`;
-    default:
-      if (error.omitValue) return `Invalid value: ${error.detail ?? ''}`;
-      return `Invalid value: ${renderValue(error.value)}${error.detail ? `: ${error.detail}` : ''}`;
-  }
-}
-
-/** 422 Invalid, as errors.NewInvalid renders it: `Pod "x" is invalid: [a: ..., b: ...]`. */
-export function invalid(kind: string, name: string, errors: FieldError[], group = ''): ApiError {
-  const rendered = errors.map((e) => `${e.field}: ${fieldErrorMessage(e)}`);
-  const summary = rendered.length === 1 ? rendered[0] : `[${rendered.join(', ')}]`;
-  const details: StatusDetails = { name };
-  if (group) details.group = group;
-  details.kind = kind;
-  details.causes = errors.map((e) => ({ reason: e.type, message: fieldErrorMessage(e), field: e.field }));
-  return new ApiError(422, 'Invalid', `${kind}${group ? `.${group}` : ''} "${name}" is invalid: ${summary}`, details);
-}
-
-export function badRequest(message: string): ApiError {
-  return new ApiError(400, 'BadRequest', message);
-}
-
-export function methodNotAllowed(message = 'the server does not allow this method on the requested resource'): ApiError {
-  return new ApiError(405, 'MethodNotAllowed', message);
-}
-
-export function unsupportedMediaType(accepted: string[]): ApiError {
-  return new ApiError(
-    415,
-    'UnsupportedMediaType',
-    `the body of the request was in an unknown format - accepted media types include: ${accepted.join(', ')}`,
-  );
-}
-
-export function expired(message: string): ApiError {
-  return new ApiError(410, 'Expired', message);
-}
-
-export function forbidden(resource: string, name: string, why: string, group = ''): ApiError {
-  return new ApiError(403, 'Forbidden', `${qualifiedResource(resource, group)} "${name}" is forbidden: ${why}`, groupDetails(name, resource, group));
-}
-
-export function unauthorized(): ApiError {
-  return new ApiError(401, 'Unauthorized', 'Unauthorized');
-}
-
-export function internalError(message: string): ApiError {
-  return new ApiError(500, 'InternalError', `Internal error occurred: ${message}`, { causes: [{ message }] });
 }
 
 /** A generic error for a status code (used by fault injection). */

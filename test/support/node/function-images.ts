@@ -2,7 +2,7 @@
  * The two images a function pod of fnr's inline template needs on the runc node, pushed to a test registry: the
  * wrapper-server image (./fixtures.ts pushWrapperServerImage) and a function image whose entrypoint is a shell
  * script that logs its uid/gid and echoes the ResourceList (`cat`). Used by test/node/function-pods.test.ts
- * (in-process API server) and test/cluster/function-pods.test.ts (the real control plane).
+ * and test/cluster/function-pods.test.ts.
  */
 import type { TestRegistry } from '../registry/registry.js';
 import { pushScriptFunctionImage, pushWrapperServerImage } from './fixtures.js';
