@@ -1,4 +1,5 @@
-// `npm run porch-e2e`: porch-server itself with fnr as its function runner (test/porch-e2e/, docs/porch-swap.md).
+// `npm run porch-e2e`: porch-server itself with fnr as its function runner (test/porch-e2e/, docs/porch-swap.md): as a
+// process on loopback, and as a pod from Porch's own Deployment on the control plane's runc node (root and runc).
 // Not part of `npm test`: porch-server's cold build takes most of an hour on two cores. This script builds what the
 // suite needs on demand (at low priority: porch-server and porchctl, Porch's own e2e API suite as a test binary, the
 // catalog functions, Porch's own runner, the control plane; each cached in .cache/peers/ as the other peers are), then

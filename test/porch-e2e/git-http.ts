@@ -11,6 +11,13 @@ export interface GitHttpServer {
   url: string
   /** Requests served so far: method and path (with the query). */
   requests: string[]
+  /** Requests served so far per client address. */
+  clients: Map<string, number>
+  /**
+   * Serves the same repositories on `host` too (a free port), for clients that cannot reach this host's loopback:
+   * a pod on the runc node reaches the node at its `status.hostIP` (docs/node.md). Returns the port.
+   */
+  alsoListen(host: string): Promise<number>
   stop(): Promise<void>
 }
 
@@ -84,22 +91,33 @@ export function serveGit(root: string, req: IncomingMessage, res: ServerResponse
 /** Serves the bare repositories under `root` on a free port of 127.0.0.1. */
 export async function startGitHttpServer(root: string): Promise<GitHttpServer> {
   const requests: string[] = []
-  const server: Server = createServer((req, res) => {
-    requests.push(`${req.method} ${req.url}`)
-    serveGit(root, req, res)
-  })
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => resolve())
-  })
-  const {port} = server.address() as {port: number}
+  const clients = new Map<string, number>()
+  const servers: Server[] = []
+  const listen = async (host: string): Promise<number> => {
+    const server: Server = createServer((req, res) => {
+      requests.push(`${req.method} ${req.url}`)
+      const from = req.socket.remoteAddress ?? ''
+      clients.set(from, (clients.get(from) ?? 0) + 1)
+      serveGit(root, req, res)
+    })
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(0, host, () => resolve())
+    })
+    servers.push(server)
+    return (server.address() as {port: number}).port
+  }
+  const port = await listen('127.0.0.1')
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
-    stop: () =>
-      new Promise<void>((resolve) => {
+    clients,
+    alsoListen: listen,
+    stop: async () => {
+      await Promise.all(servers.map((server) => new Promise<void>((resolve) => {
         server.closeAllConnections()
         server.close(() => resolve())
-      }),
+      })))
+    },
   }
 }

@@ -44,12 +44,14 @@ export async function git(args: string[], cwd?: string): Promise<string> {
 /**
  * Applies Porch's namespace, CRDs and APIService, and the Service the APIService names (`api` in porch-system) as an
  * ExternalName for localhost: porch-server runs on this host's loopback (Porch's local-development recipe).
+ * `externalName: false` leaves that Service out (porch-server as a pod: Porch's own `api` Service, ./porch-pod.ts).
  */
-export async function installPorchApi(cp: ControlPlane, client: KubeRestClient, files: PorchServerFiles): Promise<void> {
+export async function installPorchApi(cp: ControlPlane, client: KubeRestClient, files: PorchServerFiles, options: {externalName?: boolean} = {}): Promise<void> {
   for (const f of [files.namespace, files.repositoriesCrd, files.packagerevsCrd, files.apiService]) {
     const r = await cp.kubectl(['apply', '-f', f])
     if (r.code !== 0) throw new Error(`kubectl apply -f ${f}: ${r.stderr}`)
   }
+  if (options.externalName === false) return
   await client.create('/api/v1/namespaces/porch-system/services', {apiVersion: 'v1', kind: 'Service', metadata: {name: 'api'}, spec: {type: 'ExternalName', externalName: 'localhost'}})
 }
 

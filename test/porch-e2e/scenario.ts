@@ -22,7 +22,8 @@ import {buildCatalogFunctions, buildPorchRunner} from '../../scripts/catalog-pee
 import {buildPorchServer} from '../../scripts/porch-peers.mjs'
 import {porchServerFiles} from './porch-files.js'
 import {startGitHttpServer, type GitHttpServer} from './git-http.js'
-import {git, installPorchApi, startPorchServer, until, waitForPorchApi, type PorchServer} from './porch-server.js'
+import {deployPorchServer, GIT_URL, pushPorchServerImage} from './porch-pod.js'
+import {git, installPorchApi, startPorchServer, until, waitForPorchApi} from './porch-server.js'
 import {runnerBed, startPorchRunner, type PorchRunner} from '../porch-side-by-side/support.js'
 import {startControlPlane, type ControlPlane} from '../support/cluster/controlplane.js'
 import {applyRunnerManifests, deletePorchNamespaces, POD_NS, runnerKubeconfig} from '../support/cluster/porch-namespaces.js'
@@ -73,14 +74,23 @@ export interface PorchBed {
    * configuration does not map (fnr runs it in a function pod on the runc node) and Porch's runner's does (exec).
    */
   podImage?: string
-  /** The porch-server running now (packageScenario starts one per run). */
-  server?: PorchServer
+  /**
+   * With `porchPod`: porch-server's image laid out from Porch's Dockerfile (./porch-pod.ts), in a registry of the
+   * bed; packageScenario then deploys porch-server from Porch's Deployment instead of starting the process.
+   */
+  porchImage?: string
+  /** How long laying out and pushing that image took (ms). */
+  porchImageMs?: number
+  /** The porch-server running now (packageScenario starts one per run), process or pod. */
+  server?: {log(): string | Promise<string>; stop(): Promise<void>}
   stop(): Promise<void>
 }
 
 /** What the pod runtime's part of the bed gives `fnr serve`, and the function image the scenario runs in a pod. */
 interface PodParts {
   image: string
+  /** The plain registry of the bed (the wrapper server's image is there). */
+  registry: TestRegistry
   serveArgs: string[]
   serveEnv: Record<string, string>
 }
@@ -120,14 +130,18 @@ async function startPodParts(cp: ControlPlane, client: KubeRestClient, work: str
     '--enable-private-registries-tls',
     `--tls-secret-path=${tlsRegistry.certDir}`,
   ]
-  return {image, serveArgs, serveEnv: {WRAPPER_SERVER_IMAGE: `${registry.host}/fnr/wrapper-server:v1`, POD_NAME: '', FNR_DNS_SERVER: dns.address}}
+  return {image, registry, serveArgs, serveEnv: {WRAPPER_SERVER_IMAGE: `${registry.host}/fnr/wrapper-server:v1`, POD_NAME: '', FNR_DNS_SERVER: dns.address}}
 }
 
 /**
  * Builds (or reuses) the peers and starts the bed. `serveArgs` go to `fnr serve`. `pods`: a node (runc) and the
- * scheduler on the control plane, and fnr's pod runtime on, with `podImage` for the scenario.
+ * scheduler on the control plane, and fnr's pod runtime on, with `podImage` for the scenario. `porchPod` (with
+ * `pods`): porch-server runs as a pod from Porch's Deployment (./porch-pod.ts): kube-apiserver's
+ * `--enable-aggregator-routing` on (the APIService reaches the pod through its Service's EndpointSlice), Porch's
+ * `api` Service as Porch writes it instead of the ExternalName one, and porch-server's image in the bed's registry.
  */
-export async function startPorchBed(serveArgs: string[] = [], options: {pods?: boolean} = {}): Promise<PorchBed> {
+export async function startPorchBed(serveArgs: string[] = [], options: {pods?: boolean; porchPod?: boolean} = {}): Promise<PorchBed> {
+  if (options.porchPod && !options.pods) throw new Error('startPorchBed: porchPod needs pods (the runc node)')
   const files = porchServerFiles()
   const built = buildPorchServer()
   const runner = buildPorchRunner().server
@@ -148,9 +162,9 @@ export async function startPorchBed(serveArgs: string[] = [], options: {pods?: b
   }
   try {
     const node = options.pods ? {kubelet: {imageMap: {}, maxGracePeriodSeconds: 2, stopGraceMs: 1000}, scheduler: true} : {kubelet: false as const, scheduler: false}
-    parts.cp = await startControlPlane({dir: path.join(work, 'cluster'), ...node})
+    parts.cp = await startControlPlane({dir: path.join(work, 'cluster'), ...node, aggregatorRouting: options.porchPod === true})
     parts.client = adminClient(parts.cp)
-    await installPorchApi(parts.cp, parts.client, files)
+    await installPorchApi(parts.cp, parts.client, files, {externalName: !options.porchPod})
     const repos = path.join(work, 'git')
     await mkdir(repos, {recursive: true})
     await git(['clone', '-q', '--bare', files.blueprintsBundle, path.join(repos, BLUEPRINTS)])
@@ -160,6 +174,11 @@ export async function startPorchBed(serveArgs: string[] = [], options: {pods?: b
     if (options.pods) {
       const pods = await startPodParts(parts.cp, parts.client, work, podStops)
       parts.podImage = pods.image
+      if (options.porchPod) {
+        const pushed = await pushPorchServerImage(pods.registry, built.porch)
+        parts.porchImage = pushed.image
+        parts.porchImageMs = pushed.ms
+      }
       parts.fnr = await startServeProcess([`--config=${bed.configPath}`, `--functions=${bed.functionsDir}`, ...pods.serveArgs, ...serveArgs], pods.serveEnv)
       // Porch's runner has no pod runtime here: its own exec configuration maps the image to the same binary.
       const porchConfig = path.join(work, 'runner', 'porch-config.yaml')
@@ -204,7 +223,9 @@ export function fnrCallsTo(bed: PorchBed, image = APPLY_SETTERS): Array<{code: n
 /**
  * The whole scenario against a porch-server (started here, after stopping the previous one) calling `runner`
  * (host:port), in namespace `porch-e2e-LABEL` with a repository of its own: what it published to git, and the time of
- * each step. The porch-server step is timed apart from the package's steps.
+ * each step. The porch-server step is timed apart from the package's steps. With the bed's `porchImage`, porch-server
+ * is a pod from Porch's Deployment instead (./porch-pod.ts): the Deployment names the runner's Service, whose
+ * endpoint becomes `runner`'s port; it reaches git through the Service of GIT_URL.
  */
 export async function packageScenario(bed: PorchBed, label: string, runner: string): Promise<Outcome> {
   const steps: Step[] = []
@@ -214,17 +235,26 @@ export async function packageScenario(bed: PorchBed, label: string, runner: stri
   await seedRepo(path.join(work, 'git'), repoName, work)
   await bed.server?.stop()
   let t = performance.now()
-  const server = await startPorchServer(bed.porchBinary, bed.cp, path.join(work, `porch-server-${label}`), runner)
-  bed.server = server
-  await waitForPorchApi(server, client)
-  steps.push({what: 'porch-server start → APIService Available', ms: Math.round(performance.now() - t)})
+  let gitUrl = bed.git.url
+  if (bed.porchImage) {
+    const runnerPort = Number(runner.slice(runner.lastIndexOf(':') + 1))
+    bed.server = await deployPorchServer(bed.cp, client, bed.porchImage, {runnerPort, gitAlsoListen: (host) => bed.git.alsoListen(host)})
+    gitUrl = GIT_URL
+    steps.push({what: 'porch-server Deployment applied → APIService Available (pod)', ms: Math.round(performance.now() - t)})
+  } else {
+    const server = await startPorchServer(bed.porchBinary, bed.cp, path.join(work, `porch-server-${label}`), runner)
+    bed.server = server
+    await waitForPorchApi(server, client)
+    steps.push({what: 'porch-server start → APIService Available', ms: Math.round(performance.now() - t)})
+  }
+  const server = bed.server
   await client.create('/api/v1/namespaces', {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ns}})
 
   const ctl = async (what: string, args: string[]): Promise<string> => {
     const started = performance.now()
     const r = await execa(bed.porchctl, args, {env: {KUBECONFIG: bed.cp.kubeconfigPath, HOME: work}, reject: false, timeout: 300_000})
     steps.push({what, ms: Math.round(performance.now() - started)})
-    if (r.exitCode !== 0) throw new Error(`porchctl ${args.join(' ')} exited ${r.exitCode}:\n${String(r.stdout)}\n${String(r.stderr)}\nporch-server log (last lines):\n${server.log().split('\n').slice(-30).join('\n')}`)
+    if (r.exitCode !== 0) throw new Error(`porchctl ${args.join(' ')} exited ${r.exitCode}:\n${String(r.stdout)}\n${String(r.stderr)}\nporch-server log (last lines):\n${(await server.log()).split('\n').slice(-30).join('\n')}`)
     return String(r.stdout)
   }
   const packageRevision = async (pkg = PACKAGE): Promise<KubeObject> =>
@@ -233,7 +263,7 @@ export async function packageScenario(bed: PorchBed, label: string, runner: stri
       return (list.items as KubeObject[]).find((p) => p.spec?.packageName === pkg && p.spec?.workspaceName === 'v1')
     })
 
-  await ctl('porchctl repo reg', ['repo', 'reg', `${bed.git.url}/${repoName}`, '--name=deployments', '--branch=main', `--namespace=${ns}`])
+  await ctl('porchctl repo reg', ['repo', 'reg', `${gitUrl}/${repoName}`, '--name=deployments', '--branch=main', `--namespace=${ns}`])
   t = performance.now()
   await until('Repository deployments Ready', 180_000, async () => {
     const repo = await client.get(`/apis/config.porch.kpt.dev/v1alpha1/namespaces/${ns}/repositories/deployments`)
@@ -241,7 +271,7 @@ export async function packageScenario(bed: PorchBed, label: string, runner: stri
   })
   steps.push({what: 'Repository Ready', ms: Math.round(performance.now() - t)})
 
-  await ctl('porchctl rpkg clone bucket/v1 (render)', ['rpkg', 'clone', `${bed.git.url}/${BLUEPRINTS}`, PACKAGE, '--directory=bucket', '--ref=bucket/v1', '--repository=deployments', '--workspace=v1', `--namespace=${ns}`])
+  await ctl('porchctl rpkg clone bucket/v1 (render)', ['rpkg', 'clone', `${gitUrl}/${BLUEPRINTS}`, PACKAGE, '--directory=bucket', '--ref=bucket/v1', '--repository=deployments', '--workspace=v1', `--namespace=${ns}`])
   const name = (await packageRevision()).metadata.name as string
 
   // Edit the setters and push: porch-server renders again (apply-setters through the runner).

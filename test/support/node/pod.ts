@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { chmod, chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import path from 'node:path';
+import { connect as tlsConnect } from 'node:tls';
 
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -738,8 +739,10 @@ export class NodePod {
     if (probe.httpGet) {
       const port = portOf(probe.httpGet.port);
       return new Promise((resolve) => {
-        const sock = connect({ host: this.ip, port, timeout: timeoutMs });
-        sock.once('connect', () => sock.end(`GET ${probe.httpGet.path ?? '/'} HTTP/1.0\r\nHost: ${this.ip}\r\n\r\n`));
+        // scheme HTTPS: TLS without verifying the certificate, as a kubelet does
+        const https = String(probe.httpGet.scheme ?? 'HTTP').toUpperCase() === 'HTTPS';
+        const sock = https ? tlsConnect({ host: this.ip, port, timeout: timeoutMs, rejectUnauthorized: false }) : connect({ host: this.ip, port, timeout: timeoutMs });
+        sock.once(https ? 'secureConnect' : 'connect', () => sock.end(`GET ${probe.httpGet.path ?? '/'} HTTP/1.0\r\nHost: ${this.ip}\r\n\r\n`));
         let head = '';
         sock.on('data', (d: Buffer) => (head += d.toString('latin1')));
         sock.once('close', () => resolve(/^HTTP\/1\.[01] [23]\d\d/.test(head)));
