@@ -6,6 +6,7 @@
  * `dns` resolver. Without the option nothing changes: names go to grpc-js's default resolver.
  */
 import {promises as dns} from 'node:dns'
+import {isIPv4, isIPv6} from 'node:net'
 
 import * as grpc from '@grpc/grpc-js'
 
@@ -14,9 +15,12 @@ export const DNS_SERVER_SCHEME = 'fnr-dns'
 /** A DNS server given as `ip`, `ip:port` or `[ipv6]:port`, checked; the normalised `host:port` (default port 53). */
 export function parseDnsServer(value: string): string {
   const v = value.trim()
-  const m = /^\[([0-9a-fA-F:.]+)\](?::(\d+))?$/.exec(v) ?? /^([0-9.]+)(?::(\d+))?$/.exec(v)
+  const bracketed = /^\[([0-9a-fA-F:.]+)\](?::(\d+))?$/.exec(v)
+  const m = bracketed ?? /^([0-9.]+)(?::(\d+))?$/.exec(v)
   const port = m?.[2] === undefined ? 53 : Number(m[2])
-  if (!m || !Number.isInteger(port) || port < 1 || port > 65535) {
+  // an address, not just its characters: 999.1.1.1 or [abc] would pass the start and fail the first pod call
+  const address = m !== null && (bracketed ? isIPv6(m[1]!) : isIPv4(m[1]!))
+  if (!m || !address || !Number.isInteger(port) || port < 1 || port > 65535) {
     throw new Error(`DNS server must be an IP address with an optional port (1.2.3.4, 1.2.3.4:5353, [::1]:5353), got ${JSON.stringify(value)}`)
   }
   return m[1]!.includes(':') ? `[${m[1]}]:${port}` : `${m[1]}:${port}`

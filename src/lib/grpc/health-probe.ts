@@ -106,7 +106,8 @@ function setBool(flags: ProbeFlags, tls: string[], name: string, inline: string 
   if (on === undefined) throw new ProbeFlagError(`invalid boolean value ${JSON.stringify(inline)} for -${name}: parse error`)
   if (name === 'v') flags.verbose = on
   else if (name === 'version') flags.version = on
-  else if (on) tls.push(name)
+  // -gzip only asks for compressed requests, which a health Check does not need: accepted, as its usage says
+  else if (name !== 'gzip' && on) tls.push(name)
 }
 
 /** Sets a flag that takes a value. */

@@ -97,7 +97,12 @@ export async function collectPorchLeftovers(options: CollectPorchLeftoversOption
     }
   }
   // Services: those of the pods above, and those whose pod is gone (Porch deletes both, but not always).
-  const livePodIds = new Set(pods.filter((p) => !out.find((o) => o.name === p.metadata?.name)?.deleted).map((p) => p.metadata!.labels![LABEL_FN_IMAGE]!))
+  // a pod that was deleted here, or was already gone when its delete came (404), no longer holds its Service
+  const gone = (p: V1Pod): boolean => {
+    const o = out.find((i) => i.kind === 'Pod' && i.name === p.metadata?.name)
+    return o?.deleted === true || o?.skipped === 'already gone'
+  }
+  const livePodIds = new Set(pods.filter((p) => !gone(p)).map((p) => p.metadata!.labels![LABEL_FN_IMAGE]!))
   for (const service of services) {
     const name = service.metadata!.name!
     const podId = service.spec!.selector![LABEL_FN_IMAGE]!
