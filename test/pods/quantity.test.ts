@@ -41,7 +41,7 @@ describe('Kubernetes quantities', () => {
     expect(() => parseQuantity('12GB')).to.throw(/unknown suffix "GB"/)
   })
 
-  it('finds a request above its limit, malformed and negative quantities, unknown names and overcommitted extended resources', () => {
+  it('finds a request above its limit, malformed and negative quantities, unknown names, overcommitted extended and hugepages resources', () => {
     expect(resourceRequirementsProblems({requests: {cpu: '100m', memory: '128Mi'}, limits: {memory: '1Gi'}}, 'r')).to.deep.equal([])
     expect(resourceRequirementsProblems({requests: {memory: '1Gi'}, limits: {memory: '1073741824'}}, 'r')).to.deep.equal([])
     expect(resourceRequirementsProblems({requests: {memory: '2Gi'}, limits: {memory: '1Gi'}}, 'r')).to.deep.equal([
@@ -51,7 +51,20 @@ describe('Kubernetes quantities', () => {
     expect(resourceRequirementsProblems({limits: {cpu: '-1'}}, 'r')).to.deep.equal(['r.limits.cpu: "-1" must be greater than or equal to 0'])
     expect(resourceRequirementsProblems({limits: {gpu: '1'}}, 'r')[0]).to.match(/"gpu" is not a standard resource .* nor a fully qualified one/)
     expect(resourceRequirementsProblems({requests: {'example.com/gpu': '1'}, limits: {'example.com/gpu': '2'}}, 'r')[0]).to.match(/must equal the limit "2"/)
-    expect(resourceRequirementsProblems({requests: {'hugepages-2Mi': '2Mi'}, limits: {'hugepages-2Mi': '2Mi', 'ephemeral-storage': '1Gi'}}, 'r')).to.deep.equal([])
+    expect(resourceRequirementsProblems({requests: {'hugepages-2Mi': '2Mi', memory: '64Mi'}, limits: {'hugepages-2Mi': '2Mi', 'ephemeral-storage': '1Gi'}}, 'r')).to.deep.equal([])
+    // as kube-apiserver: hugepages and extended resources are never overcommitted (a limit, equal to the request),
+    // hugepages come with cpu or memory, and a name containing kubernetes.io/ is native (overcommit allowed)
+    expect(resourceRequirementsProblems({requests: {'hugepages-2Mi': '2Mi', cpu: '1'}, limits: {'hugepages-2Mi': '4Mi'}}, 'r')).to.deep.equal([
+      'r.requests.hugepages-2Mi: "2Mi" must equal the limit "4Mi" (hugepages cannot be overcommitted)',
+    ])
+    // a container's whole resources only (an override may get its limit, or its memory, from the template)
+    expect(resourceRequirementsProblems({requests: {'example.com/gpu': '1'}}, 'r', {complete: true})).to.deep.equal(['r.limits.example.com/gpu: a limit is required (an extended resource cannot be overcommitted)'])
+    expect(resourceRequirementsProblems({limits: {'hugepages-1Gi': '1Gi'}}, 'r', {complete: true})).to.deep.equal(['r: hugepages need a cpu or memory request or limit as well'])
+    expect(resourceRequirementsProblems({requests: {'example.com/gpu': '1'}, limits: {'hugepages-1Gi': '1Gi'}}, 'r')).to.deep.equal([])
+    expect(podResourceProblems({containers: [{name: 'function', resources: {requests: {'example.com/gpu': '1'}}}]})).to.deep.equal([
+      'spec.containers[0] (function).resources.limits.example.com/gpu: a limit is required (an extended resource cannot be overcommitted)',
+    ])
+    expect(resourceRequirementsProblems({requests: {'foo.kubernetes.io/x': '1'}, limits: {'foo.kubernetes.io/x': '2'}}, 'r')).to.deep.equal([])
     expect(
       podResourceProblems({initContainers: [{name: 'init', resources: {requests: {memory: '1x'}}}], containers: [{name: 'function', resources: {requests: {cpu: '2'}, limits: {cpu: '1'}}}]}),
     ).to.deep.equal([

@@ -45,15 +45,15 @@ describe('resourcelist/results: extractResults', () => {
     expect(extractResults(undefined)).to.deep.equal([])
   })
 
-  it('has no results for an empty results field, an empty list or an empty map (kpt passes these)', () => {
-    for (const text of ['results:\n', 'results: []\n', 'results: {}\n']) {
+  it('has no results for an empty results field, null, an empty list or an empty map (kpt passes these)', () => {
+    for (const text of ['results:\n', 'results: []\n', 'results: {}\n', 'results: ~\n', 'results: null\n', 'results: NULL\n', 'results: !!null x\n']) {
       expect(extractResults(rl(text)), text).to.deep.equal([])
     }
   })
 
   it('fails the function (FunctionFailed) on a results field that is not a list, in kpt\'s words', () => {
     // an empty legacy wrapping fails in kpt too ("cannot unmarshal")
-    for (const text of ['results: 5\n', 'results: {a: 1}\n', 'results: {items: x}\n', 'results: {items: []}\n']) {
+    for (const text of ['results: 5\n', 'results: {a: 1}\n', 'results: {items: x}\n', 'results: {items: []}\n', 'results: "null"\n']) {
       const err = failure(() => extractResults(rl(text)))
       expect(err.kind, text).to.equal('FunctionFailed')
       expect(err.message, text).to.equal('function results must be a list')

@@ -128,6 +128,16 @@ describe('resourcelist/select: selectResources', () => {
     expect(getAnnotation(all[1]!, A.kptResourceId)).to.equal(undefined)
   })
 
+  it('appends an output item whose id is empty as a new resource (kpt tests for ""), never drops it', () => {
+    const all = items()
+    const s = selectResources(all, [{kind: 'Deployment'}], [])
+    const sent = map(`apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  annotations:\n    ${A.kptResourceId}: '0'\n`)
+    const fresh = map(`apiVersion: v1\nkind: Secret\nmetadata:\n  name: new\n  annotations:\n    ${A.kptResourceId}: ''\n`)
+    const merged = s.merge([sent, fresh])
+    expect(names(merged)).to.deep.equal(['Deployment/web', 'ConfigMap/cfg', 'Service/web', 'Secret/new'])
+    expect(getAnnotation(merged[3]!, A.kptResourceId)).to.equal(undefined)
+  })
+
   it('treats an output with an id no sent resource had as a drop of the sent one, not a new resource', () => {
     const all = items()
     const s = selectResources(all, [{kind: 'Service'}], [])

@@ -103,11 +103,12 @@ export interface ResourceRequirementsLike {
 
 /**
  * The problems the API server would find in one container's requests and limits: bad names,
- * malformed or negative quantities, a request above its limit, and an extended resource whose
- * request differs from its limit. Each is one line starting with `where` (e.g.
+ * malformed or negative quantities, a request above its limit, an extended or hugepages resource whose
+ * request differs from its limit; with `complete` (a container's whole resources, not an override merged into a
+ * template later), also such a resource without a limit, and hugepages without cpu or memory. Each is one line starting with `where` (e.g.
  * "spec.containers[0] (function).resources"). Empty when the API server would accept them.
  */
-export function resourceRequirementsProblems(resources: ResourceRequirementsLike | undefined, where: string): string[] {
+export function resourceRequirementsProblems(resources: ResourceRequirementsLike | undefined, where: string, {complete = false}: {complete?: boolean} = {}): string[] {
   const problems: string[] = []
   if (!resources) return problems
   const parsed: Record<'requests' | 'limits', Map<string, Quantity>> = {requests: new Map(), limits: new Map()}
@@ -138,13 +139,23 @@ export function resourceRequirementsProblems(resources: ResourceRequirementsLike
   }
   for (const [name, request] of parsed.requests) {
     const limit = parsed.limits.get(name)
-    if (!limit) continue
-    const extended = name.includes('/') && !name.startsWith('kubernetes.io/')
-    if (extended && compareQuantities(request, limit) !== 0) {
-      problems.push(`${where}.requests.${name}: ${JSON.stringify(request.text)} must equal the limit ${JSON.stringify(limit.text)} (an extended resource cannot be overcommitted)`)
+    // as the API server: a resource is native when its name has no '/' or contains kubernetes.io/, and only native
+    // resources other than hugepages may be overcommitted (the others need a limit equal to the request)
+    const native = !name.includes('/') || name.includes('kubernetes.io/')
+    const overcommit = native && !name.startsWith('hugepages-')
+    if (!limit) {
+      if (!overcommit && complete) problems.push(`${where}.limits.${name}: a limit is required (${native ? 'hugepages' : 'an extended resource'} cannot be overcommitted)`)
+      continue
+    }
+    if (!overcommit && compareQuantities(request, limit) !== 0) {
+      problems.push(`${where}.requests.${name}: ${JSON.stringify(request.text)} must equal the limit ${JSON.stringify(limit.text)} (${native ? 'hugepages' : 'an extended resource'} cannot be overcommitted)`)
     } else if (compareQuantities(request, limit) > 0) {
       problems.push(`${where}.requests.${name}: ${JSON.stringify(request.text)} is more than the limit ${JSON.stringify(limit.text)} (a request must be less than or equal to its limit)`)
     }
+  }
+  const names = [...parsed.requests.keys(), ...parsed.limits.keys()]
+  if (complete && names.some((n) => n.startsWith('hugepages-')) && !names.some((n) => n === 'cpu' || n === 'memory')) {
+    problems.push(`${where}: hugepages need a cpu or memory request or limit as well`)
   }
   return problems
 }
@@ -159,7 +170,7 @@ export function podResourceProblems(spec: {containers?: ContainerLike[]; initCon
   const problems: string[] = []
   for (const kind of ['initContainers', 'containers'] as const) {
     ;(spec?.[kind] ?? []).forEach((c, i) => {
-      if (c && typeof c === 'object') problems.push(...resourceRequirementsProblems(c.resources, `spec.${kind}[${i}] (${c.name ?? '?'}).resources`))
+      if (c && typeof c === 'object') problems.push(...resourceRequirementsProblems(c.resources, `spec.${kind}[${i}] (${c.name ?? '?'}).resources`, {complete: true}))
     })
   }
   return problems

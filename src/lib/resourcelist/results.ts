@@ -41,7 +41,8 @@ export function extractResults(source: ResourceList | Node | null | undefined): 
     if (isSeq(items) && items.items.length > 0) node = items
     else if (node.items.length === 0) return []
   }
-  if (scalarString(node) === '') return []
+  // no results: an empty value, or go-yaml's null (`~`, `null`), which kpt reads as none
+  if (scalarString(node) === '' || isNullScalar(node as Node)) return []
   if (!isSeq(node)) throw new FnrError('FunctionFailed', 'function results must be a list')
   return node.items.map((item, i) => resultOf(item as Node, i))
 }

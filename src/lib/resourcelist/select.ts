@@ -78,7 +78,8 @@ export function selectResources(items: YAMLMap[], selectors: Selector[], exclude
       for (const item of output) {
         const id = getAnnotation(item, A.kptResourceId)
         deleteAnnotation(item, A.kptResourceId)
-        if (id === undefined) added.push(item)
+        // an empty id is no id (kpt tests for ""): a new resource, never dropped
+        if (id === undefined || id === '') added.push(item)
         else byId.set(id, item)
       }
       const sent = new Set(selected)
