@@ -137,6 +137,13 @@ export function resourceRequirementsProblems(resources: ResourceRequirementsLike
       parsed[kind].set(name, q)
     }
   }
+  problems.push(...limitProblems(parsed, where, complete))
+  return problems
+}
+
+/** Requests against limits, as the API server checks them (see resourceRequirementsProblems). */
+function limitProblems(parsed: Record<'requests' | 'limits', Map<string, Quantity>>, where: string, complete: boolean): string[] {
+  const problems: string[] = []
   for (const [name, request] of parsed.requests) {
     const limit = parsed.limits.get(name)
     // as the API server: a resource is native when its name has no '/' or contains kubernetes.io/, and only native
