@@ -102,6 +102,18 @@ describe('resourcelist/goyaml: goYaml keys and structure', () => {
     expect(goYaml(new Map<string, unknown>([['b', 1], ['a', 2]]))).to.equal('b: 1\na: 2\n')
   })
 
+  it('orders a Go map\'s keys as go-yaml does: runs of digits as numbers, non-letters before letters (kpt\'s results.yaml)', () => {
+    // what kpt 1.0.0-beta.56 writes for these tags
+    expect(goYaml({a10: 1, a9: 2, a_: 3, aB: 4})).to.equal('a_: 3\na9: 2\na10: 1\naB: 4\n')
+    expect(goYaml({x10: 1, x9: 2})).to.equal('x9: 2\nx10: 1\n')
+    expect(goYaml({'v1.10': 1, 'v1.9': 2, 'v1.09': 3})).to.equal('v1.9: 2\nv1.09: 3\nv1.10: 1\n')
+  })
+
+  it('writes a value `<<` plain as go-yaml does, and quotes it as a key, where a YAML 1.1 reader would merge', () => {
+    expect(goYaml({message: '<<'})).to.equal('message: <<\n')
+    expect(goYaml({'<<': 'y'})).to.equal('"<<": "y"\n')
+  })
+
   it('omits undefined fields and members, and writes null ones', () => {
     expect(goYaml(new Map<string, unknown>([['a', undefined], ['b', null], ['c', 1]]))).to.equal('b: null\nc: 1\n')
     expect(goYaml({a: undefined, b: 1})).to.equal('b: 1\n')

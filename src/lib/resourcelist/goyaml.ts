@@ -69,7 +69,7 @@ function normalise(value: unknown): Value {
   }
   if (typeof value === 'object') {
     const m = new Map<string, Value>()
-    for (const k of Object.keys(value).sort(compareBytes)) {
+    for (const k of Object.keys(value).sort(goKeyOrder)) {
       const v = (value as Record<string, unknown>)[k]
       if (v !== undefined) m.set(k, normalise(v))
     }
@@ -77,6 +77,62 @@ function normalise(value: unknown): Value {
   }
   if (typeof value === 'boolean' || typeof value === 'number' || typeof value === 'string') return value
   return String(value)
+}
+
+const isDigit = (c: string | undefined): boolean => c !== undefined && c >= '0' && c <= '9'
+const isLetter = (c: string): boolean => /\p{L}/u.test(c)
+
+/** The number written in `r` from `i` on (its digits, after `start`), and where it ends. */
+function digitsAt(r: string[], i: number, start: bigint): {n: bigint; end: number} {
+  let end = i
+  let n = start
+  while (isDigit(r[end])) n = n * 10n + BigInt(Number(r[end++]))
+  return {n, end}
+}
+
+/** The keys' runs of digits at `i` (their first difference) compared as numbers, as go-yaml does. */
+function compareNumbersAt(ar: string[], br: string[], i: number): number {
+  // a zero after non-zero digits counts: the numbers then start from 1
+  let start = 0n
+  if (ar[i] === '0' || br[i] === '0') {
+    for (let j = i - 1; j >= 0 && isDigit(ar[j]); j--) {
+      if (ar[j] !== '0') {
+        start = 1n
+        break
+      }
+    }
+  }
+  const xn = digitsAt(ar, i, start)
+  const yn = digitsAt(br, i, start)
+  if (xn.n !== yn.n) return xn.n < yn.n ? -1 : 1
+  if (xn.end !== yn.end) return xn.end - yn.end
+  return ar[i]!.codePointAt(0)! - br[i]!.codePointAt(0)!
+}
+
+/**
+ * How go-yaml orders a Go map's string keys when it writes them (its keyList): rune by rune; at the
+ * first difference two letters compare as runes, a letter against a non-letter goes after it unless
+ * digits came just before, and runs of digits compare as numbers (a9 before a10). kpt's results.yaml
+ * orders `tags` so: a_, a9, a10, aB.
+ */
+export function goKeyOrder(a: string, b: string): number {
+  const ar = [...a]
+  const br = [...b]
+  let digits = false
+  for (let i = 0; i < ar.length && i < br.length; i++) {
+    const x = ar[i]!
+    const y = br[i]!
+    if (x === y) {
+      digits = isDigit(x)
+      continue
+    }
+    const xl = isLetter(x)
+    const yl = isLetter(y)
+    if (xl && yl) return x.codePointAt(0)! - y.codePointAt(0)!
+    if (xl || yl) return (digits ? xl : yl) ? -1 : 1
+    return compareNumbersAt(ar, br, i)
+  }
+  return ar.length - br.length
 }
 
 function isCollection(v: Value): v is Value[] | Map<string, Value> {
@@ -158,9 +214,11 @@ const BASE60_FLOAT = /^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$/
 const TIMESTAMP = /^\d{4}-\d\d?-\d\d?(?:(?:[Tt]|[ \t]+)\d\d?:\d\d:\d\d(?:\.\d*)?(?:[ \t]*(?:Z|[-+]\d\d?(?::\d\d)?))?)?$/
 
 /** Whether go-yaml's Marshal would emit this string plain (it resolves back to a string). */
-function canUsePlain(s: string): boolean {
+function canUsePlain(s: string, isKey: boolean): boolean {
   if (typeof resolvePlain(s) !== 'string') return false
-  if (s.startsWith('<<') && s.length === 2) return false
+  // go-yaml writes `<<` plain (kpt's results.yaml has `message: <<`). As a key, a YAML 1.1 reader
+  // takes a plain `<<` for a merge, so fnr quotes it there on purpose (kpt writes it plain).
+  if (s === '<<' && isKey) return false
   return !(BASE60_FLOAT.test(s) || OLD_BOOL.test(s) || TIMESTAMP.test(s))
 }
 
@@ -245,7 +303,7 @@ function analyze(s: string): Analysis {
 type Style = 'plain' | 'single' | 'double' | 'literal'
 
 function stringValue(s: string, indent: number, isKey: boolean): {header: string; body: string} {
-  let style: Style = s.includes('\n') ? 'literal' : canUsePlain(s) ? 'plain' : 'double'
+  let style: Style = s.includes('\n') ? 'literal' : canUsePlain(s, isKey) ? 'plain' : 'double'
   const a = analyze(s)
   if (isKey && a.multiline) style = 'double'
   if (style === 'plain') {
