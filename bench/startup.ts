@@ -7,17 +7,20 @@
  * environment; they are started alternately, `rounds` times each, each one stopped (SIGTERM, then
  * waited for) before the next starts. A sample is the wall time from spawn() to the first SERVING
  * answer of grpc.health.v1 Check on that port (bench/wrapper.ts waitServing: a TCP connect is
- * tried every millisecond, then a Check). `fnr serve` runs as a user starts it: the Node this
- * bench runs on with bin/run.js, without --expose-gc/--disable-sigusr1 on its own command line
- * (bin/run.js's handling of those is part of what is measured). One untimed start of each first,
- * so Node's compile cache is warm, as on a machine that ran fnr before.
+ * tried every millisecond, then a Check). `fnr serve` runs as a user starts it: bin/run.js run as
+ * a program, as a shell's `fnr serve` or a pod whose command is `fnr serve` runs it (its first
+ * lines start the Node this bench runs on, found first on PATH, with --expose-gc
+ * --disable-sigusr1). One untimed start of each first, so Node's compile cache is warm, as on a
+ * machine that ran fnr before.
  *
  *   node --import tsx bench/startup.ts        (FNR_BENCH_S_ROUNDS=20 by default)
  *   FNR_BENCH_S_FNR_ARGS="--foo" adds arguments to fnr's side only (none by default).
- *   FNR_BENCH_BEFORE_ROOT=<a built checkout> adds an arm: that checkout's `fnr serve`.
- *   FNR_BENCH_S_BREAKDOWN=1 adds two: fnr with --expose-gc --disable-sigusr1 given to Node (no
- *   re-run by bin/run.js), fnr with FNR_SPAWNER=off (no spawner process) and fnr with
- *   FNR_NO_BUNDLE=1 (the plain modules instead of the serve bundle).
+ *   FNR_BENCH_BEFORE_ROOT=<a built checkout> adds an arm: that checkout's bin/run.js, run as a
+ *   program the same way.
+ *   FNR_BENCH_S_BREAKDOWN=1 adds four: `node bin/run.js serve` (no server flags on Node's
+ *   command line: bin/run.js re-runs the process with them), `node --expose-gc --disable-sigusr1
+ *   bin/run.js serve` (the images' way: no shell, no re-run), fnr with FNR_SPAWNER=off (no
+ *   spawner process) and fnr with FNR_NO_BUNDLE=1 (the plain modules instead of the serve bundle).
  */
 import {spawn} from 'node:child_process'
 import {copyFile, mkdir, mkdtemp, rm, writeFile} from 'node:fs/promises'
@@ -28,7 +31,8 @@ import {buildPorchRunner} from '../scripts/catalog-peers.mjs'
 import {ROOT, benchEnv, loadAverage, percentile, printTable, round, saveResults, type Row} from './lib.js'
 import {freePort, waitServing} from './wrapper.js'
 
-const ENV = benchEnv({OTEL_METRICS_EXPORTER: 'none', OTEL_TRACES_EXPORTER: 'none', OTEL_LOGS_EXPORTER: 'none'})
+// PATH starts with this Node's folder: bin/run.js run as a program starts `node` from PATH.
+const ENV = benchEnv({OTEL_METRICS_EXPORTER: 'none', OTEL_TRACES_EXPORTER: 'none', OTEL_LOGS_EXPORTER: 'none', PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ''}`})
 
 async function toServing(command: string, args: string[], env: NodeJS.ProcessEnv = ENV): Promise<number> {
   const port = await freePort()
@@ -63,18 +67,21 @@ export async function benchStartup(rounds: number): Promise<{rows: Row[]; raw: R
     const before = process.env.FNR_BENCH_BEFORE_ROOT
     const breakdown = Boolean(process.env.FNR_BENCH_S_BREAKDOWN)
     const extra = process.env.FNR_BENCH_S_FNR_ARGS?.split(/\s+/).filter(Boolean) ?? []
+    const runJs = path.join(ROOT, 'bin', 'run.js')
     const arms = {
       porch: () => toServing(server, common),
-      fnr: () => toServing(process.execPath, [path.join(ROOT, 'bin', 'run.js'), 'serve', ...common, ...extra]),
-      ...(before ? {before: () => toServing(process.execPath, [path.join(before, 'bin', 'run.js'), 'serve', ...common])} : {}),
+      fnr: () => toServing(runJs, ['serve', ...common, ...extra]),
+      ...(before ? {before: () => toServing(path.join(before, 'bin', 'run.js'), ['serve', ...common])} : {}),
       ...(breakdown
         ? {
-            // The server flags already on Node's command line (as the images pass them): no re-run.
-            'fnr, no re-run': () => toServing(process.execPath, ['--expose-gc', '--disable-sigusr1', path.join(ROOT, 'bin', 'run.js'), 'serve', ...common, ...extra]),
+            // Node started on bin/run.js without the server flags: bin/run.js re-runs the process with them.
+            'fnr, node bin/run.js (re-run)': () => toServing(process.execPath, [runJs, 'serve', ...common, ...extra]),
+            // The server flags on Node's command line, as the images pass them: no shell, no re-run.
+            'fnr, node --expose-gc --disable-sigusr1': () => toServing(process.execPath, ['--expose-gc', '--disable-sigusr1', runJs, 'serve', ...common, ...extra]),
             // Functions forked by the server itself: no spawner process started beside it.
-            'fnr, FNR_SPAWNER=off': () => toServing(process.execPath, [path.join(ROOT, 'bin', 'run.js'), 'serve', ...common, ...extra], {...ENV, FNR_SPAWNER: 'off'}),
+            'fnr, FNR_SPAWNER=off': () => toServing(runJs, ['serve', ...common, ...extra], {...ENV, FNR_SPAWNER: 'off'}),
             // The plain modules instead of the serve bundle (scripts/bundles.mjs).
-            'fnr, FNR_NO_BUNDLE=1': () => toServing(process.execPath, [path.join(ROOT, 'bin', 'run.js'), 'serve', ...common, ...extra], {...ENV, FNR_NO_BUNDLE: '1'}),
+            'fnr, FNR_NO_BUNDLE=1': () => toServing(runJs, ['serve', ...common, ...extra], {...ENV, FNR_NO_BUNDLE: '1'}),
           }
         : {}),
     } as Record<string, () => Promise<number>>
@@ -103,7 +110,7 @@ export async function benchStartup(rounds: number): Promise<{rows: Row[]; raw: R
       },
     ]
     for (const name of names.filter((n) => n.startsWith('fnr, '))) {
-      rows.push({case: `S start → SERVING, ${name}`, p50: p(name, 50), p95: p(name, 90), baselineP50: p('fnr', 50), baselineP95: p('fnr', 90), ratio: round(p(name, 50) / p('fnr', 50)), unit: 'ms', note: 'baseline: fnr serve as started bare; p95 column holds p90'})
+      rows.push({case: `S start → SERVING, ${name}`, p50: p(name, 50), p95: p(name, 90), baselineP50: p('fnr', 50), baselineP95: p('fnr', 90), ratio: round(p(name, 50) / p('fnr', 50)), unit: 'ms', note: 'baseline: fnr serve run as a program; p95 column holds p90'})
     }
     if (before) {
       rows.push({

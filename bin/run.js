@@ -1,13 +1,18 @@
-#!/usr/bin/env node
-// The fnr executable. Three things happen before any command runs:
+#!/bin/sh
+':' //; case "$1" in serve|wrapper-server) exec node --expose-gc --disable-sigusr1 "$0" "$@" ;; esac; exec node "$0" "$@"
+// The fnr executable. The two lines above are read twice: run as a program (a shell's `fnr …`, a
+// pod whose command is `fnr serve`), /bin/sh runs the second one, which starts Node on this file
+// (`node` from PATH, as `#!/usr/bin/env node` would), with the server flags for the long-running
+// servers; Node then reads it as a string and a comment. Three things happen before any command runs:
 //
 // - The long-running servers (`fnr serve`, `fnr wrapper-server`) need two Node flags on their
 //   command line: --expose-gc (src/lib/reclaim.ts asks V8 for full collections) and
 //   --disable-sigusr1 (SIGUSR1 would otherwise open Node's inspector on 127.0.0.1:9229, and any
-//   loopback neighbour could then run code as the runner). When they are missing (`fnr serve`
-//   from a shell, a pod whose command is `fnr serve`), the process replaces itself with the same
-//   command plus the flags (process.execve: same pid, same environment, same open stdio; ~40 ms
-//   once per start). The images pass the flags themselves (docker/), so there no re-run happens.
+//   loopback neighbour could then run code as the runner). Run as a program, the second line
+//   passes them, so Node has them from its first instruction and starts once. Started through
+//   `node bin/run.js …` without them, the process replaces itself with the same command plus the
+//   flags (process.execve: same pid, same environment, same open stdio; one more Node start,
+//   docs/performance.md "bench S"). The images pass the flags themselves (docker/).
 // - SIGUSR1 gets a listener of its own in every command: with a listener installed, Node does not
 //   start the inspector on it (the fallback where the flag cannot be had, and harmless elsewhere).
 // - Node's compile cache (module.enableCompileCache: V8 bytecode of every module loaded, kept in

@@ -29,7 +29,7 @@ const BUNDLES = [
   {entry: path.join(ROOT, 'dist', 'cli', 'fast-eval.js'), outdir: path.join(ROOT, 'dist', 'bundles', 'eval'), name: 'fast-eval.bundle', splitting: false},
   {entry: path.join(ROOT, 'dist', 'cli', 'fast-render.js'), outdir: path.join(ROOT, 'dist', 'bundles', 'render'), name: 'fast-render.bundle', splitting: false},
   {entry: path.join(ROOT, 'dist', 'cli', 'fast-source-sink.js'), outdir: path.join(ROOT, 'dist', 'bundles', 'pipe'), name: 'fast-source-sink.bundle', splitting: false},
-  {entry: path.join(ROOT, 'dist', 'cli', 'fast-serve.js'), outdir: path.join(ROOT, 'dist', 'bundles', 'serve'), name: 'fast-serve.bundle', splitting: true},
+  {entry: path.join(ROOT, 'dist', 'cli', 'fast-serve.js'), outdir: path.join(ROOT, 'dist', 'bundles', 'serve'), name: 'fast-serve.bundle', splitting: true, lazyBuiltins: true},
 ]
 
 /** The bundle's own URL, for the rewritten module locations (a top-level constant of every output file). */
@@ -75,19 +75,61 @@ function namedLazyImports() {
  * `import http from 'node:http'` load undici (its WebSocket and fetch classes): 265-464 ms of a
  * start at load 6, against 11-32 ms for require('node:http'); node:fs loaded its streams likewise.
  * esbuild's CommonJS interop reads a property only when the code does.
+ *
+ * `lazy` (the serve bundle): a built-in in LAZY_BUILTINS that a CommonJS package requires at its top
+ * but a start does not use is loaded on first use instead: require() gives a stand-in that loads
+ * the module when anything touches it (lazyBuiltinSource). zlib is one: grpc-js requires it at
+ * load for the compression a call may ask for, and loading it (with node:internal/zip on Node 26)
+ * took ~35 ms of a start at load 5 (docs/performance.md "bench S"). tls, http and assert would
+ * gain nothing: node:http2, which the listener needs, loads them. fnr's own ES imports keep the
+ * module itself (esbuild's interop lists its exports).
  */
-function builtinsThroughRequire() {
+function builtinsThroughRequire(lazy = false) {
   return {
     name: 'builtins-through-require',
     setup(b) {
       b.onResolve({filter: /^[a-z_:/0-9]+$/}, (args) => {
         // (a lazy `await import('node:fs/promises')` stays an import: Node gives it the named exports)
-        if (!isBuiltin(args.path) || args.kind === 'dynamic-import' || args.namespace === 'builtin') return undefined
+        if (!isBuiltin(args.path) || args.kind === 'dynamic-import' || args.namespace === 'builtin' || args.namespace === 'lazy-builtin') return undefined
+        const bare = args.path.replace(/^node:/, '')
+        if (lazy && args.kind === 'require-call' && LAZY_BUILTINS.has(bare) && args.importer.includes(`${path.sep}node_modules${path.sep}`)) return {path: bare, namespace: 'lazy-builtin'}
         return {path: args.path, namespace: 'builtin'}
       })
       b.onLoad({filter: /.*/, namespace: 'builtin'}, (args) => ({contents: `module.exports = require(${JSON.stringify(args.path)})`, loader: 'js'}))
+      b.onLoad({filter: /.*/, namespace: 'lazy-builtin'}, (args) => ({contents: lazyBuiltinSource(args.path), loader: 'js'}))
     },
   }
+}
+
+/** Built-ins that CommonJS packages on the serve path require at load time but a start does not use. */
+const LAZY_BUILTINS = new Set(['zlib'])
+
+/**
+ * The stand-in for a built-in loaded on first use: a Proxy that loads the module on any access
+ * and forwards every operation to it (a property, a call of the module itself as for assert,
+ * `in`, its keys, its property descriptors). A non-configurable property is copied onto the
+ * Proxy's target before it is reported, as the Proxy rules require.
+ */
+function lazyBuiltinSource(name) {
+  const callable = typeof createRequire(import.meta.url)(name) === 'function'
+  return `let real;
+const load = () => (real ??= require(${JSON.stringify(name)}));
+module.exports = new Proxy(${callable ? '() => {}' : '{}'}, {
+  get: (t, k) => Reflect.get(load(), k),
+  set: (t, k, v) => Reflect.set(load(), k, v),
+  has: (t, k) => Reflect.has(load(), k),
+  ownKeys: () => Reflect.ownKeys(load()),
+  getOwnPropertyDescriptor: (t, k) => {
+    const d = Reflect.getOwnPropertyDescriptor(load(), k);
+    if (d && !d.configurable) Reflect.defineProperty(t, k, d);
+    return d;
+  },
+  defineProperty: (t, k, d) => Reflect.defineProperty(load(), k, d),
+  deleteProperty: (t, k) => Reflect.deleteProperty(load(), k),
+  getPrototypeOf: () => Reflect.getPrototypeOf(load()),
+  apply: (t, self, args) => Reflect.apply(load(), self, args),
+});
+`
 }
 
 /** Rewrites import.meta.url, __dirname and __filename to the module's original location. */
@@ -113,7 +155,7 @@ function keepModuleLocations(outdir) {
   }
 }
 
-for (const {entry, outdir, name, splitting} of BUNDLES) {
+for (const {entry, outdir, name, splitting, lazyBuiltins = false} of BUNDLES) {
   await rm(outdir, {recursive: true, force: true})
   const {metafile} = await build({
     metafile: true,
@@ -129,7 +171,7 @@ for (const {entry, outdir, name, splitting} of BUNDLES) {
     chunkNames: '[name]-[hash]',
     external: EXTERNAL,
     logLevel: 'warning',
-    plugins: [builtinsThroughRequire(), namedLazyImports(), keepModuleLocations(outdir)],
+    plugins: [builtinsThroughRequire(lazyBuiltins), namedLazyImports(), keepModuleLocations(outdir)],
     // CommonJS dependencies bundled into ESM need a require().
     banner: {js: `import {createRequire as fnrCreateRequire} from 'node:module'; const require = fnrCreateRequire(import.meta.url); const ${BUNDLE_URL} = import.meta.url;`},
   })

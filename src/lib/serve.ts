@@ -249,7 +249,9 @@ async function buildExecEvaluator(options: ServeOptions, functionConfigs: Functi
     images: config.imageCount,
   })
   if (config.imageCount === 0) logger.warn('the exec runtime serves no images: its config maps none; every exec call will be NOT_FOUND', {config: options.exec.configPath})
-  const exec = new ExecEvaluator({config, maxOutputBytes: options.maxRequestBodySize, logger, passEnv: options.exec.passEnv, prestart: options.exec.prestart, launcher: launcher.start((why) => logger.warn(why))})
+  // The launcher's spawner starts once the listener is up (startServe): until then, and until it
+  // is ready, calls start directly (process/launcher.ts).
+  const exec = new ExecEvaluator({config, maxOutputBytes: options.maxRequestBodySize, logger, passEnv: options.exec.passEnv, prestart: options.exec.prestart, launcher})
   // A FunctionConfig change kills pre-started processes it made stale (exec.ts configChanged).
   if (functionConfigs && exec.prestart) functionConfigs.store.onChange(() => exec.configChanged())
   return exec
@@ -417,6 +419,12 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
     await traced.stop()
     throw err
   }
+  // The exec runtime's spawner (a second process: the native helper, or a Node spawner that takes
+  // ~100 ms of CPU to start) starts after the listener, on the next turn, so that on a busy node
+  // it does not compete with the start for CPU (docs/performance.md "bench S").
+  const startSpawner = setImmediate(() => {
+    if (runtimes.includes('exec')) launcher.start((why) => logger.warn(why))
+  })
   metrics().setInFlightSource(() => server.activeCalls)
   metrics().setBudgetSource(() => server.budget.snapshot())
   bindPrestartBudget(built.evaluators, server)
@@ -437,6 +445,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
     drainingFields: {gracePeriodMs: options.gracePeriodMs},
     launcher,
     release: async () => {
+      clearImmediate(startSpawner)
       await evaluator.close()
       built.close?.()
       await launcher.close()
