@@ -10,7 +10,7 @@ import path from 'node:path'
 
 import {FUNCTION_CONFIG_GROUP, FUNCTION_CONFIG_PLURAL, parseFunctionConfig} from '../../src/lib/config/function-config-crd.js'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
-import {memoryLogger} from '../config/function-config-crd.helpers.js'
+import {memoryLogger} from '../support/memory-logger.js'
 import type {ControlPlane} from '../support/cluster/controlplane.js'
 import {adminClient, namespace, sharedControlPlane, waitForClusterBinaries} from '../support/cluster/shared.js'
 import type {KubeRestClient} from '../support/k8s/client.js'

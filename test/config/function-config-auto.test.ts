@@ -17,7 +17,7 @@ import {ensureCrd, startClusterPodBed, type ClusterPodBed} from '../support/pods
 import {RL, WRAPPER_IMAGE, until} from '../support/pods/index.js'
 import {REPO_ROOT, makeFunctionsDir, serveOptions, startInProcess, startServeProcess} from '../support/serve.js'
 import {TempDirs} from '../support/tmp.js'
-import {memoryLogger} from './function-config-crd.helpers.js'
+import {memoryLogger} from '../support/memory-logger.js'
 
 const GROUP = 'config.porch.kpt.dev'
 const PLURAL = 'functionconfigs'

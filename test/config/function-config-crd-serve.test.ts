@@ -15,7 +15,7 @@ import {ensureCrd, listPods, startClusterPodBed, type ClusterPodBed} from '../su
 import {RL, WRAPPER_IMAGE, image, until} from '../support/pods/index.js'
 import {REPO_ROOT, makeFunctionsDir, serveOptions, startInProcess, startServeProcess} from '../support/serve.js'
 import {TempDirs} from '../support/tmp.js'
-import {memoryLogger} from './function-config-crd.helpers.js'
+import {memoryLogger} from '../support/memory-logger.js'
 
 const PLURAL = 'functionconfigs'
 const API = 'config.porch.kpt.dev/v1alpha1'

@@ -16,7 +16,7 @@ import {functionConfigPodPreparer} from '../../src/lib/pods/runtime/function-con
 import {inlinePodTemplate, inlineTemplates} from '../../src/lib/pods/model/template.js'
 import {templatesFromPorchObjects} from '../../src/lib/pods/cluster/template-porch.js'
 import {SCRIPTS, TempDirs, writeExecutable} from '../support/tmp.js'
-import {memoryLogger} from './function-config-crd.helpers.js'
+import {memoryLogger} from '../support/memory-logger.js'
 
 let created = 0
 function fc(name: string, spec: unknown, meta: Partial<NonNullable<FunctionConfigObject['metadata']>> = {}): FunctionConfigObject {

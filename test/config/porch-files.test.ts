@@ -38,7 +38,7 @@ import {RL, WRAPPER_IMAGE, until} from '../support/pods/index.js'
 import {BIN_RUN, REPO_ROOT, makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
 import {requireShared} from '../support/shared.js'
 import {SCRIPTS, TempDirs, writeExecutable} from '../support/tmp.js'
-import {memoryLogger} from './function-config-crd.helpers.js'
+import {memoryLogger} from '../support/memory-logger.js'
 
 const PORCH = path.join(REPO_ROOT, '..', 'shared', 'compat', 'porch')
 const CATALOG = 'ghcr.io/kptdev/krm-functions-catalog'

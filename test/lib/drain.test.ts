@@ -8,19 +8,7 @@ import {expect} from 'chai'
 
 import {drainOnStop, type DrainOptions} from '../../src/lib/drain.js'
 import type {EvaluatorServer} from '../../src/lib/grpc/server.js'
-import type {Logger} from '../../src/lib/telemetry/log.js'
-
-interface Line {
-  level: string
-  msg: string
-  fields?: Record<string, unknown>
-}
-
-function recordingLogger(lines: Line[]): Logger {
-  const at = (level: string) => (msg: string, fields?: Record<string, unknown>) => void lines.push({level, msg, fields})
-  const logger: Logger = {error: at('error'), warn: at('warn'), lifecycle: at('lifecycle'), info: at('info'), request: at('request'), debug: at('debug'), trace: at('trace'), enabled: () => true, child: () => logger}
-  return logger
-}
+import {memoryLogger, type LogLine} from '../support/memory-logger.js'
 
 /** A server whose shutdown resolves when the test says (finish) and records what happened, in order. */
 function fakeServer(events: string[], activeCalls = 2) {
@@ -40,7 +28,7 @@ const tick = (): Promise<void> => new Promise((r) => setImmediate(r))
 
 describe('draining on stop', () => {
   let events: string[]
-  let lines: Line[]
+  let lines: LogLine[]
   let options: DrainOptions
 
   beforeEach(() => {
@@ -48,7 +36,7 @@ describe('draining on stop', () => {
     lines = []
     options = {
       gracePeriodMs: 5000,
-      logger: recordingLogger(lines),
+      logger: memoryLogger(lines),
       handleSignals: false,
       release: async () => void events.push('release'),
       drainingFields: {port: 9445},

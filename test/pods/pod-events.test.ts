@@ -7,7 +7,7 @@ import {expect} from 'chai'
 import {createMetrics, useMetrics} from '../../src/lib/telemetry/metrics.js'
 import {countPodEvent, logPodEvent, observePodEvents} from '../../src/lib/pods/runtime/event-sinks.js'
 import {PodEvents, type PodEvent} from '../../src/lib/pods/model/events.js'
-import {memoryLogger} from '../config/function-config-crd.helpers.js'
+import {memoryLogger} from '../support/memory-logger.js'
 import {parseExposition} from '../metrics/prom-text.js'
 
 const IMG = 'example.com/fn/cat:v1'

@@ -8,7 +8,7 @@ import {expect} from 'chai'
 
 import {PORCH_POD_SELECTOR, collectPorchLeftovers, findPorchLeftovers, isPorchFunctionPod, isPorchFunctionService} from '../../src/lib/pods/cluster/porch-leftovers.js'
 import {FnrError} from '../../src/lib/errors.js'
-import type {Logger} from '../../src/lib/telemetry/log.js'
+import {memoryLogger} from '../support/memory-logger.js'
 
 const ID = 'set-labels-v0-2-2-1-0a1b2c3d'
 const GONE = 'apply-setters-v0-2-0-1-ffeeddcc'
@@ -57,13 +57,6 @@ function fakeCore(pods: V1Pod[], services: V1Service[], fail: Record<string, Err
     },
   }
   return {core: core as unknown as CoreV1Api, calls, podSelectors}
-}
-
-function recordingLogger(): Logger & {lines: Array<{level: string; msg: string; fields?: Record<string, unknown>}>} {
-  const lines: Array<{level: string; msg: string; fields?: Record<string, unknown>}> = []
-  const at = (level: string) => (msg: string, fields?: Record<string, unknown>) => void lines.push({level, msg, fields})
-  const logger = {lines, error: at('error'), warn: at('warn'), lifecycle: at('lifecycle'), info: at('info'), request: at('request'), debug: at('debug'), trace: at('trace'), enabled: () => true, child: () => logger}
-  return logger
 }
 
 describe("Porch's leftover function pods (rules, on a fake API)", () => {
@@ -117,7 +110,7 @@ describe("Porch's leftover function pods (rules, on a fake API)", () => {
   describe('collectPorchLeftovers', () => {
     it('deletes Porch\'s pods with a resourceVersion precondition, then their Services and those of pods already gone', async () => {
       const f = fakeCore([porchPod(`${ID}-x7k2p`, ID)], [service(ID, {'fn.kpt.dev/image': ID}), service(GONE, {'fn.kpt.dev/image': GONE}), service('app', {app: 'x'})])
-      const logger = recordingLogger()
+      const logger = memoryLogger()
       const out = await collectPorchLeftovers({core: f.core, namespace: 'ns', logger})
       expect(out).to.deep.equal([
         {kind: 'Pod', name: `${ID}-x7k2p`, podId: ID, image: 'ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.2', deleted: true},
@@ -143,7 +136,7 @@ describe("Porch's leftover function pods (rules, on a fake API)", () => {
 
     it('a dry run deletes nothing and lists every pod and Service, in a "(dry run)" log line', async () => {
       const f = fakeCore([porchPod('p', ID)], [service(ID, {'fn.kpt.dev/image': ID})])
-      const logger = recordingLogger()
+      const logger = memoryLogger()
       const out = await collectPorchLeftovers({core: f.core, namespace: 'ns', dryRun: true, logger})
       expect(f.calls.filter((c) => c.startsWith('delete'))).to.deep.equal([])
       expect(out.map((o) => [o.kind, o.name, o.deleted, o.skipped])).to.deep.equal([
@@ -185,7 +178,7 @@ describe("Porch's leftover function pods (rules, on a fake API)", () => {
         [GONE]: apiError(404),
         other: apiError(409),
       })
-      const logger = recordingLogger()
+      const logger = memoryLogger()
       const out = await collectPorchLeftovers({core: f.core, namespace: 'ns', logger})
       expect(out.map((o) => [o.name, o.deleted, o.skipped ?? null, o.error ?? null])).to.deep.equal([
         ['p', false, null, 'cannot delete pod ns/p: pods "p" is forbidden (HTTP 403)'],
@@ -200,7 +193,7 @@ describe("Porch's leftover function pods (rules, on a fake API)", () => {
     })
 
     it('with nothing left by Porch, logs nothing and returns nothing', async () => {
-      const logger = recordingLogger()
+      const logger = memoryLogger()
       expect(await collectPorchLeftovers({core: fakeCore([], [service('app', {app: 'x'})]).core, namespace: 'ns', logger})).to.deep.equal([])
       expect(logger.lines).to.deep.equal([])
     })

@@ -10,7 +10,7 @@ import {runCli} from '../support/cli.js'
 import {waitForClusterBinaries} from '../support/cluster/shared.js'
 import {listPods, listServices, startClusterPodBed, startClusterRuntime, type ClusterPodBed} from '../support/pods/cluster-bed.js'
 import {RL, image, until} from '../support/pods/index.js'
-import {memoryLogger} from '../config/function-config-crd.helpers.js'
+import {memoryLogger} from '../support/memory-logger.js'
 
 const PORCH_ID = 'set-labels-v022-1-584115f2'
 const GONE_ID = 'set-namespace-v041-1-abcdef12'

@@ -22,7 +22,7 @@ import {hardenPodTemplate, overridePodSecurityContext} from '../../src/lib/pods/
 import {buildPod, inlineTemplates, templatesFromConfigMap, type Templates} from '../../src/lib/pods/model/template.js'
 import {templatesFromPorchObjects} from '../../src/lib/pods/cluster/template-porch.js'
 import type {ServeOptions} from '../../src/lib/serve.js'
-import {memoryLogger} from '../config/function-config-crd.helpers.js'
+import {memoryLogger} from '../support/memory-logger.js'
 import {waitForClusterBinaries} from '../support/cluster/shared.js'
 import type {KubeObject} from '../support/k8s/status.js'
 import {ensureCrd, listPods, startClusterPodBed, startClusterRuntime, type ClusterPodBed} from '../support/pods/cluster-bed.js'

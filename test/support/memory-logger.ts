@@ -1,4 +1,4 @@
-/** Helpers of the FunctionConfig tests. */
+/** A Logger for tests that keeps what it is told, in order. */
 import type {Logger} from '../../src/lib/telemetry/log.js'
 
 export interface LogLine {
