@@ -33,7 +33,8 @@ export function dnsServerTarget(server: string, hostPort: string): string {
 }
 
 class DnsServerResolver implements grpc.experimental.Resolver {
-  private readonly resolver = new dns.Resolver({timeout: 2000, tries: 2})
+  private resolver: dns.Resolver
+  private readonly server: string
   private readonly host: string
   private readonly port: number
   private pending = false
@@ -46,7 +47,8 @@ class DnsServerResolver implements grpc.experimental.Resolver {
     target: grpc.experimental.GrpcUri,
     private readonly listener: grpc.experimental.ResolverListener,
   ) {
-    this.resolver.setServers([target.authority ?? '127.0.0.1'])
+    this.server = target.authority ?? '127.0.0.1'
+    this.resolver = this.freshResolver()
     const hp = grpc.experimental.splitHostPort(target.path)
     this.host = hp?.host ?? target.path
     this.port = hp?.port ?? 443
@@ -73,6 +75,12 @@ class DnsServerResolver implements grpc.experimental.Resolver {
     this.again = false
     this.resolver.resolve4(this.host).then(
       (ips) => {
+        // no record is no address yet, however it comes (Node rejects ENODATA; an empty list means the same)
+        if (ips.length === 0) throw new Error(`no A record for ${this.host} (ENODATA)`)
+        return ips
+      },
+    ).then(
+      (ips) => {
         this.pending = false
         if (this.destroyed) return
         this.retryMs = 0
@@ -85,6 +93,7 @@ class DnsServerResolver implements grpc.experimental.Resolver {
         if (this.destroyed) return
         this.listener(grpc.experimental.statusOrFromError({code: grpc.status.UNAVAILABLE, details: `DNS resolution of ${this.host} failed: ${err.message}`}), {}, null, '')
         this.retryMs = Math.min(2000, this.retryMs === 0 ? 100 : this.retryMs * 2)
+        this.resolver = this.freshResolver()
         this.retryTimer = setTimeout(() => {
           this.retryTimer = undefined
           this.updateResolution()
@@ -92,6 +101,17 @@ class DnsServerResolver implements grpc.experimental.Resolver {
         this.retryTimer.unref()
       },
     )
+  }
+
+  /**
+   * A resolver of its own for each lookup after a failure: Node 22's c-ares keeps an answer without
+   * records in its cache, so asking the same resolver again never reached the server (one query,
+   * then the call waited out its deadline; Node 26 asks again).
+   */
+  private freshResolver(): dns.Resolver {
+    const r = new dns.Resolver({timeout: 2000, tries: 2})
+    r.setServers([this.server])
+    return r
   }
 
   destroy(): void {
