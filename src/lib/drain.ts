@@ -48,7 +48,8 @@ export interface StopHandle {
 
 /**
  * The first SIGTERM/SIGINT (or stop()) runs `stopFn`, once; a second signal runs `forceFn` and
- * exits at once with code 1.
+ * exits at once with code 1. A `stopFn` that fails is logged and followed by `forceFn`; the stop
+ * then ends as forced (never an unhandled rejection on the signal path).
  */
 function gracefulStopper(
   stopFn: () => Promise<{forced: boolean}>,
@@ -61,11 +62,19 @@ function gracefulStopper(
   const done = new Promise<{forced: boolean}>((r) => (resolveDone = r))
 
   const stop = (): Promise<{forced: boolean}> => {
-    stopping ??= stopFn().then((result) => {
-      removeSignalHandlers()
-      resolveDone(result)
-      return result
-    })
+    stopping ??= stopFn()
+      .catch((err: unknown) => {
+        // a drain or release that fails still ends the stop (a signal's stop has no caller to tell):
+        // said once, then the forced stop's work, so nothing is left running
+        logger.error('the graceful stop failed: stopping at once', {error: err instanceof Error ? err.message : String(err)})
+        forceFn()
+        return {forced: true}
+      })
+      .then((result) => {
+        removeSignalHandlers()
+        resolveDone(result)
+        return result
+      })
     return stopping
   }
 

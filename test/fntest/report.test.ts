@@ -38,6 +38,9 @@ describe('fntest/report: one case', () => {
 
   it('gives durations of a second or more in seconds with one decimal', () => {
     expect(formatCaseResult(result('passed', {durationMs: 1000}))).to.equal('PASS    case-passed (1.0s)\n')
+    // rounded before the unit is chosen: never "1000ms"
+    expect(formatCaseResult(result('passed', {durationMs: 999.6}))).to.equal('PASS    case-passed (1.0s)\n')
+    expect(formatCaseResult(result('passed', {durationMs: 999.4}))).to.equal('PASS    case-passed (999ms)\n')
     expect(formatCaseResult(result('passed', {durationMs: 61_449}))).to.equal('PASS    case-passed (61.4s)\n')
   })
 

@@ -58,6 +58,15 @@ describe('draining on stop', () => {
     expect(lines.at(-1)).to.deep.equal({level: 'lifecycle', msg: 'stopped', fields: {forced: true}})
   })
 
+  it('a drain or release that fails ends the stop as forced: logged once, the forced stop\'s work done, no rejection', async () => {
+    const server = {activeCalls: 1, shutdown: async () => ({forced: false}), forceShutdown: () => void events.push('forceShutdown')} as unknown as EvaluatorServer
+    const handle = drainOnStop(server, {...options, release: async () => Promise.reject(new Error('tracing exporter hung'))})
+    expect(await handle.stop()).to.deep.equal({forced: true})
+    expect(await handle.done).to.deep.equal({forced: true})
+    expect(events).to.deep.equal(['forceShutdown', 'killAll'])
+    expect(lines.filter((l) => l.level === 'error')).to.deep.equal([{level: 'error', msg: 'the graceful stop failed: stopping at once', fields: {error: 'tracing exporter hung'}}])
+  })
+
   it('stop() is idempotent: one drain, one release, the same answer', async () => {
     const {server, finish} = fakeServer(events)
     const handle = drainOnStop(server, options)

@@ -109,6 +109,20 @@ describe('resourcelist/goyaml: goYaml keys and structure', () => {
     expect(goYaml({'v1.10': 1, 'v1.9': 2, 'v1.09': 3})).to.equal('v1.9: 2\nv1.09: 3\nv1.10: 1\n')
   })
 
+  it('quotes what go-yaml reads back as a timestamp (Go\'s four layouts, fields in range), and only that (kpt\'s results.yaml)', () => {
+    for (const s of ['2001-12-14', '2001-1-2', '2001-12-14T21:59:43Z', '2001-12-14t21:59:43.10-05:00', '2001-12-14 21:59:43.10', '2001-12-14 1:2:3', '2000-02-29', '0000-02-29']) {
+      expect(goYaml({v: s}), s).to.equal(`v: "${s}"\n`)
+    }
+    // plain in kpt 1.0.0-beta.56's results.yaml: no layout of Go's takes them
+    for (const s of ['2001-12-14 21:59:43.10 -5', '2001-12-14T21:59:43', '2001-12-14T21:59:43+05', '2001-12-14T21:59:43 Z', '2001-12-14 21:59:43.10Z']) {
+      expect(goYaml({v: s}), s).to.equal(`v: ${s}\n`)
+    }
+    // out of range, or not four year digits: a string to Go
+    for (const s of ['2001-13-01', '2001-02-29', '1900-02-29', '2001-04-31', '2001-12-14T24:00:00Z', '2001-12-14T21:60:00Z', '201-12-14', '2001-012-14']) {
+      expect(goYaml({v: s}), s).to.equal(`v: ${s}\n`)
+    }
+  })
+
   it('writes a value `<<` plain as go-yaml does, and quotes it as a key, where a YAML 1.1 reader would merge', () => {
     expect(goYaml({message: '<<'})).to.equal('message: <<\n')
     expect(goYaml({'<<': 'y'})).to.equal('"<<": "y"\n')

@@ -33,7 +33,8 @@ export function countResults(results: readonly CaseResult[]): Counts {
 }
 
 function seconds(ms: number): string {
-  return ms < 1000 ? `${Math.round(ms)}ms` : `${(ms / 1000).toFixed(1)}s`
+  // rounded first, so 999.6 ms is 1.0s, never 1000ms
+  return Math.round(ms) < 1000 ? `${Math.round(ms)}ms` : `${(ms / 1000).toFixed(1)}s`
 }
 
 const TAG: Record<CaseResult['status'], string> = {passed: 'PASS', failed: 'FAIL', updated: 'UPDATED', skipped: 'SKIP', error: 'ERROR', interrupted: 'INTERRUPTED'}

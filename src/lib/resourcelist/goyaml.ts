@@ -211,7 +211,28 @@ export function goFloat(n: number): string {
 
 const OLD_BOOL = /^(y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF)$/
 const BASE60_FLOAT = /^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$/
-const TIMESTAMP = /^\d{4}-\d\d?-\d\d?(?:(?:[Tt]|[ \t]+)\d\d?:\d\d:\d\d(?:\.\d*)?(?:[ \t]*(?:Z|[-+]\d\d?(?::\d\d)?))?)?$/
+/**
+ * The strings go-yaml reads back as a timestamp, and so quotes: those Go's time.Parse accepts in one of
+ * its four layouts (2006-1-2T15:4:5.999999999Z07:00, the same with a lower-case t, 2006-1-2
+ * 15:4:5.999999999, 2006-1-2), with the fields in range. Not every YAML 1.1 timestamp:
+ * `2001-12-14T21:59:43` (no zone) or `2001-12-14 21:59:43.10 -5` stay plain, as kpt writes them.
+ */
+const GO_TIMESTAMP = /^(\d{4})-(\d\d?)-(\d\d?)(?:(?:[Tt](\d\d?):(\d\d?):(\d\d?)(?:[.,]\d+)?(?:Z|[-+](\d\d):(\d\d)))|(?: (\d\d?):(\d\d?):(\d\d?)(?:[.,]\d+)?))?$/
+
+/** A date Go's time.Parse takes: month 1-12, the day within its month (leap years as Go counts them). */
+function goDateInRange(year: number, month: number, day: number): boolean {
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)
+  const days = month === 2 ? (leap ? 29 : 28) : [4, 6, 9, 11].includes(month) ? 30 : 31
+  return month >= 1 && month <= 12 && day >= 1 && day <= days
+}
+
+function isGoTimestamp(s: string): boolean {
+  const m = GO_TIMESTAMP.exec(s)
+  if (!m || !goDateInRange(Number(m[1]), Number(m[2]), Number(m[3]))) return false
+  const [h, mi, sec] = (m[4] === undefined ? [m[9], m[10], m[11]] : [m[4], m[5], m[6]]).map((v) => Number(v ?? 0)) as [number, number, number]
+  // a zone's hours and minutes: Go refuses an hour over 24 and minutes over 60
+  return h <= 23 && mi <= 59 && sec <= 59 && Number(m[7] ?? 0) <= 24 && Number(m[8] ?? 0) <= 60
+}
 
 /** Whether go-yaml's Marshal would emit this string plain (it resolves back to a string). */
 function canUsePlain(s: string, isKey: boolean): boolean {
@@ -219,7 +240,7 @@ function canUsePlain(s: string, isKey: boolean): boolean {
   // go-yaml writes `<<` plain (kpt's results.yaml has `message: <<`). As a key, a YAML 1.1 reader
   // takes a plain `<<` for a merge, so fnr quotes it there on purpose (kpt writes it plain).
   if (s === '<<' && isKey) return false
-  return !(BASE60_FLOAT.test(s) || OLD_BOOL.test(s) || TIMESTAMP.test(s))
+  return !(BASE60_FLOAT.test(s) || OLD_BOOL.test(s) || isGoTimestamp(s))
 }
 
 interface Analysis {
