@@ -115,12 +115,6 @@ describe('fnr serve --metrics-port with the pod runtime (on the real control pla
     const before = await scrape(metricsPort)
     // A replica "ghost" that released its Lease, and a pod of it made from an older template
     // (so not usable here): the next GC pass takes it over by deleting it.
-    await pb.admin.create(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`, {
-      apiVersion: 'coordination.k8s.io/v1',
-      kind: 'Lease',
-      metadata: {name: leaseNameFor('ghost'), labels: {'app.kubernetes.io/managed-by': 'fnr', 'app.kubernetes.io/component': 'replica-lease', 'fnr.dev/owner': 'ghost'}},
-      spec: {holderIdentity: '', leaseDurationSeconds: 10},
-    })
     const name = 'ghost-pod-abcde'
     await pb.admin.create(`/api/v1/namespaces/${ns}/pods`, {
       apiVersion: 'v1',
@@ -133,6 +127,15 @@ describe('fnr serve --metrics-port with the pod runtime (on the real control pla
       // The bed's wrapper image is 'skip' on the node: reported running without a process, so the pod's deletion
       // waits on nothing (an image the node cannot pull went to runc, whose pull retries made it slow under load).
       spec: {containers: [{name: 'function', image: WRAPPER_IMAGE}]},
+    })
+    // The Lease after the pod: a GC pass between the two would find a released replica with no pods
+    // and delete its Lease as finished, and the pod would then be a lone runner's, left alone (this
+    // test timed out so in CI when the pod's create came late under load).
+    await pb.admin.create(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`, {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: {name: leaseNameFor('ghost'), labels: {'app.kubernetes.io/managed-by': 'fnr', 'app.kubernetes.io/component': 'replica-lease', 'fnr.dev/owner': 'ghost'}},
+      spec: {holderIdentity: '', leaseDurationSeconds: 10},
     })
     const after = await until(async () => {
       const m = await scrape(metricsPort)
