@@ -210,7 +210,11 @@ export async function ensureCrd(pb: ClusterPodBed, crd: KubeObject): Promise<voi
   await until(async () => ((await pb.admin.get(`${CRDS}/${name}`)).status?.conditions ?? []).some((c: {type: string; status: string}) => c.type === 'Established' && c.status === 'True'), `CRD ${name} Established`)
   const {group, names} = crd.spec as {group: string; names: {plural: string}}
   const version = (crd.spec.versions as Array<{name: string; served: boolean}>).find((v) => v.served)!.name
-  await until(async () => ((await pb.admin.get(`/apis/${group}/${version}`)).resources as Array<{name: string}>).some((r) => r.name === names.plural), `${name} in discovery`)
+  // the group is a 404 until discovery has it (a CRD just made, as when the first suite of a process makes it)
+  await until(async () => {
+    const r = await pb.admin.raw('GET', `/apis/${group}/${version}`)
+    return r.code === 200 && ((r.body?.resources ?? []) as Array<{name: string}>).some((res) => res.name === names.plural)
+  }, `${name} in discovery`)
   for (const ns of [pb.podNs, pb.runnerNs]) {
     await until(async () => (await pb.admin.raw('GET', `/apis/${group}/${version}/namespaces/${ns}/${names.plural}`)).code === 200, `${name} served in ${ns}`)
   }
