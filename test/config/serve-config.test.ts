@@ -22,31 +22,12 @@ import {
   positiveOr,
 } from '../../src/lib/config/serve-config.js'
 import type {Logger} from '../../src/lib/telemetry/log.js'
+import {memoryLogger, type LogLine} from '../support/memory-logger.js'
 import {TempDirs} from '../support/tmp.js'
 
-interface Line {
-  level: string
-  msg: string
-  fields?: Record<string, unknown>
-}
-
-function recordingLogger(): {logger: Logger; lines: Line[]} {
-  const lines: Line[] = []
-  const at = (level: string) => (msg: string, fields?: Record<string, unknown>) => {
-    lines.push({level, msg, ...(fields ? {fields} : {})})
-  }
-  const logger: Logger = {
-    error: at('error'),
-    warn: at('warn'),
-    lifecycle: at('lifecycle'),
-    info: at('info'),
-    request: at('request'),
-    debug: at('debug'),
-    trace: at('trace'),
-    enabled: () => true,
-    child: () => logger,
-  }
-  return {logger, lines}
+function recordingLogger(): {logger: Logger; lines: LogLine[]} {
+  const logger = memoryLogger()
+  return {logger, lines: logger.lines}
 }
 
 describe('config/serve-config: flags', () => {
