@@ -24,6 +24,7 @@ import {parseAllDocuments, stringify} from 'yaml'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {RegistryMetadataSource} from '../../src/lib/pods/cluster/image-metadata.js'
+import {HEALTH_PROBE_TIMEOUT_SECONDS} from '../../src/lib/pods/model/template.js'
 import {RegistryClient} from '../../src/lib/registry/client.js'
 import type {RunningServer, ServeOptions} from '../../src/lib/serve.js'
 import {buildCatalogFunctions, CATALOG} from '../../scripts/catalog-peers.mjs'
@@ -233,7 +234,16 @@ describe("Porch at HEAD's files on the real control plane, fnr as the runner: CR
       expect(Buffer.compare(stableOutput(res.resourceList), stableOutput(direct.stdout)), image).to.equal(0)
     }
     const pods = await fnrPods()
-    expect(pods).to.have.length(pooled.length)
+    if (pods.length !== pooled.length) {
+      // What happened to the missing pod: the namespace's events and what the runtime logged about pods.
+      const events = ((await admin.get(`/api/v1/namespaces/${POD_NS}/events`)).items as KubeObject[])
+        .map((e) => `${e.lastTimestamp ?? e.eventTime} ${e.involvedObject?.kind}/${e.involvedObject?.name} ${e.reason}: ${e.message}`)
+      const made = (await cp.auditEvents()).slice(auditFrom)
+        .filter((e) => e.stage === 'ResponseComplete' && e.objectRef?.resource === 'pods' && !e.objectRef.subresource && e.objectRef.namespace === POD_NS && ['create', 'delete', 'deletecollection'].includes(e.verb))
+        .map((e) => `${(e as AuditEvent & {requestReceivedTimestamp?: string}).requestReceivedTimestamp} ${e.user.username} ${e.verb} ${e.objectRef?.name ?? e.requestURI} ${e.responseStatus?.code}`)
+      const said = logger.lines.filter((l) => /pod/i.test(l.msg)).map((l) => `${l.level} ${l.msg} ${JSON.stringify(l.fields ?? {})}`)
+      expect.fail(`${pods.length} of ${pooled.length} pods (${pods.map((p) => p.metadata.name).join(', ')})\ncreated and deleted:\n${made.join('\n')}\nevents:\n${events.join('\n')}\nruntime:\n${said.join('\n')}`)
+    }
     const template = parseAllDocuments(await readFile(path.join(HEAD, 'porch_22-function-templates.yaml'), 'utf8')).map((d) => d.toJS() as KubeObject)[0]!
     const tFn = (template.template.spec.containers as KubeObject[])[0]!
     for (const pod of pods) {
@@ -246,6 +256,8 @@ describe("Porch at HEAD's files on the real control plane, fnr as the runner: CR
       expect(fnC.command[0]).to.equal(tFn.command[0])
       expect(fnC.readinessProbe.exec.command).to.deep.equal(tFn.readinessProbe.exec.command)
       expect(fnC.livenessProbe.exec.command).to.deep.equal(tFn.livenessProbe.exec.command)
+      // The one addition: room for fnr's probe (a Node program) on a busy node, where the template sets no timeout.
+      expect([fnC.readinessProbe.timeoutSeconds, fnC.livenessProbe.timeoutSeconds]).to.deep.equal([HEALTH_PROBE_TIMEOUT_SECONDS, HEALTH_PROBE_TIMEOUT_SECONDS])
       for (const e of tFn.env as Array<{name: string; value: string}>) expect(fnC.env, e.name).to.deep.include(e)
       const status = (pod.status.containerStatuses as KubeObject[]).find((c) => c.name === 'function')!
       expect(status.ready, pod.metadata.name).to.equal(true)

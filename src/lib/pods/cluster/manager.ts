@@ -57,13 +57,31 @@ function terminatedText(t: {exitCode?: number; reason?: string; message?: string
   return text
 }
 
+/**
+ * Exits of a wrapper the node stopped rather than one that crashed: a clean exit on SIGTERM (fnr's wrapper), or
+ * death by SIGTERM or SIGKILL (128+15, 128+9). A failed liveness probe ends that way; under load a probe can miss
+ * its 1 s timeout although the wrapper serves. The kubelet restarts the container, and a pod whose container
+ * restarted is not a crashed pod (Porch's runner keeps using it too).
+ */
+const STOPPED_BY_NODE = new Set([0, 137, 143])
+/** Restarts of a container the node stopped that are waited out; at this many, the pod is reported as failed. */
+export const NODE_RESTARTS_WAITED = 3
+
+function stoppedByNode(t: {exitCode?: number; reason?: string}): boolean {
+  return t.reason !== 'OOMKilled' && t.exitCode !== undefined && STOPPED_BY_NODE.has(t.exitCode)
+}
+
 /** What is wrong with a container that will not serve; `exited` when it ran and ended (its log says why). */
 function containerFailure(status: V1ContainerStatus, init: boolean): {text: string; exited: boolean} | undefined {
   const what = `${init ? 'init container' : 'container'} "${status.name}"`
   const term = status.state?.terminated
+  const exit = term ?? status.lastState?.terminated
+  const restarts = status.restartCount ?? 0
+  if (!init && exit && stoppedByNode(exit) && (status.state?.running || restarts < NODE_RESTARTS_WAITED)) return undefined
   if (term && (!init || term.exitCode !== 0)) return {text: `${what} terminated: ${terminatedText(term)}`, exited: true}
   const last = status.lastState?.terminated
-  if (last && (!init || last.exitCode !== 0)) return {text: `${what} is crash-looping (${status.restartCount ?? 0} restarts), last exit: ${terminatedText(last)}`, exited: true}
+  if (last && !init && stoppedByNode(last)) return {text: `${what} keeps being stopped by the node (${restarts} restarts; a failing liveness probe?), last exit: ${terminatedText(last)}`, exited: true}
+  if (last && (!init || last.exitCode !== 0)) return {text: `${what} is crash-looping (${restarts} restarts), last exit: ${terminatedText(last)}`, exited: true}
   const waiting = status.state?.waiting
   if (waiting?.reason && FATAL_WAITING.has(waiting.reason)) return {text: `${what} is waiting: ${waiting.reason}${waiting.message ? `: ${waiting.message.slice(0, 300)}` : ''}`, exited: waiting.reason === 'CrashLoopBackOff'}
   return undefined
@@ -105,6 +123,8 @@ export function podReadiness(pod: V1Pod, image: string): PodReadiness {
   if (initWaiting) detail += `, init container "${initWaiting.name}" ${initWaiting.state?.running ? 'running' : `waiting (${initWaiting.state?.waiting?.reason ?? '?'})`}`
   if (waiting) detail += `, container "${main?.name}" waiting (${waiting.reason ?? '?'}${waiting.message ? `: ${waiting.message.slice(0, 200)}` : ''})`
   else if (main?.state?.running) detail += `, container "${main.name}" running, not ready yet`
+  const last = main?.lastState?.terminated
+  if (main && last) detail += `, restarted by the node ${main.restartCount ?? 0}× (last exit: ${terminatedText(last)})`
   return {state: 'pending', detail}
 }
 

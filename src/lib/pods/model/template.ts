@@ -269,6 +269,22 @@ export interface PodSpecInput {
   wrapperVerbosity?: number
 }
 
+/**
+ * The timeout an exec probe of the function container that runs grpc-health-probe gets when its template leaves
+ * Kubernetes' default of 1 s (unset, or 1 as the API server fills it in on a PodTemplate object). fnr's probe is a
+ * Node program (0.2-0.3 s of CPU to start, where Porch's Go probe needs 0.03 s): on a busy node it misses 1 s
+ * although the wrapper serves, the liveness probe then restarts a serving wrapper, and the pod may never be Ready
+ * (Porch's PodTemplate sets no timeout). A probe that sets a longer one keeps it.
+ */
+export const HEALTH_PROBE_TIMEOUT_SECONDS = 5
+
+function roomForHealthProbes(fn: V1Container): void {
+  for (const probe of [fn.readinessProbe, fn.livenessProbe, fn.startupProbe]) {
+    const program = probe?.exec?.command?.[0]
+    if (probe && program?.split('/').pop() === 'grpc-health-probe' && (probe.timeoutSeconds ?? 1) <= 1) probe.timeoutSeconds = HEALTH_PROBE_TIMEOUT_SECONDS
+  }
+}
+
 function clone<T>(value: T): T {
   return structuredClone(value)
 }
@@ -294,6 +310,7 @@ export function buildPod(input: PodSpecInput): V1Pod {
   const templateSets = (fn.args ?? []).some((a) => /^--?(verbosity|log-level)(=|$)/.test(a))
   const verbosity = input.wrapperVerbosity !== undefined && !templateSets ? ['--verbosity', String(input.wrapperVerbosity)] : []
   fn.args = [...(fn.args ?? []), ...verbosity, ...wrapperServerArgs(input.command, {port: WRAPPER_SERVER_PORT, maxRequestBodySize: input.maxRequestBodySize})]
+  roomForHealthProbes(fn)
   if (input.resources && (input.resources.requests || input.resources.limits)) fn.resources = clone(input.resources) as V1ResourceRequirements
   return pod
 }
