@@ -39,7 +39,8 @@ import {FairQueue, type QueueKey} from './fair-queue.js'
 import {IdleSampler, SAMPLE_INTERVAL_MS, type IdleSample} from './idle-calls.js'
 import {MemoryReclaimer} from './reclaim.js'
 import {silentLogger, type Logger} from './telemetry/log.js'
-import {metrics} from './telemetry/metrics.js'
+import type {Metrics} from './telemetry/metrics.js'
+import {metricsOf, type Telemetry} from './telemetry/telemetry.js'
 
 /** A request being received: the bytes its stream holds, until its call claims them. */
 export interface Reception {
@@ -257,6 +258,8 @@ export interface CallBudgetOptions {
    * ones on one connection waited ~50 ms longer (test/grpc/fairness.test.ts (c)).
    */
   paceStarts?: boolean
+  /** Where admissions and queue waits are counted (the server's); default none. */
+  telemetry?: Telemetry
 }
 
 /** The admission control of one server (see the top of the file). */
@@ -282,9 +285,11 @@ export class CallBudget {
   /** The HTTP/2 sessions of the server and the stream limit each was sent, raised with the calls asleep. */
   private readonly sessions = new Map<Http2Session, number>()
   private extraStreams = 0
+  private readonly metrics: Metrics
 
   constructor(readonly settings: BudgetSettings, logger?: Logger, options: CallBudgetOptions = {}) {
     this.logger = logger ?? silentLogger
+    this.metrics = metricsOf(options.telemetry)
     this.reclaimer = new MemoryReclaimer({
       // an eighth of the limit, at most 128 MiB
       reclaimAfter: Math.min(128 * MiB, Math.floor(settings.memoryLimit.bytes / 8)),
@@ -497,7 +502,7 @@ export class CallBudget {
           this.held -= bytes
           this.noteFreed(bytes)
           const waited = Math.round(performance.now() - waiter.queuedAt)
-          metrics().queueWait(waited / 1000)
+          this.metrics.queueWait(waited / 1000)
           const reason: unknown = signal.reason
           reject(
             reason instanceof FnrError && reason.kind === 'DeadlineExceeded'
@@ -512,7 +517,7 @@ export class CallBudget {
       this.keepSampling()
       // Only waiting for the next turn of the event loop (pacing) is not queueing.
       if (!fits) {
-        metrics().admission('queued')
+        this.metrics.admission('queued')
         this.logger.info('call queued: the runner is at its concurrency or memory budget', {image, bytes, running: this.running, idle: this.idle.idle, queued: this.queue.size, runningBytes: this.runningBytes, maxConcurrentCalls: s.maxConcurrentCalls})
       }
     })
@@ -583,12 +588,12 @@ export class CallBudget {
     if (!this.fits(next.cost)) return
     const w = this.queue.shift()!
     if (w.signal && w.onAbort) w.signal.removeEventListener('abort', w.onAbort)
-    metrics().queueWait((performance.now() - w.queuedAt) / 1000)
+    this.metrics.queueWait((performance.now() - w.queuedAt) / 1000)
     w.resolve(this.start(w.bytes, w.cost))
   }
 
   private reject(reason: 'queue-full' | 'memory', image: string, bytes: number, why: string): FnrError {
-    metrics().admission(`rejected-${reason}`)
+    this.metrics.admission(`rejected-${reason}`)
     this.logger.warn('call refused: the runner is over its budget', {image, bytes, reason, running: this.running, queued: this.queue.size, heldBytes: this.held})
     return new FnrError('ResourceExhausted', `fnr is overloaded, retry later: ${why}; ${this.running} calls are running (--max-concurrent-calls=${this.settings.maxConcurrentCalls})`, {details: {reason}})
   }

@@ -21,8 +21,9 @@ import {detectMemoryLimit} from './budget.js'
 import {serverLimits, type ListenerLimits} from './grpc/limits.js'
 import {loadListenerTls, validateListenerTlsFlags, type ListenerTlsFiles} from './grpc/tls.js'
 import type {Logger} from './telemetry/log.js'
-import {metrics, prometheusFromOtelEnv, startServeMetrics} from './telemetry/metrics.js'
+import {NO_METRICS, prometheusFromOtelEnv, startServeMetrics} from './telemetry/metrics.js'
 import {startProcessTracing} from './telemetry/otel.js'
+import type {Telemetry} from './telemetry/telemetry.js'
 import {logEscapedProcesses} from './process/sweep.js'
 import {ProcessLauncher} from './process/launcher.js'
 import {serverLaunchMode} from './process/spawner.js'
@@ -257,7 +258,7 @@ async function buildExecEvaluator(options: ServeOptions, functionConfigs: Functi
   return exec
 }
 
-async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logger: Logger, launcher: ProcessLauncher): Promise<BuiltEvaluators> {
+async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], {logger, launcher, telemetry}: {logger: Logger; launcher: ProcessLauncher; telemetry: Telemetry}): Promise<BuiltEvaluators> {
   const evaluators: Evaluator[] = []
   const ready: Array<Promise<unknown>> = []
   let source = await resolveFunctionConfigSource(options, runtimes, logger)
@@ -297,8 +298,8 @@ async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logge
     }, logger)
     responseCache = responseCacheSetup(options.responseCache, cacheConfig)
     if (podRuntime) {
-      const {evaluator: pod, runtime} = await buildPodEvaluator(options, logger, {cacheConfig, responseCacheOn: responseCache !== undefined, functionConfigs: functionConfigs?.store})
-      metrics().setPodSource(() => runtime.cache.snapshot())
+      const {evaluator: pod, runtime} = await buildPodEvaluator(options, logger, {cacheConfig, responseCacheOn: responseCache !== undefined, functionConfigs: functionConfigs?.store, telemetry})
+      telemetry.metrics.setPodSource(() => runtime.cache.snapshot())
       evaluators.push(pod)
       ready.push(pod.ready)
     }
@@ -314,14 +315,14 @@ async function buildEvaluators(options: ServeOptions, runtimes: Runtime[], logge
 async function buildPodEvaluator(
   options: ServeOptions,
   logger: Logger,
-  {cacheConfig, responseCacheOn, functionConfigs}: {cacheConfig: PodCacheConfig; responseCacheOn: boolean; functionConfigs?: import('./config/function-config-crd.js').FunctionConfigStore},
+  {cacheConfig, responseCacheOn, functionConfigs, telemetry}: {cacheConfig: PodCacheConfig; responseCacheOn: boolean; functionConfigs?: import('./config/function-config-crd.js').FunctionConfigStore; telemetry: Telemetry},
 ): Promise<Awaited<ReturnType<typeof import('./evaluators/pod.js').createPodEvaluator>>> {
   const [{createPodEvaluator}, {podRegistry}] = await Promise.all([import('./evaluators/pod.js'), import('./pods/cluster/launcher.js')])
   const pod = options.pod
   // auto: pinned when the response cache may serve this runtime's responses (its correctness rests on
   // the pod running exactly the digest of the key).
   const pinDigests = pinsImageDigests(pod.pinImageDigests, responseCacheOn)
-  const {metadata, pullSecret} = await podRegistry(options.registry, {metadata: pod.metadata, logger})
+  const {metadata, pullSecret} = await podRegistry(options.registry, {metadata: pod.metadata, logger, telemetry})
   const built = await createPodEvaluator({
     namespace: pod.namespace,
     ttlMs: pod.ttlMs,
@@ -351,6 +352,7 @@ async function buildPodEvaluator(
     // The runner's --log-level 3 and up (request lines with trace ids) is passed on to the wrappers.
     wrapperVerbosity: logger.enabled(5) ? 5 : logger.enabled(4) ? 4 : logger.enabled(3) ? 3 : undefined,
     logger,
+    telemetry,
     ...(functionConfigs ? {extension: (await import('./pods/runtime/function-configs.js')).podRuntimeExtension(functionConfigs, {namespace: pod.namespace, logger})} : {}),
   })
   logger.info('pod runtime ready', {namespace: pod.namespace, kubernetes: built.runtime.clients.server, config: built.runtime.clients.source, warmUp: pod.warmUp, images: cacheConfig.images().length, pinImageDigests: pinDigests})
@@ -365,6 +367,31 @@ export interface RunningServer {
   stop(): Promise<{forced: boolean}>
   /** The exec runtime's launcher: its running and waiting function processes (diagnostics, tests). */
   launcher: ProcessLauncher
+  /** This server's metrics and tracing, handed to everything it built. */
+  telemetry: Telemetry
+}
+
+/**
+ * The server's telemetry: metrics (--metrics-port, else Porch's OTEL_METRICS_EXPORTER=prometheus
+ * with OTEL_EXPORTER_PROMETHEUS_HOST/PORT) and OpenTelemetry export, only when the OTEL_*
+ * environment asks for it (nothing is loaded otherwise). stop() closes the endpoint and flushes.
+ */
+async function startTelemetry(options: ServeOptions, logger: Logger): Promise<{telemetry: Telemetry; metricsPort?: number; stop(): Promise<void>}> {
+  const otelMetrics = options.metricsPort ? undefined : prometheusFromOtelEnv(process.env, logger)
+  const observed = options.metricsPort
+    ? await startServeMetrics(options.metricsPort, options.host || defaultBindHost(), logger)
+    : otelMetrics
+      ? await startServeMetrics(otelMetrics.port, otelMetrics.host, logger)
+      : undefined
+  const traced = await startProcessTracing('fnr-serve', logger)
+  return {
+    telemetry: {metrics: observed?.metrics ?? NO_METRICS, ...(traced.tracing ? {tracing: traced.tracing} : {})},
+    ...(observed ? {metricsPort: observed.port} : {}),
+    stop: async () => {
+      await observed?.stop()
+      await traced.stop()
+    },
+  }
 }
 
 /**
@@ -374,29 +401,22 @@ export interface RunningServer {
 export async function startServe(options: ServeOptions, logger: Logger, handleSignals = true): Promise<RunningServer> {
   const runtimes = validateServeOptions(options)
   const tls = await loadListenerTls(options.tls)
-  // --metrics-port, else Porch's OTEL_METRICS_EXPORTER=prometheus with OTEL_EXPORTER_PROMETHEUS_HOST/PORT.
-  const otelMetrics = options.metricsPort ? undefined : prometheusFromOtelEnv(process.env, logger)
-  const observed = options.metricsPort
-    ? await startServeMetrics(options.metricsPort, options.host || defaultBindHost(), logger)
-    : otelMetrics
-      ? await startServeMetrics(otelMetrics.port, otelMetrics.host, logger)
-      : undefined
-  // OpenTelemetry export, only when the OTEL_* environment asks for it (nothing is loaded otherwise).
-  const traced = await startProcessTracing('fnr-serve', logger)
+  // This server's metrics and tracing, handed to what it builds.
+  const observed = await startTelemetry(options, logger)
+  const {telemetry} = observed
   let built: BuiltEvaluators
   let evaluator: Evaluator
   let closeBuilt: (() => void) | undefined
   // The exec runtime's function processes: this server's own (two servers in one process share none).
   const launcher = new ProcessLauncher(serverLaunchMode(detectMemoryLimit().bytes))
   try {
-    built = await buildEvaluators(options, runtimes, logger, launcher)
+    built = await buildEvaluators(options, runtimes, {logger, launcher, telemetry})
     closeBuilt = built.close
-    evaluator = await withResponseCacheIfOn(new MultiEvaluator(built.evaluators), built.responseCache, logger)
+    evaluator = await withResponseCacheIfOn(new MultiEvaluator(built.evaluators), built.responseCache, logger, telemetry)
   } catch (err) {
     closeBuilt?.()
     await launcher.close()
-    await observed?.stop()
-    await traced.stop()
+    await observed.stop()
     throw err
   }
   const server = new EvaluatorServer({
@@ -406,7 +426,8 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
     host: options.host,
     port: options.port,
     credentials: tls?.credentials,
-    ...serverLimits(options.limits, logger, {runningPids: () => launcher.liveCalls.keys(), paceStarts: launcher.startsInRunner}),
+    telemetry,
+    ...serverLimits(options.limits, logger, {runningPids: () => launcher.liveCalls.keys(), paceStarts: launcher.startsInRunner, telemetry}),
   })
   let port: number
   try {
@@ -415,8 +436,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
     await evaluator.close()
     built.close?.()
     await launcher.close()
-    await observed?.stop()
-    await traced.stop()
+    await observed.stop()
     throw err
   }
   // The exec runtime's spawner (a second process: the native helper, or a Node spawner that takes
@@ -425,8 +445,8 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
   const startSpawner = setImmediate(() => {
     if (runtimes.includes('exec')) launcher.start((why) => logger.warn(why))
   })
-  metrics().setInFlightSource(() => server.activeCalls)
-  metrics().setBudgetSource(() => server.budget.snapshot())
+  telemetry.metrics.setInFlightSource(() => server.activeCalls)
+  telemetry.metrics.setBudgetSource(() => server.budget.snapshot())
   bindPrestartBudget(built.evaluators, server)
   const unlogEscapes = logEscapedProcesses(logger)
   // NOT_SERVING until every evaluator is ready (the pod runtime's warm-up).
@@ -449,22 +469,21 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
       await evaluator.close()
       built.close?.()
       await launcher.close()
-      await observed?.stop()
-      await traced.stop()
+      await observed.stop()
       unlogEscapes()
     },
   })
 
-  logger.lifecycle('fnr serve is ready', {port, runtimes, maxRequestBodySize: options.maxRequestBodySize, tls: tls?.mode ?? 'off', ...(observed ? {metricsPort: observed.port} : {})})
-  return {server, port, done, stop, launcher}
+  logger.lifecycle('fnr serve is ready', {port, runtimes, maxRequestBodySize: options.maxRequestBodySize, tls: tls?.mode ?? 'off', ...(observed.metricsPort !== undefined ? {metricsPort: observed.metricsPort} : {})})
+  return {server, port, done, stop, launcher, telemetry}
 }
 
-/** The response cache around the evaluator chain, when on (built.responseCache). */
-async function withResponseCacheIfOn(inner: Evaluator, setup: ResponseCacheSetup | undefined, logger: Logger): Promise<Evaluator> {
+/** The response cache around the evaluator chain, when on (built.responseCache), reporting to the server's telemetry. */
+async function withResponseCacheIfOn(inner: Evaluator, setup: ResponseCacheSetup | undefined, logger: Logger, telemetry: Telemetry): Promise<Evaluator> {
   if (!setup) return inner
   const {withResponseCache} = await import('./cache/setup.js')
   try {
-    return await withResponseCache(inner, setup, logger)
+    return await withResponseCache(inner, setup, logger, telemetry)
   } catch (err) {
     await inner.close()
     throw err

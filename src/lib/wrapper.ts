@@ -19,7 +19,8 @@ import {detectMemoryLimit} from './budget.js'
 import {LISTENER_LIMIT_FLAG_SPECS, LOG_FORMAT_SPEC, LOG_LEVEL_SPEC, MAX_REQUEST_BODY_SIZE_SPEC} from './flags/runner-flag-specs.js'
 import {parseWithSpecs, type FlagSpecs} from './flags/spec.js'
 import {parseLogFormat, type LogFormat, type Logger} from './telemetry/log.js'
-import {startProcessTracing, tracing} from './telemetry/otel.js'
+import {startProcessTracing, type Tracing} from './telemetry/otel.js'
+import {NO_TELEMETRY, type Telemetry} from './telemetry/telemetry.js'
 import {logEscapedProcesses} from './process/sweep.js'
 import {ProcessLauncher} from './process/launcher.js'
 import {serverLaunchMode} from './process/spawner.js'
@@ -109,15 +110,13 @@ export function parseWrapperArgs(argv: readonly string[]): WrapperCommandLine {
 }
 
 /**
- * The function process as an OpenTelemetry span (child of the wrapper's EvaluateFunction span),
- * when tracing is on; otherwise the evaluator itself is called.
+ * The function process as an OpenTelemetry span of `otel` (child of the wrapper's EvaluateFunction
+ * span), around the evaluator.
  */
-function tracedFunction(inner: Evaluator, entrypoint: readonly string[]): Evaluator {
+function tracedFunction(inner: Evaluator, entrypoint: readonly string[], otel: Tracing): Evaluator {
   return {
     name: inner.name,
     async evaluate(request: EvaluationRequest): Promise<EvaluationResponse> {
-      const otel = tracing()
-      if (!otel) return inner.evaluate(request)
       const span = otel.startSpan('function.process', {parent: request.trace?.traceparent, attributes: {'fn.image': request.image, 'process.executable.path': entrypoint[0]}})
       try {
         const res = await inner.evaluate(request)
@@ -141,8 +140,11 @@ export async function startWrapperServer(options: WrapperOptions, logger: Logger
   const entrypoint = new EntrypointEvaluator({entrypoint: options.entrypoint, maxOutputBytes: options.maxRequestBodySize, logger, launcher})
   // OpenTelemetry export when the pod's env asks for it (OTEL_* through the pod template).
   const traced = await startProcessTracing('fnr-wrapper-server', logger)
-  const evaluator = tracing() ? tracedFunction(entrypoint, options.entrypoint) : entrypoint
-  const server = new EvaluatorServer({evaluator, maxMessageSize: options.maxRequestBodySize, logger, host: options.host, port: options.port, ...serverLimits(options.limits, logger, {quiet: true, runningPids: () => launcher.liveCalls.keys(), paceStarts: launcher.startsInRunner})})
+  // This server's telemetry: tracing only (the wrapper serves no metrics), handed to what it builds.
+  const telemetry: Telemetry = traced.tracing ? {...NO_TELEMETRY, tracing: traced.tracing} : NO_TELEMETRY
+  const evaluator = telemetry.tracing ? tracedFunction(entrypoint, options.entrypoint, telemetry.tracing) : entrypoint
+  const limits = serverLimits(options.limits, logger, {quiet: true, runningPids: () => launcher.liveCalls.keys(), paceStarts: launcher.startsInRunner, telemetry})
+  const server = new EvaluatorServer({evaluator, maxMessageSize: options.maxRequestBodySize, logger, host: options.host, port: options.port, telemetry, ...limits})
   let port: number
   try {
     port = await server.start()

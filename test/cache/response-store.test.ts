@@ -7,7 +7,7 @@ import {PodCacheConfig} from '../../src/lib/config/pod-cache-config.js'
 import {FnrError} from '../../src/lib/errors.js'
 import {identityKey, type EvaluationRequest, type EvaluationResponse, type Evaluator, type ImageIdentity} from '../../src/lib/evaluator.js'
 import {binaryIdentity} from '../../src/lib/evaluators/exec.js'
-import {createMetrics, useMetrics} from '../../src/lib/telemetry/metrics.js'
+import {createMetrics} from '../../src/lib/telemetry/metrics.js'
 import {TempDirs} from '../support/tmp.js'
 import {parseExposition} from '../metrics/prom-text.js'
 
@@ -45,15 +45,12 @@ class FakeResolver {
 describe('response cache: store, keys and miss reasons', () => {
   let clock = 1_000_000
   const now = (): number => clock
-  let restore: () => void
   let metrics: Awaited<ReturnType<typeof createMetrics>>
 
   beforeEach(async () => {
     clock = 1_000_000
     metrics = await createMetrics({defaultMetrics: false})
-    restore = useMetrics(metrics)
   })
-  afterEach(() => restore())
 
   async function counters(): Promise<ReturnType<typeof parseExposition>> {
     return parseExposition((await metrics.exposition()).body)
@@ -63,7 +60,7 @@ describe('response cache: store, keys and miss reasons', () => {
     const inner = new CountingEvaluator()
     const resolver = new FakeResolver()
     inner.identify = (image) => resolver.identify(image)
-    const cache = new CachingEvaluator({inner, settings: {...SETTINGS, ...settings}, policy, now, purgeIntervalMs: 0})
+    const cache = new CachingEvaluator({inner, settings: {...SETTINGS, ...settings}, policy, now, purgeIntervalMs: 0, telemetry: {metrics}})
     return {inner, resolver, cache}
   }
 
@@ -110,7 +107,7 @@ describe('response cache: store, keys and miss reasons', () => {
   })
 
   it('expired entries are purged and a later lookup still says "expired"', async () => {
-    const store = new ResponseStore(SETTINGS, {now, purgeIntervalMs: 0})
+    const store = new ResponseStore(SETTINGS, {now, purgeIntervalMs: 0, telemetry: {metrics}})
     const res: EvaluationResponse = {resourceList: rl('x'), log: Buffer.alloc(0), evaluator: 'pod'}
     store.store('id', 'img', 'h', res, 1000)
     clock += 1001

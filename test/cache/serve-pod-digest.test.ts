@@ -6,6 +6,7 @@ import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {RegistryMetadataSource} from '../../src/lib/pods/cluster/image-metadata.js'
 import {ANNOTATION_IMAGE_DIGEST} from '../../src/lib/pods/model/template.js'
 import {RegistryClient} from '../../src/lib/registry/client.js'
+import {createMetrics, type PrometheusMetrics} from '../../src/lib/telemetry/metrics.js'
 import type {RunningServer} from '../../src/lib/serve.js'
 import {waitForClusterBinaries} from '../support/cluster/shared.js'
 import {listPods, startClusterPodBed, wrapped, type ClusterPodBed} from '../support/pods/cluster-bed.js'
@@ -15,7 +16,7 @@ import {TestRegistry} from '../support/registry/registry.js'
 import {freePort} from '../support/registry/tools.js'
 import {makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
 import {TempDirs, writeExecutable} from '../support/tmp.js'
-import {scrape} from '../metrics/prom-text.js'
+import {parseExposition, scrape} from '../metrics/prom-text.js'
 
 describe('fnr serve response cache with the pod runtime: keyed by the digest, never the tag (real registry, skopeo, the real control plane)', function () {
   this.timeout(120_000)
@@ -26,6 +27,8 @@ describe('fnr serve response cache with the pod runtime: keyed by the digest, ne
   let running: RunningServer | undefined
   let client: EvaluatorClient | undefined
   let metricsPort: number
+  /** The metrics of the registry client this test hands the server (its own, not the server's). */
+  let registryMetrics: PrometheusMetrics
   let ns: string
   let repo: string
   let img: string
@@ -48,7 +51,8 @@ describe('fnr serve response cache with the pod runtime: keyed by the digest, ne
     for (const v of ['v1', 'v2']) scripts[v] = await writeExecutable(`${pb.dir}/counted-${v}`, `#!/bin/sh\necho run >> "$0.count"\necho "running ${v}" >&2\nexec cat\n`)
     pb.kubelet.setImage(`${repo}@${v1}`, wrapped({'/bin/fn': scripts.v1!}))
     // Re-check the tag on every lookup (the default is once a minute), so the move is seen at once.
-    const registryClient = new RegistryClient({insecureRegistries: [registry.host], retryDelayMs: 5, revalidateAfterMs: 0})
+    registryMetrics = await createMetrics({defaultMetrics: false})
+    const registryClient = new RegistryClient({insecureRegistries: [registry.host], retryDelayMs: 5, revalidateAfterMs: 0, telemetry: {metrics: registryMetrics}})
     const fns = await makeFunctionsDir(await temp.make())
     metricsPort = await freePort()
     const base = serveOptions({...fns, disableRuntimes: 'exec'})
@@ -118,11 +122,12 @@ describe('fnr serve response cache with the pod runtime: keyed by the digest, ne
     expect(m.value('fnr_response_cache_skipped_total', {reason: 'digest-mismatch'})).to.equal(0)
     expect(m.value('fnr_evaluations_total', {runtime: 'cache', image: img, code: 'OK'})).to.equal(2)
     expect(m.value('fnr_evaluations_total', {runtime: 'pod', image: img, code: 'OK'})).to.equal(2)
-    // The registry client's calls and its metadata cache.
-    expect(m.value('fnr_registry_requests_total', {method: 'GET', status: '200'})).to.be.greaterThan(0)
-    expect(m.value('fnr_registry_requests_total', {method: 'HEAD', status: '200'})).to.be.greaterThan(0)
-    expect(m.value('fnr_registry_metadata_lookups_total', {result: 'miss'})).to.be.at.least(1)
-    expect(m.value('fnr_registry_metadata_lookups_total', {result: 'revalidated'})).to.be.at.least(3)
-    expect(m.value('fnr_registry_metadata_lookups_total', {result: 'hit'})).to.be.at.least(2)
+    // The registry client's calls and its metadata cache (in the telemetry it was built with).
+    const r = parseExposition((await registryMetrics.exposition()).body)
+    expect(r.value('fnr_registry_requests_total', {method: 'GET', status: '200'})).to.be.greaterThan(0)
+    expect(r.value('fnr_registry_requests_total', {method: 'HEAD', status: '200'})).to.be.greaterThan(0)
+    expect(r.value('fnr_registry_metadata_lookups_total', {result: 'miss'})).to.be.at.least(1)
+    expect(r.value('fnr_registry_metadata_lookups_total', {result: 'revalidated'})).to.be.at.least(3)
+    expect(r.value('fnr_registry_metadata_lookups_total', {result: 'hit'})).to.be.at.least(2)
   })
 })

@@ -4,7 +4,7 @@ import {writeFile} from 'node:fs/promises'
 import path from 'node:path'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
-import {metrics, NO_METRICS} from '../../src/lib/telemetry/metrics.js'
+import {NO_METRICS} from '../../src/lib/telemetry/metrics.js'
 import {leaseNameFor} from '../../src/lib/pods/cluster/lease.js'
 import {functionPodAnnotations, functionPodLabels} from '../../src/lib/pods/model/naming.js'
 import type {RunningServer} from '../../src/lib/serve.js'
@@ -150,13 +150,20 @@ describe('fnr serve --metrics-port with the pod runtime (on the real control pla
     expect(last.value('fnr_pod_gc_deletions_total', {reason: 'other'})).to.equal(0)
   })
 
-  it('restores the no-op metrics when the server stops', async () => {
-    expect(metrics().enabled).to.equal(true)
+  it('keeps its metrics to itself: another server in the process has none, and the endpoint closes when it stops', async () => {
+    expect(running!.telemetry.metrics.enabled).to.equal(true)
+    const other = await startInProcess(serveOptions({...(await makeFunctionsDir(await temp.make())), disableRuntimes: 'pod'}))
+    try {
+      expect(other.telemetry.metrics).to.equal(NO_METRICS)
+      expect(other.server.telemetry.metrics).to.equal(NO_METRICS)
+    } finally {
+      await other.stop()
+    }
     client!.close()
     client = undefined
     await running!.stop()
     running = undefined
-    expect(metrics()).to.equal(NO_METRICS)
-    expect(metrics().enabled).to.equal(false)
+    const closed = await scrape(metricsPort).catch((e: unknown) => e)
+    expect(closed).to.be.instanceOf(Error)
   })
 })

@@ -4,7 +4,7 @@
  */
 import {expect} from 'chai'
 
-import {createMetrics, useMetrics} from '../../src/lib/telemetry/metrics.js'
+import {createMetrics} from '../../src/lib/telemetry/metrics.js'
 import {countPodEvent, logPodEvent, observePodEvents} from '../../src/lib/pods/runtime/event-sinks.js'
 import {PodEvents, type PodEvent} from '../../src/lib/pods/model/events.js'
 import {memoryLogger} from '../support/memory-logger.js'
@@ -59,22 +59,17 @@ describe('pod runtime events', () => {
 
   it('the metrics subscriber counts pod cache lookups and GC deletions by reason code', async () => {
     const metrics = await createMetrics({defaultMetrics: false})
-    const restore = useMetrics(metrics)
-    try {
-      const events = new PodEvents()
-      observePodEvents(events, memoryLogger())
-      events.emit({type: 'placed', image: IMG, pod: 'p', result: 'miss', why: 'no-pod', live: 0})
-      events.emit({type: 'placed', image: IMG, pod: 'p', result: 'hit', live: 1, load: 0})
-      events.emit({type: 'placed', image: IMG, pod: 'p', result: 'hit', live: 1, load: 1})
-      countPodEvent({type: 'collected', kind: 'pod', name: 'p', code: 'ttl'})
-      countPodEvent({type: 'collected', kind: 'service', name: 's', code: 'orphan'})
-      const m = parseExposition((await metrics.exposition()).body)
-      expect(m.value('fnr_pod_cache_lookups_total', {image: IMG, result: 'hit'})).to.equal(2)
-      expect(m.value('fnr_pod_cache_lookups_total', {image: IMG, result: 'miss'})).to.equal(1)
-      expect(m.value('fnr_pod_gc_deletions_total', {kind: 'pod', reason: 'ttl'})).to.equal(1)
-      expect(m.value('fnr_pod_gc_deletions_total', {kind: 'service', reason: 'orphan'})).to.equal(1)
-    } finally {
-      restore()
-    }
+    const events = new PodEvents()
+    observePodEvents(events, memoryLogger(), {metrics})
+    events.emit({type: 'placed', image: IMG, pod: 'p', result: 'miss', why: 'no-pod', live: 0})
+    events.emit({type: 'placed', image: IMG, pod: 'p', result: 'hit', live: 1, load: 0})
+    events.emit({type: 'placed', image: IMG, pod: 'p', result: 'hit', live: 1, load: 1})
+    countPodEvent(metrics, {type: 'collected', kind: 'pod', name: 'p', code: 'ttl'})
+    countPodEvent(metrics, {type: 'collected', kind: 'service', name: 's', code: 'orphan'})
+    const m = parseExposition((await metrics.exposition()).body)
+    expect(m.value('fnr_pod_cache_lookups_total', {image: IMG, result: 'hit'})).to.equal(2)
+    expect(m.value('fnr_pod_cache_lookups_total', {image: IMG, result: 'miss'})).to.equal(1)
+    expect(m.value('fnr_pod_gc_deletions_total', {kind: 'pod', reason: 'ttl'})).to.equal(1)
+    expect(m.value('fnr_pod_gc_deletions_total', {kind: 'service', reason: 'orphan'})).to.equal(1)
   })
 })

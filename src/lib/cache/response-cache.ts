@@ -31,7 +31,8 @@ import {LRUCache} from 'lru-cache'
 
 import {identityKey, type EvaluationRequest, type EvaluationResponse, type Evaluator, type ImageIdentity} from '../evaluator.js'
 import {silentLogger, type Logger} from '../telemetry/log.js'
-import {metrics, type ResponseCacheMissReason} from '../telemetry/metrics.js'
+import type {Metrics, ResponseCacheMissReason} from '../telemetry/metrics.js'
+import {metricsOf, NO_TELEMETRY, type Telemetry} from '../telemetry/telemetry.js'
 
 export interface ResponseCacheSettings {
   /** --cache-ttl: TTL of every image's responses; 0 caches only images switched on per image. */
@@ -94,8 +95,10 @@ export class ResponseStore {
 
   constructor(
     readonly settings: ResponseCacheSettings,
-    options: {now?: () => number; purgeIntervalMs?: number} = {},
+    /** telemetry: where evictions are counted (the server's); default none. */
+    options: {now?: () => number; purgeIntervalMs?: number; telemetry?: Telemetry} = {},
   ) {
+    const metrics = metricsOf(options.telemetry)
     const perf = options.now ? {now: options.now} : undefined
     this.entries = new LRUCache<string, Entry>({
       max: Math.max(1, settings.maxEntries),
@@ -108,7 +111,7 @@ export class ResponseStore {
       dispose: (_value, key, reason) => {
         if (reason === 'evict' || reason === 'expire') {
           this.dropped.set(key, reason === 'evict' ? 'evicted' : 'expired')
-          metrics().responseCacheEviction(reason)
+          metrics.responseCacheEviction(reason)
         }
       },
     })
@@ -193,6 +196,8 @@ export interface CachingEvaluatorOptions {
   settings: ResponseCacheSettings
   policy?: ImageCachePolicy
   logger?: Logger
+  /** Where hits, misses, skips, evictions and the size are reported (the server's); default none. */
+  telemetry?: Telemetry
   /** Tests: the store's clock (ms) and purge interval. */
   now?: () => number
   purgeIntervalMs?: number
@@ -203,12 +208,15 @@ export class CachingEvaluator implements Evaluator {
   readonly name: string
   readonly store: ResponseStore
   private readonly logger: Logger
+  private readonly metrics: Metrics
 
   constructor(private readonly options: CachingEvaluatorOptions) {
     this.name = options.inner.name
     this.logger = options.logger ?? silentLogger
-    this.store = new ResponseStore(options.settings, {now: options.now, purgeIntervalMs: options.purgeIntervalMs})
-    metrics().setResponseCacheSource(() => ({entries: this.store.size, bytes: this.store.bytes}))
+    const telemetry = options.telemetry ?? NO_TELEMETRY
+    this.metrics = telemetry.metrics
+    this.store = new ResponseStore(options.settings, {now: options.now, purgeIntervalMs: options.purgeIntervalMs, telemetry})
+    this.metrics.setResponseCacheSource(() => ({entries: this.store.size, bytes: this.store.bytes}))
   }
 
   async evaluate(request: EvaluationRequest): Promise<EvaluationResponse> {
@@ -221,37 +229,37 @@ export class CachingEvaluator implements Evaluator {
     } catch (err) {
       // The evaluator reports the problem (unknown image, registry down) in its own words.
       this.logger.debug('response cache: cannot identify the image; not cached', {image: request.image, error: (err as Error).message})
-      metrics().responseCacheSkip('identity-error')
+      this.metrics.responseCacheSkip('identity-error')
       return inner.evaluate(request)
     }
     if (identity === undefined) {
-      metrics().responseCacheSkip('no-identity')
+      this.metrics.responseCacheSkip('no-identity')
       return inner.evaluate(request)
     }
     const key = identityKey(identity)
     const inputHash = sha256(request.resourceList)
     const found = this.store.lookup(key, request.image, inputHash)
     if (found.hit) {
-      metrics().responseCacheHit()
+      this.metrics.responseCacheHit()
       if (this.logger.enabled(4)) this.logger.debug('response cache hit', {image: request.image, bytes: found.response.resourceList.length})
       return found.response
     }
-    metrics().responseCacheMiss(found.reason)
+    this.metrics.responseCacheMiss(found.reason)
     let response: EvaluationResponse
     try {
       response = await inner.evaluate(request)
     } catch (err) {
-      metrics().responseCacheSkip('failed')
+      this.metrics.responseCacheSkip('failed')
       throw err
     }
     const servedDigest = response.served?.runtime === 'pod' ? response.served.digest : undefined
     if (identity.runtime === 'pod' && servedDigest !== identity.digest) {
       // The pod that answered was made for another (or an unknown) digest than the key's.
-      metrics().responseCacheSkip('digest-mismatch')
+      this.metrics.responseCacheSkip('digest-mismatch')
       if (this.logger.enabled(4)) this.logger.debug('response cache: the serving pod was made for another digest; not stored', {image: request.image, key, pod: response.served?.pod, digest: servedDigest})
       return response
     }
-    if (!this.store.store(key, request.image, inputHash, response, ttl)) metrics().responseCacheSkip('too-large')
+    if (!this.store.store(key, request.image, inputHash, response, ttl)) this.metrics.responseCacheSkip('too-large')
     return response
   }
 

@@ -8,6 +8,7 @@ import type {PodCacheConfig} from '../config/pod-cache-config.js'
 import type {Evaluator} from '../evaluator.js'
 import {FnrError} from '../errors.js'
 import type {Logger} from '../telemetry/log.js'
+import {NO_TELEMETRY, type Telemetry} from '../telemetry/telemetry.js'
 import type {ResponseCacheSettings} from './response-cache.js'
 
 /** The response cache as `fnr serve` runs it: the flags and the per-image switches of the pod cache config. */
@@ -32,8 +33,11 @@ export function responseCacheSetup(settings: ResponseCacheSettings | undefined, 
   return settings.ttlMs > 0 || config.enablesResponseCache() ? {settings, config} : undefined
 }
 
-/** A caching decorator around `inner`, keyed by what inner.identify() says would serve each image. */
-export async function withResponseCache(inner: Evaluator, {settings, config}: ResponseCacheSetup, logger: Logger): Promise<Evaluator> {
+/**
+ * A caching decorator around `inner`, keyed by what inner.identify() says would serve each image,
+ * reporting to the server's telemetry.
+ */
+export async function withResponseCache(inner: Evaluator, {settings, config}: ResponseCacheSetup, logger: Logger, telemetry: Telemetry = NO_TELEMETRY): Promise<Evaluator> {
   validateResponseCacheSettings(settings)
   const {CachingEvaluator} = await import('./response-cache.js')
   const perImage = config.entries.filter((e) => e.responseCache !== undefined).length
@@ -42,6 +46,7 @@ export async function withResponseCache(inner: Evaluator, {settings, config}: Re
     settings,
     policy: perImage > 0 ? (image) => config.responseCacheFor(image) : undefined,
     logger,
+    telemetry,
   })
   logger.info('response cache on', {
     ttlMs: settings.ttlMs,

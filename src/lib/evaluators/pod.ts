@@ -17,7 +17,8 @@
 import {FnrError, toFnrError} from '../errors.js'
 import {readFailure} from '../grpc/metadata.js'
 import {silentLogger, type Logger} from '../telemetry/log.js'
-import {tracing} from '../telemetry/otel.js'
+import type {Tracing} from '../telemetry/otel.js'
+import type {Telemetry} from '../telemetry/telemetry.js'
 import type {PodCache} from '../pods/runtime/cache.js'
 import type {PodRuntime, PodRuntimeOptions} from '../pods/runtime/runtime.js'
 import type {EvaluationRequest, EvaluationResponse, Evaluator, ImageIdentity} from '../evaluator.js'
@@ -27,6 +28,8 @@ export interface PodEvaluatorOptions {
   /** Extra attempts after an Unavailable call (default 1). */
   callRetries?: number
   logger?: Logger
+  /** The server's telemetry: with tracing, pod.acquire, pod.create and wrapper.call spans; default none. */
+  telemetry?: Telemetry
   /** Resolves when the runtime is ready to report SERVING (warm-up finished). */
   ready?: Promise<unknown>
   /** Stops the runtime. */
@@ -38,9 +41,11 @@ export class PodEvaluator implements Evaluator {
   readonly ready: Promise<void>
   private readonly logger: Logger
   private readonly retries: number
+  private readonly tracing: Tracing | undefined
 
   constructor(private readonly options: PodEvaluatorOptions) {
     this.logger = options.logger ?? silentLogger
+    this.tracing = options.telemetry?.tracing
     this.retries = Math.max(0, options.callRetries ?? 1)
     this.ready = (options.ready ?? Promise.resolve()).then(
       () => undefined,
@@ -59,9 +64,9 @@ export class PodEvaluator implements Evaluator {
 
   async evaluate(request: EvaluationRequest): Promise<EvaluationResponse> {
     const {image, deadline, signal} = request
-    const otel = tracing()
+    const otel = this.tracing
     for (let attempt = 0; ; attempt++) {
-      const lease = otel ? await this.tracedAcquire(request, attempt) : await this.options.cache.acquire(image, {deadline, signal})
+      const lease = otel ? await this.tracedAcquire(otel, request, attempt) : await this.options.cache.acquire(image, {deadline, signal})
       const call = otel?.startSpan('wrapper.call', {parent: request.trace?.traceparent, kind: 'client', attributes: {'fn.image': image, 'fnr.pod.name': lease.slot.name, 'net.peer.name': lease.slot.address}})
       try {
         if (!lease.usable) throw new FnrError('Unavailable', `function pod ${lease.slot.name} was evicted (${lease.slot.goneReason ?? 'gone'})`)
@@ -100,17 +105,17 @@ export class PodEvaluator implements Evaluator {
   }
 
   /** acquire() as an OpenTelemetry span, with a pod.create child when this call started the pod. */
-  private async tracedAcquire(request: EvaluationRequest, attempt: number): Promise<Awaited<ReturnType<PodCache['acquire']>>> {
+  private async tracedAcquire(otel: Tracing, request: EvaluationRequest, attempt: number): Promise<Awaited<ReturnType<PodCache['acquire']>>> {
     const {image, deadline, signal} = request
     const started = Date.now()
-    const span = tracing()!.startSpan('pod.acquire', {parent: request.trace?.traceparent, attributes: {'fn.image': image, 'fnr.attempt': attempt}})
+    const span = otel.startSpan('pod.acquire', {parent: request.trace?.traceparent, attributes: {'fn.image': image, 'fnr.attempt': attempt}})
     try {
       const lease = await this.options.cache.acquire(image, {deadline, signal})
       const slot = lease.slot
       const startedHere = slot.since !== undefined && slot.since >= started
       span.setAttributes({'fnr.pod.name': slot.name, 'fnr.pod.started': startedHere, 'fnr.image.digest': slot.digest})
       if (startedHere) {
-        const create = tracing()!.startSpan('pod.create', {parent: span.context.traceparent, startTime: slot.since, attributes: {'fnr.pod.name': slot.name, 'fn.image': image, 'fnr.image.digest': slot.digest, ...Object.fromEntries(Object.entries(slot.timings ?? {}).map(([k, v]) => [`fnr.pod.${k}`, v]))}})
+        const create = otel.startSpan('pod.create', {parent: span.context.traceparent, startTime: slot.since, attributes: {'fnr.pod.name': slot.name, 'fn.image': image, 'fnr.image.digest': slot.digest, ...Object.fromEntries(Object.entries(slot.timings ?? {}).map(([k, v]) => [`fnr.pod.${k}`, v]))}})
         create.end()
       }
       span.end()
@@ -138,6 +143,7 @@ export async function createPodEvaluator(options: PodEvaluatorRuntimeOptions): P
     cache: runtime.cache,
     callRetries: options.callRetries,
     logger: options.logger,
+    telemetry: options.telemetry,
     ready: runtime.warmedUp,
     close: () => runtime.close(),
   })

@@ -32,7 +32,8 @@ import type * as grpc from '@grpc/grpc-js'
 
 import {RECEPTION_HEADER, type CallBudget} from '../budget.js'
 import type {Logger} from '../telemetry/log.js'
-import {metrics} from '../telemetry/metrics.js'
+import type {Metrics} from '../telemetry/metrics.js'
+import {NO_TELEMETRY, type Telemetry} from '../telemetry/telemetry.js'
 import {http2ServersOf, sessionSocket} from './internals.js'
 import {REFUSED_HELD_BYTES, REFUSED_TRAILER} from './metadata.js'
 
@@ -106,22 +107,34 @@ function rateLimited(logger: Logger): (key: string, msg: string, fields: Record<
   }
 }
 
-/** Installs the guard on every HTTP/2 server of a started grpc-js server (reached through internals.ts). */
-export function installGuard(server: grpc.Server, budget: CallBudget, settings: GuardSettings, logger: Logger): void {
+/** What the guard of one server works with: its budget, its settings, its warnings and its metrics. */
+interface Guard {
+  budget: CallBudget
+  settings: GuardSettings
+  warn: ReturnType<typeof rateLimited>
+  metrics: Metrics
+}
+
+/**
+ * Installs the guard on every HTTP/2 server of a started grpc-js server (reached through
+ * internals.ts), counting what it does in the server's telemetry.
+ */
+export function installGuard(server: grpc.Server, budget: CallBudget, settings: GuardSettings, {logger, telemetry = NO_TELEMETRY}: {logger: Logger; telemetry?: Telemetry}): void {
   const warn = rateLimited(logger)
+  const guard: Guard = {budget, settings, warn, metrics: telemetry.metrics}
   for (const h2 of http2ServersOf(server)) {
     h2.on('error', (err) => {
-      metrics().connectionGuard('accept-error')
+      guard.metrics.connectionGuard('accept-error')
       warn('accept', 'cannot accept a connection', {error: err.message, code: err.code, hint: err.code === 'EMFILE' || err.code === 'ENFILE' ? 'out of file descriptors: idle connections are closed after --handshake-timeout and --connection-idle-timeout' : undefined})
     })
-    h2.on('session', (session) => guardSession(session, budget, settings, warn))
+    h2.on('session', (session) => guardSession(session, guard))
     // Before grpc-js's own listener: the stream's reception id goes into the headers grpc-js
     // reads the call's metadata from, and its bytes are counted before grpc-js buffers them.
-    h2.prependListener('stream', (stream, headers) => guardStream(stream, headers, {budget, settings, warn}))
+    h2.prependListener('stream', (stream, headers) => guardStream(stream, headers, guard))
   }
 }
 
-function guardSession(session: Http2Session, budget: CallBudget, settings: GuardSettings, warn: ReturnType<typeof rateLimited>): void {
+function guardSession(session: Http2Session, {budget, settings, warn, metrics}: Guard): void {
   // Its stream limit follows the calls asleep (budget.ts).
   budget.sessionOpened(session)
   // What the connection buffered is garbage once it closes: the budget collects when the runner is
@@ -133,7 +146,7 @@ function guardSession(session: Http2Session, budget: CallBudget, settings: Guard
   let spoke = false
   const close = (): void => {
     if (spoke || session.destroyed) return
-    metrics().connectionGuard('handshake-timeout')
+    metrics.connectionGuard('handshake-timeout')
     warn('handshake', 'closing a connection that sent no HTTP/2 preface in time', {remote: session.socket?.remoteAddress, handshakeTimeoutMs: settings.handshakeTimeoutMs})
     session.destroy()
   }
@@ -149,8 +162,8 @@ function guardSession(session: Http2Session, budget: CallBudget, settings: Guard
   session.once('close', () => clearTimeout(timer))
 }
 
-function guardStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, guard: {budget: CallBudget; settings: GuardSettings; warn: ReturnType<typeof rateLimited>}): void {
-  const {budget, settings, warn} = guard
+function guardStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, guard: Guard): void {
+  const {budget, settings, warn, metrics} = guard
   const openedAt = Date.now()
   // The request's bytes are counted under this reception until the call claims them (server.ts,
   // through the header) or the stream closes (budget.ts).
@@ -173,7 +186,7 @@ function guardStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, gu
   }
   /** Refuses the request: counted, logged (at most once a second), its bytes released, then `end`. */
   const refuse = (action: string, msg: string, fields: Record<string, unknown>, end: () => void): void => {
-    metrics().connectionGuard(action)
+    metrics.connectionGuard(action)
     warn(action, msg, {...fields, remote: stream.session?.socket?.remoteAddress})
     release()
     end()

@@ -6,6 +6,7 @@ import {parseGoDuration} from '../config/go-flags.js'
 import {CallBudget, deriveBudget, fmtBytes, parseByteQuantity, validateBudgetOverrides, type BudgetOverrides} from '../budget.js'
 import {FnrError} from '../errors.js'
 import type {Logger} from '../telemetry/log.js'
+import type {Telemetry} from '../telemetry/telemetry.js'
 import type {EvaluatorServerOptions} from './server.js'
 
 export interface ListenerLimits extends BudgetOverrides {
@@ -69,12 +70,13 @@ export function parseLimitFlags(get: (name: LimitFlagName) => string | undefined
 
 /**
  * The budget and HTTP/2 settings of a server for these limits; logs the budget once (at debug level
- * for the in-pod wrapper, whose stderr a failed start shows as one line).
+ * for the in-pod wrapper, whose stderr a failed start shows as one line). The budget reports to
+ * `telemetry`, the server's.
  */
 export function serverLimits(
   limits: ListenerLimits | undefined,
   logger: Logger,
-  {quiet = false, runningPids, paceStarts}: {quiet?: boolean; runningPids?: () => Iterable<number>; paceStarts?: boolean} = {},
+  {quiet = false, runningPids, paceStarts, telemetry}: {quiet?: boolean; runningPids?: () => Iterable<number>; paceStarts?: boolean; telemetry?: Telemetry} = {},
 ): Pick<EvaluatorServerOptions, 'budget' | 'http2' | 'defaultDeadlineMs'> {
   const l = limits ?? {}
   const settings = deriveBudget(l)
@@ -89,7 +91,7 @@ export function serverLimits(
     defaultDeadline: l.defaultDeadlineMs === 0 ? 'none' : `${(l.defaultDeadlineMs ?? DEFAULT_DEADLINE_MS) / 1000}s`,
   })
   return {
-    budget: new CallBudget(settings, logger, {runningPids, paceStarts}),
+    budget: new CallBudget(settings, logger, {runningPids, paceStarts, telemetry}),
     defaultDeadlineMs: l.defaultDeadlineMs ?? DEFAULT_DEADLINE_MS,
     http2: {maxConcurrentStreams: settings.maxConcurrentStreams, connectionIdleMs: l.connectionIdleMs === 0 ? NEVER_MS : l.connectionIdleMs, receiveTimeoutMs: l.receiveTimeoutMs, handshakeTimeoutMs: l.handshakeTimeoutMs},
   }

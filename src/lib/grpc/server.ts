@@ -17,8 +17,7 @@ import {FnrError, GrpcCode, toFnrError} from '../errors.js'
 import {peerKey} from '../fair-queue.js'
 import type {EvaluationRequest, Evaluator} from '../evaluator.js'
 import {silentLogger, type Logger} from '../telemetry/log.js'
-import {metrics} from '../telemetry/metrics.js'
-import {tracing} from '../telemetry/otel.js'
+import {NO_TELEMETRY, type Telemetry} from '../telemetry/telemetry.js'
 import {continueTrace, TRACEPARENT, TRACESTATE} from '../telemetry/trace.js'
 import type {FunctionFailure} from '../process/failure.js'
 import {raiseReceiveWindows, receiveWindowFor} from './flow-control.js'
@@ -38,8 +37,10 @@ export interface EvaluatorServerOptions {
   port: number
   /** Credentials; default insecure (plaintext h2c, as Porch). */
   credentials?: grpc.ServerCredentials
-  /** The memory and concurrency budget (budget.ts); default derived from the memory limit. */
+  /** The memory and concurrency budget (budget.ts); default derived from the memory limit, with this server's telemetry. */
   budget?: CallBudget
+  /** Where calls are counted and traced (and the HTTP/2 guard's actions counted); default none. */
+  telemetry?: Telemetry
   /**
    * --default-deadline: the deadline of a call that came without one, in ms from its arrival; past it
    * the call fails DEADLINE_EXCEEDED and its function is killed. 0 or absent: none (the caller's
@@ -113,10 +114,12 @@ export class EvaluatorServer {
   private boundPort = 0
   private idleWaiters: Array<() => void> = []
   readonly budget: CallBudget
+  readonly telemetry: Telemetry
 
   constructor(private readonly options: EvaluatorServerOptions) {
     this.logger = options.logger ?? silentLogger
-    this.budget = options.budget ?? new CallBudget(deriveBudget(), this.logger)
+    this.telemetry = options.telemetry ?? NO_TELEMETRY
+    this.budget = options.budget ?? new CallBudget(deriveBudget(), this.logger, {telemetry: this.telemetry})
     routeGrpcLogging(this.logger)
     this.server = new grpc.Server({
       'grpc.max_concurrent_streams': options.http2?.maxConcurrentStreams ?? this.budget.settings.maxConcurrentStreams,
@@ -172,7 +175,7 @@ export class EvaluatorServer {
     // requests on a busy connection).
     raiseReceiveWindows(this.server, receiveWindowFor(this.options.maxMessageSize), this.logger)
     // Partial messages, slow senders, silent sockets, accept errors (hygiene.ts).
-    installGuard(this.server, this.budget, {...DEFAULT_GUARD, ...stripUndefined(this.options.http2)}, this.logger)
+    installGuard(this.server, this.budget, {...DEFAULT_GUARD, ...stripUndefined(this.options.http2)}, {logger: this.logger, telemetry: this.telemetry})
     // A large output goes out from where the process runner put it, not copied into grpc-js's frame.
     if (!frameResponsesInPlace(takePrefixed)) this.logger.debug('grpc-js frames responses by copying them (its framing method was not found)', {grpcJs: grpcJsVersion()})
     return this.boundPort
@@ -221,7 +224,7 @@ export class EvaluatorServer {
     const traceparent = call.metadata.get(TRACEPARENT)[0]?.toString()
     const tracestate = call.metadata.get(TRACESTATE)[0]?.toString()
     // With OpenTelemetry on (otel.ts), the call is a SERVER span and its ids are the trace context.
-    const span = tracing()?.startSpan('EvaluateFunction', {parent: traceparent, tracestate, kind: 'server', attributes: {'rpc.system': 'grpc', 'rpc.service': 'evaluator.FunctionEvaluator', 'rpc.method': 'EvaluateFunction', 'fn.image': image}})
+    const span = this.telemetry.tracing?.startSpan('EvaluateFunction', {parent: traceparent, tracestate, kind: 'server', attributes: {'rpc.system': 'grpc', 'rpc.service': 'evaluator.FunctionEvaluator', 'rpc.method': 'EvaluateFunction', 'fn.image': image}})
     const trace = span?.context ?? continueTrace(traceparent, tracestate)
     this.inFlight++
     const abort = new AbortController()
@@ -241,7 +244,7 @@ export class EvaluatorServer {
       const code = err ? (err.code ?? GrpcCode.UNKNOWN) : GrpcCode.OK
       // A call no evaluator took (refused before, or an image none knows): 'none' in the metric, the span and the log alike.
       const runtime = evaluator ?? 'none'
-      metrics().evaluation(runtime, image ?? '', grpc.status[code] ?? String(code), (performance.now() - started) / 1000)
+      this.telemetry.metrics.evaluation(runtime, image ?? '', grpc.status[code] ?? String(code), (performance.now() - started) / 1000)
       if (span) {
         span.setAttributes({'rpc.grpc.status_code': code, 'fnr.runtime': runtime, 'fnr.bytes_in': resourceList?.length ?? 0, 'fnr.bytes_out': response?.resourceList.length})
         span.end(err ? `${grpc.status[code] ?? code}: ${String(err.details ?? '').slice(0, 500)}` : undefined)
@@ -328,7 +331,7 @@ export class EvaluatorServer {
 
   /** The error of a call without a deadline that ran past --default-deadline (counted: fnr_hung_calls_killed_total). */
   private pastDefaultDeadline(image: string, limitMs: number): FnrError {
-    metrics().hungCallKilled()
+    this.telemetry.metrics.hungCallKilled()
     this.logger.warn('call without a deadline ran past --default-deadline: its function was killed', {image, defaultDeadlineMs: limitMs})
     return new FnrError('DeadlineExceeded', `the call came without a deadline and did not finish within the runner's --default-deadline (${limitMs / 1000}s): its function was killed`)
   }

@@ -29,7 +29,8 @@ import https from 'node:https'
 
 import {FnrError, firstLine, type ErrorKind} from '../errors.js'
 import type {Logger} from '../telemetry/log.js'
-import {metrics} from '../telemetry/metrics.js'
+import type {Metrics} from '../telemetry/metrics.js'
+import {metricsOf, type Telemetry} from '../telemetry/telemetry.js'
 import {DockerConfig, TokenCache, basicAuthorization, findChallenge, parseWwwAuthenticate, type RegistryCredentials} from './auth.js'
 import {BodyTooLargeError, RequestTimeoutError, formatMs, httpRequest, type BodySink, type HttpResponse} from './http.js'
 import {
@@ -73,6 +74,8 @@ export interface RegistryClientOptions {
   /** How long a tag's metadata is trusted before the tag is re-checked (default 60 s; Infinity never re-checks). */
   revalidateAfterMs?: number
   logger?: Logger
+  /** Where registry requests and metadata lookups are counted (the server's); default none. */
+  telemetry?: Telemetry
   userAgent?: string
   /** Clock, for tests. */
   now?: () => number
@@ -204,6 +207,7 @@ export class RegistryClient {
   private readonly cacheSize: number
   private readonly revalidateAfterMs: number
   private readonly logger?: Logger
+  private readonly metrics: Metrics
   private readonly userAgent: string
   private readonly now: () => number
   private readonly httpsAgent: https.Agent
@@ -227,6 +231,7 @@ export class RegistryClient {
     this.cacheSize = Math.max(1, options.cacheSize ?? 500)
     this.revalidateAfterMs = options.revalidateAfterMs ?? 60_000
     this.logger = options.logger
+    this.metrics = metricsOf(options.telemetry)
     this.userAgent = options.userAgent ?? 'fnr'
     this.now = options.now ?? Date.now
     this.tokens = new TokenCache(256, this.now)
@@ -357,7 +362,7 @@ export class RegistryClient {
 
   private async inspectUncoalesced(ref: ImageReference, platform: Platform, key: string, signal?: AbortSignal): Promise<ImageMetadata> {
     const cached = this.cacheGet(key)
-    metrics().registryMetadataCache(cached === undefined ? 'miss' : ref.isDigest || this.now() - cached.checkedAt < this.revalidateAfterMs ? 'hit' : 'revalidated')
+    this.metrics.registryMetadataCache(cached === undefined ? 'miss' : ref.isDigest || this.now() - cached.checkedAt < this.revalidateAfterMs ? 'hit' : 'revalidated')
     if (cached !== undefined) {
       if (ref.isDigest || this.now() - cached.checkedAt < this.revalidateAfterMs) return cached.meta
       let current: string | undefined
@@ -539,7 +544,7 @@ export class RegistryClient {
     let basicTried = authorization?.startsWith('Basic ') ?? false
     for (;;) {
       const res = await this.send(registry, pathname, ctx, {...opts, authorization})
-      metrics().registryRequest(opts.method ?? 'GET', res.status)
+      this.metrics.registryRequest(opts.method ?? 'GET', res.status)
       if (res.status !== 401) return res
       const challenges = parseWwwAuthenticate(res.headers['www-authenticate'])
       const bearer = findChallenge(challenges, 'bearer')

@@ -1,9 +1,9 @@
 /**
  * Prometheus metrics of `fnr serve` (--metrics-port).
  *
- * The rest of the code reports events through `metrics()`, a process-wide `Metrics` object: a
- * no-op until `fnr serve` turns metrics on, so the hot path costs one empty call when they are off,
- * and prom-client is only imported (lazily) when they are on. Gauges that describe state (pods by
+ * The rest of the code reports events through the `Metrics` object it was handed (telemetry.ts):
+ * the no-op NO_METRICS unless `fnr serve` turned metrics on, so the hot path costs one empty call
+ * when they are off, and prom-client is only imported (lazily) when they are on. Gauges that describe state (pods by
  * state, waitlist depth, calls in flight, response-cache size) are read from their owners at
  * scrape time through sources set here, never copied on the hot path.
  *
@@ -110,27 +110,6 @@ class NoMetrics implements Metrics {
 }
 
 export const NO_METRICS: Metrics = new NoMetrics()
-
-/**
- * The current metrics live on globalThis under a registered symbol, so that every copy of this
- * module in the process (an ESM and a CommonJS instance, as loaders can produce) sees the same.
- */
-const CURRENT = Symbol.for('fnr.metrics')
-const holder = globalThis as unknown as {[CURRENT]?: Metrics}
-
-/** The process's metrics (a no-op unless `fnr serve --metrics-port` turned them on). */
-export function metrics(): Metrics {
-  return holder[CURRENT] ?? NO_METRICS
-}
-
-/** Makes `m` the process's metrics; returns a function that restores the previous ones. */
-export function useMetrics(m: Metrics): () => void {
-  const previous = holder[CURRENT]
-  holder[CURRENT] = m
-  return () => {
-    if (holder[CURRENT] === m) holder[CURRENT] = previous
-  }
-}
 
 /** Distinct served images labelled as themselves; later ones are "other". */
 export const MAX_IMAGE_LABELS = 100
@@ -529,20 +508,16 @@ export function prometheusFromOtelEnv(env: NodeJS.ProcessEnv, logger?: import('.
 }
 
 /**
- * `fnr serve --metrics-port`: builds the metrics, makes them the process's, and serves them.
- * stop() closes the endpoint and restores the no-op metrics.
+ * `fnr serve --metrics-port`: builds the metrics (the server hands them to what it builds,
+ * telemetry.ts) and serves them. stop() closes the endpoint.
  */
 export async function startServeMetrics(port: number, host: string, logger: import('./log.js').Logger): Promise<{port: number; metrics: PrometheusMetrics; stop(): Promise<void>}> {
   const m = await createMetrics()
   const server = await startMetricsServer(m, host, port)
-  const restore = useMetrics(m)
   logger.info('metrics endpoint listening', {host, port: server.port, path: '/metrics'})
   return {
     port: server.port,
     metrics: m,
-    stop: async () => {
-      restore()
-      await server.close()
-    },
+    stop: () => server.close(),
   }
 }

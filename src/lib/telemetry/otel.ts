@@ -10,7 +10,7 @@
  *   - the exporter reads its own settings (endpoints, OTEL_EXPORTER_OTLP_*_HEADERS, timeouts;
  *     protocol http/json); OTEL_SERVICE_NAME names the service (default fnr-serve or fnr-wrapper-server).
  * When off, nothing of OpenTelemetry is loaded (the SDK and exporter are imported here lazily), and
- * `tracing()` is undefined, so the request path costs one property read.
+ * the server's Telemetry has no tracing (telemetry.ts), so the request path costs one property read.
  *
  * Spans (W3C trace context in the gRPC `traceparent` metadata links the processes, trace.ts):
  *   runner   EvaluateFunction (server; fn.image, fnr.runtime, rpc.grpc.status_code)
@@ -48,23 +48,6 @@ export interface Tracing {
   shutdown(): Promise<void>
 }
 
-const CURRENT = Symbol.for('fnr.tracing')
-const holder = globalThis as unknown as {[CURRENT]?: Tracing}
-
-/** The process's tracing, or undefined when it is off (the default). */
-export function tracing(): Tracing | undefined {
-  return holder[CURRENT]
-}
-
-/** Makes `t` the process's tracing; returns a function that restores the previous one. */
-export function useTracing(t: Tracing | undefined): () => void {
-  const previous = holder[CURRENT]
-  holder[CURRENT] = t
-  return () => {
-    if (holder[CURRENT] === t) holder[CURRENT] = previous
-  }
-}
-
 /** Whether the environment asks for trace export (see the top of the file); never loads anything. */
 export function tracingRequested(env: NodeJS.ProcessEnv = process.env): {on: boolean; problem?: string} {
   if ((env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true') return {on: false}
@@ -84,7 +67,7 @@ const FLAGS_SAMPLED = 1
 
 /**
  * Starts tracing when the environment asks for it (loading the SDK and the OTLP/HTTP exporter
- * now) and makes it the process's; undefined otherwise.
+ * now); undefined otherwise.
  */
 export async function startTracingFromEnv(defaultServiceName: string, logger: Logger, env: NodeJS.ProcessEnv = process.env): Promise<Tracing | undefined> {
   const wanted = tracingRequested(env)
@@ -154,18 +137,12 @@ export async function startTracingFromEnv(defaultServiceName: string, logger: Lo
 }
 
 /**
- * `fnr serve` / `fnr wrapper-server`: starts tracing from the environment and makes it the
- * process's; stop() flushes and restores. A no-op (nothing loaded) when tracing is off.
+ * `fnr serve` / `fnr wrapper-server`: starts tracing from the environment, for the server to hand
+ * to what it builds (telemetry.ts); stop() flushes. Without tracing (nothing loaded) when it is off.
  */
-export async function startProcessTracing(defaultServiceName: string, logger: Logger): Promise<{stop(): Promise<void>}> {
+export async function startProcessTracing(defaultServiceName: string, logger: Logger): Promise<{tracing?: Tracing; stop(): Promise<void>}> {
   if (!tracingRequested().on && !tracingRequested().problem) return {stop: async () => {}}
   const t = await startTracingFromEnv(defaultServiceName, logger)
   if (!t) return {stop: async () => {}}
-  const restore = useTracing(t)
-  return {
-    stop: async () => {
-      restore()
-      await t.shutdown()
-    },
-  }
+  return {tracing: t, stop: () => t.shutdown()}
 }

@@ -17,6 +17,7 @@ import type {ImagePodSettings} from '../../config/pod-cache-config.js'
 import {FnrError, toFnrError} from '../../errors.js'
 import {apiStatusCode, kubeError} from '../../k8s/errors.js'
 import type {Logger} from '../../telemetry/log.js'
+import type {Telemetry} from '../../telemetry/telemetry.js'
 import type {DockerConfig} from '../../registry/auth.js'
 import type {RunnerRegistrySettings} from '../../registry/index.js'
 import {attachPullSecret, buildPullSecret, ensurePullSecret} from '../../registry/pull-secret.js'
@@ -269,15 +270,16 @@ export function pullSecretPreparer(core: CoreV1Api, namespace: string, secret: P
 
 /**
  * Where launches read image metadata, and the pull Secret with --enable-private-registries: the
- * given metadata source (tests), else the registry client of the runner's registry settings.
+ * given metadata source (tests), else the registry client of the runner's registry settings
+ * (counting its requests in `telemetry`, the server's).
  */
 export async function podRegistry(
   settings: RunnerRegistrySettings & {authSecretName: string},
-  options: {metadata?: ImageMetadataSource; logger?: Logger},
+  options: {metadata?: ImageMetadataSource; logger?: Logger; telemetry?: Telemetry},
 ): Promise<{metadata: ImageMetadataSource; pullSecret?: PullSecret; close(): void}> {
   if (options.metadata && !settings.enablePrivateRegistries) return {metadata: options.metadata, close: () => {}}
   const [{createRunnerRegistry}, {RegistryMetadataSource}] = await Promise.all([import('../../registry/index.js'), import('./image-metadata.js')])
-  const registry = await createRunnerRegistry(settings, {logger: options.logger})
+  const registry = await createRunnerRegistry(settings, {logger: options.logger, telemetry: options.telemetry})
   const pullSecret =
     settings.enablePrivateRegistries && registry.dockerConfigJson ? {name: settings.authSecretName, dockerConfig: registry.dockerConfig, dockerConfigJson: registry.dockerConfigJson} : undefined
   return {metadata: options.metadata ?? new RegistryMetadataSource(registry.client), ...(pullSecret ? {pullSecret} : {}), close: () => registry.client.close()}

@@ -3,7 +3,8 @@
  * PodCache, adoption and the GC pass used to write themselves.
  */
 import type {Logger} from '../../telemetry/log.js'
-import {metrics} from '../../telemetry/metrics.js'
+import type {Metrics} from '../../telemetry/metrics.js'
+import {NO_TELEMETRY, type Telemetry} from '../../telemetry/telemetry.js'
 import type {PodEvent, PodEvents} from '../model/events.js'
 
 /** The log line of an event, as the runtime has always written it (none for the quiet ones). */
@@ -39,17 +40,18 @@ export function logPodEvent(logger: Logger, e: PodEvent): void {
   }
 }
 
-/** The metrics of an event: pod cache lookups, and GC deletions by reason code. */
-export function countPodEvent(e: PodEvent): void {
-  if (e.type === 'placed') metrics().podCacheLookup(e.image, e.result)
-  else if (e.type === 'ready' || e.type === 'failed') metrics().podStarted(e.image, e.type === 'ready')
-  else if (e.type === 'collected') metrics().podGcDeletion(e.kind, e.code)
+/** The metrics of an event, in `metrics`: pod cache lookups, and GC deletions by reason code. */
+export function countPodEvent(metrics: Metrics, e: PodEvent): void {
+  if (e.type === 'placed') metrics.podCacheLookup(e.image, e.result)
+  else if (e.type === 'ready' || e.type === 'failed') metrics.podStarted(e.image, e.type === 'ready')
+  else if (e.type === 'collected') metrics.podGcDeletion(e.kind, e.code)
 }
 
-/** Subscribes the log and the metrics to a runtime's events; returns the unsubscribe. */
-export function observePodEvents(events: PodEvents, logger: Logger): () => void {
+/** Subscribes the log and the metrics (the server's telemetry) to a runtime's events; returns the unsubscribe. */
+export function observePodEvents(events: PodEvents, logger: Logger, telemetry: Telemetry = NO_TELEMETRY): () => void {
   const offLog = events.on((e) => logPodEvent(logger, e))
-  const offMetrics = events.on(countPodEvent)
+  const {metrics} = telemetry
+  const offMetrics = events.on((e) => countPodEvent(metrics, e))
   return () => {
     offLog()
     offMetrics()

@@ -3,7 +3,7 @@
  * --scan-interval, one at a time, its plan counted in the metrics.
  */
 import {silentLogger, type Logger} from '../../telemetry/log.js'
-import {metrics} from '../../telemetry/metrics.js'
+import {NO_TELEMETRY, type Telemetry} from '../../telemetry/telemetry.js'
 import type {GcPlan} from '../model/gc.js'
 
 export interface GcTarget {
@@ -22,6 +22,8 @@ export class PodGarbageCollector {
     private readonly target: GcTarget,
     private readonly intervalMs: number,
     private readonly logger: Logger = silentLogger,
+    /** Where each completed pass is counted (the server's); default none. */
+    private readonly telemetry: Telemetry = NO_TELEMETRY,
   ) {}
 
   start(): void {
@@ -37,7 +39,7 @@ export class PodGarbageCollector {
     const run = this.target.collectGarbage().then(
       (plan) => {
         this.runs++
-        metrics().podGc(plan)
+        this.telemetry.metrics.podGc(plan)
         return plan
       },
       (err: unknown) => {

@@ -10,6 +10,7 @@ import {parseDnsServer} from '../../grpc/dns-server.js'
 import {FnrError} from '../../errors.js'
 import {connectKube, runnerNamespace, type KubeClients, type KubeConnectOptions} from '../../k8s/client.js'
 import {silentLogger, type Logger} from '../../telemetry/log.js'
+import type {Telemetry} from '../../telemetry/telemetry.js'
 import {PodCache, type PodAddressMode} from './cache.js'
 import {observePodEvents} from './event-sinks.js'
 import {pullSecretPreparer, type PreparePod, type PullSecret} from '../cluster/launcher.js'
@@ -73,6 +74,8 @@ export interface PodRuntimeOptions {
   collectPorchPods?: boolean
   /** The wrapper server's --verbosity in new pods (undefined: none passed, the wrapper's default 2). */
   wrapperVerbosity?: number
+  /** Where the runtime's events and GC passes are counted (the server's); default none. */
+  telemetry?: Telemetry
 }
 
 /** What a live configuration source (function-config-crd.ts) adds to the pod runtime. */
@@ -295,7 +298,7 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
   })
   // The runtime's log lines and metrics follow its events (event-sinks.ts), to the end (a pod
   // evicted after close, when its last call ends, is still logged).
-  observePodEvents(cache.events, logger)
+  observePodEvents(cache.events, logger, options.telemetry)
   cleanups.push(templates.onChange((t) => cache.setTemplates(t)))
   cleanups.push(manager.onPodChange((type, pod) => cache.onPodEvent(type, pod)))
 
@@ -317,7 +320,7 @@ export async function startPodRuntime(options: PodRuntimeOptions): Promise<PodRu
   })
   cache.setStartup(started)
   handlePorchLeftovers(started, options, clients, logger)
-  const gc = new PodGarbageCollector(cache.collector, options.scanIntervalMs, logger)
+  const gc = new PodGarbageCollector(cache.collector, options.scanIntervalMs, logger, options.telemetry)
   void started.then(() => gc.start())
   const warmedUp = startWarmUp(options, {cache, started, cleanups}, logger)
   return new PodRuntime({clients, manager, templates, cache, gc, lease, started, warmedUp, cleanups})
