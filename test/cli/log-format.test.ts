@@ -6,22 +6,13 @@ import {expect} from 'chai'
 import {execa} from 'execa'
 import {spawn} from 'node:child_process'
 import {once} from 'node:events'
-import {PassThrough} from 'node:stream'
 import path from 'node:path'
 
-import {FnrError} from '../../src/lib/errors.js'
-import {createLogger, resolveLogFormat, setLogFormat} from '../../src/lib/telemetry/log.js'
+import {setLogFormat} from '../../src/lib/telemetry/log.js'
 import {runCli} from '../support/cli.js'
 import {BIN_RUN, REPO_ROOT} from '../support/serve.js'
 
 const TEXT_LINE = /^\[\d\d:\d\d:\d\d\.\d\d\d\] [A-Z]+ \(fnr-[a-z-]+\): .+$/
-
-function capture(): {stream: PassThrough; text: () => string} {
-  const stream = new PassThrough()
-  let out = ''
-  stream.on('data', (c: Buffer) => (out += c.toString()))
-  return {stream, text: () => out}
-}
 
 /** `fnr serve` until its ready line (in either format), then SIGTERM: its stderr. */
 async function serveReadyLine(args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
@@ -56,46 +47,6 @@ async function serveReadyLine(args: string[], env: NodeJS.ProcessEnv = {}): Prom
 describe('--log-format', function () {
   this.timeout(60_000)
   afterEach(() => setLogFormat(undefined))
-
-  it('text: one line per message with time, level, name, message and the fields (secrets redacted)', () => {
-    const {stream, text} = capture()
-    const logger = createLogger({verbosity: 5, name: 'fnr-serve', destination: stream, format: 'text'})
-    logger.lifecycle('fnr serve is ready', {port: 9445})
-    logger.child({image: 'fn:v1'}).request('call', {token: 's3cret'})
-    logger.trace('deep')
-    const lines = text().trimEnd().split('\n')
-    expect(lines).to.have.length(3)
-    for (const line of lines) expect(line).to.match(TEXT_LINE)
-    expect(lines[0]).to.match(/ LIFECYCLE \(fnr-serve\): fnr serve is ready \{"port":9445\}$/)
-    expect(lines[1]).to.match(/ REQUEST \(fnr-serve\): call \{"image":"fn:v1","token":"\[redacted\]"\}$/)
-    expect(lines[2]).to.match(/ TRACE \(fnr-serve\): deep$/)
-    expect(text()).not.to.contain('\u001B[')
-  })
-
-  it('json: the JSON lines as before; the level filter is the same in both formats', () => {
-    const {stream, text} = capture()
-    const logger = createLogger({verbosity: 1, name: 'fnr-serve', destination: stream, format: 'json'})
-    logger.info('not at verbosity 1')
-    logger.lifecycle('ready', {port: 1})
-    const lines = text().trimEnd().split('\n')
-    expect(lines).to.have.length(1)
-    expect(JSON.parse(lines[0]!)).to.include({level: 'lifecycle', name: 'fnr-serve', msg: 'ready', port: 1})
-  })
-
-  it('default: the flag (setLogFormat), else $FNR_LOG_FORMAT, else text on a terminal and json otherwise', () => {
-    const pipe = new PassThrough()
-    const tty = Object.assign(new PassThrough(), {isTTY: true})
-    expect(resolveLogFormat(pipe, undefined, {})).to.equal('json')
-    expect(resolveLogFormat(tty, undefined, {})).to.equal('text')
-    expect(resolveLogFormat(pipe, undefined, {FNR_LOG_FORMAT: 'text'})).to.equal('text')
-    expect(resolveLogFormat(tty, undefined, {FNR_LOG_FORMAT: 'json'})).to.equal('json')
-    setLogFormat('json')
-    expect(resolveLogFormat(tty, undefined, {FNR_LOG_FORMAT: 'text'})).to.equal('json')
-    expect(resolveLogFormat(tty, 'text', {})).to.equal('text')
-    setLogFormat(undefined)
-    expect(() => resolveLogFormat(pipe, undefined, {FNR_LOG_FORMAT: 'yaml'}))
-      .to.throw(FnrError, 'FNR_LOG_FORMAT must be json or text, got "yaml"')
-  })
 
   it('a real terminal gets coloured text lines, NO_COLOR plain text; a pipe gets JSON', async () => {
     const script = `import {createLogger} from ${JSON.stringify(path.join(REPO_ROOT, 'dist', 'lib', 'telemetry', 'log.js'))}; createLogger({verbosity: 2, name: 'fnr-serve'}).info('hello', {port: 1})`

@@ -1,7 +1,7 @@
 import {expect} from 'chai'
 import {execFile, spawn, type ChildProcess} from 'node:child_process'
 import {once} from 'node:events'
-import {readFile, readdir, writeFile} from 'node:fs/promises'
+import {readFile, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 import {promisify} from 'node:util'
 
@@ -43,20 +43,6 @@ describe('manifests/', function () {
 
   before(async () => {
     objects = await kustomize()
-  })
-
-  it('every file parses as YAML of Kubernetes objects', async () => {
-    const files = (await readdir(MANIFESTS)).filter((f) => f.endsWith('.yaml'))
-    expect(files).to.include('kustomization.yaml')
-    for (const f of files) {
-      const docs = parseAllDocuments(await readFile(path.join(MANIFESTS, f), 'utf8'))
-      for (const d of docs) {
-        expect(d.errors, f).to.deep.equal([])
-        const o = d.toJS() as K8sObject
-        expect(o.apiVersion, f).to.be.a('string')
-        expect(o.kind, f).to.be.a('string')
-      }
-    }
   })
 
   it('kustomize builds every object the kustomization lists', async () => {

@@ -16,9 +16,9 @@ import {expect} from 'chai'
 
 import {FnrError} from '../../src/lib/errors.js'
 import {runFunctionProcess, type FunctionProcessOptions, type FunctionProcessResult} from '../../src/lib/process/run.js'
-import {nativeHelperPath, nativeRequest, nativeSpawnerCommand} from '../../src/lib/process/native-spawner.js'
+import {nativeHelperPath, nativeSpawnerCommand} from '../../src/lib/process/native-spawner.js'
 import {ProcessLauncher} from '../../src/lib/process/launcher.js'
-import {loaderFlags, ProcessSpawner, serverLaunchMode, type LaunchMode} from '../../src/lib/process/spawner.js'
+import {ProcessSpawner, serverLaunchMode, type LaunchMode} from '../../src/lib/process/spawner.js'
 import {CALL_MARKER_ENV} from '../../src/lib/process/sweep.js'
 import {TempDirs, writeExecutable} from '../support/tmp.js'
 import {isAlive, waitFor} from '../wrapper/support/process.js'
@@ -353,25 +353,6 @@ describe('process spawner: when it cannot run', function () {
     expect(serverLaunchMode(1024 * MiB, {FNR_SPAWN_HELPER: buildHelper()})).to.equal('native')
   })
 
-  it('a server without the native helper says so once, with where it looked; not when another mode was asked for', () => {
-    const told: string[] = []
-    expect(new ProcessLauncher('direct').start((m) => told.push(m), {FNR_SPAWN_HELPER: '/nonexistent/fnr-spawn'}).mode).to.equal('direct')
-    expect(told).to.deep.equal([
-      'the native spawn helper is not there (/nonexistent/fnr-spawn; `npm run build` builds it where a C compiler is installed): functions are started directly by the runner',
-    ])
-    expect(new ProcessLauncher('direct').start((m) => told.push(m), {FNR_SPAWNER: 'off'}).mode).to.equal('direct')
-    expect(told).to.have.length(1)
-  })
-
-  it('native helper requests: NUL-separated strings in base64, and a NUL byte throws as spawn does', () => {
-    const r = nativeRequest(7, {command: '/bin/echo', args: ['a b', ''], env: {A: '1', SKIP: undefined, E: ''}, cwd: '/tmp'})
-    expect(r.t).to.equal('spawn')
-    expect(r.id).to.equal(7)
-    expect(Buffer.from(r.b, 'base64').toString().split('\0')).to.deep.equal(['/tmp', '/bin/echo', '3', '/bin/echo', 'a b', '', 'A=1', 'E=', ''])
-    expect(() => nativeRequest(1, {command: '/bin/echo', args: ['a\0b'], env: {}})).to.throw(TypeError).with.property('code', 'ERR_INVALID_ARG_VALUE')
-    expect(() => nativeRequest(1, {command: '/bin/echo', args: [], env: {X: 'a\0'}})).to.throw(TypeError)
-  })
-
   it('a native helper that cannot be run: the server falls back to the Node spawner and says so once', async () => {
     // A runner of its own: the process's native spawner is given up for good once it failed.
     const script = `
@@ -450,10 +431,6 @@ describe('process spawner: when it cannot run', function () {
     expect(r.status).to.equal(2)
     expect(r.stderr).to.match(/started without its IPC channel/)
     expect(nativeSpawnerCommand().execPath).to.equal(helper)
-  })
-
-  it('from sources, passes on only the runner\'s module loader flags', () => {
-    expect(loaderFlags(['--import', 'tsx', '--input-type=module', '-e', 'code', '--import=x', '-r', 'y', '--max-old-space-size=100', '--loader'])).to.deep.equal(['--import', 'tsx', '--import=x', '-r', 'y'])
   })
 
   it('calls start directly meanwhile, and after three failed starts it is given up, once, with the reason', async () => {

@@ -6,7 +6,7 @@ import {expect} from 'chai'
 import {readFile} from 'node:fs/promises'
 import path from 'node:path'
 
-import {DockerConfig, defaultAuthFile} from '../../src/lib/registry/auth.js'
+import {DockerConfig} from '../../src/lib/registry/auth.js'
 import {TempDirs, writeExecutable} from '../support/tmp.js'
 
 describe('registry credentials: docker config defaults and credential helpers', function () {
@@ -16,12 +16,6 @@ describe('registry credentials: docker config defaults and credential helpers', 
   after(async () => {
     process.env.PATH = savedPath
     await temp.cleanup()
-  })
-
-  it('looks in $REGISTRY_AUTH_FILE, then $DOCKER_CONFIG, then ~/.docker/config.json', () => {
-    expect(defaultAuthFile({REGISTRY_AUTH_FILE: '/a.json', DOCKER_CONFIG: '/d', HOME: '/h'})).to.equal('/a.json')
-    expect(defaultAuthFile({DOCKER_CONFIG: '/d', HOME: '/h'})).to.equal('/d/config.json')
-    expect(defaultAuthFile({HOME: '/h'})).to.equal('/h/.docker/config.json')
   })
 
   it('runs docker-credential-<helper> get (credHelpers per registry, else credsStore), like docker', async () => {
