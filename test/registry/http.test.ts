@@ -68,6 +68,9 @@ describe('registry HTTP: one exchange', () => {
     expect(err).to.be.instanceOf(BodyTooLargeError)
     expect((err as BodyTooLargeError).message).to.equal(`response from ${base}/huge is larger than 1000 bytes`)
     expect((err as BodyTooLargeError).code).to.equal('FNR_BODY_TOO_LARGE')
+    // A body that comes in one chunk too (it used to end before the refusal settled, as an empty success).
+    const oneChunk = await httpRequest(new URL(`${base}/big`), options({maxBytes: 1000})).catch((e: unknown) => e)
+    expect(oneChunk).to.be.instanceOf(BodyTooLargeError)
     const small = await httpRequest(new URL(`${base}/error`), options({maxBytes: 1000}))
     expect(small.status).to.equal(500)
     expect(small.body.length).to.equal(1000)

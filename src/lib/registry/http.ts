@@ -77,6 +77,11 @@ export function httpRequest(url: URL, options: HttpRequestOptions): Promise<Http
       if (err !== undefined) reject(err)
       else resolve(res!)
     }
+    // Settled before the request is destroyed: a body that came in one chunk has ended already, and its 'end' resolved.
+    const fail = (err: Error): void => {
+      finish(err)
+      req.destroy(err)
+    }
     const req = transport.request(url, {method: options.method ?? 'GET', headers, agent: options.agent}, (res) => {
       const chunks: Buffer[] = []
       let size = 0
@@ -94,13 +99,13 @@ export function httpRequest(url: URL, options: HttpRequestOptions): Promise<Http
           try {
             sink.write(chunk)
           } catch (err) {
-            req.destroy(err as Error)
+            fail(err as Error)
           }
           return
         }
         if (size > limit) {
           if (!isError) {
-            req.destroy(new BodyTooLargeError(url.href, options.maxBytes))
+            fail(new BodyTooLargeError(url.href, options.maxBytes))
             return
           }
           chunks.push(chunk.subarray(0, chunk.length - (size - limit)))
@@ -124,11 +129,7 @@ export function httpRequest(url: URL, options: HttpRequestOptions): Promise<Http
     let timer: NodeJS.Timeout | undefined
     const armTimer = (): void => {
       clearTimeout(timer)
-      timer = setTimeout(() => {
-        const err = new RequestTimeoutError(url.href, options.timeoutMs)
-        req.destroy(err)
-        finish(err)
-      }, options.timeoutMs)
+      timer = setTimeout(() => fail(new RequestTimeoutError(url.href, options.timeoutMs)), options.timeoutMs)
     }
     armTimer()
     signal?.addEventListener('abort', onAbort, {once: true})
