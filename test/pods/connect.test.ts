@@ -69,4 +69,20 @@ describe('pod runtime: connecting to a function pod', () => {
     expect(err.kind).to.equal('Unavailable')
     expect(err.message).to.equal('function pod fn-v1-1-abc for image "example.com/fn:v1" was abandoned (evicted by the test)')
   })
+
+  it('a launched pod whose channel never connects fails at the pod-ready deadline with that deadline\'s message, every time', async () => {
+    const port = await closedPort()
+    const connector = new PodConnector({...BASE, addressMode: 'pod-ip'})
+    connector.addressOf = () => `127.0.0.1:${port}`
+    // grpc-js's own "failed to connect before the deadline" used to win this race in about one run in four.
+    const errors = await Promise.all(Array.from({length: 8}, async (_, i) => {
+      const slot = new PodSlot('example.com/fn:v1', `fn-v1-1-ab${i}`, 'v1', 0)
+      slots.push(slot)
+      return connector.connectLaunched(slot, '127.0.0.1', {deadline: Date.now() + 300, deadlineName: 'the pod-ready timeout (0.3 s)', signal: new AbortController().signal}).then(() => undefined, (e: unknown) => e as FnrError)
+    }))
+    for (const [i, err] of errors.entries()) {
+      expect(err?.kind, String(i)).to.equal('DeadlineExceeded')
+      expect(err?.message).to.equal(`function pod fn-v1-1-ab${i} for image "example.com/fn:v1" was not ready within the pod-ready timeout (0.3 s) (connecting to 127.0.0.1:${port})`)
+    }
+  })
 })

@@ -56,7 +56,9 @@ export class PodConnector {
     this.attach(slot, ip)
     const address = slot.address!
     await raceDeadline(
-      slot.client!.waitForReady(bound.deadline),
+      // The channel's own wait ends a second later: at the same instant, grpc-js's "failed to connect before the
+      // deadline" (Unavailable) and this deadline's message raced, and either could reach the caller.
+      slot.client!.waitForReady(bound.deadline + 1000),
       bound,
       () => new FnrError('DeadlineExceeded', `function pod ${slot.name} for image "${slot.image}" was not ready within ${bound.deadlineName} (connecting to ${address})`),
       () => new FnrError('Unavailable', `function pod ${slot.name} for image "${slot.image}" was abandoned (${slot.goneReason ?? 'the runner is shutting down'})`),
