@@ -4,31 +4,21 @@
  * resource checks, and HEAD's 19 FunctionConfigs in a FunctionConfigStore. The runner Deployments
  * started as `fnr serve` and the FunctionConfigs on the real control plane are in ./porch-files.test.ts.
  */
-import {mkdir, readFile} from 'node:fs/promises'
+import {mkdir} from 'node:fs/promises'
 import path from 'node:path'
 
 import type {V1ConfigMap, V1Pod} from '@kubernetes/client-node'
 import {expect} from 'chai'
-import {parse as parseYaml, parseAllDocuments} from 'yaml'
+import {parse as parseYaml} from 'yaml'
 
 import {FunctionConfigStore, type FunctionConfigObject} from '../../src/lib/config/function-config-crd.js'
 import {PodCacheConfig, parseResourceFlags} from '../../src/lib/config/pod-cache-config.js'
 import {buildPod, templatesFromConfigMap} from '../../src/lib/pods/model/template.js'
 import type {KubeObject} from '../support/k8s/status.js'
-import {REPO_ROOT} from '../support/serve.js'
-import {requireShared} from '../support/shared.js'
-import {TempDirs, writeExecutable} from '../support/tmp.js'
 import {memoryLogger} from '../support/memory-logger.js'
+import {CATALOG, headFunctionConfigs, porchDocs, porchFilesSuite} from '../support/porch-files.js'
 
-const PORCH = path.join(REPO_ROOT, '..', 'shared', 'compat', 'porch')
-const CATALOG = 'ghcr.io/kptdev/krm-functions-catalog'
 const MINUTES_30 = 30 * 60_000
-
-async function porchDocs(file: string): Promise<KubeObject[]> {
-  return parseAllDocuments(await readFile(path.join(PORCH, file), 'utf8'))
-    .map((d) => d.toJS() as KubeObject)
-    .filter((d) => d && typeof d === 'object')
-}
 
 /** The pod-cache-config.yaml of a release's runner ConfigMap. */
 async function porchPodCacheConfig(version: string): Promise<string> {
@@ -37,10 +27,8 @@ async function porchPodCacheConfig(version: string): Promise<string> {
 }
 
 describe("Porch's files with fnr (../shared/compat/porch), in process", function () {
-  before(() => requireShared('compat/porch'))
   this.timeout(180_000)
-  const temp = new TempDirs()
-  after(() => temp.cleanup())
+  const temp = porchFilesSuite()
 
   describe('pod-cache-config: v1.5.8 (list), v1.5.7 (map), quoted numbers', () => {
     it('both formats load, strictly, to the same 19 images with a 30m TTL; v1.5.8\'s counts apply', async () => {
@@ -104,15 +92,8 @@ describe("Porch's files with fnr (../shared/compat/porch), in process", function
   describe("HEAD's 19 FunctionConfigs, CRDs and base templates", () => {
     let functionsDir: string
     let objects: FunctionConfigObject[]
-    /** The catalog binaries Porch's image ships (stand-ins: each prints its name on stderr and passes its input through). */
-    const CATALOG_BINARIES = ['apply-setters', 'ensure-name-substring', 'search-replace', 'set-annotations', 'set-image', 'set-labels', 'set-namespace', 'set-project-id', 'starlark', 'upsert-resource', 'apply-replacements']
-
     before(async () => {
-      objects = (await porchDocs('head/porch_23-function-configurations.yaml')).filter((d) => d.kind === 'FunctionConfig') as FunctionConfigObject[]
-      expect(objects).to.have.length(19)
-      functionsDir = path.join(await temp.make('fnr-porch-fc-'), 'functions')
-      await mkdir(functionsDir)
-      for (const name of CATALOG_BINARIES) await writeExecutable(path.join(functionsDir, name), `#!/bin/sh\necho "${name}" >&2\nexec cat\n`)
+      ;({objects, functionsDir} = await headFunctionConfigs(temp))
     })
 
     it('none is rejected; binaryExecutor and goExecutor tags resolve to the catalog binary of that function; podExecutor settings as Porch applies them', async () => {

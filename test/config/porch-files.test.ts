@@ -16,13 +16,12 @@
  */
 import {spawn} from 'node:child_process'
 import {once} from 'node:events'
-import {mkdir, readFile} from 'node:fs/promises'
+import {mkdir} from 'node:fs/promises'
 import path from 'node:path'
 
 import * as grpc from '@grpc/grpc-js'
 import type {V1Container, V1Pod} from '@kubernetes/client-node'
 import {expect} from 'chai'
-import {parseAllDocuments} from 'yaml'
 
 import {type FunctionConfigObject} from '../../src/lib/config/function-config-crd.js'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
@@ -33,13 +32,11 @@ import {waitForClusterBinaries} from '../support/cluster/shared.js'
 import type {KubeObject} from '../support/k8s/status.js'
 import {ensureCrd, listPods, startClusterPodBed, wrapped, type ClusterPodBed} from '../support/pods/cluster-bed.js'
 import {RL, WRAPPER_IMAGE, until} from '../support/pods/index.js'
-import {BIN_RUN, REPO_ROOT, makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
-import {requireShared} from '../support/shared.js'
-import {SCRIPTS, TempDirs, writeExecutable} from '../support/tmp.js'
+import {BIN_RUN, makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
+import {SCRIPTS, writeExecutable} from '../support/tmp.js'
 import {memoryLogger} from '../support/memory-logger.js'
+import {CATALOG, headFunctionConfigs, porchDocs, porchFilesSuite} from '../support/porch-files.js'
 
-const PORCH = path.join(REPO_ROOT, '..', 'shared', 'compat', 'porch')
-const CATALOG = 'ghcr.io/kptdev/krm-functions-catalog'
 /** The pod bed with Porch's CRDs (core/v1 PodTemplates are kube-apiserver's own). */
 async function startPorchBed(): Promise<ClusterPodBed> {
   const pb = await startClusterPodBed()
@@ -53,12 +50,6 @@ async function createPorchObject(pb: ClusterPodBed, ns: string, object: KubeObje
   if (!plural) throw new Error(`no collection for kind ${object.kind}`)
   const apiVersion = object.apiVersion as string
   await pb.admin.create(`${apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`}/namespaces/${ns}/${plural}`, {...object, metadata: {...object.metadata, namespace: ns}})
-}
-
-async function porchDocs(file: string): Promise<KubeObject[]> {
-  return parseAllDocuments(await readFile(path.join(PORCH, file), 'utf8'))
-    .map((d) => d.toJS() as KubeObject)
-    .filter((d) => d && typeof d === 'object')
 }
 
 async function porchRunner(version: string): Promise<V1Container> {
@@ -111,10 +102,8 @@ async function serveProcess(args: string[], env: Record<string, string>): Promis
 }
 
 describe("Porch's files with fnr (../shared/compat/porch)", function () {
-  before(() => requireShared('compat/porch'))
   this.timeout(180_000)
-  const temp = new TempDirs()
-  after(() => temp.cleanup())
+  const temp = porchFilesSuite()
 
   describe('the runner Deployments (HEAD, v1.5.8, v1.5.7): their args and env start fnr serve', () => {
     waitForClusterBinaries()
@@ -210,15 +199,8 @@ describe("Porch's files with fnr (../shared/compat/porch)", function () {
   describe("HEAD's 19 FunctionConfigs, CRDs and base templates", () => {
     let functionsDir: string
     let objects: FunctionConfigObject[]
-    /** The catalog binaries Porch's image ships (stand-ins: each prints its name on stderr and passes its input through). */
-    const CATALOG_BINARIES = ['apply-setters', 'ensure-name-substring', 'search-replace', 'set-annotations', 'set-image', 'set-labels', 'set-namespace', 'set-project-id', 'starlark', 'upsert-resource', 'apply-replacements']
-
     before(async () => {
-      objects = (await porchDocs('head/porch_23-function-configurations.yaml')).filter((d) => d.kind === 'FunctionConfig') as FunctionConfigObject[]
-      expect(objects).to.have.length(19)
-      functionsDir = path.join(await temp.make('fnr-porch-fc-'), 'functions')
-      await mkdir(functionsDir)
-      for (const name of CATALOG_BINARIES) await writeExecutable(path.join(functionsDir, name), `#!/bin/sh\necho "${name}" >&2\nexec cat\n`)
+      ;({objects, functionsDir} = await headFunctionConfigs(temp))
     })
 
     describe('on the real control plane, with Porch\'s CRDs and base templates', () => {

@@ -9,8 +9,8 @@ import path from 'node:path'
 
 import {expect} from 'chai'
 
-import {FnrError} from '../../src/lib/errors.js'
 import {caseName, discoverCases, readCase} from '../../src/lib/fntest/discover.js'
+import {failure} from '../support/fnr-error.js'
 import {TempDirs} from '../support/tmp.js'
 
 async function files(root: string, tree: Record<string, string>): Promise<void> {
@@ -24,18 +24,16 @@ async function files(root: string, tree: Record<string, string>): Promise<void> 
   }
 }
 
-async function failure(p: Promise<unknown>): Promise<FnrError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  )
-  expect(err).to.be.instanceOf(FnrError)
-  return err as FnrError
-}
-
 describe('fnr test: finding and reading cases', () => {
   const temp = new TempDirs()
   after(() => temp.cleanup())
+
+  /** A new directory holding the files `empty` (empty; a name ending in / is a directory) and `written` (with their content). */
+  async function caseRoot(empty: string[], written: Record<string, string> = {}): Promise<string> {
+    const root = await temp.make('fnr-cases-')
+    await files(root, {...Object.fromEntries(empty.map((rel) => [rel, ''])), ...written})
+    return root
+  }
 
   it('a case\'s name: relative to the working directory with slashes, "." for it, the path itself outside it', () => {
     expect(caseName('/work/cases/a/b', '/work')).to.equal('cases/a/b')
@@ -44,16 +42,10 @@ describe('fnr test: finding and reading cases', () => {
   })
 
   it('finds every directory holding .expected/ (not below a case, not in hidden directories or node_modules), sorted, filtered', async () => {
-    const root = await temp.make('fnr-cases-')
-    await files(root, {
-      'b-case/.expected/diff.patch': '',
-      'a-case/.expected/diff.patch': '',
-      'a-case/inner/.expected/diff.patch': '',
-      'group/c-case/.expected/diff.patch': '',
-      '.hidden/d/.expected/diff.patch': '',
-      'node_modules/e/.expected/diff.patch': '',
-      'not-a-case/file.yaml': 'a: 1\n',
-    })
+    const root = await caseRoot(
+      ['b-case', 'a-case', 'a-case/inner', 'group/c-case', '.hidden/d', 'node_modules/e'].map((dir) => `${dir}/.expected/diff.patch`),
+      {'not-a-case/file.yaml': 'a: 1\n'},
+    )
     const names = async (filter: string[] = []) => (await discoverCases([root], filter)).map((c) => path.relative(root, c.dir))
     expect(await names()).to.deep.equal(['a-case', 'b-case', 'group/c-case'])
     expect(await names(['c-case'])).to.deep.equal(['group/c-case'])
@@ -72,14 +64,8 @@ describe('fnr test: finding and reading cases', () => {
   })
 
   it('reads a package case (out-of-place with out/, kpt\'s scripts) and a resourcelist case', async () => {
-    const root = await temp.make('fnr-cases-')
-    await files(root, {
-      'pkg/.expected/diff.patch': '',
-      'pkg/.expected/setup.sh': '',
-      'pkg/.expected/exec.sh': '',
-      'pkg/out/': '',
+    const root = await caseRoot(['pkg/.expected/diff.patch', 'pkg/.expected/setup.sh', 'pkg/.expected/exec.sh', 'pkg/out/', 'rl/.expected/resourcelist.yaml'], {
       'pkg/cm.yaml': 'a: 1\n',
-      'rl/.expected/resourcelist.yaml': '',
       'rl/resourcelist.yaml': 'kind: ResourceList\n',
     })
     const pkg = await readCase(path.join(root, 'pkg'), 'pkg')
@@ -91,13 +77,9 @@ describe('fnr test: finding and reading cases', () => {
   })
 
   it('layout problems name the case; among several cases a broken one is reported and the others still read', async () => {
-    const root = await temp.make('fnr-cases-')
-    await files(root, {
-      'rl-with-patch/.expected/diff.patch': '',
+    const root = await caseRoot(['rl-with-patch/.expected/diff.patch', 'pkg-with-rl/.expected/resourcelist.yaml', 'ok/.expected/diff.patch'], {
       'rl-with-patch/resourcelist.yaml': 'kind: ResourceList\n',
-      'pkg-with-rl/.expected/resourcelist.yaml': '',
       'pkg-with-rl/cm.yaml': 'a: 1\n',
-      'ok/.expected/diff.patch': '',
     })
     expect((await failure(readCase(path.join(root, 'rl-with-patch'), 'x'))).message).to.equal('test case x: .expected/diff.patch is for package cases; a resourcelist.yaml case expects .expected/resourcelist.yaml')
     expect((await failure(readCase(path.join(root, 'pkg-with-rl'), 'y'))).message).to.equal('test case y: .expected/resourcelist.yaml is for cases whose input is resourcelist.yaml alone; a package case expects .expected/diff.patch')

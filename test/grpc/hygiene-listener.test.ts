@@ -3,9 +3,6 @@
  * counted once, the address families it listens on. The stalls, timeouts and refusals on the wire
  * and the wrapper server's process are in ./hygiene.test.ts.
  */
-import {once} from 'node:events'
-import http2 from 'node:http2'
-
 import * as grpc from '@grpc/grpc-js'
 import {expect} from 'chai'
 
@@ -13,30 +10,7 @@ import {CallBudget, deriveBudget} from '../../src/lib/budget.js'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {EvaluatorServer} from '../../src/lib/grpc/server.js'
 import type {Evaluator} from '../../src/lib/evaluator.js'
-
-const echo: Evaluator = {
-  name: 'echo',
-  evaluate: async (r) => ({resourceList: r.resourceList, log: Buffer.alloc(0), evaluator: 'echo'}),
-  close: async () => {},
-}
-
-const MiB = 1024 * 1024
-
-const RL = Buffer.from('apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n')
-
-async function startServer(options: Partial<ConstructorParameters<typeof EvaluatorServer>[0]> = {}): Promise<EvaluatorServer> {
-  const server = new EvaluatorServer({evaluator: echo, maxMessageSize: 6 * MiB, host: '127.0.0.1', port: 0, ...options})
-  await server.start()
-  server.setServing(true)
-  return server
-}
-
-async function h2(address: string): Promise<http2.ClientHttp2Session> {
-  const session = http2.connect(`http://${address}`)
-  session.on('error', () => {})
-  await once(session, 'remoteSettings')
-  return session
-}
+import {MiB, RL, h2, startServer} from '../support/grpc-listener.js'
 
 describe('gRPC listener hygiene (settings, byte count, address families)', function () {
   this.timeout(30_000)

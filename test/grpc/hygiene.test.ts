@@ -19,17 +19,9 @@ import {CallBudget, deriveBudget} from '../../src/lib/budget.js'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {http2ServersOf} from '../../src/lib/grpc/internals.js'
 import {EvaluatorServer} from '../../src/lib/grpc/server.js'
-import type {Evaluator} from '../../src/lib/evaluator.js'
+import {MiB, RL, h2, startServer} from '../support/grpc-listener.js'
 import {makeReliabilityFunctions} from '../support/reliability/functions.js'
 import {BIN_RUN} from '../support/serve.js'
-
-const echo: Evaluator = {
-  name: 'echo',
-  evaluate: async (r) => ({resourceList: r.resourceList, log: Buffer.alloc(0), evaluator: 'echo'}),
-  close: async () => {},
-}
-
-const MiB = 1024 * 1024
 
 /** A protobuf varint. */
 function varint(n: number): Buffer {
@@ -40,21 +32,6 @@ function varint(n: number): Buffer {
   }
   out.push(n)
   return Buffer.from(out)
-}
-const RL = Buffer.from('apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n')
-
-async function startServer(options: Partial<ConstructorParameters<typeof EvaluatorServer>[0]> = {}): Promise<EvaluatorServer> {
-  const server = new EvaluatorServer({evaluator: echo, maxMessageSize: 6 * MiB, host: '127.0.0.1', port: 0, ...options})
-  await server.start()
-  server.setServing(true)
-  return server
-}
-
-async function h2(address: string): Promise<http2.ClientHttp2Session> {
-  const session = http2.connect(`http://${address}`)
-  session.on('error', () => {})
-  await once(session, 'remoteSettings')
-  return session
 }
 
 /** Opens an EvaluateFunction stream declaring `declared` bytes and sends `sent` of them; resolves with its RST code when it closes. */

@@ -2,9 +2,9 @@
 import * as grpc from '@grpc/grpc-js'
 import {expect} from 'chai'
 
-import {EvaluatorClient} from '../../src/lib/grpc/client.js'
+import type {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import type {RunningServer} from '../../src/lib/serve.js'
-import {makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
+import {startServeWithClient, stopServeWithClient} from '../support/serve-client.js'
 import {SAMPLE_RL, TempDirs} from '../support/tmp.js'
 import {expectStatus} from '../support/grpc.js'
 
@@ -15,18 +15,10 @@ describe('fnr serve over gRPC (exec runtime): refusals before a function runs', 
   const MAX = 1024 * 1024
 
   before(async () => {
-    const dir = await temp.make()
-    const fns = await makeFunctionsDir(dir)
-    running = await startInProcess(serveOptions({...fns, maxRequestBodySize: MAX}))
-    // The client allows more than the server, so the server's own limits are what is tested.
-    client = new EvaluatorClient(`127.0.0.1:${running.port}`, {maxMessageSize: 16 * 1024 * 1024})
+    ;({running, client} = await startServeWithClient(temp, MAX))
   })
 
-  after(async () => {
-    client.close()
-    await running.stop()
-    await temp.cleanup()
-  })
+  after(() => stopServeWithClient({running, client}, temp))
 
   it('answers NOT_FOUND for an unmapped image, with Porch\'s message', async () => {
     const e = await expectStatus(client.evaluateRaw('example.com/unknown:v1', SAMPLE_RL), grpc.status.NOT_FOUND)

@@ -3,10 +3,10 @@ import {expect} from 'chai'
 import {readFile} from 'node:fs/promises'
 import path from 'node:path'
 
-import {EvaluatorClient} from '../../src/lib/grpc/client.js'
+import type {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {FAILURE_TRAILER, readFailure} from '../../src/lib/grpc/metadata.js'
 import type {RunningServer} from '../../src/lib/serve.js'
-import {makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
+import {startServeWithClient, stopServeWithClient} from '../support/serve-client.js'
 import {SAMPLE_RL, TempDirs} from '../support/tmp.js'
 import {expectStatus} from '../support/grpc.js'
 
@@ -27,19 +27,10 @@ describe('fnr serve over gRPC (exec runtime)', () => {
   const MAX = 1024 * 1024
 
   before(async () => {
-    const dir = await temp.make()
-    const fns = await makeFunctionsDir(dir)
-    functionsDir = fns.functionsDir
-    running = await startInProcess(serveOptions({...fns, maxRequestBodySize: MAX}))
-    // The client allows more than the server, so the server's own limits are what is tested.
-    client = new EvaluatorClient(`127.0.0.1:${running.port}`, {maxMessageSize: 16 * 1024 * 1024})
+    ;({running, client, functionsDir} = await startServeWithClient(temp, MAX))
   })
 
-  after(async () => {
-    client.close()
-    await running.stop()
-    await temp.cleanup()
-  })
+  after(() => stopServeWithClient({running, client}, temp))
 
   it('runs a mapped function and returns its stdout unchanged', async () => {
     const res = await client.evaluateRaw('example.com/cat:v1', SAMPLE_RL)

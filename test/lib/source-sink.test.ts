@@ -13,6 +13,7 @@ import {expect} from 'chai'
 import {FnrError} from '../../src/lib/errors.js'
 import {runSink, runSource} from '../../src/lib/source-sink.js'
 import {readStdin} from '../../src/lib/stdin.js'
+import {failure} from '../support/fnr-error.js'
 import {TempDirs} from '../support/tmp.js'
 
 const CM = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  k: v\n'
@@ -23,15 +24,6 @@ async function source(args: string[], output = 'stdout', fnConfigPath?: string):
   out.on('data', (d: Buffer) => (text += d.toString()))
   await runSource({args, output, fnConfigPath}, {stdout: out})
   return text
-}
-
-async function failure(p: Promise<unknown>): Promise<FnrError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  )
-  expect(err, 'expected a failure').to.be.instanceOf(FnrError)
-  return err as FnrError
 }
 
 describe('fnr source and fnr sink (in process)', () => {

@@ -19,63 +19,8 @@ import {parse as parseYaml} from 'yaml'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {envOf} from '../support/node/fnr-image.js'
 import {TempDirs} from '../support/tmp.js'
+import {copies, dockerignore, ignoredBy, parseDockerfile} from '../support/dockerfile.js'
 import {REPO_ROOT} from '../support/serve.js'
-
-interface Instruction {
-  op: string
-  args: string
-}
-
-interface Stage {
-  name: string
-  instructions: Instruction[]
-}
-
-/** Stages of a Dockerfile (continuation lines joined, comments dropped). */
-function parseDockerfile(text: string): Stage[] {
-  const lines = text.replace(/\\\n/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'))
-  const stages: Stage[] = []
-  for (const line of lines) {
-    const [, op = '', args = ''] = /^(\S+)\s*(.*)$/.exec(line) ?? []
-    const instruction = {op: op.toUpperCase(), args}
-    if (instruction.op === 'FROM') stages.push({name: / AS (\S+)$/i.exec(args)?.[1] ?? String(stages.length), instructions: []})
-    else if (instruction.op !== 'ARG' || stages.length > 0) stages.at(-1)?.instructions.push(instruction)
-  }
-  return stages
-}
-
-interface Copy {
-  from?: string
-  sources: string[]
-  dest: string
-}
-
-function copies(stage: Stage): Copy[] {
-  return stage.instructions
-    .filter((i) => i.op === 'COPY')
-    .map((i) => {
-      const words = i.args.split(/\s+/)
-      const from = words.find((w) => w.startsWith('--from='))?.slice('--from='.length)
-      const paths = words.filter((w) => !w.startsWith('--'))
-      return {from, sources: paths.slice(0, -1), dest: paths.at(-1)!}
-    })
-}
-
-/** Whether .dockerignore keeps `rel` (a path relative to the context) out of the context. */
-function ignoredBy(patterns: string[], rel: string): boolean {
-  return patterns.some((p) => {
-    if (p.includes('*')) {
-      const re = new RegExp(`^${p.split('**/').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')).join('(?:.*/)?')}$`)
-      return re.test(rel)
-    }
-    return rel === p || rel.startsWith(`${p}/`)
-  })
-}
-
-async function dockerignore(): Promise<string[]> {
-  const text = await readFile(path.join(REPO_ROOT, '.dockerignore'), 'utf8')
-  return text.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'))
-}
 
 /** Copies a context path into `to`, leaving out what .dockerignore excludes. */
 async function copyFromContext(patterns: string[], source: string, to: string): Promise<void> {

@@ -5,16 +5,7 @@ import path from 'node:path'
 import {expect} from 'chai'
 import {parseAllDocuments} from 'yaml'
 
-import {REPO_ROOT} from '../support/serve.js'
-
-const MANIFESTS = path.join(REPO_ROOT, 'manifests')
-
-interface K8sObject {
-  apiVersion: string
-  kind: string
-  metadata: {name: string; namespace?: string}
-  [key: string]: unknown
-}
+import {MANIFESTS, type K8sObject} from '../support/manifests.js'
 
 describe('manifests/', () => {
   it('every file parses as YAML of Kubernetes objects', async () => {

@@ -13,18 +13,10 @@ import {inlineTemplates, templatesFromConfigMap} from '../../src/lib/pods/model/
 import type {ControlPlane} from '../support/cluster/controlplane.js'
 import {adminClient, namespace, sharedControlPlane, waitForClusterBinaries} from '../support/cluster/shared.js'
 import {KUBECTL_PATH} from '../support/k8s/kubectl.js'
+import {MANIFESTS, type K8sObject} from '../support/manifests.js'
 import {freePort} from '../support/reliability/serve-process.js'
 import {BIN_RUN, REPO_ROOT} from '../support/serve.js'
 import {TempDirs} from '../support/tmp.js'
-
-const MANIFESTS = path.join(REPO_ROOT, 'manifests')
-
-interface K8sObject {
-  apiVersion: string
-  kind: string
-  metadata: {name: string; namespace?: string}
-  [key: string]: unknown
-}
 
 async function kustomize(): Promise<K8sObject[]> {
   const {stdout} = await promisify(execFile)(KUBECTL_PATH, ['kustomize', MANIFESTS], {maxBuffer: 10 * 1024 * 1024})

@@ -9,18 +9,9 @@ import path from 'node:path'
 
 import {expect} from 'chai'
 
-import {FnrError} from '../../src/lib/errors.js'
 import {warmFailure, warmLine, warmList, type WarmResult, type WarmSummary} from '../../src/lib/pods/admin/warm.js'
+import {failure} from '../support/fnr-error.js'
 import {TempDirs} from '../support/tmp.js'
-
-async function failure(p: Promise<unknown>): Promise<FnrError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  )
-  expect(err).to.be.instanceOf(FnrError)
-  return err as FnrError
-}
 
 const ok = (image: string, action: WarmResult['action'], pod = `${image.split('/').pop()!.replace(/[:.]/g, '-')}-1`): WarmResult => ({image, ok: true, pod, action, error: null, ms: 10})
 

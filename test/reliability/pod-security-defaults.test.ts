@@ -18,46 +18,14 @@ import {hardenPodTemplate, overridePodSecurityContext} from '../../src/lib/pods/
 import {buildPod, inlineTemplates, templatesFromConfigMap, type Templates} from '../../src/lib/pods/model/template.js'
 import {templatesFromPorchObjects} from '../../src/lib/pods/cluster/template-porch.js'
 import {memoryLogger} from '../support/memory-logger.js'
+import {BARE_TEMPLATE, cm, expectSecureDefaults} from '../support/reliability/pod-security.js'
 import {REPO_ROOT} from '../support/serve.js'
-
-const BARE_TEMPLATE = `apiVersion: v1
-kind: Pod
-spec:
-  initContainers:
-  - name: copy
-    image: fnr.test/wrapper-server:v1
-    command: [cp, -a, /x, /y]
-  containers:
-  - name: function
-    image: placeholder
-    command: [/wrapper-server-tools/wrapper-server]
-  - name: sidecar
-    image: busybox
-`
-const SERVICE_TEMPLATE = 'apiVersion: v1\nkind: Service\nspec:\n  ports: [{port: 9446, targetPort: 9446}]\n'
 
 /** --harden-pod-templates */
 const HARDEN = {harden: true}
-const cm = (template: string, name = 'tmpl', namespace = 'fnr-system'): V1ConfigMap => ({apiVersion: 'v1', kind: 'ConfigMap', metadata: {name, namespace}, data: {template, serviceTemplate: SERVICE_TEMPLATE}})
 
 function build(templates: Templates): V1Pod {
   return buildPod({templates, image: 'example.com/fn/cat:v1', command: ['/usr/local/bin/function'], name: 'cat-v1-1-a', namespace: 'fn', labels: {}, annotations: {}, maxRequestBodySize: 1024})
-}
-
-/** Asserts the five defaults the issue lists, on every container. */
-function expectSecureDefaults(pod: V1Pod): void {
-  const spec = pod.spec!
-  expect(spec.automountServiceAccountToken, 'automountServiceAccountToken').to.equal(false)
-  expect(spec.securityContext?.runAsNonRoot, 'runAsNonRoot').to.equal(true)
-  expect(spec.securityContext?.runAsUser, 'runAsUser').to.be.a('number').and.not.equal(0)
-  expect(spec.securityContext?.seccompProfile, 'seccomp').to.deep.equal({type: 'RuntimeDefault'})
-  const all = [...(spec.initContainers ?? []), ...spec.containers]
-  expect(all.length).to.be.greaterThan(0)
-  for (const c of all) {
-    expect(c.securityContext?.allowPrivilegeEscalation, `${c.name}: allowPrivilegeEscalation`).to.equal(false)
-    expect(c.securityContext?.capabilities?.drop, `${c.name}: capabilities.drop`).to.deep.equal(['ALL'])
-    expect(c.securityContext?.privileged ?? false, `${c.name}: privileged`).to.equal(false)
-  }
 }
 
 describe('reliability: function pod security defaults', function () {

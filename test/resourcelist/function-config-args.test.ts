@@ -8,17 +8,8 @@ import {parse} from 'yaml'
 import {FnrError} from '../../src/lib/errors.js'
 import {functionConfigFromArgs, readFunctionConfig} from '../../src/lib/resourcelist/index.js'
 import {stringifyNode} from '../../src/lib/resourcelist/yaml.js'
+import {thrown} from '../support/fnr-error.js'
 import {Scratch} from './helpers.js'
-
-function thrown(f: () => unknown): FnrError {
-  try {
-    f()
-  } catch (e) {
-    expect(e).to.be.instanceOf(FnrError)
-    return e as FnrError
-  }
-  throw new Error('expected an error')
-}
 
 describe('resourcelist functionConfig', () => {
   const scratch = new Scratch()

@@ -12,26 +12,10 @@ import path from 'node:path'
 import {expect} from 'chai'
 import {parse} from 'yaml'
 
-import {FnrError} from '../../src/lib/errors.js'
 import {FUNCTION_INPUT_NAME, functionConfigFromArgs, kptfileConfigMap, parseFunctionConfig, readFunctionConfig} from '../../src/lib/resourcelist/function-config.js'
 import {stringifyNode} from '../../src/lib/resourcelist/yaml.js'
+import {failure, thrown} from '../support/fnr-error.js'
 import {TempDirs} from '../support/tmp.js'
-
-function thrown(f: () => unknown): FnrError {
-  try {
-    f()
-  } catch (e) {
-    expect(e).to.be.instanceOf(FnrError)
-    return e as FnrError
-  }
-  return expect.fail('expected an FnrError')
-}
-
-async function rejected(p: Promise<unknown>): Promise<FnrError> {
-  const err = await p.then(() => undefined, (e: unknown) => e)
-  expect(err).to.be.instanceOf(FnrError)
-  return err as FnrError
-}
 
 const dataLine = (text: string): string => text.split('\n').find((l) => l.startsWith('data:'))!
 
@@ -128,14 +112,14 @@ describe('functionConfig (rules)', () => {
     after(() => temp.cleanup())
 
     it('refuses a device and a socket without reading them', async () => {
-      const dev = await rejected(readFunctionConfig('/dev/null'))
+      const dev = await failure(readFunctionConfig('/dev/null'))
       expect(dev.kind).to.equal('InvalidArgument')
       expect(dev.message).to.equal('cannot read function config file /dev/null: not a regular file')
       const sock = path.join(dir, 'fc.sock')
       const server = net.createServer()
       await new Promise<void>((resolve) => server.listen(sock, resolve))
       try {
-        expect((await rejected(readFunctionConfig(sock))).message).to.equal(`cannot read function config file ${sock}: not a regular file`)
+        expect((await failure(readFunctionConfig(sock))).message).to.equal(`cannot read function config file ${sock}: not a regular file`)
       } finally {
         await new Promise<void>((resolve) => server.close(() => resolve()))
       }
@@ -144,18 +128,18 @@ describe('functionConfig (rules)', () => {
     it('a directory or a path through a file is an InvalidArgument naming the errno', async () => {
       const sub = path.join(dir, 'sub')
       await mkdir(sub)
-      const d = await rejected(readFunctionConfig(sub))
+      const d = await failure(readFunctionConfig(sub))
       expect(d.kind).to.equal('InvalidArgument')
       expect(d.message).to.equal(`cannot read function config file ${sub}: EISDIR`)
       const file = path.join(dir, 'plain.yaml')
       await writeFile(file, 'apiVersion: v1\nkind: A\nmetadata:\n  name: a\n')
-      expect((await rejected(readFunctionConfig(path.join(file, 'x')))).message).to.equal(`cannot read function config file ${path.join(file, 'x')}: ENOTDIR`)
+      expect((await failure(readFunctionConfig(path.join(file, 'x')))).message).to.equal(`cannot read function config file ${path.join(file, 'x')}: ENOTDIR`)
     })
 
     it('names the file in parse errors', async () => {
       const file = path.join(dir, 'nameless.yaml')
       await writeFile(file, 'apiVersion: v1\nkind: A\n')
-      expect((await rejected(readFunctionConfig(file))).message).to.equal(`functionConfig ${JSON.stringify(file)}: resource must have \`metadata.name\``)
+      expect((await failure(readFunctionConfig(file))).message).to.equal(`functionConfig ${JSON.stringify(file)}: resource must have \`metadata.name\``)
     })
   })
 })

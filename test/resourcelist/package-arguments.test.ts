@@ -9,19 +9,10 @@ import path from 'node:path'
 
 import {expect} from 'chai'
 
-import {FnrError} from '../../src/lib/errors.js'
 import {checkPackageArgument, checkSinkTarget} from '../../src/lib/resourcelist/index.js'
 import {pathExists} from '../../src/lib/resourcelist/source.js'
+import {failure} from '../support/fnr-error.js'
 import {TempDirs} from '../support/tmp.js'
-
-async function failure(p: Promise<unknown>): Promise<FnrError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  )
-  expect(err).to.be.instanceOf(FnrError)
-  return err as FnrError
-}
 
 describe('resourcelist: package paths on the command line', () => {
   const temp = new TempDirs()

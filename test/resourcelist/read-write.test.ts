@@ -14,18 +14,9 @@ import {
 } from '../../src/lib/resourcelist/index.js'
 import {globToRegExp} from '../../src/lib/resourcelist/krmignore.js'
 import {deriveSeqIndent, resolvePlain, splitDocuments, toTyped} from '../../src/lib/resourcelist/yaml.js'
+import {thrown} from '../support/fnr-error.js'
 
 const RL = (items: string, rest = '') => `apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n${items}${rest}`
-
-function thrown(f: () => unknown): FnrError {
-  try {
-    f()
-  } catch (e) {
-    expect(e).to.be.instanceOf(FnrError)
-    return e as FnrError
-  }
-  throw new Error('expected an error')
-}
 
 describe('resourcelist read and write', () => {
   describe('parseResourceList', () => {

@@ -1,34 +1,18 @@
 /** Reading a package (src/lib/resourcelist/source.ts, read.ts), in process: annotations, comments, KRM checks, errors, and a .krmignore case kpt gets wrong; compared with kpt fn source in ./source.test.ts. */
 import {expect} from 'chai'
-import {parse} from 'yaml'
 
 import {FnrError} from '../../src/lib/errors.js'
 import {getAnnotation, readPackage, sourcePackage, sourcePathsOf} from '../../src/lib/resourcelist/index.js'
+import {KRMIGNORE_FILES, pathsOf} from '../support/package-source.js'
 import {PACKAGES, Scratch} from './helpers.js'
-
-const pathsOf = (text: string): string[] =>
-  (parse(text).items as Array<{metadata: {annotations: Record<string, string>}}>).map(
-    (i) => `${i.metadata.annotations['internal.config.kubernetes.io/path']}#${i.metadata.annotations['internal.config.kubernetes.io/index']}`,
-  )
 
 describe('resourcelist source', () => {
   const scratch = new Scratch()
   after(() => scratch.cleanup())
 
   describe('.krmignore', () => {
-    const files = {
-      'sub/x/a.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sxa\n',
-      'sub/deep/d.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sdd\n',
-      'sub/a.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sa\n',
-      'sub/c.yml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sc\n',
-      'x/a.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: xa\n',
-      'a.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n',
-      'sub2/b.json': '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"s2b"}}',
-      'b.json': '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"b"}}',
-    }
-
     it('matches anchored directory patterns that kpt misses (documented difference)', async () => {
-      const dir = scratch.tree({...files, '.krmignore': '/x/\n/sub/x\n'})
+      const dir = scratch.tree({...KRMIGNORE_FILES, '.krmignore': '/x/\n/sub/x\n'})
       const got = pathsOf(await sourcePackage([dir]))
       expect(got).to.not.include('x/a.yaml#0')
       expect(got).to.not.include('sub/x/a.yaml#0')

@@ -3,12 +3,8 @@ import {parse} from 'yaml'
 
 import {FnrError} from '../../src/lib/errors.js'
 import {sourcePackage} from '../../src/lib/resourcelist/index.js'
+import {KRMIGNORE_FILES, pathsOf} from '../support/package-source.js'
 import {kpt, PACKAGES, Scratch} from './helpers.js'
-
-const pathsOf = (text: string): string[] =>
-  (parse(text).items as Array<{metadata: {annotations: Record<string, string>}}>).map(
-    (i) => `${i.metadata.annotations['internal.config.kubernetes.io/path']}#${i.metadata.annotations['internal.config.kubernetes.io/index']}`,
-  )
 
 describe('resourcelist source', () => {
   const scratch = new Scratch()
@@ -64,16 +60,6 @@ describe('resourcelist source', () => {
   })
 
   describe('.krmignore', () => {
-    const files = {
-      'sub/x/a.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sxa\n',
-      'sub/deep/d.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sdd\n',
-      'sub/a.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sa\n',
-      'sub/c.yml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sc\n',
-      'x/a.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: xa\n',
-      'a.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n',
-      'sub2/b.json': '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"s2b"}}',
-      'b.json': '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"b"}}',
-    }
     const patterns = [
       '*.json',
       'x/',
@@ -104,7 +90,7 @@ describe('resourcelist source', () => {
     ]
     for (const pattern of patterns) {
       it(`ignores the same files as kpt for ${JSON.stringify(pattern)}`, async () => {
-        const dir = scratch.tree({...files, '.krmignore': `${pattern}\n`})
+        const dir = scratch.tree({...KRMIGNORE_FILES, '.krmignore': `${pattern}\n`})
         const want = kpt(['fn', 'source', dir])
         expect(want.status, want.stderr).to.equal(0)
         expect(pathsOf(await sourcePackage([dir]))).to.deep.equal(pathsOf(want.stdout))

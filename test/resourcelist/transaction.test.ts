@@ -12,6 +12,7 @@ import {expect} from 'chai'
 
 import {FnrError} from '../../src/lib/errors.js'
 import {afterPackageWrites, applyChanges, holdsPackageWrites, ioError, type FileChange} from '../../src/lib/resourcelist/transaction.js'
+import {failure} from '../support/fnr-error.js'
 import {TempDirs} from '../support/tmp.js'
 
 /** Every file under `dir` (relative paths, sorted), with its content. */
@@ -23,15 +24,6 @@ async function tree(dir: string, rel = ''): Promise<Record<string, string>> {
     else out[r] = await readFile(path.join(dir, r), 'utf8')
   }
   return out
-}
-
-async function failure(p: Promise<unknown>): Promise<FnrError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  )
-  expect(err, 'expected a failure').to.be.instanceOf(FnrError)
-  return err as FnrError
 }
 
 describe('resourcelist: package changes all or nothing', () => {

@@ -3,37 +3,13 @@ import {expect} from 'chai'
 import {readFile} from 'node:fs/promises'
 import path from 'node:path'
 
-import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {EVALUATOR_TRAILER, FAILURE_TRAILER, readFailure} from '../../src/lib/grpc/metadata.js'
-import {silentLogger} from '../../src/lib/telemetry/log.js'
-import {startWrapperServer, type RunningWrapper} from '../../src/lib/wrapper.js'
 import {checkHealth, healthClient} from '../support/health.js'
 import {SAMPLE_RL, TempDirs, writeExecutable} from '../support/tmp.js'
 import {CONFIGMAP_OLD_NS, SHELL_FUNCTIONS, resourceList, writeNodeFunctions, writeShellFunctions, type ShellFunction} from './support/functions.js'
 import {isAlive, waitFor} from './support/process.js'
 import {expectStatus} from '../support/grpc.js'
-
-const MAX = 1024 * 1024
-
-/** One in-process wrapper per entrypoint, on 127.0.0.1 and a free port. */
-class Wrappers {
-  private running: RunningWrapper[] = []
-  private clients: EvaluatorClient[] = []
-
-  async start(entrypoint: string[], maxRequestBodySize = MAX): Promise<{wrapper: RunningWrapper; client: EvaluatorClient}> {
-    const wrapper = await startWrapperServer({port: 0, host: '127.0.0.1', maxRequestBodySize, entrypoint, gracePeriodMs: 2000}, silentLogger, false)
-    this.running.push(wrapper)
-    // The client allows more than the server, so the server's limits are what is tested.
-    const client = new EvaluatorClient(`127.0.0.1:${wrapper.port}`, {maxMessageSize: 16 * 1024 * 1024})
-    this.clients.push(client)
-    return {wrapper, client}
-  }
-
-  async stopAll(): Promise<void> {
-    for (const c of this.clients.splice(0)) c.close()
-    await Promise.all(this.running.splice(0).map((w) => w.stop()))
-  }
-}
+import {Wrappers} from '../support/wrappers.js'
 
 describe('wrapper-server: EvaluateFunction over loopback', function () {
   this.timeout(60_000)
@@ -54,10 +30,7 @@ describe('wrapper-server: EvaluateFunction over loopback', function () {
     await temp.cleanup()
   })
 
-  const call = async (fn: ShellFunction, input: Buffer = SAMPLE_RL, options: {deadline?: number; image?: string} = {}) => {
-    const {client} = await wrappers.start([sh[fn]])
-    return client.evaluateRaw(options.image ?? 'example.com/fn:v1', input, {deadline: options.deadline})
-  }
+  const call = (fn: ShellFunction, input?: Buffer, options?: {deadline?: number; image?: string}) => wrappers.call(sh[fn], input, options)
 
   describe('shell entrypoints', () => {
     it('returns stdout byte for byte, with the fnr-evaluator trailer', async () => {
