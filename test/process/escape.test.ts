@@ -209,8 +209,14 @@ describe('through the native helper (a child subreaper): the sweep runs only whe
       (e: Error & {kind?: string}) => e,
     )
     const daemon = Number(await waitForFile(`${fns.doubleForkThenHang}.pids`))
-    const stat = readFileSync(`/proc/${daemon}/stat`, 'latin1')
-    expect(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]), 'the daemon\'s parent').to.equal(launcher.spawnerPid('native'))
+    const parentOf = (pid: number): number => {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1')
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+    }
+    // The subshell that wrote the pid may not have exited yet: the daemon is re-parented once it has.
+    const helper = launcher.spawnerPid('native')
+    for (const until = Date.now() + 2000; parentOf(daemon) !== helper && Date.now() < until; ) await new Promise((r) => setTimeout(r, 20))
+    expect(parentOf(daemon), 'the daemon\'s parent').to.equal(helper)
     expect((await call).kind).to.equal('DeadlineExceeded')
     await launcher.sweeper.whenIdle()
     await waitDead([daemon])
