@@ -14,6 +14,8 @@ describe('fnr serve process: signals and drain', () => {
     const proc = await startServeProcess([`--config=${fns.configPath}`, `--functions=${fns.functionsDir}`, '--disable-runtimes=pod'])
     const client = new EvaluatorClient(`127.0.0.1:${proc.port}`)
     try {
+      // Connected first: on a busy machine the lazy connect could still be under way at the SIGTERM.
+      await client.waitForReady(Date.now() + 20_000)
       const inFlight = client.evaluateRaw('example.com/slowcat:v1', SAMPLE_RL) // sleeps 1 s
       await new Promise((r) => setTimeout(r, 300))
       proc.child.kill('SIGTERM')
@@ -35,6 +37,8 @@ describe('fnr serve process: signals and drain', () => {
     const proc = await startServeProcess([`--config=${fns.configPath}`, `--functions=${fns.functionsDir}`, '--disable-runtimes=pod', '--grace-period=300ms'])
     const client = new EvaluatorClient(`127.0.0.1:${proc.port}`)
     try {
+      // Connected first: on a busy machine the lazy connect could still be under way at the SIGTERM.
+      await client.waitForReady(Date.now() + 20_000)
       const inFlight = client.evaluateRaw('example.com/sleep:v1', SAMPLE_RL).catch((e: grpc.ServiceError) => e)
       await new Promise((r) => setTimeout(r, 300))
       proc.child.kill('SIGTERM')

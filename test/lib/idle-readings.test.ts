@@ -16,18 +16,16 @@ function statFields(pid: number | 'self'): string[] {
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ')
 }
 
-/** How many other live processes are in the group this process leads (when it leads one, as in `npm test`'s lanes). */
-function otherGroupMembers(): number {
-  let n = 0
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue
+/** Whether this process has a live child (on any of its threads). */
+function hasLiveChildren(): boolean {
+  for (const tid of readdirSync('/proc/self/task')) {
     try {
-      if (Number(statFields(Number(entry))[2]) === process.pid) n++
+      if (readFileSync(`/proc/self/task/${tid}/children`, 'latin1').trim() !== '') return true
     } catch {
-      // gone meanwhile
+      // a thread that ended meanwhile
     }
   }
-  return n
+  return false
 }
 
 describe('call budget: reading process groups from /proc', () => {
@@ -43,13 +41,13 @@ describe('call budget: reading process groups from /proc', () => {
     const cpuMs = (cpu.user + cpu.system) / 1000
     expect(r!.at).to.equal(at)
     expect(r!.cpuMs).to.be.greaterThan(0)
-    // The reading is the whole group's: its other live members and its reaped children (cutime, cstime: a call's
-    // forked helpers), which Node's own count leaves out. Other specs of the same mocha process may have left either.
+    // The reading is the whole group's: its live descendants and its reaped children (cutime, cstime: a call's forked
+    // helpers), which Node's own count leaves out. Other specs of the same mocha process may have left either.
     const fields = statFields('self')
     const childrenMs = ((Number(fields[13]) + Number(fields[14])) * 1000) / 100
     const why = `cpu ${r!.cpuMs} ms read (${childrenMs} ms of it reaped children), ${cpuMs} ms by Node`
     expect(r!.cpuMs, why).to.be.at.least(cpuMs - 500)
-    if (otherGroupMembers() === 0) expect(Math.abs(r!.cpuMs - childrenMs - cpuMs), why).to.be.below(500)
+    if (!hasLiveChildren()) expect(Math.abs(r!.cpuMs - childrenMs - cpuMs), why).to.be.below(500)
     const rss = process.memoryUsage.rss()
     expect(r!.rssBytes).to.be.within(rss / 2, rss * 2)
     const uptimeMs = process.uptime() * 1000
