@@ -5,7 +5,7 @@ import path from 'node:path'
 
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {NO_METRICS} from '../../src/lib/telemetry/metrics.js'
-import {leaseNameFor} from '../../src/lib/pods/cluster/lease.js'
+import {leaseNameFor, microTime} from '../../src/lib/pods/cluster/lease.js'
 import {functionPodAnnotations, functionPodLabels} from '../../src/lib/pods/model/naming.js'
 import type {RunningServer} from '../../src/lib/serve.js'
 import {waitForClusterBinaries} from '../support/cluster/shared.js'
@@ -116,6 +116,17 @@ describe('fnr serve --metrics-port with the pod runtime (on the real control pla
     // A replica "ghost" that released its Lease, and a pod of it made from an older template
     // (so not usable here): the next GC pass takes it over by deleting it.
     const name = 'ghost-pod-abcde'
+    // As a replica does: its Lease, held, before its pod; released (a graceful stop) after. Every GC pass that
+    // sees the Lease released lists the pod too (pods are listed before Leases). Made the other way round, a pass
+    // could list the pods before the pod's create and the Leases after the Lease's, and delete the Lease of a
+    // released replica with no pods: the pod was then a lone runner's, left alone (this test timed out in CI).
+    const leasePath = `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/${leaseNameFor('ghost')}`
+    await pb.admin.create(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`, {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: {name: leaseNameFor('ghost'), labels: {'app.kubernetes.io/managed-by': 'fnr', 'app.kubernetes.io/component': 'replica-lease', 'fnr.dev/owner': 'ghost'}},
+      spec: {holderIdentity: 'ghost', leaseDurationSeconds: 600, renewTime: microTime(Date.now())},
+    })
     await pb.admin.create(`/api/v1/namespaces/${ns}/pods`, {
       apiVersion: 'v1',
       kind: 'Pod',
@@ -128,15 +139,8 @@ describe('fnr serve --metrics-port with the pod runtime (on the real control pla
       // waits on nothing (an image the node cannot pull went to runc, whose pull retries made it slow under load).
       spec: {containers: [{name: 'function', image: WRAPPER_IMAGE}]},
     })
-    // The Lease after the pod: a GC pass between the two would find a released replica with no pods
-    // and delete its Lease as finished, and the pod would then be a lone runner's, left alone (this
-    // test timed out so in CI when the pod's create came late under load).
-    await pb.admin.create(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`, {
-      apiVersion: 'coordination.k8s.io/v1',
-      kind: 'Lease',
-      metadata: {name: leaseNameFor('ghost'), labels: {'app.kubernetes.io/managed-by': 'fnr', 'app.kubernetes.io/component': 'replica-lease', 'fnr.dev/owner': 'ghost'}},
-      spec: {holderIdentity: '', leaseDurationSeconds: 10},
-    })
+    // A pod of an older template (so not usable here): the next GC pass after the release takes it over by deleting it.
+    await pb.admin.patch(leasePath, {spec: {holderIdentity: ''}})
     const after = await until(async () => {
       const m = await scrape(metricsPort)
       return m.value('fnr_pod_gc_deletions_total', {kind: 'pod', reason: 'replica-gone'}) > before.value('fnr_pod_gc_deletions_total', {kind: 'pod', reason: 'replica-gone'}) && m
@@ -144,7 +148,7 @@ describe('fnr serve --metrics-port with the pod runtime (on the real control pla
     expect(after.value('fnr_pod_gc_deletions_total', {kind: 'pod', reason: 'replica-gone'}) - before.value('fnr_pod_gc_deletions_total', {kind: 'pod', reason: 'replica-gone'})).to.equal(1)
     await until(async () => (await pb.admin.raw('GET', `/api/v1/namespaces/${ns}/pods/${name}`)).code === 404, 'the ghost pod gone')
     // Its Lease goes once it has no pods left; the TTL deletion above is still counted once.
-    await until(async () => (await pb.admin.raw('GET', `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/${leaseNameFor('ghost')}`)).code === 404, 'the ghost lease gone')
+    await until(async () => (await pb.admin.raw('GET', leasePath)).code === 404, 'the ghost lease gone')
     const last = await scrape(metricsPort)
     expect(last.value('fnr_pod_gc_deletions_total', {kind: 'pod', reason: 'replica-gone'})).to.equal(after.value('fnr_pod_gc_deletions_total', {kind: 'pod', reason: 'replica-gone'}))
     expect(last.value('fnr_pod_gc_deletions_total', {reason: 'other'})).to.equal(0)
