@@ -24,7 +24,10 @@ export function runMocha(args, options = {}) {
  *
  * mocha's summary ("N passing (…)", "N pending", "N failing") is read line by line as it comes (the
  * failures printed after it can be long enough to push it out of any fixed-size tail), and the
- * lanes' counts are added up. `beforeExit` runs once every mocha has ended, before the summary
+ * lanes' counts are added up. The failures a lane printed after its "N failing" line are repeated,
+ * shortened, just before the summary line: a lane's output can end long before the run does (the
+ * other lanes' output follows it), and a reader of the run's last lines must still see which test
+ * failed and why. `beforeExit` runs once every mocha has ended, before the summary
  * line; then the process exits with the first failed lane's mocha code (1 for a lane killed by a
  * signal), else 0.
  *
@@ -51,7 +54,7 @@ export function runMochaLanes(lanes, {beforeExit} = {}) {
     })
   }
   const summary = {passing: 0, failing: 0, pending: 0}
-  const states = lanes.map(() => ({kept: [], ended: false, code: 0, ms: 0}))
+  const states = lanes.map(() => ({kept: [], ended: false, code: 0, ms: 0, failures: [], inFailures: false}))
   /** The first lane that has not ended: its output goes straight through. */
   let current = 0
   const advance = () => {
@@ -101,6 +104,10 @@ export function runMochaLanes(lanes, {beforeExit} = {}) {
             for (const line of lines) {
               const m = /^ {2}(\d+) (passing|failing|pending)\b/.exec(line)
               if (m) summary[m[2]] += Number(m[1])
+              if (m?.[2] === 'failing') state.inFailures = true
+              // the timing reporter's list (test/support/timing-reporter.cjs) follows the failures
+              else if (/^ {2}slowest spec files/.test(line)) state.inFailures = false
+              else if (state.inFailures) state.failures.push(line)
             }
           })
           child.on('close', (code, signal) => {
@@ -128,7 +135,24 @@ export function runMochaLanes(lanes, {beforeExit} = {}) {
       const times = lanes.map((l, i) => `${l.name} ${Math.round(states[i].ms / 1000)} s${states[i].code ? ' (failed)' : ''}`)
       process.stdout.write(`\nlanes: ${times.join(', ')}\n`)
     }
+    writeFailureRecap(lanes, states)
     process.stdout.write(`\n${passing} passed, ${failing} failed${pending ? `, ${pending} skipped` : ''}\n`)
     process.exit(states.find((s) => s.code !== 0)?.code ?? 0)
+  })
+}
+
+/** Lines of one lane's failure report repeated at the end, at most. */
+const RECAP_LINES = 40
+
+/** Repeats each failed lane's failure report (its first RECAP_LINES lines) under a header. */
+function writeFailureRecap(lanes, states) {
+  states.forEach((state, i) => {
+    const report = state.failures.filter((line) => !/^\s*at /.test(line))
+    while (report.length && report[0].trim() === '') report.shift()
+    while (report.length && report.at(-1).trim() === '') report.pop()
+    if (!report.length) return
+    const name = lanes[i].name ? `lane ${lanes[i].name}` : 'mocha'
+    process.stdout.write(`\nfailures (${name}, repeated from above${report.length > RECAP_LINES ? `, first ${RECAP_LINES} lines without stack frames` : ', without stack frames'}):\n`)
+    for (const line of report.slice(0, RECAP_LINES)) process.stdout.write(`${line}\n`)
   })
 }

@@ -77,7 +77,7 @@ describe('npm test lanes: two mocha processes at once, one output after the othe
     expect(run.stdout.trimEnd().split('\n').pop()).to.equal('5 passed, 0 failed')
   })
 
-  it('a failure in either lane fails the run; the counts still add up', async () => {
+  it('a failure in either lane fails the run; the counts still add up; the failure is repeated just above the summary line', async () => {
     const dir = await temp.make('fnr-lanes-')
     const log = path.join(dir, 'stamps')
     await writeFile(path.join(dir, 'a.test.ts'), spec('a', ['first'], log))
@@ -86,6 +86,12 @@ describe('npm test lanes: two mocha processes at once, one output after the othe
     expect(run.code).to.not.equal(0)
     expect(run.stdout).to.match(/lanes: one \d+ s, two \d+ s \(failed\)/)
     expect(run.stdout.trimEnd().split('\n').pop()).to.equal('2 passed, 1 failed')
+    // the end of the run names the failed test and its error, without stack frames, after the
+    // lanes line (a run's last lines are all a CI log may keep)
+    const tail = run.stdout.slice(run.stdout.lastIndexOf('\nlanes: '))
+    expect(tail).to.match(/\nfailures \(lane two, repeated from above, without stack frames\):\n {2}1\) lane fixture b\n\s+fails here:\n\s+Error: it fails\n\n2 passed, 1 failed\n$/)
+    expect(tail).to.not.match(/^\s+at /m)
+    expect(tail).to.not.include('lane one')
   })
 
   it('a waiting lane starts when its promise resolves, or at the latest when the lane before it has ended', async () => {
