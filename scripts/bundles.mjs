@@ -12,7 +12,7 @@
 // Each module keeps the location it had: `import.meta.url` in fnr's modules and `__dirname` /
 // `__filename` in CommonJS packages are rewritten to the module's original path, relative to the
 // bundle (so dist/ can move, as in an install or an image). Paths computed from them (the proto
-// files, the spawner helper, grpc-health-check's own proto) stay right.
+// file, the spawner helper) stay right.
 // @kubernetes/client-node stays out: src/lib/k8s/client.ts loads its own bundle
 // (scripts/bundle-client-node.mjs). Parsing and compiling a bundle again on every run is left to
 // Node's compile cache (module.enableCompileCache, which bin/run.js turns on).
@@ -35,7 +35,13 @@ const BUNDLES = [
 /** The bundle's own URL, for the rewritten module locations (a top-level constant of every output file). */
 const BUNDLE_URL = '__fnrBundleUrl'
 
-const EXTERNAL = ['@kubernetes/client-node']
+/**
+ * Left out of the bundles, required from node_modules when used: @kubernetes/client-node (its own
+ * bundle, above); @grpc/proto-loader (and protobufjs under it), which grpc-js requires only to
+ * serve channelz or read ORCA load reports, neither of which fnr uses: fnr's messages are coded
+ * without it (src/lib/grpc/wire.ts), and in the bundle it was 0.4 MB a start compiled for nothing.
+ */
+const EXTERNAL = ['@kubernetes/client-node', '@grpc/proto-loader']
 
 /**
  * A package imported lazily (`await import('yaml')`, or a package's own `import('./x.js')`) is its

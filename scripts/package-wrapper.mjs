@@ -23,14 +23,14 @@
 //   licenses/                 copyright files of the carried binaries and the bundle's notices
 //   build-info.json           versions, sizes, sha256s and the inputs' fingerprint
 //
-// Steps: esbuild bundles src/bin/wrapper-server.ts into one CommonJS file, with the protos it
-// loads at run time embedded as protobufjs JSON descriptors (a banner variable, __FNR_EMBEDDED__;
-// grpc-health-check's module is patched to read it). `node --experimental-sea-config` makes the
+// Steps: esbuild bundles src/bin/wrapper-server.ts into one CommonJS file, with its version in a
+// banner variable (__FNR_EMBEDDED__); the protocol's messages are coded in the code
+// (src/lib/grpc/proto.ts, health.ts), so no .proto file is read at run time. `node --experimental-sea-config` makes the
 // blob; a stripped copy of the same node binary gets it with postject; patchelf then points the
 // interpreter and the library path into the folder.
 //
 // Re-running is cheap: the build is skipped when no input changed (the bundle's own input files
-// from esbuild's metafile, proto/, this script, package-lock.json and the node binary, by size and
+// from esbuild's metafile, this script, package-lock.json and the node binary, by size and
 // mtime). Concurrent runs serialise on a lock; the folder is replaced atomically.
 //
 // Needs: npm ci (esbuild, postject), patchelf, ldd (libc-bin) and a static busybox (Debian package
@@ -52,7 +52,6 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs'
-import {createRequire} from 'node:module'
 import path from 'node:path'
 import {fileURLToPath, pathToFileURL} from 'node:url'
 
@@ -70,7 +69,6 @@ const LAUNCHER = path.join(ROOT, 'docker', 'wrapper-launcher.sh')
 /** Where Debian's busybox-static installs its binary. */
 const BUSYBOX_CANDIDATES = ['/bin/busybox', '/usr/bin/busybox']
 const ENTRY = path.join(ROOT, 'src', 'bin', 'wrapper-server.ts')
-const EVALUATOR_PROTO = path.join(ROOT, 'proto', 'evaluator.proto')
 /** Bumped when the layout or the steps change, so old folders are rebuilt. */
 const RECIPE_VERSION = 9
 /** Node flags built into the executable (the SEA config's execArgv). */
@@ -87,8 +85,6 @@ export const RENAMED_NODE_ENV = [
   ['NODE_OPTIONS', 'FNRW_OPTIONS'],
   ['NODE_ICU_DATA', 'FNRW_ICU_DATA'],
 ]
-
-const require = createRequire(import.meta.url)
 
 function log(quiet, msg) {
   if (!quiet) process.stderr.write(`package-wrapper: ${msg}\n`)
@@ -143,7 +139,6 @@ function staticInputs() {
   return [
     fileURLToPath(import.meta.url),
     path.join(ROOT, 'package-lock.json'),
-    EVALUATOR_PROTO,
     LAUNCHER,
     NATIVE_HELPER_SOURCE,
     path.join(ROOT, 'scripts', 'build-native.mjs'),
@@ -216,46 +211,10 @@ async function withLock(out, quiet, fn) {
 // ---------------------------------------------------------------------------------------------
 // Steps
 
-/** protobufjs JSON descriptors, parsed as the run-time loaders would (keepCase must match). */
-export function protoDescriptors() {
-  const protoLoaderDir = path.dirname(require.resolve('@grpc/proto-loader/package.json'))
-  const protobuf = createRequire(path.join(protoLoaderDir, 'package.json'))('protobufjs')
-  const healthProtoDir = path.join(path.dirname(require.resolve('grpc-health-check/package.json')), 'proto')
-  // src/lib/grpc/proto.ts EVALUATOR_LOAD_OPTIONS: keepCase false.
-  const evaluator = new protobuf.Root().loadSync(EVALUATOR_PROTO, {keepCase: false}).toJSON()
-  // grpc-health-check loads health/v1/health.proto with keepCase true and includeDirs [proto].
-  const healthRoot = new protobuf.Root()
-  healthRoot.resolvePath = (_origin, target) => (path.isAbsolute(target) ? target : path.join(healthProtoDir, target))
-  const health = healthRoot.loadSync('health/v1/health.proto', {keepCase: true}).toJSON()
-  return {evaluator, health, healthProtoFile: path.join(healthProtoDir, 'health', 'v1', 'health.proto')}
-}
-
-/** grpc-health-check reads its .proto from disk when it is loaded; the bundle reads the embedded descriptor instead. */
-const healthCheckPlugin = {
-  name: 'fnr-embedded-health-proto',
-  setup(build) {
-    build.onLoad({filter: /grpc-health-check[\\/]build[\\/]src[\\/]health\.js$/}, (args) => {
-      const source = readFileSync(args.path, 'utf8')
-      const pattern = /\(0,\s*proto_loader_1\.loadSync\)\(\s*'health\/v1\/health\.proto',/g
-      const hits = source.match(pattern)?.length ?? 0
-      if (hits !== 1) {
-        throw new Error(`grpc-health-check changed: expected one loadSync('health/v1/health.proto', …) in ${args.path}, found ${hits}; update scripts/package-wrapper.mjs`)
-      }
-      return {contents: source.replace(pattern, '(0, proto_loader_1.fromJSON)(__FNR_EMBEDDED__.healthDescriptor,'), loader: 'js'}
-    })
-  },
-}
-
 async function bundle(work, quiet) {
   const esbuild = await import('esbuild')
-  const descriptors = protoDescriptors()
   const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
-  const embedded = {
-    evaluatorDescriptor: descriptors.evaluator,
-    healthDescriptor: descriptors.health,
-    version: pkg.version,
-    builtFrom: 'single executable',
-  }
+  const embedded = {version: pkg.version, builtFrom: 'single executable'}
   const outfile = path.join(work, 'wrapper-server.cjs')
   const result = await esbuild.build({
     entryPoints: [ENTRY],
@@ -268,19 +227,17 @@ async function bundle(work, quiet) {
     legalComments: 'external',
     metafile: true,
     logLevel: 'silent',
-    // import.meta is empty in CommonJS; proto.ts computes a (then unused) path from it at load.
+    // import.meta is empty in CommonJS; proto.ts computes a (here unused) path from it at load.
     define: {'import.meta.url': '__fnr_import_meta_url'},
     banner: {
       js: `var __fnr_import_meta_url=require("url").pathToFileURL(__filename).href;var __FNR_EMBEDDED__=${JSON.stringify(embedded)};`,
     },
-    plugins: [healthCheckPlugin],
   })
   const warnings = result.warnings.filter((w) => !/Using direct eval|"eval"/.test(w.text))
   for (const w of warnings) log(quiet, `esbuild warning: ${w.text}${w.location ? ` (${w.location.file}:${w.location.line})` : ''}`)
   const inputs = Object.keys(result.metafile.inputs)
     .filter((f) => !f.includes(':'))
     .map((f) => path.relative(ROOT, path.resolve(ROOT, f)))
-  inputs.push(path.relative(ROOT, descriptors.healthProtoFile))
   return {outfile, inputs, legal: `${outfile.replace(/\.cjs$/, '')}.cjs.LEGAL.txt`, bytes: statSync(outfile).size}
 }
 

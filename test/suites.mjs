@@ -61,6 +61,7 @@ export const UNIT = [
   'test/grpc/internals.test.ts',
   'test/grpc/proto.test.ts',
   'test/grpc/reply.test.ts',
+  'test/grpc/wire.test.ts',
   'test/grpc/serve-refusals.test.ts',
   'test/grpc/status-errors.test.ts',
   'test/grpc/tls.test.ts',

@@ -25,13 +25,10 @@
 import {readFileSync, writeFileSync} from 'node:fs'
 import path from 'node:path'
 
-import type {useEmbeddedEvaluatorDescriptor} from '../lib/grpc/proto.js'
 import {runSpawnerProcess, SPAWNER_MODE_ENV} from '../lib/process/spawner-process.js'
 
-/** Set by the bundle's banner (scripts/package-wrapper.mjs): protobufjs JSON descriptors of the protos and build facts. */
-declare const __FNR_EMBEDDED__:
-  | {evaluatorDescriptor: Parameters<typeof useEmbeddedEvaluatorDescriptor>[0]; version: string; builtFrom: string}
-  | undefined
+/** Set by the bundle's banner (scripts/package-wrapper.mjs): build facts. */
+declare const __FNR_EMBEDDED__: {version: string; builtFrom: string} | undefined
 
 const embedded = typeof __FNR_EMBEDDED__ === 'undefined' ? undefined : __FNR_EMBEDDED__
 
@@ -76,13 +73,11 @@ async function main(argv: string[]): Promise<number> {
     const {runHealthProbe} = await import('../lib/grpc/health-probe.js')
     return runHealthProbe(probeArgs)
   }
-  const [{useEmbeddedEvaluatorDescriptor}, {createLogger, setLogFormat}, {parseWrapperArgs, restoreLauncherEnvironment, splitEntrypoint, startWrapperServer}] = await Promise.all([
-    import('../lib/grpc/proto.js'),
+  const [{createLogger, setLogFormat}, {parseWrapperArgs, restoreLauncherEnvironment, splitEntrypoint, startWrapperServer}] = await Promise.all([
     import('../lib/telemetry/log.js'),
     import('../lib/wrapper.js'),
   ])
   restoreLauncherEnvironment()
-  if (embedded) useEmbeddedEvaluatorDescriptor(embedded.evaluatorDescriptor)
   const {flagArgs} = splitEntrypoint(argv)
   if (flagArgs.some((a) => a === '--help' || a === '-h' || a === '-help')) {
     process.stdout.write(USAGE)

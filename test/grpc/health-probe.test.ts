@@ -227,6 +227,18 @@ describe('grpc-health-probe (in process)', function () {
       }
     })
 
+    it('a response it cannot read is an RPC failure in grpc-go\'s words (Internal, failed to unmarshal), exit 3', async () => {
+      // field 1 as a length-delimited field of 9 bytes, with 1 byte there
+      const body = Buffer.from('0a0901', 'hex')
+      const frame = Buffer.concat([Buffer.from([0, 0, 0, 0, body.length]), body])
+      const s = await rawServer((stream) => reply(stream, frame, {'grpc-status': '0'}))
+      try {
+        expect(await probe(['-addr', `127.0.0.1:${s.port}`])).to.deep.include({code: 3, err: 'error: health rpc failed: rpc error: code = Internal desc = grpc: failed to unmarshal the received message: field of 9 bytes runs past the end of the message\n'})
+      } finally {
+        await s.close()
+      }
+    })
+
     it('words an RPC failure as grpc-go does, the message percent-decoded; a code grpc-go does not name is Code(n)', async () => {
       const trailers: Array<Record<string, string>> = [{'grpc-status': '7', 'grpc-message': 'not%20for%20you'}, {'grpc-status': '42', 'grpc-message': 'odd'}, {}]
       const s = await rawServer((stream) => reply(stream, Buffer.alloc(0), trailers.shift()!))

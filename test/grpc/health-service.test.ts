@@ -1,4 +1,8 @@
-/** The health service of the gRPC server (in process, on a loopback port); the drain of a real `fnr serve` process is in ./health-drain.test.ts. */
+/**
+ * The health service of the gRPC server (in process, on a loopback port; src/lib/grpc/health.ts),
+ * read with grpc-health-check's own client and proto; the drain of a real `fnr serve` process is
+ * in ./health-drain.test.ts.
+ */
 import * as grpc from '@grpc/grpc-js'
 import {expect} from 'chai'
 
@@ -61,6 +65,30 @@ describe('health service', () => {
       server.setServing(true)
       const err = await checkHealth(health, 'no.such.Service').catch((e: grpc.ServiceError) => e)
       expect((err as grpc.ServiceError).code).to.equal(grpc.status.NOT_FOUND)
+    } finally {
+      health.close()
+      server.forceShutdown()
+    }
+  })
+
+  it('Watch of an unknown service says SERVICE_UNKNOWN, then follows the status once it is set; List gives every service', async () => {
+    const server = new EvaluatorServer({evaluator: new SlowEcho(), maxMessageSize: 1 << 20, host: '127.0.0.1', port: 0})
+    const port = await server.start()
+    const health = healthClient(`127.0.0.1:${port}`)
+    try {
+      const seen: string[] = []
+      const stream = health.watch({service: 'later.Service'})
+      stream.on('data', (m: {status: string}) => seen.push(m.status))
+      stream.on('error', () => {})
+      await new Promise((r) => setTimeout(r, 100))
+      server.health.setStatus('later.Service', 'SERVING')
+      server.health.setStatus('later.Service', 'NOT_SERVING')
+      await new Promise((r) => setTimeout(r, 100))
+      stream.cancel()
+      expect(seen).to.deep.equal(['SERVICE_UNKNOWN', 'SERVING', 'NOT_SERVING'])
+      server.setServing(true)
+      const listed = await new Promise<Record<string, {status: string}>>((resolve, reject) => health.list({}, (err, res) => (err ? reject(err) : resolve(res!.statuses))))
+      expect(listed).to.deep.equal({'': {status: 'SERVING'}, 'evaluator.FunctionEvaluator': {status: 'SERVING'}, 'later.Service': {status: 'NOT_SERVING'}})
     } finally {
       health.close()
       server.forceShutdown()

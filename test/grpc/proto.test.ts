@@ -1,12 +1,12 @@
 /**
  * The evaluator protocol as fnr loads it (src/lib/grpc/proto.ts, proto/evaluator.proto): one
  * unary EvaluateFunction method at Porch's path, messages that round-trip through their wire form
- * with camelCase fields, the definition loaded once, and an embedded descriptor refused once it is.
- * The packaged executable's embedded protos are compared in test/wrapper/flags.test.ts.
+ * with camelCase fields, its client made once. The bytes are compared with protobufjs's in
+ * ./wire.test.ts.
  */
 import {expect} from 'chai'
 
-import {EVALUATE_METHOD_PATH, EVALUATOR_SERVICE, evaluatorClientConstructor, evaluatorPackageDefinition, evaluatorServiceDefinition, useEmbeddedEvaluatorDescriptor} from '../../src/lib/grpc/proto.js'
+import {EVALUATE_METHOD_PATH, EVALUATOR_SERVICE, evaluatorClientConstructor, evaluatorServiceDefinition} from '../../src/lib/grpc/proto.js'
 
 describe('evaluator protocol', () => {
   it('one unary method, EvaluateFunction, at Porch\'s path', () => {
@@ -36,8 +36,8 @@ describe('evaluator protocol', () => {
     expect(Buffer.from(empty.resourceList).length).to.equal(0)
   })
 
-  it('the definition is loaded once, and an embedded descriptor after that is refused', () => {
-    expect(evaluatorPackageDefinition()).to.equal(evaluatorPackageDefinition())
-    expect(() => useEmbeddedEvaluatorDescriptor({nested: {}})).to.throw('the evaluator proto is already loaded; embed its descriptor before the first use')
+  it('the definition and the client constructor are made once', () => {
+    expect(evaluatorServiceDefinition()).to.equal(evaluatorServiceDefinition())
+    expect(evaluatorClientConstructor()).to.equal(evaluatorClientConstructor())
   })
 })

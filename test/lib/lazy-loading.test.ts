@@ -25,7 +25,7 @@ describe('heavy modules stay off the eval path', () => {
     await readFastBundle('render')
   })
 
-  it('the fnr serve bundle leaves the pod runtime, the Kubernetes client, metrics, the response cache and tracing to chunks loaded on first use, and imports no built-in module as an ES module', async () => {
+  it('the fnr serve bundle leaves the pod runtime, the Kubernetes client, metrics, the response cache and tracing to chunks loaded on first use, holds no protobufjs, and imports no built-in module as an ES module', async () => {
     const dir = path.join(REPO_ROOT, 'dist', 'bundles', 'serve')
     // the entry and the chunks it imports statically: what every start loads
     const eager = new Set<string>(['fast-serve.bundle.mjs'])
@@ -43,6 +43,8 @@ describe('heavy modules stay off the eval path', () => {
     const loaded = texts.join('\n')
     expect(loaded).to.include('grpc.health.v1')
     expect(loaded).not.to.match(/CoreV1Api|class PodCache\b|node_modules\/(@opentelemetry|prom-client|lru-cache)\//)
+    // the protocol's messages are coded by hand (src/lib/grpc/wire.ts): no .proto parsed at a start
+    expect(loaded).not.to.match(/node_modules\/(protobufjs|@protobufjs|@grpc\/proto-loader|grpc-health-check)\//)
     // an ES import of a built-in builds its facade, reading every export: node:http's loads undici
     expect(loaded).not.to.match(/^import [^;]* from "(node:)?[a-z_/0-9]+";?$/m)
   })

@@ -6,6 +6,7 @@ import {protoPath} from 'grpc-health-check'
 type HealthClient = grpc.Client & {
   check(req: {service: string}, cb: (err: grpc.ServiceError | null, res?: {status: string}) => void): void
   watch(req: {service: string}): grpc.ClientReadableStream<{status: string}>
+  list(req: Record<string, never>, cb: (err: grpc.ServiceError | null, res?: {statuses: Record<string, {status: string}>}) => void): void
 }
 
 export function healthClient(address: string): HealthClient {

@@ -22,11 +22,11 @@
 import http2 from 'node:http2'
 
 import {formatDuration, parseGoBool, parseGoDuration} from '../config/go-flags.js'
+import {decodeCheckResponse, encodeCheckRequest} from './health.js'
+import {WireError} from './wire.js'
 
 export const PROBE_EXIT = {serving: 0, invalidArguments: 1, connectionFailure: 2, rpcFailure: 3, unhealthy: 4} as const
 
-/** grpc.health.v1.HealthCheckResponse.ServingStatus */
-const STATUS_NAMES = ['UNKNOWN', 'SERVING', 'NOT_SERVING', 'SERVICE_UNKNOWN']
 
 export interface ProbeFlags {
   addr: string
@@ -167,41 +167,10 @@ function checkFlags(flags: ProbeFlags, tls: string[]): void {
 
 /** The protobuf HealthCheckRequest {service} in a gRPC frame (no compression). */
 function requestFrame(service: string): Buffer {
-  const name = Buffer.from(service, 'utf8')
-  const body = name.length === 0 ? Buffer.alloc(0) : Buffer.concat([Buffer.from([0x0a]), varint(name.length), name])
+  const body = encodeCheckRequest({service})
   const frame = Buffer.alloc(5)
   frame.writeUInt32BE(body.length, 1)
   return Buffer.concat([frame, body])
-}
-
-function varint(n: number): Buffer {
-  const out: number[] = []
-  while (n > 0x7f) {
-    out.push((n & 0x7f) | 0x80)
-    n >>>= 7
-  }
-  out.push(n)
-  return Buffer.from(out)
-}
-
-/** The status field (1, varint) of a HealthCheckResponse message. */
-function statusOf(message: Buffer): number {
-  let i = 0
-  let status = 0
-  while (i < message.length) {
-    const key = message[i++]!
-    let value = 0
-    let shift = 0
-    if ((key & 7) !== 0) break
-    for (;;) {
-      const b = message[i++]!
-      value |= (b & 0x7f) << shift
-      shift += 7
-      if (!(b & 0x80) || i >= message.length) break
-    }
-    if (key >> 3 === 1) status = value
-  }
-  return status
 }
 
 /** The :authority to send and the URLs to dial, in order, for -addr. */
@@ -304,7 +273,15 @@ function report(result: CheckResult, flags: ProbeFlags, log: (line: string) => v
     return PROBE_EXIT.rpcFailure
   }
   const message = result.data.length >= 5 ? result.data.subarray(5, 5 + result.data.readUInt32BE(1)) : Buffer.alloc(0)
-  const status = STATUS_NAMES[statusOf(message)] ?? String(statusOf(message))
+  let status: string
+  try {
+    status = String(decodeCheckResponse(message).status)
+  } catch (err) {
+    if (!(err instanceof WireError)) throw err
+    // grpc-go's words for a response it cannot unmarshal
+    log(`error: health rpc failed: rpc error: code = Internal desc = grpc: failed to unmarshal the received message: ${err.message}`)
+    return PROBE_EXIT.rpcFailure
+  }
   if (status !== 'SERVING') {
     log(`service unhealthy (responded with ${JSON.stringify(status)})`)
     return PROBE_EXIT.unhealthy

@@ -15,18 +15,12 @@ import type * as grpc from '@grpc/grpc-js'
 
 import {FnrError} from '../errors.js'
 import {claimHeadroom, type Headroom} from '../headroom.js'
-import type {EvaluateFunctionResponse} from './proto.js'
+import {encodeResponse, type EvaluateFunctionResponse} from './proto.js'
+import {fieldSize, varintLength, writeFieldHeader} from './wire.js'
 
 /** Field 1 (resource_list) and field 2 (log) of EvaluateFunctionResponse, length-delimited. */
-const RESOURCE_LIST_TAG = 0x0a
-const LOG_TAG = 0x12
-
-/** Bytes of a varint holding n (n up to 2^53: lengths are counted without 32-bit shifts). */
-export function varintLength(n: number): number {
-  let length = 1
-  for (let v = n; v > 0x7f; v = Math.floor(v / 128)) length++
-  return length
-}
+const RESOURCE_LIST_FIELD = 1
+const LOG_FIELD = 2
 
 /** The most bytes a length-delimited field's tag and length take (a length below 2^32: 1 + 5). */
 const MAX_FIELD_HEADER = 1 + varintLength(0xffff_ffff)
@@ -59,11 +53,6 @@ export function takePrefixed(message: Buffer): Buffer | undefined {
   const framed = prefixed.get(message)
   if (framed !== undefined) prefixed.delete(message)
   return framed
-}
-
-/** Protobuf bytes of one length-delimited field of this length: none when it is empty (left out). */
-export function fieldSize(length: number): number {
-  return length === 0 ? 0 : 1 + varintLength(length) + length
 }
 
 /** Protobuf bytes of a response with this output and a log of this length. */
@@ -111,51 +100,36 @@ export function fitLog(maxMessageSize: number, label: string, answer: {resourceL
   return Buffer.concat([notice(droppedBefore + log.length - keep), log.subarray(log.length - keep)])
 }
 
-function writeVarint(buf: Buffer, offset: number, n: number): number {
-  let v = n
-  while (v > 0x7f) {
-    buf[offset++] = (v % 128) | 0x80
-    v = Math.floor(v / 128)
-  }
-  buf[offset++] = v
-  return offset
-}
-
-/** Writes a length-delimited field's tag and length at `offset`; returns the offset of its bytes. */
-function writeHeader(message: Buffer, offset: number, tag: number, length: number): number {
-  message[offset] = tag
-  return writeVarint(message, offset + 1, length)
-}
-
 /** Writes one length-delimited field at `offset`; an empty one is left out. Returns the offset after it. */
-function writeField(message: Buffer, offset: number, tag: number, bytes: Buffer): number {
+function writeField(message: Buffer, offset: number, field: number, bytes: Buffer): number {
   if (bytes.length === 0) return offset
-  const at = writeHeader(message, offset, tag, bytes.length)
+  const at = writeFieldHeader(message, offset, field, bytes.length)
   bytes.copy(message, at)
   return at + bytes.length
 }
 
 /**
  * The response serializer. The bytes are those Go's protobuf writes (Porch's runner): resource_list,
- * then log, each left out when empty (proto3 bytes fields at their default); protobufjs would
- * write an empty log as 2 bytes, which made an output of max - 6 or max - 5 bytes that Porch's
+ * then log, each left out when empty (proto3 bytes fields at their default); fnr once wrote an
+ * empty log as 2 bytes, which made an output of max - 6 or max - 5 bytes that Porch's
  * runner sends too large. An output with room around it (REPLY_HEADROOM, headroom.ts: the process
  * runner leaves it when it joins the output from several chunks) gets the field headers, the log
  * and gRPC's prefix written there, and the message is a view of that memory, so a large output is
  * not copied once more, neither here nor into grpc-js's frame (takePrefixed). Anything else is
- * written into a new buffer; a value that is not two Buffers goes to the generated serializer.
+ * written into a new buffer; a value that is not two Buffers goes to `fallback` (the protocol's own
+ * encoder, proto.ts).
  */
-export function framedResponseSerializer(generated: grpc.serialize<EvaluateFunctionResponse>): grpc.serialize<EvaluateFunctionResponse> {
+export function framedResponseSerializer(fallback: grpc.serialize<EvaluateFunctionResponse> = encodeResponse): grpc.serialize<EvaluateFunctionResponse> {
   return (value) => {
     const {resourceList, log} = value
-    if (!Buffer.isBuffer(resourceList) || !Buffer.isBuffer(log)) return generated(value)
+    if (!Buffer.isBuffer(resourceList) || !Buffer.isBuffer(log)) return fallback(value)
     const room = claimHeadroom(resourceList)
     const head = resourceList.length === 0 ? 0 : 1 + varintLength(resourceList.length)
     const tail = fieldSize(log.length)
     if (room !== undefined && room.after >= tail && head <= room.before && head > 0) {
       const message = Buffer.from(resourceList.buffer, resourceList.byteOffset - head, head + resourceList.length + tail)
       // the output is in place already, behind its header
-      writeField(message, writeHeader(message, 0, RESOURCE_LIST_TAG, resourceList.length) + resourceList.length, LOG_TAG, log)
+      writeField(message, writeFieldHeader(message, 0, RESOURCE_LIST_FIELD, resourceList.length) + resourceList.length, LOG_FIELD, log)
       if (room.before >= head + GRPC_PREFIX) {
         const framed = Buffer.from(message.buffer, message.byteOffset - GRPC_PREFIX, GRPC_PREFIX + message.length)
         framed[0] = 0 // not compressed
@@ -165,7 +139,7 @@ export function framedResponseSerializer(generated: grpc.serialize<EvaluateFunct
       return message
     }
     const message = Buffer.allocUnsafe(head + resourceList.length + tail)
-    writeField(message, writeField(message, 0, RESOURCE_LIST_TAG, resourceList), LOG_TAG, log)
+    writeField(message, writeField(message, 0, RESOURCE_LIST_FIELD, resourceList), LOG_FIELD, log)
     return message
   }
 }

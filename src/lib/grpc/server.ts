@@ -10,7 +10,6 @@
 import {format} from 'node:util'
 
 import * as grpc from '@grpc/grpc-js'
-import {HealthImplementation, type ServingStatus} from 'grpc-health-check'
 
 import {CallBudget, deriveBudget, RECEPTION_HEADER} from '../budget.js'
 import {FnrError, GrpcCode, toFnrError} from '../errors.js'
@@ -25,6 +24,7 @@ import {DEFAULT_CONNECTION_IDLE_MS, DEFAULT_GUARD, installGuard, type GuardSetti
 import {EVALUATOR_TRAILER, failureMetadata, resultsMetadata} from './metadata.js'
 import {EVALUATOR_SERVICE, evaluatorServiceDefinition, type EvaluateFunctionRequest, type EvaluateFunctionResponse} from './proto.js'
 import {frameResponsesInPlace, grpcJsVersion} from './internals.js'
+import {HealthService, type ServingStatus} from './health.js'
 import {fitLog, framedResponseSerializer, REPLY_HEADROOM, takePrefixed} from './reply.js'
 
 export interface EvaluatorServerOptions {
@@ -106,7 +106,7 @@ function formatHostPort(host: string, port: number): string {
 }
 
 export class EvaluatorServer {
-  readonly health = new HealthImplementation({'': 'NOT_SERVING', [EVALUATOR_SERVICE]: 'NOT_SERVING'})
+  readonly health = new HealthService({'': 'NOT_SERVING', [EVALUATOR_SERVICE]: 'NOT_SERVING'})
   private readonly server: grpc.Server
   private readonly logger: Logger
   private inFlight = 0
