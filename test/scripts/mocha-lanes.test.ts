@@ -5,6 +5,7 @@
  * before it ended, SIGTERM reaching both; and the split itself (test/suites.mjs mochaLanes).
  */
 import {spawn} from 'node:child_process'
+import {existsSync} from 'node:fs'
 import {readFile, rm, writeFile} from 'node:fs/promises'
 import {getPriority} from 'node:os'
 import path from 'node:path'
@@ -125,15 +126,25 @@ describe('npm test lanes: two mocha processes at once, one output after the othe
 
   it('SIGTERM to the runner reaches both lanes and the run ends failed', async () => {
     const dir = await temp.make('fnr-lanes-')
-    const forever = `describe('lane fixture', () => { it('waits', function () { this.timeout(0); return new Promise(() => {}) }) })\n`
-    await writeFile(path.join(dir, 'a.test.ts'), forever)
-    await writeFile(path.join(dir, 'b.test.ts'), forever)
+    // each lane's test says it runs (its teardown is in place by then), then waits for ever
+    const forever = (name: string): string =>
+      `import {writeFileSync} from 'node:fs'\ndescribe('lane fixture', () => { it('waits', function () { this.timeout(0); writeFileSync(${JSON.stringify(path.join(dir, `${name}.running`))}, ''); return new Promise(() => {}) }) })\n`
+    await writeFile(path.join(dir, 'a.test.ts'), forever('a'))
+    await writeFile(path.join(dir, 'b.test.ts'), forever('b'))
     const started = Date.now()
     const run = await runLanes(dir, path.join(dir, 'a.test.ts'), path.join(dir, 'b.test.ts'), undefined, (child) => {
-      setTimeout(() => child.kill('SIGTERM'), 4000)
+      // SIGTERM once both lanes' tests run: a fixed delay raced a loaded machine's mocha start
+      // (a lane killed before its test process had its teardown said nothing)
+      const both = setInterval(() => {
+        if (existsSync(path.join(dir, 'a.running')) && existsSync(path.join(dir, 'b.running'))) {
+          clearInterval(both)
+          child.kill('SIGTERM')
+        }
+      }, 50)
+      child.on('close', () => clearInterval(both))
     })
     expect(run.code).to.not.equal(0)
-    expect(Date.now() - started).to.be.below(60_000)
+    expect(Date.now() - started).to.be.below(90_000)
     expect(run.stderr.match(/teardown: SIGTERM/g) ?? []).to.have.length(2)
   })
 
