@@ -113,7 +113,7 @@ describe('grpc/wire: the protocol\'s messages without protobufjs', () => {
       expect(plain(decodeRequest(Buffer.concat([image, hex('1201 78')])))).to.deep.equal({resourceList: '', image: 'x'})
     })
 
-    it('refuses malformed messages with a WireError that says what is wrong', () => {
+    it('refuses malformed messages, and strings that are not UTF-8, with a WireError that says what is wrong', () => {
       const cases: Array<[string, RegExp]> = [
         ['0a', /ends inside a varint/],
         ['0a 05 6162', /field of 5 bytes runs past the end/],
@@ -125,10 +125,16 @@ describe('grpc/wire: the protocol\'s messages without protobufjs', () => {
         ['1b 08 01', /group 3 has no end/],
         ['1b 24', /group 3 ends as group 4/],
         ['19 0102', /ends inside a fixed-size field/],
+        // image (a string) that is not UTF-8: proto3 says strings are UTF-8, and Go refuses it
+        ['12 02 c328', /string field contains invalid UTF-8/],
+        ['12 03 eda080', /string field contains invalid UTF-8/],
       ]
       for (const [bytes, words] of cases) {
         expect(() => decodeRequest(hex(bytes)), bytes).to.throw(WireError, words)
       }
+      expect(() => decodeCheckRequest(hex('0a 01 ff'))).to.throw(WireError, /invalid UTF-8/)
+      // bytes fields take any bytes
+      expect(decodeRequest(hex('0a 02 c328')).resourceList.toString('hex')).to.equal('c328')
     })
 
     it('MessageWriter leaves empty and zero fields out and writes the others in order', () => {

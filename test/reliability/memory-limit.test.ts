@@ -282,6 +282,9 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
     try {
       bed = await serveBed(['--handshake-timeout=3s'])
       const pid = bed.server.child.pid!
+      // one call first, so the fds a served call leaves in place (the spawner's, a pre-started
+      // function's pipes) are in both readings: read at start, they came in between (23 -> 29)
+      await stillHealthy(bed, fns.image.catBinary!)
       const before = resourceUsage(pid)
       const prober = probe(bed)
       idle = await idleSockets('127.0.0.1', bed.port, 5000)

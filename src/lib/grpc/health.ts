@@ -13,7 +13,7 @@
  */
 import type * as grpc from '@grpc/grpc-js'
 
-import {LENGTH_DELIMITED, MessageWriter, readMessage, VARINT} from './wire.js'
+import {LENGTH_DELIMITED, MessageWriter, readMessage, readString, VARINT} from './wire.js'
 
 /** grpc.health.v1.HealthCheckResponse.ServingStatus, in its enum's order. */
 export const SERVING_STATUSES = ['UNKNOWN', 'SERVING', 'NOT_SERVING', 'SERVICE_UNKNOWN'] as const
@@ -33,7 +33,7 @@ export function encodeCheckRequest(request: {service?: string}): Buffer {
 export function decodeCheckRequest(message: Buffer): {service: string} {
   let service = ''
   readMessage(message, (field, value) => {
-    if (field === 1 && value.wireType === LENGTH_DELIMITED) service = value.bytes.toString('utf8')
+    if (field === 1 && value.wireType === LENGTH_DELIMITED) service = readString(value.bytes)
   })
   return {service}
 }

@@ -10,7 +10,7 @@ import {fileURLToPath} from 'node:url'
 
 import * as grpc from '@grpc/grpc-js'
 
-import {LENGTH_DELIMITED, MessageWriter, readMessage} from './wire.js'
+import {LENGTH_DELIMITED, MessageWriter, readMessage, readString} from './wire.js'
 
 export const EVALUATOR_SERVICE = 'evaluator.FunctionEvaluator'
 export const EVALUATE_METHOD_PATH = '/evaluator.FunctionEvaluator/EvaluateFunction'
@@ -56,7 +56,7 @@ export function decodeRequest(message: Buffer): EvaluateFunctionRequest {
   readMessage(message, (field, value) => {
     if (value.wireType !== LENGTH_DELIMITED) return
     if (field === REQUEST_RESOURCE_LIST) request.resourceList = value.bytes
-    else if (field === REQUEST_IMAGE) request.image = value.bytes.toString('utf8')
+    else if (field === REQUEST_IMAGE) request.image = readString(value.bytes)
   })
   return request
 }

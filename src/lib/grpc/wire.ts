@@ -9,9 +9,12 @@
  * Decoding follows Go's protobuf (Porch's runner): fields may come in any order and a field that
  * comes twice keeps its last value; a field of a number the message does not know, or of a known
  * number but another wire type, is skipped; a message that ends inside a field, or has a field of
- * number 0, a wire type 6 or 7, or an unmatched group end, is malformed (WireError). Nothing is
- * copied: a bytes field is a view of the message's memory.
+ * number 0, a wire type 6 or 7, or an unmatched group end, is malformed (WireError), and so is a
+ * string field that is not UTF-8 (proto3's rule, which Go enforces). Nothing is copied: a bytes
+ * field is a view of the message's memory. test/porch-side-by-side/request-frames.test.ts sends
+ * malformed requests to Porch's runner and fnr in the same run.
  */
+import {isUtf8} from 'node:buffer'
 
 /** Wire types. */
 export const VARINT = 0
@@ -120,6 +123,12 @@ export function readMessage(message: Uint8Array, onField: (field: number, value:
 interface Reader {
   buf: Buffer
   at: number
+}
+
+/** A string field's text: proto3 strings are UTF-8, and Go's protobuf refuses a message whose string is not. */
+export function readString(bytes: Buffer): string {
+  if (!isUtf8(bytes)) throw new WireError('string field contains invalid UTF-8')
+  return bytes.toString('utf8')
 }
 
 /** A varint of up to 10 bytes; values above 2^53 lose their low bits (fnr's fields are lengths, enums and tags). */
