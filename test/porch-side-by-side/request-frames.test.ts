@@ -11,29 +11,13 @@ import * as grpc from '@grpc/grpc-js'
 import {expect} from 'chai'
 
 import {buildPorchRunner} from '../../scripts/catalog-peers.mjs'
-import {EVALUATE_METHOD_PATH} from '../../src/lib/grpc/proto.js'
 import {BUILD_TIMEOUT_MS} from '../catalog/support.js'
 import {frameCases} from '../support/reliability/inputs.js'
 import {startServeProcess, type ServeProcess} from '../support/serve.js'
 import {TempDirs} from '../support/tmp.js'
-import {runnerBed, startPorchRunner, type PorchRunner} from './support.js'
+import {callRaw, runnerBed, startPorchRunner, stopRunners, type PorchRunner, type RawReply} from './support.js'
 
-interface Raw {
-  bytes?: Buffer
-  code?: number
-  details?: string
-}
-
-function callRaw(port: number, message: Buffer): Promise<Raw> {
-  const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure())
-  return new Promise<Raw>((resolve) => {
-    client.makeUnaryRequest(EVALUATE_METHOD_PATH, (b: Buffer) => b, (b: Buffer) => b, message, {deadline: Date.now() + 60_000}, (err, res) =>
-      resolve(err ? {code: err.code, details: err.details} : {bytes: res!}),
-    )
-  }).finally(() => client.close())
-}
-
-const show = (r: Raw): string => (r.code === undefined ? `OK (${r.bytes!.length} bytes)` : `${grpc.status[r.code]}: ${r.details}`)
+const show = (r: RawReply): string => (r.code === undefined ? `OK (${r.bytes!.length} bytes)` : `${grpc.status[r.code]}: ${r.details}`)
 
 describe('malformed request messages: fnr serve reads and refuses what Porch\'s runner does', function () {
   this.timeout(BUILD_TIMEOUT_MS)
@@ -50,15 +34,13 @@ describe('malformed request messages: fnr serve reads and refuses what Porch\'s 
   })
 
   after(async () => {
-    fnr?.child.kill('SIGTERM')
-    if (fnr) await fnr.exited
-    await porch?.stop()
+    await stopRunners(fnr, porch)
     await temp.cleanup()
   })
 
-  const unreadable = (r: Raw): boolean => r.code === grpc.status.INTERNAL && /deserializ|unmarshal/.test(r.details ?? '')
+  const unreadable = (r: RawReply): boolean => r.code === grpc.status.INTERNAL && /deserializ|unmarshal/.test(r.details ?? '')
   /** fnr's own checks of a request it read (Porch's runner runs it): an empty image or resource_list. */
-  const checkedByFnr = (ours: Raw, theirs: Raw): boolean =>
+  const checkedByFnr = (ours: RawReply, theirs: RawReply): boolean =>
     ours.code === grpc.status.INVALID_ARGUMENT &&
     ((/^image is empty/.test(ours.details ?? '') && theirs.code === grpc.status.NOT_FOUND && theirs.details === 'function "" not found') ||
       (/^resource_list is empty/.test(ours.details ?? '') && theirs.code === undefined && theirs.bytes!.length === 0))

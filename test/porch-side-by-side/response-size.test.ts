@@ -13,11 +13,10 @@ import {expect} from 'chai'
 import {stringify} from 'yaml'
 
 import {buildPorchRunner} from '../../scripts/catalog-peers.mjs'
-import {EVALUATE_METHOD_PATH} from '../../src/lib/grpc/proto.js'
 import {BUILD_TIMEOUT_MS} from '../catalog/support.js'
 import {startServeProcess, type ServeProcess} from '../support/serve.js'
 import {TempDirs, writeExecutable} from '../support/tmp.js'
-import {startPorchRunner, type PorchRunner, type RunnerBed} from './support.js'
+import {callRaw, startPorchRunner, stopRunners, type PorchRunner, type RawReply, type RunnerBed} from './support.js'
 
 const MAX = 6 * 1024 * 1024
 
@@ -36,27 +35,6 @@ function varint(n: number): Buffer {
 function request(resourceList: Buffer, image: string): Buffer {
   const img = Buffer.from(image)
   return Buffer.concat([Buffer.of(0x0a), varint(resourceList.length), resourceList, Buffer.of(0x12), varint(img.length), img])
-}
-
-interface Raw {
-  bytes?: Buffer
-  code?: number
-  details?: string
-}
-
-/** One call with a raw (identity) serializer: the response message's bytes as the server sent them. */
-function callRaw(port: number, message: Buffer): Promise<Raw> {
-  const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), {'grpc.max_receive_message_length': 4 * MAX})
-  return new Promise<Raw>((resolve) => {
-    client.makeUnaryRequest(
-      EVALUATE_METHOD_PATH,
-      (b: Buffer) => b,
-      (b: Buffer) => b,
-      message,
-      {deadline: Date.now() + 120_000},
-      (err, res) => resolve(err ? {code: err.code, details: err.details} : {bytes: res!}),
-    )
-  }).finally(() => client.close())
 }
 
 describe('outputs at the message size limit: fnr serve and Porch\'s runner send the same bytes', function () {
@@ -82,13 +60,11 @@ describe('outputs at the message size limit: fnr serve and Porch\'s runner send 
   })
 
   after(async () => {
-    fnr?.child.kill('SIGTERM')
-    if (fnr) await fnr.exited
-    await porch?.stop()
+    await stopRunners(fnr, porch)
     await temp.cleanup()
   })
 
-  const call = (port: number, size: number, image = 'example.com/sized:v1'): Promise<Raw> => callRaw(port, request(Buffer.from(`${size}\n`), image))
+  const call = (port: number, size: number, image = 'example.com/sized:v1'): Promise<RawReply> => callRaw(port, request(Buffer.from(`${size}\n`), image), 4 * MAX)
 
   // 6 MiB - 5 is the exact limit: 1 tag byte + 4 length bytes + the output = 6 MiB.
   for (const under of [6, 5]) {

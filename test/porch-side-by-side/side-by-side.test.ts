@@ -15,7 +15,7 @@ import {buildGoClient, buildPorchRunner} from '../../scripts/catalog-peers.mjs'
 import {BUILD_TIMEOUT_MS, stableOutput} from '../catalog/support.js'
 import {startServeProcess, type ServeProcess} from '../support/serve.js'
 import {TempDirs} from '../support/tmp.js'
-import {conformanceCorpus, goClient, grpcCode, runnerBed, startPorchRunner, type CorpusCase, type GoReply, type PorchRunner, type RunnerBed} from './support.js'
+import {conformanceCorpus, goClient, grpcCode, runnerBed, startPorchRunner, stopRunners, type CorpusCase, type GoReply, type PorchRunner, type RunnerBed} from './support.js'
 
 describe('a Go client and Porch\'s own runner side by side with fnr serve', function () {
   this.timeout(BUILD_TIMEOUT_MS)
@@ -41,9 +41,7 @@ describe('a Go client and Porch\'s own runner side by side with fnr serve', func
   })
 
   after(async () => {
-    fnr?.child.kill('SIGTERM')
-    if (fnr) await fnr.exited
-    await porch?.stop()
+    await stopRunners(fnr, porch)
     await temp.cleanup()
   })
 

@@ -10,11 +10,14 @@ import {copyFile, mkdir, writeFile} from 'node:fs/promises'
 import net from 'node:net'
 import path from 'node:path'
 
+import * as grpc from '@grpc/grpc-js'
 import {execa} from 'execa'
 import {stringify} from 'yaml'
 
 import {buildCatalogFunctions, CATALOG} from '../../scripts/catalog-peers.mjs'
 import {argsConfigMap, CATALOG_YAML, CORPUS_CONFIGS, corpusPackages, corpusResourceList, readConfig, writePackage} from '../catalog/support.js'
+import {EVALUATE_METHOD_PATH} from '../../src/lib/grpc/proto.js'
+import type {ServeProcess} from '../support/serve.js'
 import {SCRIPTS, writeExecutable} from '../support/tmp.js'
 
 export interface CorpusCase {
@@ -182,4 +185,28 @@ async function startPorchProcess(binary: string, argsFor: (port: number) => stri
     await stop()
     if (attempt >= 2) throw new Error(`Porch's ${what} did not start:\n${log}`)
   }
+}
+
+/** What a raw call got: the response message's bytes as the server sent them, or the status. */
+export interface RawReply {
+  bytes?: Buffer
+  code?: number
+  details?: string
+}
+
+/** One EvaluateFunction call with identity (de)serializers: `message` goes out as it is, the reply's bytes come back as sent. */
+export function callRaw(port: number, message: Buffer, maxReceive?: number): Promise<RawReply> {
+  const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), maxReceive ? {'grpc.max_receive_message_length': maxReceive} : {})
+  return new Promise<RawReply>((resolve) => {
+    client.makeUnaryRequest(EVALUATE_METHOD_PATH, (b: Buffer) => b, (b: Buffer) => b, message, {deadline: Date.now() + 120_000}, (err, res) =>
+      resolve(err ? {code: err.code, details: err.details} : {bytes: res!}),
+    )
+  }).finally(() => client.close())
+}
+
+/** Stops fnr serve (SIGTERM, waits for its exit) and Porch's runner, whichever were started. */
+export async function stopRunners(fnr: ServeProcess | undefined, porch: PorchRunner | undefined): Promise<void> {
+  fnr?.child.kill('SIGTERM')
+  if (fnr) await fnr.exited
+  await porch?.stop()
 }
