@@ -115,9 +115,9 @@ function writeField(message: Buffer, offset: number, field: number, bytes: Buffe
  * runner sends too large. An output with room around it (REPLY_HEADROOM, headroom.ts: the process
  * runner leaves it when it joins the output from several chunks) gets the field headers, the log
  * and gRPC's prefix written there, and the message is a view of that memory, so a large output is
- * not copied once more, neither here nor into grpc-js's frame (takePrefixed). Anything else is
- * written into a new buffer; a value that is not two Buffers goes to `fallback` (the protocol's own
- * encoder, proto.ts).
+ * not copied once more, neither here nor into grpc-js's frame (takePrefixed). Anything else goes
+ * to `fallback` (the protocol's own encoder, proto.ts), which writes the same bytes into a new
+ * buffer.
  */
 export function framedResponseSerializer(fallback: grpc.serialize<EvaluateFunctionResponse> = encodeResponse): grpc.serialize<EvaluateFunctionResponse> {
   return (value) => {
@@ -138,8 +138,6 @@ export function framedResponseSerializer(fallback: grpc.serialize<EvaluateFuncti
       }
       return message
     }
-    const message = Buffer.allocUnsafe(head + resourceList.length + tail)
-    writeField(message, writeField(message, 0, RESOURCE_LIST_FIELD, resourceList), LOG_FIELD, log)
-    return message
+    return fallback(value)
   }
 }
