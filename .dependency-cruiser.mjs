@@ -29,7 +29,7 @@ export const LAYERS = [
   // evaluators, the response cache, and the container runtimes of fnr eval and render
   ['evaluators-cache', '^src/lib/(evaluators|cache|container)/'],
   // what the commands call: serve, wrapper-server, eval (and its --save), render, source and sink, test, and their flag specs
-  ['entry-points', '^src/lib/(flags|fntest)/|^src/lib/(eval|render|source-sink|drain|serve|wrapper|save-function)[.]ts$'],
+  ['entry-points', '^src/lib/(flags|fntest)/|^src/lib/(eval|render|source-sink|drain|first-call|serve|wrapper|save-function)[.]ts$'],
   // the CLI adapter, the packaged binaries, oclif hooks
   ['adapters', '^src/(cli|bin|hooks)/'],
   ['commands', '^src/commands/'],

@@ -17,6 +17,7 @@ import type {Evaluator} from './evaluator.js'
 import {MultiEvaluator} from './evaluators/multi.js'
 import {defaultBindHost, EvaluatorServer} from './grpc/server.js'
 import {drainOnStop} from './drain.js'
+import {primeFirstCall} from './first-call.js'
 import {detectMemoryLimit} from './budget.js'
 import {serverLimits, type ListenerLimits} from './grpc/limits.js'
 import {loadListenerTls, validateListenerTlsFlags, type ListenerTlsFiles} from './grpc/tls.js'
@@ -444,6 +445,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
   // it does not compete with the start for CPU (docs/performance.md "bench S").
   const startSpawner = setImmediate(() => {
     if (runtimes.includes('exec')) launcher.start((why) => logger.warn(why))
+    void primeFirstCall({port, host: options.host || defaultBindHost(), tls: tls !== undefined}, runtimes.includes('exec') ? launcher : undefined, logger)
   })
   telemetry.metrics.setInFlightSource(() => server.activeCalls)
   telemetry.metrics.setBudgetSource(() => server.budget.snapshot())
