@@ -330,7 +330,7 @@ export class CallBudget {
     }
   }
 
-  /** Reads which running calls sleep (at most every 50 ms); updates the lent slots and the stream limits. */
+  /** Reads which running calls sleep (at most every SAMPLE_INTERVAL_MS, idle-calls.ts); updates the lent slots and the stream limits. */
   private refreshIdle(): void {
     if (!this.idleSource) return
     this.idle = this.running > 0 ? this.idleSource.sample() : {idle: 0, lent: 0}
@@ -526,7 +526,7 @@ export class CallBudget {
   /**
    * Whether a call of working set `cost` may start: the slots taken (running calls, less what
    * the calls asleep lend) leave one, and the working sets leave room. The calls asleep are read
-   * again (at most every 50 ms) before a call is kept waiting for a slot.
+   * again (at most every SAMPLE_INTERVAL_MS) before a call is kept waiting for a slot.
    */
   private fits(cost: number): boolean {
     if (this.running === 0) return true

@@ -24,16 +24,26 @@ export const IDLE_CPU_SHARE = 0.05
  * calls that hang on one connection hold its streams and the slots until they are judged asleep,
  * and every other call of the connection waits that long (test/grpc/fairness.test.ts (c): with
  * 300 ms here and a 250 ms window, normal calls among 24 hung ones waited up to 1.25 s, three times
- * what they waited with Porch's runner, which has no limit).
+ * what they waited with Porch's runner, which has no limit; with 100 ms and 50 ms, on cores where a
+ * function starts in a few ms, they still waited 3.5x Porch's runner, docs/limits.md). A function
+ * still loading is runnable or uses CPU, and one reading its input moves bytes: either keeps it
+ * working whatever its age.
  */
-export const MIN_IDLE_AGE_MS = 100
+export const MIN_IDLE_AGE_MS = 30
 /**
- * A group is judged over at least this long between two readings. Five clock ticks: a group that
- * used one tick in it is working.
+ * A group is judged over at least this long between two readings. Two clock ticks: a group that
+ * used one tick in it (half of a core) is working.
  */
-export const MIN_IDLE_WINDOW_MS = 50
-/** How often the budget samples the running groups while it needs to (budget.ts keepSampling). */
-export const SAMPLE_INTERVAL_MS = 50
+export const MIN_IDLE_WINDOW_MS = 20
+/**
+ * How often the budget samples the running groups while it needs to (budget.ts keepSampling), at
+ * least: a sample reads a few /proc files per process, ~5 ms for 300 groups, and the sampler waits
+ * at least SAMPLE_COST_FACTOR times as long as its last reading took (IdleSampler), so that sampling
+ * never takes more than a tenth of the event loop, however many calls run.
+ */
+export const SAMPLE_INTERVAL_MS = 20
+/** The sampler waits at least this many times its last reading's duration before the next one. */
+export const SAMPLE_COST_FACTOR = 10
 /** The least fraction of a slot an asleep group costs: at most 16 of them per slot. */
 export const MIN_IDLE_WEIGHT = 1 / 16
 /** Clock ticks per second of /proc/PID/stat's times (USER_HZ: 100 on every Linux fnr runs on). */
@@ -209,10 +219,15 @@ export class IdleSampler {
     private readonly read: (leaders: Iterable<number>, at: number) => Map<number, GroupReading> = readGroups,
   ) {}
 
-  /** A fresh sample, or the last one if it is younger than minIntervalMs. */
+  /** How long the last reading took (ms): the next one waits at least SAMPLE_COST_FACTOR times that. */
+  private lastCostMs = 0
+
+  /** A fresh sample, or the last one if it is younger than minIntervalMs (or SAMPLE_COST_FACTOR times the last reading's cost). */
   sample(now = Date.now()): IdleSample {
-    if (now - this.lastAt < this.minIntervalMs) return this.last
+    if (now - this.lastAt < Math.max(this.minIntervalMs, SAMPLE_COST_FACTOR * this.lastCostMs)) return this.last
+    const readStarted = performance.now()
     const readings = this.read(this.leaders(), now)
+    this.lastCostMs = performance.now() - readStarted
     // Each group is compared with its newest reading at least a window old: a sliding window, so a
     // group asleep stays asleep from one sample to the next. (Comparing with one kept reading, as
     // before, judged every group working at each sample after the window restarted: the calls
