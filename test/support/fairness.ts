@@ -228,7 +228,9 @@ export async function porchPattern(bed: FairnessBed, address: string, opts: {hun
   let stuck = opts.normal
   const all = Promise.all(normal).then((r) => ((stuck = 0), r))
   await Promise.race([all, sleep(opts.capMs)])
-  const hungStarted = (await pidsOf(bed)).length
+  // The last hung call may have been admitted just before the last normal call answered: its shell
+  // writes its pid a moment after it starts.
+  const hungStarted = await waitForPids(bed, opts.hung, 5_000)
   cancel.abort()
   const records = await Promise.all(normal)
   if (stuck > 0) stuck = records.filter((r) => r.code === 'CANCELLED').length
