@@ -7,6 +7,7 @@
  * and errors become gRPC statuses by their kind (errors.ts). A failing function adds the
  * fnr-failure-bin trailer (metadata.ts).
  */
+import {constants as http2constants, type Http2Session} from 'node:http2'
 import {format} from 'node:util'
 
 import * as grpc from '@grpc/grpc-js'
@@ -23,7 +24,7 @@ import {raiseReceiveWindows, receiveWindowFor} from './flow-control.js'
 import {DEFAULT_CONNECTION_IDLE_MS, DEFAULT_GUARD, installGuard, type GuardSettings} from './hygiene.js'
 import {EVALUATOR_TRAILER, failureMetadata, resultsMetadata} from './metadata.js'
 import {EVALUATOR_SERVICE, evaluatorServiceDefinition, type EvaluateFunctionRequest, type EvaluateFunctionResponse} from './proto.js'
-import {frameResponsesInPlace, grpcJsVersion} from './internals.js'
+import {frameResponsesInPlace, grpcJsVersion, http2ServersOf} from './internals.js'
 import {HealthService, type ServingStatus} from './health.js'
 import {fitLog, framedResponseSerializer, REPLY_HEADROOM, takePrefixed} from './reply.js'
 
@@ -113,6 +114,8 @@ export class EvaluatorServer {
   private draining = false
   private boundPort = 0
   private idleWaiters: Array<() => void> = []
+  /** The open HTTP/2 sessions of the listener, ended by forceShutdown (grpc-js lists them only with channelz on). */
+  private readonly sessions = new Set<Http2Session>()
   readonly budget: CallBudget
   readonly telemetry: Telemetry
 
@@ -129,9 +132,10 @@ export class EvaluatorServer {
       'grpc.keepalive_time_ms': 60_000,
       'grpc.keepalive_timeout_ms': 20_000,
       'grpc.keepalive_permit_without_calls': 1,
-      // 'grpc.enable_channelz': 0 would save ~10% of the server's CPU per small call, but in
-      // grpc-js 1.14 the server then stops tracking its sessions, and forceShutdown no longer
-      // cancels the calls in flight (test/grpc/health-drain.test.ts catches it). Left on.
+      // Off: channelz's bookkeeping took ~10% of the server's CPU per small call, and nothing reads
+      // it. Without it grpc-js 1.14 no longer lists its sessions for forceShutdown, which then left
+      // the calls in flight running: the server keeps its own list and ends them (forceSessions).
+      'grpc.enable_channelz': 0,
     })
     const definition = evaluatorServiceDefinition()
     const method = definition.EvaluateFunction!
@@ -174,6 +178,12 @@ export class EvaluatorServer {
     // HTTP/2 windows as large as a message (flow-control.ts: the 64 KiB defaults stall large
     // requests on a busy connection).
     raiseReceiveWindows(this.server, receiveWindowFor(this.options.maxMessageSize), this.logger)
+    for (const listening of http2ServersOf(this.server)) {
+      listening.on('session', (session) => {
+        this.sessions.add(session)
+        session.once('close', () => this.sessions.delete(session))
+      })
+    }
     // Partial messages, slow senders, silent sockets, accept errors (hygiene.ts).
     installGuard(this.server, this.budget, {...DEFAULT_GUARD, ...stripUndefined(this.options.http2)}, {logger: this.logger, telemetry: this.telemetry})
     // A large output goes out from where the process runner put it, not copied into grpc-js's frame.
@@ -202,14 +212,21 @@ export class EvaluatorServer {
     const finished = await Promise.race([idle, timeout])
     // Let the last responses flush; sessions holding only Watch streams are then cut.
     if (finished) await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 250).unref())])
-    this.server.forceShutdown()
+    this.forceSessions()
     return {forced: !finished}
   }
 
   /** Immediate stop (tests, second signal). */
   forceShutdown(): void {
     this.draining = true
+    this.forceSessions()
+  }
+
+  /** grpc-js's forceShutdown, then every session still open reset (NGHTTP2_CANCEL), as grpc-js does with channelz on: its calls end CANCELLED. */
+  private forceSessions(): void {
     this.server.forceShutdown()
+    for (const session of this.sessions) if (!session.destroyed) session.destroy(undefined, http2constants.NGHTTP2_CANCEL)
+    this.sessions.clear()
   }
 
   private handle(
