@@ -129,6 +129,14 @@ describe('exec evaluator: each call re-checks the binary', () => {
     expect(message).to.equal(`exec function "example.com/fn:v1" refused: the functions directory ${dir} now resolves to ${await realpath(other)}, not ${dirReal} as at start-up`)
   })
 
+  it('runs a binary whose path now leads through a symlink to the very file checked at start-up', async () => {
+    const {dir, exec} = await setup()
+    // The same file (device and inode) under another name, and a symlink in its place: what runs is unchanged.
+    await rename(path.join(dir, 'fn'), path.join(dir, 'fn.real'))
+    await symlink('fn.real', path.join(dir, 'fn'))
+    expect((await exec.evaluate({image: 'example.com/fn:v1', resourceList: SAMPLE_RL})).resourceList.equals(SAMPLE_RL)).to.equal(true)
+  })
+
   it('refuses a binary replaced by another file at the same path (device and inode)', async () => {
     const {root, dir, exec} = await setup()
     await rename(path.join(root, 'evil'), path.join(dir, 'fn'))
