@@ -19,7 +19,7 @@ import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {StaticMetadataSource} from '../../src/lib/pods/cluster/image-metadata.js'
 import {LABEL_OWNER} from '../../src/lib/pods/model/naming.js'
 import {startPodRuntime, type PodRuntimeOptions} from '../../src/lib/pods/runtime/runtime.js'
-import type {ControlPlane} from '../support/cluster/controlplane.js'
+import {waitCrdsEstablished, type ControlPlane} from '../support/cluster/controlplane.js'
 import {FaultProxy} from '../support/cluster/fault-proxy.js'
 import {adminClient, namespace, sharedControlPlane, waitForClusterBinaries} from '../support/cluster/shared.js'
 import {KubeRequestError, type KubeRestClient} from '../support/k8s/client.js'
@@ -288,7 +288,7 @@ describe('pod runtime: API and watch faults on the real control plane (through a
     const crd = path.join(REPO_ROOT, 'manifests', 'function-config', 'crds', 'functionconfigs.yaml')
     const applied = await cp.kubectl(['apply', '--server-side', '--force-conflicts', '-f', crd])
     expect(applied.code, applied.stderr).to.equal(0)
-    const established = await cp.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/functionconfigs.config.porch.kpt.dev'])
+    const established = await waitCrdsEstablished(cp, ['functionconfigs.config.porch.kpt.dev'])
     expect(established.code, established.stderr).to.equal(0)
     const fns = await makeFunctionsDir(dir)
     const base = serveOptions({...fns, disableRuntimes: 'pod'})

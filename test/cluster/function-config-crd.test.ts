@@ -11,7 +11,7 @@ import path from 'node:path'
 import {FUNCTION_CONFIG_GROUP, FUNCTION_CONFIG_PLURAL, parseFunctionConfig} from '../../src/lib/config/function-config-crd.js'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {memoryLogger} from '../support/memory-logger.js'
-import type {ControlPlane} from '../support/cluster/controlplane.js'
+import {waitCrdsEstablished, type ControlPlane} from '../support/cluster/controlplane.js'
 import {adminClient, namespace, sharedControlPlane, waitForClusterBinaries} from '../support/cluster/shared.js'
 import type {KubeRestClient} from '../support/k8s/client.js'
 import {eventually} from '../support/k8s/fixtures.js'
@@ -56,7 +56,7 @@ describe('FunctionConfig CRDs on the real control plane (kube-apiserver\'s schem
     it(`${name} CRD is accepted and Established; the example object is stored and parsed by fnr; no executor is refused by the CEL rule`, async () => {
       const applied = await kubectl(['apply', '--server-side', '--force-conflicts', ...files.flatMap((f) => ['-f', f])])
       expect(applied.code, applied.stderr).to.equal(0)
-      const established = await kubectl(['wait', '--for=condition=Established', '--timeout=60s', `crd/${FUNCTION_CONFIG_PLURAL}.${FUNCTION_CONFIG_GROUP}`])
+      const established = await waitCrdsEstablished(cp, [`${FUNCTION_CONFIG_PLURAL}.${FUNCTION_CONFIG_GROUP}`])
       expect(established.code, established.stderr).to.equal(0)
       // discovery can lag behind Established for a moment
       await eventually(async () => (await kubectl(['get', FUNCTION_CONFIG_PLURAL, '-n', ns.name])).code === 0, 20_000, 200)

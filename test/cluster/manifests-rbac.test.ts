@@ -16,7 +16,7 @@ import {StaticMetadataSource} from '../../src/lib/pods/cluster/image-metadata.js
 import type {ServeOptions} from '../../src/lib/serve.js'
 import {memoryLogger} from '../support/memory-logger.js'
 import {runCli} from '../support/cli.js'
-import type {AuditEvent, ControlPlane} from '../support/cluster/controlplane.js'
+import {waitCrdsEstablished, type AuditEvent, type ControlPlane} from '../support/cluster/controlplane.js'
 import {adminClient, sharedControlPlane, waitForClusterBinaries} from '../support/cluster/shared.js'
 import type {KubeRestClient} from '../support/k8s/client.js'
 import {eventually} from '../support/k8s/fixtures.js'
@@ -69,7 +69,8 @@ describe('manifests/ and Porch\'s runner RBAC on the real control plane (porch-f
     fns = await makeFunctionsDir(dir)
     // Porch's FunctionConfig CRD is installed (as on a cluster running Porch at HEAD).
     await kubectlOk(['apply', '--server-side', '-f', path.join(PORCH, 'config.porch.kpt.dev_functionconfigs.yaml')])
-    await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', 'crd/functionconfigs.config.porch.kpt.dev'])
+    const established = await waitCrdsEstablished(cp, ['functionconfigs.config.porch.kpt.dev'])
+    if (established.code !== 0) throw new Error(`the CRD is not Established: ${established.stderr}`)
     // The function image: the kubelet runs the real wrapper server with a shell-script function.
     fnFile = await writeExecutable(path.join(dir, 'cluster-cat'), SCRIPTS.cat)
     cp.kubelet!.setImage(WRAPPER_IMAGE, 'skip')

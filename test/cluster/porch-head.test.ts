@@ -30,7 +30,7 @@ import type {RunningServer, ServeOptions} from '../../src/lib/serve.js'
 import {buildCatalogFunctions, CATALOG} from '../../scripts/catalog-peers.mjs'
 import {argsConfigMap, corpusPackages, corpusResourceList, CORPUS_CONFIGS, runBinary, stableOutput, writePackage} from '../catalog/support.js'
 import {memoryLogger} from '../support/memory-logger.js'
-import type {AuditEvent, ControlPlane} from '../support/cluster/controlplane.js'
+import {waitCrdsEstablished, type AuditEvent, type ControlPlane} from '../support/cluster/controlplane.js'
 import {adminClient, sharedControlPlane, waitForClusterBinaries} from '../support/cluster/shared.js'
 import {deletePorchNamespaces, POD_NS, porchNamespacesGone, RUNNER_NS, RUNNER_USER, runnerKubeconfig} from '../support/cluster/porch-namespaces.js'
 import type {KubeRestClient} from '../support/k8s/client.js'
@@ -107,7 +107,8 @@ describe("Porch at HEAD's files on the real control plane, fnr as the runner: CR
     // Porch's files, unmodified.
     await kubectlOk(['apply', '-f', path.join(HEAD, 'porch_1-namespace.yaml')])
     await kubectlOk(['apply', '--server-side', '-f', path.join(HEAD, 'config.porch.kpt.dev_functionconfigs.yaml'), '-f', path.join(HEAD, 'config.porch.kpt.dev_servicetemplates.yaml')])
-    await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', 'crd/functionconfigs.config.porch.kpt.dev', 'crd/servicetemplates.config.porch.kpt.dev'])
+    const established = await waitCrdsEstablished(cp, ['functionconfigs.config.porch.kpt.dev', 'servicetemplates.config.porch.kpt.dev'])
+    if (established.code !== 0) throw new Error(`the CRDs are not Established: ${established.stderr}`)
     await kubectlOk(['apply', '-f', path.join(HEAD, 'porch_5-rbac.yaml'), '-f', path.join(HEAD, 'porch_6-rbac-bind.yaml')])
     // porch_2 holds the runner's ServiceAccount, Deployment and Service: the ServiceAccount only (fnr serve runs in
     // this process; the Deployment's pod would need Porch's or fnr's runner image).

@@ -435,6 +435,21 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
 }
 
 /** FNR_CLUSTER_NODE: `runc` (default) or `process`. */
+/**
+ * `kubectl wait --for=condition=Established` on CRDS, again while the CRD has no conditions yet:
+ * kubectl then fails at once with ".status.conditions accessor error: <nil> is of the type <nil>"
+ * instead of waiting (the apiserver writes the status a moment after the create). The last result.
+ */
+export async function waitCrdsEstablished(cp: Pick<ControlPlane, 'kubectl'>, crds: string[], timeoutMs = 60_000): Promise<{ code: number; stdout: string; stderr: string }> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const left = Math.max(1, Math.ceil((until - Date.now()) / 1000));
+    const r = await cp.kubectl(['wait', '--for=condition=Established', `--timeout=${left}s`, ...crds.map((c) => `crd/${c}`)]);
+    if (r.code === 0 || !/accessor error: <nil>/.test(r.stderr) || Date.now() > until) return r;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
 export function nodeKind(value: string | undefined): 'runc' | 'process' {
   if (value === undefined || value === '' || value === 'runc') return 'runc';
   if (value === 'process') return 'process';
