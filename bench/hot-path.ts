@@ -108,7 +108,7 @@ try {
 
   // The exec runtime's own per-call steps.
   const evaluator = new ExecEvaluator({config, maxOutputBytes: 6 << 20, launcher: new ProcessLauncher()})
-  add('exec: binary re-check (2 realpath, 2 stat)', 'evaluators/exec.ts', await perCall(() => (evaluator as unknown as {recheck(i: string, f: typeof fn): void}).recheck(image, fn)), true)
+  add('exec: binary re-check (one stat while the binary is unchanged)', 'evaluators/exec.ts', await perCall(() => (evaluator as unknown as {recheck(i: string, f: typeof fn): void}).recheck(image, fn)), true)
   const env = execEnvironment()
   add('exec: environment + marker + the native helper\'s request', 'process/run.ts, native-spawner.ts', await perCall((i) => nativeRequest(i, {command: fn.binary, args: [], env: {...env, [CALL_MARKER_ENV]: newCallMarker()}, cwd: dir})), true)
 
