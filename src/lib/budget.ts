@@ -319,6 +319,11 @@ export class CallBudget {
     if (this.extraStreams > 0) this.applyStreams(session)
   }
 
+  /** The server's HTTP/2 sessions still open (those sessionOpened was told of): a forced stop resets them (server.ts). */
+  openSessions(): Http2Session[] {
+    return [...this.sessions.keys()]
+  }
+
   private applyStreams(session: Http2Session): void {
     const limit = this.settings.maxConcurrentStreams + this.extraStreams
     if (session.destroyed || session.closed || limit <= (this.sessions.get(session) ?? Infinity)) return

@@ -49,8 +49,7 @@ export async function primeFirstCall(target: PrimeTarget, launcher: ProcessLaunc
 
 /** The address to dial for a server bound to HOST. */
 export function loopbackFor(host: string): string {
-  if (host === '' || host === ANY_ADDRESS || host === '0.0.0.0') return '127.0.0.1'
-  if (host === '[::]') return '127.0.0.1'
+  if (host === '' || host === ANY_ADDRESS || host === '[::]' || host === '0.0.0.0') return '127.0.0.1'
   return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host
 }
 

@@ -444,8 +444,9 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
   // ~100 ms of CPU to start) starts after the listener, on the next turn, so that on a busy node
   // it does not compete with the start for CPU (docs/performance.md "bench S").
   const startSpawner = setImmediate(() => {
-    if (runtimes.includes('exec')) launcher.start((why) => logger.warn(why))
-    void primeFirstCall({port, host: options.host || defaultBindHost(), tls: tls !== undefined}, runtimes.includes('exec') ? launcher : undefined, logger)
+    const exec = runtimes.includes('exec')
+    if (exec) launcher.start((why) => logger.warn(why))
+    void primeFirstCall({port, host: server.host, tls: tls !== undefined}, exec ? launcher : undefined, logger)
   })
   telemetry.metrics.setInFlightSource(() => server.activeCalls)
   telemetry.metrics.setBudgetSource(() => server.budget.snapshot())

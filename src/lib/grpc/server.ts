@@ -7,7 +7,7 @@
  * and errors become gRPC statuses by their kind (errors.ts). A failing function adds the
  * fnr-failure-bin trailer (metadata.ts).
  */
-import {constants as http2constants, type Http2Session} from 'node:http2'
+import {constants as http2constants} from 'node:http2'
 import {format} from 'node:util'
 
 import * as grpc from '@grpc/grpc-js'
@@ -24,7 +24,7 @@ import {raiseReceiveWindows, receiveWindowFor} from './flow-control.js'
 import {DEFAULT_CONNECTION_IDLE_MS, DEFAULT_GUARD, installGuard, type GuardSettings} from './hygiene.js'
 import {EVALUATOR_TRAILER, failureMetadata, resultsMetadata} from './metadata.js'
 import {EVALUATOR_SERVICE, evaluatorServiceDefinition, type EvaluateFunctionRequest, type EvaluateFunctionResponse} from './proto.js'
-import {frameResponsesInPlace, grpcJsVersion, http2ServersOf} from './internals.js'
+import {frameResponsesInPlace, grpcJsVersion} from './internals.js'
 import {HealthService, type ServingStatus} from './health.js'
 import {fitLog, framedResponseSerializer, REPLY_HEADROOM, takePrefixed} from './reply.js'
 
@@ -113,9 +113,8 @@ export class EvaluatorServer {
   private inFlight = 0
   private draining = false
   private boundPort = 0
+  private boundHost = ''
   private idleWaiters: Array<() => void> = []
-  /** The open HTTP/2 sessions of the listener, ended by forceShutdown (grpc-js lists them only with channelz on). */
-  private readonly sessions = new Set<Http2Session>()
   readonly budget: CallBudget
   readonly telemetry: Telemetry
 
@@ -134,7 +133,7 @@ export class EvaluatorServer {
       'grpc.keepalive_permit_without_calls': 1,
       // Off: channelz's bookkeeping took ~10% of the server's CPU per small call, and nothing reads
       // it. Without it grpc-js 1.14 no longer lists its sessions for forceShutdown, which then left
-      // the calls in flight running: the server keeps its own list and ends them (forceSessions).
+      // the calls in flight running: the server ends the sessions the budget lists (forceSessions).
       'grpc.enable_channelz': 0,
     })
     const definition = evaluatorServiceDefinition()
@@ -148,6 +147,11 @@ export class EvaluatorServer {
 
   get port(): number {
     return this.boundPort
+  }
+
+  /** The address the server listens on (after start: --bind-address, its default, or 0.0.0.0 where IPv6 is missing). */
+  get host(): string {
+    return this.boundHost
   }
 
   get activeCalls(): number {
@@ -168,22 +172,18 @@ export class EvaluatorServer {
     }
     try {
       this.boundPort = await bind(host)
+      this.boundHost = host
     } catch (err) {
       // "::" on a machine without IPv6: every IPv4 address instead. grpc-js's bind error carries no
       // errno code, so a plain socket asks the system whether IPv6 can listen at all.
       if (host !== ANY_ADDRESS || (await ipv6CanListen())) throw err
       this.logger.info('IPv6 is not available: listening on IPv4 only', {error: (err as Error).message})
       this.boundPort = await bind('0.0.0.0')
+      this.boundHost = '0.0.0.0'
     }
     // HTTP/2 windows as large as a message (flow-control.ts: the 64 KiB defaults stall large
     // requests on a busy connection).
     raiseReceiveWindows(this.server, receiveWindowFor(this.options.maxMessageSize), this.logger)
-    for (const listening of http2ServersOf(this.server)) {
-      listening.on('session', (session) => {
-        this.sessions.add(session)
-        session.once('close', () => this.sessions.delete(session))
-      })
-    }
     // Partial messages, slow senders, silent sockets, accept errors (hygiene.ts).
     installGuard(this.server, this.budget, {...DEFAULT_GUARD, ...stripUndefined(this.options.http2)}, {logger: this.logger, telemetry: this.telemetry})
     // A large output goes out from where the process runner put it, not copied into grpc-js's frame.
@@ -222,11 +222,13 @@ export class EvaluatorServer {
     this.forceSessions()
   }
 
-  /** grpc-js's forceShutdown, then every session still open reset (NGHTTP2_CANCEL), as grpc-js does with channelz on: its calls end CANCELLED. */
+  /**
+   * grpc-js's forceShutdown, then every session still open (the budget's list, which the guard
+   * keeps: hygiene.ts) reset with NGHTTP2_CANCEL, as grpc-js does with channelz on: its calls end CANCELLED.
+   */
   private forceSessions(): void {
     this.server.forceShutdown()
-    for (const session of this.sessions) if (!session.destroyed) session.destroy(undefined, http2constants.NGHTTP2_CANCEL)
-    this.sessions.clear()
+    for (const session of this.budget.openSessions()) if (!session.destroyed) session.destroy(undefined, http2constants.NGHTTP2_CANCEL)
   }
 
   private handle(
