@@ -6,19 +6,15 @@ import {expect} from 'chai'
 import {EvaluatorClient} from '../../src/lib/grpc/client.js'
 import {loopbackFor, primeFirstCall} from '../../src/lib/first-call.js'
 import {ProcessLauncher} from '../../src/lib/process/launcher.js'
+import {eventually} from '../support/k8s/fixtures.js'
 import {memoryLogger, type LogLine} from '../support/memory-logger.js'
 import {makeFunctionsDir, serveOptions, startInProcess} from '../support/serve.js'
 import {SAMPLE_RL, TempDirs} from '../support/tmp.js'
 
 /** Waits for the debug line of a priming and returns its fields. */
 async function primed(lines: LogLine[]): Promise<{parts: string[]; ms: number}> {
-  const deadline = Date.now() + 20_000
-  for (;;) {
-    const line = lines.find((l) => l.msg === 'first call primed')
-    if (line) return line.fields as {parts: string[]; ms: number}
-    if (Date.now() > deadline) throw new Error(`no priming was logged: ${JSON.stringify(lines.map((l) => l.msg))}`)
-    await new Promise((r) => setTimeout(r, 10))
-  }
+  const line = await eventually(() => lines.find((l) => l.msg === 'first call primed'), 20_000, 10)
+  return line.fields as {parts: string[]; ms: number}
 }
 
 describe('first-call priming (first-call.ts)', () => {
