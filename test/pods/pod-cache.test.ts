@@ -142,6 +142,26 @@ describe('PodCache (unit: a fake PodManager, no test bed)', () => {
     expect(cache.snapshot().map((s) => s.address)).to.deep.equal(['127.0.0.1:9446', '127.0.0.1:9446'])
   })
 
+  it('startup adoption of a pod the pod watch is claiming waits for that claim: when adopt() resolves, the slot is there', async () => {
+    const {manager, calls} = fakeManager()
+    let release!: () => void
+    const claimed = new Promise<void>((resolve) => (release = resolve))
+    const patch = manager.patchPodMetadata.bind(manager)
+    ;(manager as unknown as {patchPodMetadata: typeof patch}).patchPodMetadata = async (...args: Parameters<typeof patch>) => {
+      await claimed
+      return patch(...args)
+    }
+    const cache = track(makeCache(manager))
+    const warmed = readyPod('warmed', {owner: WARM_OWNER})
+    // The watch sees it first and starts claiming; the startup list has it too.
+    cache.onPodEvent('ADDED', warmed)
+    const startup = cache.adopt([warmed])
+    setTimeout(release, 20)
+    expect(await startup).to.deep.equal({adopted: ['warmed'], deleted: []})
+    expect(cache.slotFor('warmed')?.state).to.equal('ready')
+    expect(calls.patched.map((p) => p.name)).to.deep.equal(['warmed'])
+  })
+
   it('adoption stops at the image\'s pod limit (the extra own pods are deleted); a pod of `fnr pods warm` seen on the watch is claimed and adopted', async () => {
     const {manager, calls} = fakeManager()
     const cache = track(makeCache(manager, {settingsFor: () => settings({maxParallelPods: 2})}))

@@ -41,8 +41,12 @@ export type TakeOverResult = 'adopted' | 'deleted' | 'lost' | 'skipped'
 export class PodAdoption {
   /** Claims of pods in flight per image (counted against the image's pod limit). */
   private readonly claiming = new Map<string, number>()
-  /** Pods a takeOver is working on (one at a time per pod). */
-  private readonly takingOver = new Set<string>()
+  /**
+   * Pods a takeOver is working on (one at a time per pod), with its outcome: a second takeOver of
+   * the same pod waits for it. Startup adoption skipping a pod the pod watch was claiming resolved
+   * `started` before the slot existed, and a call just after could start a second pod.
+   */
+  private readonly takingOver = new Map<string, Promise<TakeOverResult>>()
 
   constructor(private readonly host: AdoptionHost) {}
 
@@ -91,13 +95,12 @@ export class PodAdoption {
    */
   async takeOver(pod: V1Pod, state: OwnerState, why: string): Promise<TakeOverResult> {
     const name = pod.metadata?.name
-    if (!name || this.host.closed || this.host.slotFor(name) || this.takingOver.has(name)) return 'skipped'
-    this.takingOver.add(name)
-    try {
-      return await this.takeOverOnce(pod, name, state, why)
-    } finally {
-      this.takingOver.delete(name)
-    }
+    if (!name || this.host.closed || this.host.slotFor(name)) return 'skipped'
+    const inFlight = this.takingOver.get(name)
+    if (inFlight) return inFlight
+    const outcome = this.takeOverOnce(pod, name, state, why).finally(() => this.takingOver.delete(name))
+    this.takingOver.set(name, outcome)
+    return outcome
   }
 
   private async takeOverOnce(pod: V1Pod, name: string, state: OwnerState, why: string): Promise<TakeOverResult> {
