@@ -28,17 +28,26 @@
  * is no such child ("orphans":0), the function left nothing behind and the runner skips its /proc
  * sweep for the call. Orphans are reaped here when they exit, and killed when the channel closes.
  *
- * Each function leads its own session and process group (POSIX_SPAWN_SETSID), as with Node's
- * `detached`; the runner kills the group by pid on deadline and cancellation. When the channel
- * closes (the runner exited or was killed) every group started here and still running is killed
- * with SIGKILL and this program exits.
+ * Each function leads its own session and process group (setsid), as with Node's `detached`; the
+ * runner kills the group by pid on deadline and cancellation. When the channel closes (the runner
+ * exited or was killed) every group started here and still running is killed with SIGKILL and
+ * this program exits.
+ *
+ * A function is started with fork(), and its exec is confirmed without waiting for it: the child
+ * writes a failed exec's errno to a close-on-exec pipe, whose end-of-file says the exec succeeded,
+ * and this program serves other requests meanwhile. posix_spawn (glibc: clone(CLONE_VM |
+ * CLONE_VFORK)) suspends its caller until the child has exec'd, and on a busy machine the child
+ * first waits for a core: starting every function of its runner that way, one after another, this
+ * program spent 75 % of its time suspended in the clone, and the runner's calls stopped at ~250/s
+ * beside two busy processes (docs/process.md). Go's os/exec in Porch's runner vforks too, but from
+ * whichever of its threads the call runs on. The fork copies the page tables of a process of a few
+ * hundred KiB: ~20 us more than posix_spawn.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,12 +68,31 @@ struct running {
 static struct running *running;
 static size_t running_len, running_cap;
 
+/*
+ * Functions forked whose exec is not confirmed yet: the read end of each one's error pipe, the
+ * runner's ends of its stdio socketpairs (handed over once the exec is confirmed), and its exit
+ * status if it was reaped before that.
+ */
+struct pending {
+  pid_t pid;
+  long long id;
+  int err_fd;
+  int ends[3];
+  int reaped;
+  int status;
+  char command[200];
+};
+static struct pending *pending;
+static size_t pending_len, pending_cap;
+
 static int channel = -1;
 static int wake[2] = {-1, -1};
 
 static int is_running(pid_t pid) {
   for (size_t i = 0; i < running_len; i++)
     if (running[i].pid == pid) return 1;
+  for (size_t i = 0; i < pending_len; i++)
+    if (pending[i].pid == pid) return 1;
   return 0;
 }
 
@@ -117,6 +145,11 @@ static void kill_orphan(pid_t pid) {
 
 static void kill_all_and_exit(int code) {
   for (size_t i = 0; i < running_len; i++) kill(-running[i].pid, SIGKILL);
+  /* A child not yet in a session of its own is killed by its pid. */
+  for (size_t i = 0; i < pending_len; i++) {
+    kill(-pending[i].pid, SIGKILL);
+    kill(pending[i].pid, SIGKILL);
+  }
   /* What the functions left behind and was re-parented here dies with them. */
   for_each_orphan(kill_orphan);
   _exit(code);
@@ -232,11 +265,33 @@ static void track(pid_t pid, long long id) {
   running_len++;
 }
 
+/* Room for one more pending start; NULL when memory is out (the table is unchanged). */
+static struct pending *grow_pending(void) {
+  size_t cap = pending_cap ? pending_cap * 2 : 64;
+  struct pending *p = realloc(pending, cap * sizeof *p);
+  if (!p) return NULL;
+  pending_cap = cap;
+  return p;
+}
+
 /* Functions reaped in one pass, reported together once the orphans are counted. */
 struct ended {
   long long id;
   int status;
 };
+
+static void report_exit(long long id, int st, long orphans) {
+  char line[192];
+  int n;
+  if (WIFSIGNALED(st)) {
+    const char *name = signal_name(WTERMSIG(st));
+    if (name) n = snprintf(line, sizeof line, "{\"t\":\"exit\",\"id\":%lld,\"code\":null,\"signal\":\"%s\",\"orphans\":%ld}\n", id, name, orphans);
+    else n = snprintf(line, sizeof line, "{\"t\":\"exit\",\"id\":%lld,\"code\":null,\"signal\":null,\"orphans\":%ld}\n", id, orphans);
+  } else {
+    n = snprintf(line, sizeof line, "{\"t\":\"exit\",\"id\":%lld,\"code\":%d,\"signal\":null,\"orphans\":%ld}\n", id, WEXITSTATUS(st), orphans);
+  }
+  reply(line, (size_t)n);
+}
 
 static void reap(void) {
   struct ended ended[64];
@@ -247,12 +302,21 @@ static void reap(void) {
     if (count < sizeof ended / sizeof ended[0]) pid = waitpid(-1, &status, WNOHANG);
     if (pid > 0) {
       /* An orphan re-parented here is reaped and otherwise ignored. */
+      int found = 0;
       for (size_t i = 0; i < running_len; i++) {
         if (running[i].pid != pid) continue;
         ended[count].id = running[i].id;
         ended[count].status = status;
         count++;
         running[i] = running[--running_len];
+        found = 1;
+        break;
+      }
+      /* A function that ended before its exec was confirmed: reported once it is (confirm()). */
+      for (size_t i = 0; !found && i < pending_len; i++) {
+        if (pending[i].pid != pid) continue;
+        pending[i].reaped = 1;
+        pending[i].status = status;
         break;
       }
       continue;
@@ -261,20 +325,7 @@ static void reap(void) {
     /* Counted after the reaping: a function's children are re-parented here before it can be
        reaped, so a count of 0 means none of the functions reaped left a process alive. */
     long orphans = for_each_orphan(NULL);
-    for (size_t k = 0; k < count; k++) {
-      char line[192];
-      int n;
-      long long id = ended[k].id;
-      int st = ended[k].status;
-      if (WIFSIGNALED(st)) {
-        const char *name = signal_name(WTERMSIG(st));
-        if (name) n = snprintf(line, sizeof line, "{\"t\":\"exit\",\"id\":%lld,\"code\":null,\"signal\":\"%s\",\"orphans\":%ld}\n", id, name, orphans);
-        else n = snprintf(line, sizeof line, "{\"t\":\"exit\",\"id\":%lld,\"code\":null,\"signal\":null,\"orphans\":%ld}\n", id, orphans);
-      } else {
-        n = snprintf(line, sizeof line, "{\"t\":\"exit\",\"id\":%lld,\"code\":%d,\"signal\":null,\"orphans\":%ld}\n", id, WEXITSTATUS(st), orphans);
-      }
-      reply(line, (size_t)n);
-    }
+    for (size_t k = 0; k < count; k++) report_exit(ended[k].id, ended[k].status, orphans);
     count = 0;
   }
 }
@@ -307,87 +358,131 @@ static long b64decode(const char *in, size_t len, char *out) {
   return n;
 }
 
-/* Signals a function starts with at their default action (this program ignores some of them). */
+/*
+ * The signals this program ignores: the child sets them back to their default action before its
+ * exec (a handled signal is set back by the exec itself, an ignored one would stay ignored), so a
+ * function starts with every signal at its default action.
+ */
 static sigset_t default_signals;
 
-static int spawn_one(pid_t *pid, const char *path, char *const argv[], char *const envp[], const char *cwd, const int fds[3]) {
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  int err = posix_spawn_file_actions_init(&fa);
-  if (err) return err;
-  err = posix_spawnattr_init(&attr);
-  if (err) {
-    posix_spawn_file_actions_destroy(&fa);
-    return err;
-  }
-  sigset_t none;
-  sigemptyset(&none);
-  for (int i = 0; i < 3 && !err; i++) err = posix_spawn_file_actions_adddup2(&fa, fds[i], i);
-  if (!err && cwd && cwd[0]) err = posix_spawn_file_actions_addchdir_np(&fa, cwd);
-  if (!err) err = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  if (!err) err = posix_spawnattr_setsigmask(&attr, &none);
-  if (!err) err = posix_spawnattr_setsigdefault(&attr, &default_signals);
-  if (!err) err = posix_spawn(pid, path, &fa, &attr, argv, envp);
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&fa);
-  return err;
+/* In the child: reports `err` to the parent on the error pipe and exits. */
+static void child_fail(int err_fd, int err) {
+  ssize_t r = write(err_fd, &err, sizeof err);
+  (void)r;
+  _exit(127);
 }
 
-/* posix_spawn, with execvp's PATH search (the function's PATH) and its /bin/sh fallback for ENOEXEC. */
-static int spawn_function(pid_t *pid, const char *file, char **argv, int argc, char *const envp[], const char *cwd, const int fds[3]) {
-  char *found = NULL;
-  int err;
+/* In the child: execve, and for ENOEXEC (a script without a #! line) /bin/sh with the file, as
+   execvp (and so Node) runs it. Returns only on failure, with errno set. */
+static void exec_file(const char *file, char **argv, int argc, char *const envp[]) {
+  execve(file, argv, envp);
+  if (errno != ENOEXEC) return;
+  char **shargv = calloc((size_t)argc + 2, sizeof *shargv);
+  if (!shargv) {
+    errno = ENOMEM;
+    return;
+  }
+  shargv[0] = "/bin/sh";
+  shargv[1] = (char *)file;
+  for (int i = 1; i < argc; i++) shargv[i + 1] = argv[i];
+  execve("/bin/sh", shargv, envp);
+}
+
+/*
+ * In the child, after fork: its own session, every signal at its default action and none blocked,
+ * its ends as descriptors 0-2 (dup2 clears their close-on-exec flag; every other descriptor of this
+ * program is close-on-exec), the working directory, then the exec with the function's PATH
+ * searched as execvp does. Never returns: a failure's errno goes to the error pipe.
+ */
+static void child_exec(const char *file, char **argv, int argc, char *const envp[], const char *cwd, const int fds[3], int err_fd) {
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  for (int s = 1; s < 32; s++)
+    if (sigismember(&default_signals, s)) sigaction(s, &dfl, NULL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  if (setsid() < 0) child_fail(err_fd, errno);
+  for (int i = 0; i < 3; i++)
+    if (dup2(fds[i], i) < 0) child_fail(err_fd, errno);
+  if (cwd && cwd[0] && chdir(cwd) != 0) child_fail(err_fd, errno);
   if (strchr(file, '/')) {
-    err = spawn_one(pid, file, argv, envp, cwd, fds);
-  } else {
-    const char *search = "/usr/local/bin:/usr/bin:/bin";
-    for (char *const *e = envp; *e; e++)
-      if (strncmp(*e, "PATH=", 5) == 0) search = *e + 5;
-    err = ENOENT;
-    int denied = 0;
-    size_t flen = strlen(file);
-    for (const char *p = search;;) {
-      const char *end = strchr(p, ':');
-      size_t dlen = end ? (size_t)(end - p) : strlen(p);
-      found = malloc(dlen + flen + 2);
-      if (!found) return ENOMEM;
-      if (dlen == 0) snprintf(found, flen + 1, "%s", file);
-      else snprintf(found, dlen + flen + 2, "%.*s/%s", (int)dlen, p, file);
-      err = spawn_one(pid, found, argv, envp, cwd, fds);
-      if (err == 0 || err == ENOEXEC) break;
-      free(found);
-      found = NULL;
-      if (err == EACCES) denied = 1;
-      else if (err != ENOENT && err != ENOTDIR) return err;
-      if (!end) return denied ? EACCES : err;
-      p = end + 1;
-    }
-    if (err == 0) {
-      free(found);
-      return 0;
-    }
-    file = found;
+    exec_file(file, argv, argc, envp);
+    child_fail(err_fd, errno);
   }
-  if (err == ENOEXEC) {
-    /* A script without a #! line runs in /bin/sh, as execvp (and so Node) runs it. */
-    char **shargv = calloc((size_t)argc + 2, sizeof *shargv);
-    if (!shargv) {
-      free(found);
-      return ENOMEM;
-    }
-    shargv[0] = "/bin/sh";
-    shargv[1] = (char *)file;
-    for (int i = 1; i < argc; i++) shargv[i + 1] = argv[i];
-    err = spawn_one(pid, "/bin/sh", shargv, envp, cwd, fds);
-    free(shargv);
+  const char *search = "/usr/local/bin:/usr/bin:/bin";
+  for (char *const *e = envp; *e; e++)
+    if (strncmp(*e, "PATH=", 5) == 0) search = *e + 5;
+  int denied = 0;
+  size_t flen = strlen(file);
+  for (const char *p = search;;) {
+    const char *end = strchr(p, ':');
+    size_t dlen = end ? (size_t)(end - p) : strlen(p);
+    char *candidate = malloc(dlen + flen + 2);
+    if (!candidate) child_fail(err_fd, ENOMEM);
+    if (dlen == 0) snprintf(candidate, flen + 1, "%s", file);
+    else snprintf(candidate, dlen + flen + 2, "%.*s/%s", (int)dlen, p, file);
+    exec_file(candidate, argv, argc, envp);
+    int err = errno;
+    free(candidate);
+    if (err == EACCES) denied = 1;
+    else if (err != ENOENT && err != ENOTDIR) child_fail(err_fd, err);
+    if (!end) child_fail(err_fd, denied ? EACCES : err);
+    p = end + 1;
   }
-  free(found);
-  return err;
 }
 
 static void set_nonblocking(int fd) {
   int flags = fcntl(fd, F_GETFL);
   if (flags >= 0) fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
+static void close_ends(const int ends[3]) {
+  for (int i = 0; i < 3; i++) close(ends[i]);
+}
+
+/*
+ * The exec of pending[i] is confirmed (its error pipe ended empty): hands the runner its ends, and
+ * its exit if it was reaped already. Or the exec failed (the pipe brought its errno): `failed`.
+ */
+static void confirm(size_t i) {
+  struct pending p = pending[i];
+  int err = 0;
+  ssize_t n;
+  do n = read(p.err_fd, &err, sizeof err);
+  while (n < 0 && errno == EINTR);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+  close(p.err_fd);
+  pending[i] = pending[--pending_len];
+  if (n == (ssize_t)sizeof err) {
+    /* The child exits at once; it is reaped as any child that is not a function. */
+    close_ends(p.ends);
+    reply_failed(p.id, p.command, err);
+    return;
+  }
+  /* The runner's ends: reading and writing them must not block its event loop. */
+  for (int k = 0; k < 3; k++) set_nonblocking(p.ends[k]);
+  char line[256];
+  int m0 = snprintf(line, sizeof line, "{\"t\":\"spawned\",\"id\":%lld,\"pid\":%d}\n", p.id, (int)p.pid);
+  /* `spawned` goes in the same write as stdin's descriptor; each descriptor in a write of its own,
+     because Node takes in one per read of its channel. */
+  for (int fd = 0; fd < 3; fd++) {
+    int off = fd == 0 ? m0 : 0;
+    int m = snprintf(line + off, sizeof line - (size_t)off, "{\"cmd\":\"NODE_HANDLE\",\"type\":\"net.Socket\",\"msg\":{\"t\":\"stdio\",\"id\":%lld,\"fd\":%d}}\n", p.id, fd);
+    int e = send_message(line, (size_t)(m + off), p.ends[fd]);
+    if (e == -EPIPE || e == -ECONNRESET || e == -EBADF) kill_all_and_exit(0);
+    if (e != 0) {
+      /* The descriptors could not be handed over (ETOOMANYREFS: too many in flight): the call fails. */
+      kill(-p.pid, SIGKILL);
+      close_ends(p.ends);
+      reply_failed(p.id, p.command, -e);
+      return;
+    }
+  }
+  close_ends(p.ends);
+  if (p.reaped) report_exit(p.id, p.status, for_each_orphan(NULL));
+  else track(p.pid, p.id);
 }
 
 static void handle_spawn(long long id, char *payload, long len) {
@@ -415,8 +510,13 @@ static void handle_spawn(long long id, char *payload, long len) {
     return;
   }
   char **argv = malloc(((size_t)argc + 1) * sizeof *argv);
-  if (!argv) {
+  if (argv && pending_len == pending_cap) {
+    struct pending *grown = grow_pending();
+    if (grown) pending = grown;
+  }
+  if (!argv || pending_len == pending_cap) {
     reply_failed(id, parts[1], ENOMEM);
+    free(argv);
     free(parts);
     return;
   }
@@ -425,6 +525,7 @@ static void handle_spawn(long long id, char *payload, long len) {
   char **envp = parts + 3 + argc;
 
   int pairs[3][2];
+  int errpipe[2] = {-1, -1};
   int made = 0, err = 0;
   for (; made < 3; made++) {
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pairs[made]) != 0) {
@@ -432,42 +533,34 @@ static void handle_spawn(long long id, char *payload, long len) {
       break;
     }
   }
-  pid_t pid = 0;
+  if (!err && pipe2(errpipe, O_CLOEXEC) != 0) err = errno;
+  pid_t pid = -1;
   if (!err) {
-    int child_ends[3] = {pairs[0][1], pairs[1][1], pairs[2][1]};
-    err = spawn_function(&pid, parts[1], argv, (int)argc, envp, cwd, child_ends);
+    pid = fork();
+    if (pid == 0) {
+      int child_ends[3] = {pairs[0][1], pairs[1][1], pairs[2][1]};
+      child_exec(parts[1], argv, (int)argc, envp, cwd, child_ends, errpipe[1]);
+    }
+    if (pid < 0) err = errno;
   }
   for (int i = 0; i < made; i++) close(pairs[i][1]);
+  if (errpipe[1] >= 0) close(errpipe[1]);
   if (err) {
     for (int i = 0; i < made; i++) close(pairs[i][0]);
+    if (errpipe[0] >= 0) close(errpipe[0]);
     reply_failed(id, parts[1], err);
     free(argv);
     free(parts);
     return;
   }
-  track(pid, id);
-  /* The runner's ends: reading and writing them must not block its event loop. */
-  for (int i = 0; i < 3; i++) set_nonblocking(pairs[i][0]);
-  char line[256];
-  int n = snprintf(line, sizeof line, "{\"t\":\"spawned\",\"id\":%lld,\"pid\":%d}\n", id, (int)pid);
-  /* `spawned` goes in the same write as stdin's descriptor; each descriptor in a write of its own,
-     because Node takes in one per read of its channel. */
-  for (int fd = 0; fd < 3; fd++) {
-    int m = snprintf(line + (fd == 0 ? n : 0), sizeof line - (size_t)(fd == 0 ? n : 0),
-                     "{\"cmd\":\"NODE_HANDLE\",\"type\":\"net.Socket\",\"msg\":{\"t\":\"stdio\",\"id\":%lld,\"fd\":%d}}\n", id, fd);
-    int e = send_message(line, (size_t)(m + (fd == 0 ? n : 0)), pairs[fd][0]);
-    if (e == -EPIPE || e == -ECONNRESET || e == -EBADF) kill_all_and_exit(0);
-    if (e != 0) {
-      /* The descriptors could not be handed over (ETOOMANYREFS: too many in flight): the call fails. */
-      kill(-pid, SIGKILL);
-      for (int i = 0; i < 3; i++) close(pairs[i][0]);
-      reply_failed(id, parts[1], -e);
-      free(argv);
-      free(parts);
-      return;
-    }
-  }
-  for (int i = 0; i < 3; i++) close(pairs[i][0]);
+  set_nonblocking(errpipe[0]);
+  struct pending *p = &pending[pending_len++];
+  memset(p, 0, sizeof *p);
+  p->pid = pid;
+  p->id = id;
+  p->err_fd = errpipe[0];
+  for (int i = 0; i < 3; i++) p->ends[i] = pairs[i][0];
+  snprintf(p->command, sizeof p->command, "%s", parts[1]);
   free(argv);
   free(parts);
 }
@@ -520,9 +613,6 @@ int main(void) {
   /* The channel is read without blocking (poll says when); writes block until the runner reads. */
   if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) return 71;
 
-  sigemptyset(&default_signals);
-  for (int s = 1; s < 32; s++)
-    if (s != SIGKILL && s != SIGSTOP) sigaddset(&default_signals, s);
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_sigchld;
@@ -538,6 +628,12 @@ int main(void) {
   signal(SIGUSR1, SIG_IGN);
   signal(SIGUSR2, SIG_IGN);
   signal(SIGPIPE, SIG_IGN);
+  /* Whatever is ignored now (these, and any the runner left ignored) is what a child sets back. */
+  sigemptyset(&default_signals);
+  for (int s = 1; s < 32; s++) {
+    struct sigaction now;
+    if (s != SIGKILL && s != SIGSTOP && sigaction(s, NULL, &now) == 0 && now.sa_handler == SIG_IGN) sigaddset(&default_signals, s);
+  }
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
@@ -548,19 +644,41 @@ int main(void) {
   size_t cap = 65536, have = 0;
   char *buf = malloc(cap);
   if (!buf) return 71;
+  struct pollfd *polls = NULL;
+  size_t polls_cap = 0;
   for (;;) {
-    struct pollfd p[2] = {{.fd = channel, .events = POLLIN}, {.fd = wake[0], .events = POLLIN}};
-    if (poll(p, 2, -1) < 0) {
+    /* The channel, the SIGCHLD pipe, and the error pipe of each start not confirmed yet. */
+    if (polls_cap < pending_len + 2) {
+      size_t want = (pending_len + 2) * 2;
+      struct pollfd *grown = realloc(polls, want * sizeof *grown);
+      if (!grown) kill_all_and_exit(70);
+      polls = grown;
+      polls_cap = want;
+    }
+    polls[0] = (struct pollfd){.fd = channel, .events = POLLIN};
+    polls[1] = (struct pollfd){.fd = wake[0], .events = POLLIN};
+    size_t watched = pending_len;
+    for (size_t i = 0; i < watched; i++) polls[i + 2] = (struct pollfd){.fd = pending[i].err_fd, .events = POLLIN};
+    if (poll(polls, watched + 2, -1) < 0) {
       if (errno == EINTR) continue;
       kill_all_and_exit(71);
     }
-    if (p[1].revents) {
+    if (polls[1].revents) {
       char drain[64];
       while (read(wake[0], drain, sizeof drain) > 0) {
       }
       reap();
     }
-    if (!p[0].revents) continue;
+    /* Starts confirmed or failed, by descriptor: confirm() reorders the table. */
+    for (size_t i = 0; i < watched; i++) {
+      if (!polls[i + 2].revents) continue;
+      for (size_t j = 0; j < pending_len; j++) {
+        if (pending[j].err_fd != polls[i + 2].fd) continue;
+        confirm(j);
+        break;
+      }
+    }
+    if (!polls[0].revents) continue;
     if (have + 1 >= cap) {
       /* A request longer than the buffer: grow it (an environment can be large). */
       if (cap >= (size_t)256 << 20) kill_all_and_exit(70);

@@ -116,10 +116,19 @@ for (const kind of KINDS) describe(`process spawner, ${kind.name}: functions sta
     'executable not found': (mode) => run(mode, {command: '/nonexistent/fn'}),
     'permission denied': (mode) => run(mode, {command: path.join(dir, 'not-executable')}),
     'deadline': (mode) => run(mode, {command: '/bin/sleep', args: ['30'], deadline: Date.now() + 300}),
+    // The native helper searches the PATH and falls back to /bin/sh in the child it forked, as execvp does.
+    'found on the function\'s PATH': (mode) => run(mode, {command: 'env-here', env: {PATH: `/nonexistent:${dir}`}}),
+    'not found on the function\'s PATH': (mode) => run(mode, {command: 'no-such-function', env: {PATH: `/nonexistent:${dir}`}}),
+    'only a non-executable file of that name on the PATH': (mode) => run(mode, {command: 'not-executable', env: {PATH: dir}}),
+    'a script without #! runs in /bin/sh': (mode) => run(mode, {command: path.join(dir, 'no-shebang'), args: ['one', 'two']}),
+    'a working directory that does not exist': (mode) => run(mode, {command: '/bin/pwd', cwd: path.join(dir, 'gone')}),
+    'no signal ignored or blocked (the helper ignores SIGPIPE, SIGTERM and more itself)': (mode) => run(mode, {command: '/bin/grep', args: ['-E', '^Sig(Ign|Blk)', '/proc/self/status']}),
   }
 
   before(async () => {
     await chmod(await writeExecutable(path.join(dir, 'not-executable'), '#!/bin/sh\necho hi\n'), 0o644)
+    await writeExecutable(path.join(dir, 'env-here'), '#!/bin/sh\necho "found: $0"\n')
+    await writeExecutable(path.join(dir, 'no-shebang'), 'echo "sh ran: $# $1 $2"\n')
   })
 
   for (const [name, make] of Object.entries(CASES)) {
