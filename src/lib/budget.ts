@@ -15,7 +15,9 @@
  *     whose function process group sleeps (no CPU for a while: it waits on the network, or hangs)
  *     takes only the share of a slot its resident memory is of a slot's share of the memory limit
  *     (at least 1/16; idle-calls.ts), and lends the rest to calls that wait. Its working set stays
- *     counted. So calls that hang cannot lock the runner: sixteen of them take one slot;
+ *     counted. So calls that hang cannot lock the runner: sixteen of them take one slot. From four
+ *     slots on, one is kept for a client with no call running (spareSlots), so that another client's
+ *     burst never makes it wait for a judgment;
  *   - the rest wait in a fair queue (fair-queue.ts): round-robin between clients, then between a
  *     client's connections, in order within a connection; at most `maxQueuedCalls` of them. A call
  *     beyond that fails RESOURCE_EXHAUSTED with a message that says which limit was hit. A call
@@ -265,6 +267,8 @@ export interface CallBudgetOptions {
 /** The admission control of one server (see the top of the file). */
 export class CallBudget {
   private running = 0
+  /** Calls running per client (the queue key's client): the spare slot is for a client with none. */
+  private readonly runningByClient = new Map<string, number>()
   private runningBytes = 0
   /** Request bytes held: being received (hygiene.ts), queued, running. */
   private held = 0
@@ -485,10 +489,12 @@ export class CallBudget {
     // as the call's from here on, in the same turn: no other stream can take their room in between.
     if (origin.handover) this.releaseReceive(origin.handover)
     const cost = bytes * RUNNING_COST_FACTOR + RUNNING_COST_BASE
-    const fits = this.queue.size === 0 && this.fits(cost)
+    // Ahead of the queue only where the queue would not be: nothing waits, or this client has
+    // nothing running and takes the spare slot (the calls waiting are other clients' that do not fit).
+    const fits = (this.queue.size === 0 || !this.runningByClient.has(key.client)) && this.fits(cost, key.client)
     if (fits && !this.pacing) {
       this.held += bytes
-      return Promise.resolve(this.start(bytes, cost))
+      return Promise.resolve(this.start(bytes, cost, key.client))
     }
     const s = this.settings
     if (this.queue.size >= s.maxQueuedCalls) {
@@ -529,20 +535,39 @@ export class CallBudget {
   }
 
   /**
-   * Whether a call of working set `cost` may start: the slots taken (running calls, less what
-   * the calls asleep lend) leave one, and the working sets leave room. The calls asleep are read
-   * again (at most every SAMPLE_INTERVAL_MS) before a call is kept waiting for a slot.
+   * Slots kept for a client with no call running: with four slots or more, one. A client's burst
+   * (or its calls that hang) fills the others, and the next client still starts at once instead
+   * of waiting for the calls asleep to be judged (idle-calls.ts: 30-50 ms, longer with hundreds of
+   * calls to read), as it would with Porch's runner, which has no limit. A runner with one client
+   * (Porch's server) runs one call fewer at once than --max-concurrent-calls says.
    */
-  private fits(cost: number): boolean {
-    if (this.running === 0) return true
-    if (this.runningBytes + cost > this.settings.maxRunningBytes) return false
-    if (this.running - this.idle.lent < this.settings.maxConcurrentCalls) return true
-    this.refreshIdle()
-    return this.running - this.idle.lent < this.settings.maxConcurrentCalls
+  get spareSlots(): number {
+    return this.settings.maxConcurrentCalls >= 4 ? 1 : 0
   }
 
-  private start(bytes: number, cost: number): Release {
+  /**
+   * Whether a call of `client` with working set `cost` may start: the slots taken (running calls,
+   * less what the calls asleep lend) leave one for it (the spare one too when the client has
+   * nothing running), and the working sets leave room. The calls asleep are read again (at most
+   * every SAMPLE_INTERVAL_MS) before a call is kept waiting for a slot.
+   */
+  private fits(cost: number, client: string): boolean {
+    if (this.running === 0) return true
+    if (this.runningBytes + cost > this.settings.maxRunningBytes) return false
+    if (this.hasSlot(client)) return true
+    this.refreshIdle()
+    return this.hasSlot(client)
+  }
+
+  private hasSlot(client: string): boolean {
+    const taken = this.running - this.idle.lent
+    const slots = this.settings.maxConcurrentCalls - (this.runningByClient.has(client) ? this.spareSlots : 0)
+    return taken < slots
+  }
+
+  private start(bytes: number, cost: number, client: string): Release {
     this.running++
+    this.runningByClient.set(client, (this.runningByClient.get(client) ?? 0) + 1)
     this.runningBytes += cost
     this.pace()
     this.keepSampling()
@@ -551,6 +576,9 @@ export class CallBudget {
       if (released) return
       released = true
       this.running--
+      const left = (this.runningByClient.get(client) ?? 1) - 1
+      if (left > 0) this.runningByClient.set(client, left)
+      else this.runningByClient.delete(client)
       // The call may have been one of those asleep: its lent share goes with it until the next sample.
       if (this.idle.lent > 0) this.idle = {idle: Math.max(0, this.idle.idle - 1), lent: Math.max(0, this.idle.lent - (1 - 1 / 16))}
       this.runningBytes -= cost
@@ -582,19 +610,31 @@ export class CallBudget {
     })
   }
 
-  /** Starts the queued call whose turn it is if it fits (and no call started in this turn). */
+  /**
+   * Starts the queued calls whose turn it is while they fit: all the room a release or a sample
+   * made, at once (one only when starts are paced: the next in the next turn of the event loop).
+   * Starting one per sample let a sample that found fifteen calls asleep start one waiting call
+   * per SAMPLE_INTERVAL_MS, the others waiting for later samples or releases.
+   */
   private drain(): void {
-    if (this.pacing) return
-    const next = this.queue.peek()
-    if (!next) {
-      this.keepSampling()
-      return
+    while (!this.pacing) {
+      const next = this.queue.peek()
+      if (!next) {
+        this.keepSampling()
+        return
+      }
+      let w: Waiter | undefined = next
+      if (!this.fits(next.cost, next.key.client)) {
+        // The spare slot may be free for a client with nothing running, waiting behind the turn.
+        w = this.queue.firstOf((client) => !this.runningByClient.has(client))
+        if (!w || !this.fits(w.cost, w.key.client)) return
+      }
+      if (w === next) this.queue.shift()
+      else this.queue.remove(w)
+      if (w.signal && w.onAbort) w.signal.removeEventListener('abort', w.onAbort)
+      this.metrics.queueWait((performance.now() - w.queuedAt) / 1000)
+      w.resolve(this.start(w.bytes, w.cost, w.key.client))
     }
-    if (!this.fits(next.cost)) return
-    const w = this.queue.shift()!
-    if (w.signal && w.onAbort) w.signal.removeEventListener('abort', w.onAbort)
-    this.metrics.queueWait((performance.now() - w.queuedAt) / 1000)
-    w.resolve(this.start(w.bytes, w.cost))
   }
 
   private reject(reason: 'queue-full' | 'memory', image: string, bytes: number, why: string): FnrError {

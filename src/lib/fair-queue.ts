@@ -59,6 +59,12 @@ export class FairQueue<T> {
     return connections?.values().next().value?.[0]
   }
 
+  /** The first call, in turn order, of the first client `admits` lets in; left in the queue. */
+  firstOf(admits: (client: string) => boolean): T | undefined {
+    for (const [client, connections] of this.clients) if (admits(client)) return connections.values().next().value?.[0]
+    return undefined
+  }
+
   /** Takes the call whose turn it is; its connection and client go to the back of their rings. */
   shift(): T | undefined {
     const first = this.clients.entries().next().value

@@ -9,7 +9,7 @@ import {expect} from 'chai'
 import {CallBudget, type BudgetSettings, type IdleSource} from '../../src/lib/budget.js'
 import {FnrError} from '../../src/lib/errors.js'
 import {FairQueue, peerKey} from '../../src/lib/fair-queue.js'
-import {IdleSampler, judgeGroups, MIN_IDLE_AGE_MS, MIN_IDLE_WEIGHT, MIN_IDLE_WINDOW_MS, type GroupReading, type IdleSample} from '../../src/lib/idle-calls.js'
+import {IdleSampler, judgeGroups, MIN_IDLE_AGE_MS, MIN_IDLE_WEIGHT, MIN_IDLE_WINDOW_MS, SAMPLE_INTERVAL_MS, type GroupReading, type IdleSample} from '../../src/lib/idle-calls.js'
 import {parseLimitFlags, serverLimits} from '../../src/lib/grpc/limits.js'
 import {silentLogger} from '../../src/lib/telemetry/log.js'
 import {parseWrapperArgs} from '../../src/lib/wrapper.js'
@@ -170,8 +170,9 @@ describe('fair admission', () => {
       const idle = new ScriptedIdle()
       const budget = new CallBudget(settings({maxConcurrentCalls: 16}), undefined, {idle})
       const hung: Array<() => void> = []
+      // A's fifteen take the shared slots, B's first the spare one (B had nothing running).
       for (let i = 0; i < 16; i++) {
-        hung.push(await budget.admit(10, 'hang', undefined, A(1)))
+        hung.push(await budget.admit(10, 'hang', undefined, i < 15 ? A(1) : B))
         await turn()
       }
       let started = false
@@ -186,6 +187,56 @@ describe('fair admission', () => {
       release()
       for (const r of hung) r()
       expect(budget.snapshot().running).to.equal(0)
+    })
+
+    it('keeps one slot for a client with nothing running: another client\'s burst or hung calls never make it wait for a judgment', async () => {
+      const idle = new ScriptedIdle()
+      const budget = new CallBudget(settings({maxConcurrentCalls: 16}), undefined, {idle, paceStarts: false})
+      expect(budget.spareSlots).to.equal(1)
+      const a: Array<Promise<() => void>> = Array.from({length: 40}, () => budget.admit(10, 'hang', undefined, A(1)))
+      await turn()
+      expect(budget.snapshot(), 'one client alone takes all but the spare slot').to.include({running: 15, queued: 25})
+      // B has nothing running: it starts at once, ahead of A's queued calls.
+      const b1 = await budget.admit(10, 'normal', undefined, B)
+      expect(budget.snapshot()).to.include({running: 16, queued: 25})
+      // B's second call is an ordinary call: it waits its turn.
+      let second = false
+      const b2 = budget.admit(10, 'normal', undefined, B).then((r) => ((second = true), r))
+      await turns(3)
+      expect(second).to.equal(false)
+      // Once B's first has ended, the spare is B's again; A still cannot take it.
+      b1()
+      ;(await b2)()
+      expect(budget.snapshot()).to.include({running: 15, queued: 25})
+      // A third client queued behind A's turn takes the spare from the queue when it frees.
+      const c = {client: '10.0.0.3', connection: '10.0.0.3:1'}
+      const held = await budget.admit(10, 'normal', undefined, B)
+      let cStarted = false
+      const c1 = budget.admit(10, 'normal', undefined, c).then((r) => ((cStarted = true), r))
+      await turns(3)
+      expect(cStarted, 'the spare is taken by B').to.equal(false)
+      held()
+      ;(await c1)()
+      expect(cStarted).to.equal(true)
+      expect(budget.snapshot()).to.include({running: 15, queued: 25})
+      // A judgment lends the slots of A's calls asleep: every queued call that fits starts at once,
+      // not one per sample, and the spare slot is still kept.
+      idle.answer = {idle: 15, lent: 15 * (1 - MIN_IDLE_WEIGHT)}
+      const more = budget.admit(10, 'hang', undefined, A(2))
+      // the budget samples every SAMPLE_INTERVAL_MS while calls wait
+      await new Promise((resolve) => setTimeout(resolve, 3 * SAMPLE_INTERVAL_MS))
+      expect(budget.snapshot(), 'fifteen asleep lend fourteen slots and a sixteenth: fifteen more start').to.include({running: 30, queued: 11})
+      idle.answer = {idle: 0, lent: 0}
+      await Promise.all([...a, more].map(async (p) => (await p)()))
+      expect(budget.snapshot()).to.include({running: 0, queued: 0})
+    })
+
+    it('keeps no spare slot under four slots: one client may use them all', async () => {
+      const budget = new CallBudget(settings({maxConcurrentCalls: 3}), undefined, {idle: null, paceStarts: false})
+      expect(budget.spareSlots).to.equal(0)
+      const r = await Promise.all([1, 2, 3].map(() => budget.admit(10, 'c', undefined, A(1))))
+      expect(budget.snapshot()).to.include({running: 3, queued: 0})
+      for (const release of r) release()
     })
 
     it('asks the idle source only when a call would otherwise wait for a slot', async () => {

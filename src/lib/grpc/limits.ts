@@ -31,7 +31,7 @@ export const DEFAULT_DEADLINE_MS = 5 * 60_000
 /** Flag name → what it sets and how it is parsed. */
 export const LIMIT_FLAGS = {
   'memory-limit': {summary: 'Memory the budget is derived from (1Gi, 512Mi); default the cgroup\'s memory limit, else the machine\'s memory.', kind: 'bytes', key: 'memoryLimitBytes'},
-  'max-concurrent-calls': {summary: 'Slots: calls evaluated at once whose function works (a call whose function sleeps takes only a share of one); default one per 64 MiB of the memory limit (2-256).', kind: 'int', key: 'maxConcurrentCalls'},
+  'max-concurrent-calls': {summary: 'Slots: calls evaluated at once whose function works (a call whose function sleeps takes only a share of one; from 4 slots, one is kept for a client with no call running); default one per 64 MiB of the memory limit (2-256).', kind: 'int', key: 'maxConcurrentCalls'},
   'max-queued-calls': {summary: 'Calls waiting for a turn before calls are refused RESOURCE_EXHAUSTED; default 64 per concurrent call (64-10000).', kind: 'int', key: 'maxQueuedCalls'},
   'max-inflight-bytes': {summary: 'Request bytes held by calls being received, queued or running (1Gi, 512Mi); default half of the memory limit.', kind: 'bytes', key: 'maxHeldBytes'},
   'max-concurrent-streams': {summary: 'HTTP/2 streams per connection, plus one per call whose function sleeps (clients queue the rest); default --max-concurrent-calls (at least 4).', kind: 'int', key: 'maxConcurrentStreams'},
