@@ -94,6 +94,25 @@ describe('fair admission side by side with Porch\'s runner', function () {
     expect(f.b.endedAt).to.be.lessThan(f.aDrainedAt)
   })
 
+  it('(b2) the spare slot: while one client\'s calls fill every other slot, not yet judged asleep, another client\'s call starts at once', async function () {
+    this.timeout(5 * 60_000)
+    const fnr = await fnrServe()
+    // 40 calls asleep for 3 s over two connections; B once fifteen of them run (the shared slots
+    // of sixteen), before they can have been judged asleep or not.
+    const opts = {calls: 40, connections: 2, image: IMAGES.slow, runningBeforeB: 15}
+    const f = await burstThenOther(bed, `127.0.0.1:${fnr.port}`, {...opts, bAddress: `[::1]:${fnr.port}`})
+    const p = await burstThenOther(bed, `127.0.0.1:${porch!.port}`, {...opts, bAddress: `[::1]:${porch!.port}`})
+    waits.push(`(b2) B behind 40 x 3 s calls asleep: fnr ${round1(f.b.ms)} (${f.b.code}), Porch ${round1(p.b.ms)} (${p.b.code})`)
+    expect(p.b.code).to.equal('OK')
+    expect(f.b.code).to.equal('OK')
+    expect(f.aCalls.map((c) => c.code)).to.deep.equal(Array(40).fill('OK'))
+    expect(f.aEndedBeforeB).to.equal(0)
+    // A's calls over the slots queued; B's call never did (the runner logs every call it queues).
+    const queued = fnr.stderr().split('\n').filter((l) => l.includes('"msg":"call queued'))
+    expect(queued.some((l) => l.includes(IMAGES.slow)), 'A\'s calls over the slots queued').to.equal(true)
+    expect(queued.filter((l) => l.includes(IMAGES.cat)), 'B\'s call queued').to.deep.equal([])
+  })
+
   it('(c) Porch\'s pattern, one connection without deadlines, hung and normal calls mixed: every normal call is answered', async function () {
     this.timeout(5 * 60_000)
     const fnr = await fnrServe()

@@ -31,7 +31,7 @@ export const IMAGES = {
   hang: 'example.com/hang:v1',
   /** Like hang, with a second process in its group (a background sleep). */
   hangTree: 'example.com/hang-tree:v1',
-  /** Echoes its input after 3 s asleep. */
+  /** Echoes its input after 3 s asleep (records its pid first). */
   slow: 'example.com/slow:v1',
   /** Echoes its input after 1 s of a busy loop (a child shell, under timeout). */
   busy: 'example.com/busy:v1',
@@ -48,7 +48,7 @@ export async function fairnessBed(dir: string): Promise<FairnessBed> {
   const scripts: Record<string, string> = {
     hang: `#!/bin/sh\necho $$ >> '${pidsFile}'\ncat >/dev/null\nexec sleep 100000\n`,
     'hang-tree': `#!/bin/sh\nsleep 100000 &\necho $! >> '${pidsFile}'\necho $$ >> '${pidsFile}'\ncat >/dev/null\nwait\n`,
-    slow: `#!/bin/sh\nin=$(cat)\nsleep 3\nprintf '%s\\n' "$in"\n`,
+    slow: `#!/bin/sh\necho $$ >> '${pidsFile}'\nin=$(cat)\nsleep 3\nprintf '%s\\n' "$in"\n`,
     busy: `#!/bin/sh\nin=$(cat)\necho $$ >> '${pidsFile}'\ntimeout --foreground 1 sh -c 'while :; do :; done'\nprintf '%s\\n' "$in"\n`,
     cat: '#!/bin/sh\nexec cat\n',
   }
