@@ -1,5 +1,8 @@
 import {spawn} from 'node:child_process'
 import {once} from 'node:events'
+import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 
 import {expect} from 'chai'
 
@@ -56,5 +59,36 @@ describe('process runner: room around stdout (headroom.ts)', () => {
     const res = await run()
     expect(res.stdout.length).to.equal(307_200)
     expect(claimHeadroom(res.stdout)).to.equal(undefined)
+  })
+})
+
+describe('process runner: a function that cannot start in its working directory', () => {
+  // Node reports a chdir that failed with chdir's errno, so a missing directory read "executable
+  // not found" and sent users after a binary that was there.
+  const start = async (cwd: string, command = '/bin/cat'): Promise<string> => {
+    try {
+      await runFunctionProcess({command, input: Buffer.alloc(0), maxStdoutBytes: 1024, label: 'fn', launcher, cwd})
+    } catch (err) {
+      return (err as Error).message
+    }
+    return 'started'
+  }
+
+  it('says the working directory is missing, or not a directory, rather than the executable', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'fnr-cwd-'))
+    try {
+      const file = path.join(dir, 'a-file')
+      writeFileSync(file, '')
+      expect(await start(path.join(dir, 'gone'))).to.equal(`failed to start function "fn": working directory not found (${dir}/gone)`)
+      expect(await start(file)).to.equal(`failed to start function "fn": working directory is not a directory (${file})`)
+      expect(await start(`${file}/below`)).to.equal(`failed to start function "fn": working directory not found (a part of its path is a file) (${file}/below)`)
+    } finally {
+      rmSync(dir, {recursive: true, force: true})
+    }
+  })
+
+  it('still names a missing executable when the working directory is fine', async () => {
+    expect(await start('/tmp', '/nonexistent/fn')).to.equal('failed to start function "fn": executable not found (/nonexistent/fn)')
+    expect(await start('/tmp')).to.equal('started')
   })
 })

@@ -18,6 +18,8 @@
  * stderr and a stdout cap that stops reading at the limit, and it is on the hot path of every
  * request, where execa's extra work costs about a millisecond per spawn (docs/process.md, "How servers start function processes: the spawner").
  */
+import {accessSync, constants, statSync} from 'node:fs'
+
 import {FnrError, withoutStack} from '../errors.js'
 import {joinWithHeadroom, type Headroom} from '../headroom.js'
 import {nextTurn} from '../turns.js'
@@ -202,8 +204,26 @@ function startError(options: FunctionProcessOptions, err: NodeJS.ErrnoException)
     const who = (err as {inSpawner?: boolean}).inSpawner ? "the runner's process spawner" : 'the runner'
     return new FnrError('Unavailable', `cannot start function ${where}: ${who} is out of ${what} (${err.code}); retry later`, {cause: err, details: {startFailed: true}})
   }
+  const dir = options.cwd === undefined ? undefined : workingDirectoryProblem(options.cwd)
+  if (dir !== undefined) {
+    // Node (and the helper, as execvp) report a working directory that cannot be entered with the
+    // errno of chdir: ENOENT read "executable not found" and sent users after a binary that was there.
+    return new FnrError('FunctionFailed', `failed to start function ${JSON.stringify(options.label)}: working directory ${dir} (${options.cwd})`, {cause: err, details: {startFailed: true}})
+  }
   const why = err.code === 'ENOENT' ? 'executable not found' : err.code === 'EACCES' ? 'permission denied' : err.message
   return new FnrError('FunctionFailed', `failed to start function ${JSON.stringify(options.label)}: ${why} (${options.command})`, {cause: err, details: {startFailed: true}})
+}
+
+/** What keeps a function from starting in `cwd`: it is missing, not a directory, or not searchable; undefined when none of those. */
+function workingDirectoryProblem(cwd: string): string | undefined {
+  try {
+    if (!statSync(cwd).isDirectory()) return 'is not a directory'
+    accessSync(cwd, constants.X_OK)
+    return undefined
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code
+    return code === 'ENOENT' ? 'not found' : code === 'EACCES' ? 'not accessible' : code === 'ENOTDIR' ? 'not found (a part of its path is a file)' : undefined
+  }
 }
 
 function headroomFor(asked: Headroom | undefined, stderrLength: number): Headroom {
