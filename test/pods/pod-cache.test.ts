@@ -36,7 +36,7 @@ interface Calls {
 }
 
 /** A PodManager stand-in: pods are created at once and never become ready unless `ready` says so. */
-function fakeManager(behaviour: {createPod?: (pod: V1Pod, attempt: number) => Promise<void>; waitForPodReady?: (name: string) => Promise<{ip: string}>; logTail?: string; pods?: V1Pod[]} = {}) {
+function fakeManager(behaviour: {createPod?: (pod: V1Pod, attempt: number) => Promise<void>; waitForPodReady?: (name: string) => Promise<{ip: string}>; ensureService?: (service: V1Service) => Promise<void>; logTail?: string; pods?: V1Pod[]} = {}) {
   const calls: Calls = {created: [], services: [], deleted: [], patched: []}
   let attempt = 0
   const manager = {
@@ -49,6 +49,7 @@ function fakeManager(behaviour: {createPod?: (pod: V1Pod, attempt: number) => Pr
       behaviour.waitForPodReady?.(name) ??
       new Promise<{ip: string}>((_resolve, reject) => options.signal?.addEventListener('abort', () => reject(new FnrError('Unavailable', 'abandoned')))),
     ensureService: async (service: V1Service) => {
+      await behaviour.ensureService?.(service)
       calls.services.push(service)
     },
     deletePodAndService: async (name: string, reason: string) => {
@@ -237,6 +238,32 @@ describe('PodCache (unit: a fake PodManager, no test bed)', () => {
     expect(err).to.be.instanceOf(FnrError).with.property('kind', 'DeadlineExceeded')
     expect((err as Error).message).to.match(/was not ready by the call's deadline .*it keeps starting for later calls/)
     expect(cache.snapshot().map((s) => [s.state, s.load])).to.deep.equal([['starting', 0]])
+  })
+
+  it('a pod that fails while its Service is still being created: the launch waits for the Service, so the cleanup deletes it too', async () => {
+    // Before, the launch failed at once and its cleanup ran before the Service existed: the
+    // Service created a moment later was left behind (\`fnr pods warm\` has no GC after it).
+    let serviceMade = false
+    const {manager, calls} = fakeManager({
+      waitForPodReady: async (name) => {
+        throw new FnrError('FailedPrecondition', `function pod ${name} cannot start: container "function" is waiting: ErrImagePull`)
+      },
+      ensureService: async () => {
+        await new Promise((resolve) => setTimeout(resolve, 50))
+        serviceMade = true
+      },
+    })
+    const deleted: boolean[] = []
+    const deletePodAndService = manager.deletePodAndService.bind(manager)
+    manager.deletePodAndService = async (name: string, reason: string) => {
+      deleted.push(serviceMade)
+      return deletePodAndService(name, reason)
+    }
+    const cache = track(makeCache(manager))
+    const err = await cache.acquire(IMG).then(() => undefined, (e: unknown) => e)
+    expect((err as Error).message).to.contain('ErrImagePull')
+    expect(calls.services).to.have.length(1)
+    expect(deleted, 'the Service existed when the pod and its Service were deleted').to.deep.equal([true])
   })
 
   it('a pod name taken (409) is retried under a new name; a crashing pod fails the call with its last log lines and is evicted', async () => {

@@ -199,10 +199,9 @@ export async function launchPod(context: LaunchContext, image: string, options: 
     t = now()
     progress('pod created')
     const service = functionService(templates, name, manager.namespace, context.ownerLabel)
-    const [{ip}] = await Promise.all([
-      manager.waitForPodReady(name, image, {deadline, signal, deadlineName, onProgress: progress}),
-      step('creating the Service', manager.ensureService(service, {deadline, signal})),
-    ])
+    const creatingService = manager.ensureService(service, {deadline, signal})
+    const ready = manager.waitForPodReady(name, image, {deadline, signal, deadlineName, onProgress: progress})
+    const [{ip}] = await failAfter(Promise.all([ready, step('creating the Service', creatingService)]), creatingService)
     return {name, ip, ...(info.digest ? {digest: info.digest} : {}), timings: {metadataMs, createMs, readyMs: now() - t}}
   } catch (err) {
     let e = toFnrError(err)
@@ -211,6 +210,22 @@ export async function launchPod(context: LaunchContext, image: string, options: 
       if (tail) e = new FnrError(e.kind, `${e.message}; last log lines: ${tail.split('\n').slice(-5).join(' | ').slice(0, 600)}`, {cause: e.cause, details: e.details})
     }
     throw new LaunchError(e, name, created)
+  }
+}
+
+/**
+ * `promise`, failing only once `settling` has settled too. A pod that fails fast (an image the
+ * kubelet cannot pull) failed its launch while its Service was still being created: the caller's
+ * cleanup found no Service to delete, and the one created a moment later was left behind (`fnr
+ * pods warm` exits with no GC to collect it). The Service request stops at the deadline or the
+ * signal itself.
+ */
+async function failAfter<T>(promise: Promise<T>, settling: Promise<unknown>): Promise<T> {
+  try {
+    return await promise
+  } catch (err) {
+    await settling.catch(() => {})
+    throw err
   }
 }
 
