@@ -461,6 +461,9 @@ static void confirm(size_t i) {
     reply_failed(p.id, p.command, err);
     return;
   }
+  /* Tracked before anything is sent: a runner gone meanwhile (EPIPE below) ends this program, which
+     kills what its tables hold, and the function is no longer in the pending one. */
+  if (!p.reaped) track(p.pid, p.id);
   /* The runner's ends: reading and writing them must not block its event loop. */
   for (int k = 0; k < 3; k++) set_nonblocking(p.ends[k]);
   char line[256];
@@ -482,7 +485,6 @@ static void confirm(size_t i) {
   }
   close_ends(p.ends);
   if (p.reaped) report_exit(p.id, p.status, for_each_orphan(NULL));
-  else track(p.pid, p.id);
 }
 
 static void handle_spawn(long long id, char *payload, long len) {

@@ -8,7 +8,7 @@
  */
 import {execFileSync, spawn, spawnSync} from 'node:child_process'
 import {once} from 'node:events'
-import {readdirSync, readFileSync, readlinkSync} from 'node:fs'
+import {existsSync, readdirSync, readFileSync, readlinkSync} from 'node:fs'
 import {chmod} from 'node:fs/promises'
 import path from 'node:path'
 
@@ -308,6 +308,36 @@ for (const kind of KINDS) describe(`process spawner, ${kind.name}: functions sta
     runner.kill('SIGKILL')
     await waitFor(() => !isAlive(spawnerPid), 'the spawner to exit', 10_000)
     await waitFor(() => !isAlive(fnPid!) && !isAlive(childPid!), 'the function and its child to be killed', 10_000)
+  })
+
+  it('a runner killed (SIGKILL) while it is starting many functions leaves none of them running', async () => {
+    // The native helper confirms each start after its exec, and what it holds is killed when its
+    // runner goes: the starts confirmed, those still being confirmed (one confirmed just as the
+    // runner died was dropped from its tables before it was handed over: tracked first since).
+    const pidFile = path.join(dir, 'burst.pids')
+    const fn = await writeExecutable(path.join(dir, 'burst-fn'), `#!/bin/sh\necho $$ >> ${pidFile}\nexec sleep 60\n`)
+    const script = `
+      import {ProcessLauncher} from ${JSON.stringify(path.resolve('src/lib/process/launcher.ts'))}
+      import {runFunctionProcess} from ${JSON.stringify(path.resolve('src/lib/process/run.ts'))}
+      const launcher = new ProcessLauncher(${JSON.stringify(kind.mode)}).start(() => {})
+      const ready = setInterval(() => {
+        const child = launcher.launch({command: '/bin/true', args: [], env: {}})
+        if (child.constructor.name === 'ChildProcess') return
+        clearInterval(ready)
+        for (let i = 0; i < 60; i++) void runFunctionProcess({command: ${JSON.stringify(fn)}, input: Buffer.alloc(0), maxStdoutBytes: 1024, label: 'burst', launcher})
+        console.log(launcher.spawnerPid(${JSON.stringify(kind.which)}))
+      }, 50)
+    `
+    const runner = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {stdio: ['ignore', 'pipe', 'inherit']})
+    const [line] = (await once(runner.stdout, 'data')) as [Buffer]
+    const spawnerPid = Number(line.toString().trim())
+    // Some functions have started, others are being started.
+    const recorded = (): number[] => (existsSync(pidFile) ? readFileSync(pidFile, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number) : [])
+    await waitFor(() => recorded().length > 0, 'a first function to start', 10_000)
+    runner.kill('SIGKILL')
+    await waitFor(() => !isAlive(spawnerPid), 'the spawner to exit', 10_000)
+    const pids = recorded()
+    await waitFor(() => pids.every((pid) => !isAlive(pid)), `every function started to be killed (${pids.filter(isAlive).join(' ')} alive)`, 10_000)
   })
 
   if (kind.mode === 'native') {
