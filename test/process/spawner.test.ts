@@ -284,10 +284,11 @@ for (const kind of KINDS) describe(`process spawner, ${kind.name}: functions sta
     expect(kind.launcher.spawnerUsable(kind.which)).to.equal(true)
   })
 
-  it('exits when its runner is killed (SIGKILL), and kills the functions still running and what they started', async () => {
-    const pidFile = path.join(dir, 'killed-runner.pids')
-    // The function leaves a child in its process group, then waits.
-    const fn = await writeExecutable(path.join(dir, 'long-fn'), `#!/bin/sh\nsleep 60 &\necho "$$ $!" > ${pidFile}\nexec sleep 60\n`)
+  /**
+   * A runner in a child process (SIGKILL-able) that, once its spawner is ready, starts `calls`
+   * calls of `fn` through it; resolves with the runner and its spawner's pid.
+   */
+  async function runnerStarting(fn: string, calls = 1): Promise<{runner: ReturnType<typeof spawn>; spawnerPid: number}> {
     const script = `
       import {ProcessLauncher} from ${JSON.stringify(path.resolve('src/lib/process/launcher.ts'))}
       import {runFunctionProcess} from ${JSON.stringify(path.resolve('src/lib/process/run.ts'))}
@@ -296,13 +297,20 @@ for (const kind of KINDS) describe(`process spawner, ${kind.name}: functions sta
         const child = launcher.launch({command: '/bin/true', args: [], env: {}})
         if (child.constructor.name === 'ChildProcess') return
         clearInterval(ready)
+        for (let i = 0; i < ${calls}; i++) void runFunctionProcess({command: ${JSON.stringify(fn)}, input: Buffer.alloc(0), maxStdoutBytes: 1024, label: 'fn', launcher})
         console.log(launcher.spawnerPid(${JSON.stringify(kind.which)}))
-        void runFunctionProcess({command: ${JSON.stringify(fn)}, input: Buffer.alloc(0), maxStdoutBytes: 1024, label: 'long', launcher})
       }, 50)
     `
     const runner = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {stdio: ['ignore', 'pipe', 'inherit']})
-    const [line] = (await once(runner.stdout, 'data')) as [Buffer]
-    const spawnerPid = Number(line.toString().trim())
+    const [line] = (await once(runner.stdout!, 'data')) as [Buffer]
+    return {runner, spawnerPid: Number(line.toString().trim())}
+  }
+
+  it('exits when its runner is killed (SIGKILL), and kills the functions still running and what they started', async () => {
+    const pidFile = path.join(dir, 'killed-runner.pids')
+    // The function leaves a child in its process group, then waits.
+    const fn = await writeExecutable(path.join(dir, 'long-fn'), `#!/bin/sh\nsleep 60 &\necho "$$ $!" > ${pidFile}\nexec sleep 60\n`)
+    const {runner, spawnerPid} = await runnerStarting(fn)
     const [fnPid, childPid] = (await pidFrom(pidFile, true)) as number[]
     expect(parentOf(fnPid!)).to.equal(spawnerPid)
     runner.kill('SIGKILL')
@@ -316,21 +324,7 @@ for (const kind of KINDS) describe(`process spawner, ${kind.name}: functions sta
     // runner died was dropped from its tables before it was handed over: tracked first since).
     const pidFile = path.join(dir, 'burst.pids')
     const fn = await writeExecutable(path.join(dir, 'burst-fn'), `#!/bin/sh\necho $$ >> ${pidFile}\nexec sleep 60\n`)
-    const script = `
-      import {ProcessLauncher} from ${JSON.stringify(path.resolve('src/lib/process/launcher.ts'))}
-      import {runFunctionProcess} from ${JSON.stringify(path.resolve('src/lib/process/run.ts'))}
-      const launcher = new ProcessLauncher(${JSON.stringify(kind.mode)}).start(() => {})
-      const ready = setInterval(() => {
-        const child = launcher.launch({command: '/bin/true', args: [], env: {}})
-        if (child.constructor.name === 'ChildProcess') return
-        clearInterval(ready)
-        for (let i = 0; i < 60; i++) void runFunctionProcess({command: ${JSON.stringify(fn)}, input: Buffer.alloc(0), maxStdoutBytes: 1024, label: 'burst', launcher})
-        console.log(launcher.spawnerPid(${JSON.stringify(kind.which)}))
-      }, 50)
-    `
-    const runner = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {stdio: ['ignore', 'pipe', 'inherit']})
-    const [line] = (await once(runner.stdout, 'data')) as [Buffer]
-    const spawnerPid = Number(line.toString().trim())
+    const {runner, spawnerPid} = await runnerStarting(fn, 60)
     // Some functions have started, others are being started.
     const recorded = (): number[] => (existsSync(pidFile) ? readFileSync(pidFile, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number) : [])
     await waitFor(() => recorded().length > 0, 'a first function to start', 10_000)
@@ -345,21 +339,7 @@ for (const kind of KINDS) describe(`process spawner, ${kind.name}: functions sta
       const pidFile = path.join(dir, 'orphan.pids')
       // A double fork into a new session: the subshell exits at once, the daemon loses its parent.
       const fn = await writeExecutable(path.join(dir, 'orphaning-fn'), `#!/bin/sh\n( setsid sleep 61 </dev/null >/dev/null 2>&1 & echo "$$ $!" > ${pidFile} )\nexec sleep 60\n`)
-      const script = `
-        import {ProcessLauncher} from ${JSON.stringify(path.resolve('src/lib/process/launcher.ts'))}
-        import {runFunctionProcess} from ${JSON.stringify(path.resolve('src/lib/process/run.ts'))}
-        const launcher = new ProcessLauncher('native').start(() => {})
-        const ready = setInterval(() => {
-          const child = launcher.launch({command: '/bin/true', args: [], env: {}})
-          if (child.constructor.name === 'ChildProcess') return
-          clearInterval(ready)
-          console.log(launcher.spawnerPid('native'))
-          void runFunctionProcess({command: ${JSON.stringify(fn)}, input: Buffer.alloc(0), maxStdoutBytes: 1024, label: 'orphaning', launcher})
-        }, 50)
-      `
-      const runner = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {stdio: ['ignore', 'pipe', 'inherit']})
-      const [line] = (await once(runner.stdout, 'data')) as [Buffer]
-      const helperPid = Number(line.toString().trim())
+      const {runner, spawnerPid: helperPid} = await runnerStarting(fn)
       const [fnPid, daemonPid] = (await pidFrom(pidFile, true)) as number[]
       await waitFor(() => parentOf(daemonPid!) === helperPid, 'the daemon to be re-parented to the helper', 10_000)
       runner.kill('SIGKILL')
