@@ -38,7 +38,7 @@ import type {Http2Session} from 'node:http2'
 
 import {FnrError, withoutStack} from './errors.js'
 import {FairQueue, type QueueKey} from './fair-queue.js'
-import {IdleSampler, SAMPLE_INTERVAL_MS, type IdleSample} from './idle-calls.js'
+import {IdleSampler, SAMPLE_INTERVAL_MS, type IdleSample, type IdleSource} from './idle-calls.js'
 import {MemoryReclaimer} from './reclaim.js'
 import {silentLogger, type Logger} from './telemetry/log.js'
 import type {Metrics} from './telemetry/metrics.js'
@@ -239,16 +239,13 @@ const NO_PEER: QueueKey = {client: '', connection: ''}
 /** How long sampling goes on after it was last needed. */
 const SAMPLING_LINGER_MS = 1_000
 
-/** What reads which running calls are asleep (idle-calls.ts); null: none is (every call costs a slot). */
-export interface IdleSource {
-  sample(now?: number): IdleSample
-  reset(): void
-}
+export type {IdleSource} from './idle-calls.js'
 
 export interface CallBudgetOptions {
   /**
    * Which running calls are asleep. Default: an IdleSampler over `runningPids` (the process groups of
    * the server's running calls, its launcher's liveCalls, read from /proc); none without those.
+   * null: no call is ever asleep (every call costs a slot).
    */
   idle?: IdleSource | null
   /** The pids of the server's running function processes (process/launcher.ts liveCalls). */
@@ -303,6 +300,13 @@ export class CallBudget {
     const {runningPids} = options
     this.paceStarts = options.paceStarts ?? true
     this.idleSource = options.idle !== undefined ? options.idle : runningPids ? new IdleSampler(runningPids, this.slotBytes) : null
+    // A sample read over several turns of the event loop (many groups) lends their slots when it completes.
+    if (this.idleSource)
+      this.idleSource.onSample = () => {
+        this.refreshIdle()
+        this.drain()
+        this.keepSampling()
+      }
   }
 
   /** A slot's share of the memory limit: what a call asleep is weighed against. */

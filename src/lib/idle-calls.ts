@@ -174,60 +174,125 @@ function uptimeMs(): number {
   }
 }
 
+/** Reads one group (leader pid = pgid) at `at`, its age from `uptime` (uptimeMs()); undefined when it is gone. */
+export function readGroup(leader: number, at: number, uptime = uptimeMs()): GroupReading | undefined {
+  const head = statTimes(leader)
+  if (!head) return undefined
+  let ticks = head.ticks
+  let rssPages = head.rssPages
+  let ioBytes = ioOf(leader)
+  let runnable = head.runnable
+  const todo = childrenOf(leader)
+  for (let seen = 1; todo.length > 0 && seen < MAX_GROUP_PROCESSES; seen++) {
+    const pid = todo.pop()!
+    const s = statTimes(pid)
+    if (!s) continue
+    ticks += s.ticks
+    rssPages += s.rssPages
+    ioBytes += ioOf(pid)
+    runnable ||= s.runnable
+    todo.push(...childrenOf(pid))
+  }
+  return {cpuMs: (ticks * 1000) / CLK_TCK, rssBytes: rssPages * PAGE_SIZE, ioBytes, startedAt: bootTime() + (head.start * 1000) / CLK_TCK, ageMs: uptime - (head.start * 1000) / CLK_TCK, at, runnable}
+}
+
 /** Reads each group (leader pid = pgid) now; groups already gone are left out. */
 export function readGroups(leaders: Iterable<number>, at = Date.now()): Map<number, GroupReading> {
   const out = new Map<number, GroupReading>()
   const uptime = uptimeMs()
   for (const leader of leaders) {
-    const head = statTimes(leader)
-    if (!head) continue
-    let ticks = head.ticks
-    let rssPages = head.rssPages
-    let ioBytes = ioOf(leader)
-    let runnable = head.runnable
-    const todo = childrenOf(leader)
-    for (let seen = 1; todo.length > 0 && seen < MAX_GROUP_PROCESSES; seen++) {
-      const pid = todo.pop()!
-      const s = statTimes(pid)
-      if (!s) continue
-      ticks += s.ticks
-      rssPages += s.rssPages
-      ioBytes += ioOf(pid)
-      runnable ||= s.runnable
-      todo.push(...childrenOf(pid))
-    }
-    out.set(leader, {cpuMs: (ticks * 1000) / CLK_TCK, rssBytes: rssPages * PAGE_SIZE, ioBytes, startedAt: bootTime() + (head.start * 1000) / CLK_TCK, ageMs: uptime - (head.start * 1000) / CLK_TCK, at, runnable})
+    const r = readGroup(leader, at, uptime)
+    if (r) out.set(leader, r)
   }
   return out
 }
 
 /**
+ * Longest the sampler reads /proc without giving the event loop back (ms). A reading of 300 groups
+ * takes 5-15 ms; read in one go, it held every call that came meanwhile (another client's call
+ * behind a burst of calls asleep waited for it: bench/fairness.ts F-b320). Past this, the rest is
+ * read on later turns of the event loop (setImmediate), and the sample completes then.
+ */
+export const SAMPLE_SLICE_MS = 1
+
+/** Reads one group at `at` (ms since the epoch); the sampler's default is readGroup. */
+export type GroupReader = (leader: number, at: number) => GroupReading | undefined
+
+/** A sample being read: the groups left, the readings so far, and the CPU time they took. */
+interface PendingRead {
+  leaders: number[]
+  next: number
+  readings: Map<number, GroupReading>
+  costMs: number
+  /** sample()'s `now`, and performance.now() then: later slices' readings are timed from them. */
+  now: number
+  startedPerf: number
+}
+
+/**
  * Samples the running function groups (`leaders()`), keeping the previous reading of each to
  * measure the CPU used between two. Not cheap enough for every call (a few /proc reads per process):
- * the budget samples only while calls wait, at most every `minIntervalMs`.
+ * the budget samples only while calls wait, at most every `minIntervalMs`. A sample is read in
+ * slices of SAMPLE_SLICE_MS: one that fits in its first slice is returned by the sample() that
+ * started it; a longer one goes on over the next turns of the event loop, sample() returns the last
+ * complete one meanwhile, and `onSample` is called when the new one is complete.
  */
-export class IdleSampler {
+export class IdleSampler implements IdleSource {
   /** Per group, its readings since the newest one at least MIN_IDLE_WINDOW_MS old (oldest first). */
   private history = new Map<number, GroupReading[]>()
   private last: IdleSample = {idle: 0, lent: 0}
   private lastAt = 0
+  private pending: PendingRead | undefined
+  /** Called when a sample that took more than one slice is complete (the budget drains then). */
+  onSample: (() => void) | undefined
 
   constructor(
     private readonly leaders: () => Iterable<number>,
     private readonly slotBytes: number,
     private readonly minIntervalMs = SAMPLE_INTERVAL_MS,
-    private readonly read: (leaders: Iterable<number>, at: number) => Map<number, GroupReading> = readGroups,
+    private readonly read?: GroupReader,
   ) {}
 
-  /** How long the last reading took (ms): the next one waits at least SAMPLE_COST_FACTOR times that. */
+  /** How long the last reading took (ms of the event loop): the next one waits at least SAMPLE_COST_FACTOR times that. */
   private lastCostMs = 0
 
-  /** A fresh sample, or the last one if it is younger than minIntervalMs (or SAMPLE_COST_FACTOR times the last reading's cost). */
+  /**
+   * The last sample; a new one is started first when the last is older than minIntervalMs (and
+   * SAMPLE_COST_FACTOR times the last reading's cost), and returned if it was read in one slice.
+   */
   sample(now = Date.now()): IdleSample {
-    if (now - this.lastAt < Math.max(this.minIntervalMs, SAMPLE_COST_FACTOR * this.lastCostMs)) return this.last
-    const readStarted = performance.now()
-    const readings = this.read(this.leaders(), now)
-    this.lastCostMs = performance.now() - readStarted
+    if (this.pending || now - this.lastAt < Math.max(this.minIntervalMs, SAMPLE_COST_FACTOR * this.lastCostMs)) return this.last
+    this.lastAt = now
+    this.pending = {leaders: [...this.leaders()], next: 0, readings: new Map(), costMs: 0, now, startedPerf: performance.now()}
+    this.readSlice(this.pending, false)
+    return this.last
+  }
+
+  /** Reads groups of `p` for one slice; completes the sample, or goes on at the next turn. */
+  private readSlice(p: PendingRead, later: boolean): void {
+    if (this.pending !== p) return // reset meanwhile
+    const started = performance.now()
+    const uptime = this.read ? 0 : uptimeMs()
+    const read: GroupReader = this.read ?? ((leader, at) => readGroup(leader, at, uptime))
+    while (p.next < p.leaders.length) {
+      const leader = p.leaders[p.next++]!
+      // The first slice's readings carry sample()'s `now`; later ones the time passed since.
+      const r = read(leader, later ? p.now + Math.round(performance.now() - p.startedPerf) : p.now)
+      if (r) p.readings.set(leader, r)
+      if (performance.now() - started >= SAMPLE_SLICE_MS) break
+    }
+    p.costMs += performance.now() - started
+    if (p.next < p.leaders.length) {
+      setImmediate(() => this.readSlice(p, true))
+      return
+    }
+    this.pending = undefined
+    this.lastCostMs = p.costMs
+    this.judge(p.readings)
+    if (later) this.onSample?.()
+  }
+
+  private judge(readings: Map<number, GroupReading>): void {
     // Each group is compared with its newest reading at least a window old: a sliding window, so a
     // group asleep stays asleep from one sample to the next. (Comparing with one kept reading, as
     // before, judged every group working at each sample after the window restarted: the calls
@@ -248,13 +313,20 @@ export class IdleSampler {
     }
     this.last = judgeGroups(readings, baseline, this.slotBytes)
     this.history = next
-    this.lastAt = now
-    return this.last
   }
 
-  /** Forgets the last sample (no call waits: nothing to lend). */
+  /** Forgets the last sample (no call waits: nothing to lend), and drops one being read. */
   reset(): void {
+    this.pending = undefined
     this.last = {idle: 0, lent: 0}
     this.lastAt = 0
   }
+}
+
+/** What the call budget (budget.ts) reads which running calls are asleep from: IdleSampler, or a test's stand-in. */
+export interface IdleSource {
+  sample(now?: number): IdleSample
+  reset(): void
+  /** Set by the budget: called when a sample completes after sample() returned (read over several turns). */
+  onSample?: (() => void) | undefined
 }

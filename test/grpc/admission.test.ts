@@ -9,7 +9,7 @@ import {expect} from 'chai'
 import {CallBudget, type BudgetSettings, type IdleSource} from '../../src/lib/budget.js'
 import {FnrError} from '../../src/lib/errors.js'
 import {FairQueue, peerKey} from '../../src/lib/fair-queue.js'
-import {IdleSampler, judgeGroups, MIN_IDLE_AGE_MS, MIN_IDLE_WEIGHT, MIN_IDLE_WINDOW_MS, SAMPLE_INTERVAL_MS, type GroupReading, type IdleSample} from '../../src/lib/idle-calls.js'
+import {IdleSampler, judgeGroups, MIN_IDLE_AGE_MS, MIN_IDLE_WEIGHT, MIN_IDLE_WINDOW_MS, SAMPLE_INTERVAL_MS, SAMPLE_SLICE_MS, type GroupReading, type IdleSample} from '../../src/lib/idle-calls.js'
 import {parseLimitFlags, serverLimits} from '../../src/lib/grpc/limits.js'
 import {silentLogger} from '../../src/lib/telemetry/log.js'
 import {parseWrapperArgs} from '../../src/lib/wrapper.js'
@@ -146,9 +146,9 @@ describe('fair admission', () => {
     it(`IdleSampler compares with a reading at least ${MIN_IDLE_WINDOW_MS} ms old, and samples at most every minIntervalMs`, () => {
       let cpu = 0
       let reads = 0
-      const sampler = new IdleSampler(() => [7], slot, 10, (_leaders, at) => {
+      const sampler = new IdleSampler(() => [7], slot, 10, (_leader, at) => {
         reads++
-        return new Map([[7, {cpuMs: cpu, rssBytes: MiB, ioBytes: 0, startedAt: 0, ageMs: at, at, runnable: false}]])
+        return {cpuMs: cpu, rssBytes: MiB, ioBytes: 0, startedAt: 0, ageMs: at, at, runnable: false}
       })
       cpu = 10_000 // busy for its first 10 s
       expect(sampler.sample(10_000).idle).to.equal(0)
@@ -162,6 +162,48 @@ describe('fair admission', () => {
       for (let at = 10_000 + MIN_IDLE_WINDOW_MS + 150; at < 11_200; at += 100) expect(sampler.sample(at).idle, `at ${at}`).to.equal(1)
       cpu = 10_200 // awake again
       expect(sampler.sample(11_200).idle).to.equal(0)
+    })
+
+    it(`IdleSampler reads many groups in slices of ${SAMPLE_SLICE_MS} ms, giving the event loop back between them, and says when the sample is complete`, async () => {
+      const groups = Array.from({length: 40}, (_, i) => i + 1)
+      const busyFor = (ms: number) => {
+        const until = performance.now() + ms
+        while (performance.now() < until) {
+          // a slow /proc read
+        }
+      }
+      let slow = false
+      const sampler = new IdleSampler(() => groups, slot, 10, (_leader, at) => {
+        if (slow) busyFor(0.25)
+        return {cpuMs: 0, rssBytes: MiB, ioBytes: 0, startedAt: 0, ageMs: 60_000, at, runnable: false}
+      })
+      let completed = 0
+      sampler.onSample = () => completed++
+      // fast readings: the sample is complete when sample() returns (baselines for the next one)
+      expect(sampler.sample(10_000)).to.deep.equal({idle: 0, lent: 0})
+      // 40 readings of 0.25 ms: several slices; sample() returns the last complete sample meanwhile
+      slow = true
+      const at = 10_000 + MIN_IDLE_WINDOW_MS + 10
+      expect(sampler.sample(at).idle).to.equal(0)
+      let turnsBetween = 0
+      const ticker = setInterval(() => turnsBetween++, 0)
+      try {
+        for (let i = 0; i < 200 && completed === 0; i++) await turn()
+      } finally {
+        clearInterval(ticker)
+      }
+      expect(completed, 'onSample called once the last slice was read').to.equal(1)
+      expect(turnsBetween, 'timers ran between the slices').to.be.greaterThan(0)
+      expect(sampler.sample(at + 1).idle, 'the completed sample (no new one inside minIntervalMs)').to.equal(40)
+      // reset() drops a sample being read: it never completes, and the next sample() starts anew
+      sampler.sample(at + 1000)
+      sampler.reset()
+      for (let i = 0; i < 50; i++) await turn()
+      expect(completed).to.equal(1)
+      expect(sampler.sample(at + 1001), 'reset forgot the last sample').to.deep.equal({idle: 0, lent: 0})
+      for (let i = 0; i < 200 && completed === 1; i++) await turn()
+      expect(completed).to.equal(2)
+      expect(sampler.sample(at + 1002).idle).to.equal(40)
     })
   })
 

@@ -98,7 +98,10 @@ export async function startClusterPodBed(): Promise<ClusterPodBed> {
   await addFunction('cat', SCRIPTS.cat)
   await addFunction('stderr', SCRIPTS.stderr)
   await addFunction('fail', SCRIPTS.failWithResults)
-  await addFunction('gate', `#!/bin/sh\ntouch "${startedDir}/$$"\nwhile [ ! -f "${gateFile}" ]; do sleep 0.05; done\nexec cat\n`)
+  // The wait also ends when the bed's folder is gone: a gate call whose wrapper was killed before
+  // its spawner took over (the function then outlives the fake pod, which has no PID namespace to
+  // end it) would otherwise poll for a file that can no longer appear, for ever.
+  await addFunction('gate', `#!/bin/sh\ntouch "${startedDir}/$$"\nwhile [ ! -f "${gateFile}" ] && [ -d "${startedDir}" ]; do sleep 0.05; done\nexec cat\n`)
   let kubeConfig: KubeConfig | undefined
   return {
     cp,
