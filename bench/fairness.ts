@@ -13,9 +13,12 @@
  *           normal call (cut at 30 s)
  *
  * fnr runs inside the budget of the Deployment's 1 GiB (--memory-limit=1Gi: 16 slots). A comes
- * over 127.0.0.1, B over ::1 (two clients). `FNR_FAIRNESS_BIN=/path/to/bin/run.js` measures
- * another build of fnr (the "before" column of docs/limits.md); `FNR_BENCH_COMPETITOR=N` runs N busy
- * processes beside the whole bench (porch-runner.ts startCompetitors). Run with
+ * over 127.0.0.1, B over ::1 (two clients). Each scenario runs FNR_FAIRNESS_ROUNDS times (default
+ * 3), the arms in a rotating order; a row gives the median over the rounds, the longest, and every
+ * round's value. `FNR_FAIRNESS_BEFORE_BIN=/path/to/bin/run.js` adds another build of fnr as a third
+ * arm in the same run (the "before" column of docs/limits.md); `FNR_FAIRNESS_BIN` replaces this
+ * build (results then go to fairness-other.json); `FNR_BENCH_COMPETITOR=N` runs N busy processes
+ * beside the whole bench (porch-runner.ts startCompetitors). Run with
  * `node --import tsx bench/fairness.ts` after `npm run build`; writes bench/results/fairness.json.
  */
 import {spawn, type ChildProcess} from 'node:child_process'
@@ -27,7 +30,7 @@ import path from 'node:path'
 import {buildPorchRunner} from '../scripts/catalog-peers.mjs'
 import {startPorchRunner} from '../test/porch-side-by-side/support.js'
 import {burstThenOther, fairnessBed, hungThenOther, IMAGES, porchPattern, round1, type FairnessBed} from '../test/support/fairness.js'
-import {loadAverage, printTable, ROOT, saveResults, type Row} from './lib.js'
+import {loadAverage, median, printTable, ROOT, saveResults, type Row} from './lib.js'
 import {startCompetitors} from './porch-runner.js'
 
 interface Fnr {
@@ -55,51 +58,80 @@ async function stopFnr(f: Fnr): Promise<void> {
   await once(f.child, 'exit')
 }
 
-function row(name: string, fnrMs: number, porchMs: number, note: string): Row {
-  return {case: name, p50: round1(fnrMs), baselineP50: round1(porchMs), ratio: porchMs > 0 ? round1(fnrMs / porchMs) : undefined, unit: 'ms', note}
+/** One runner under test: fnr (this build, or another at `bin`), or Porch's runner. */
+interface Arm {
+  name: 'fnr' | 'fnr-before' | 'porch'
+  /** fnr's bin/run.js; none for Porch's runner. */
+  bin?: string
 }
 
-export async function benchFairness(bin = path.join(ROOT, 'bin', 'run.js')): Promise<{rows: Row[]; raw: Record<string, unknown>}> {
+/** B's wait (ms) in each round, per arm; F-c's is the longest normal call of the round. */
+type Waits = Record<string, number[]>
+
+function row(name: string, waits: Waits, note: string): Row {
+  const p50 = (arm: string): number | undefined => (waits[arm]?.length ? round1(median(waits[arm])) : undefined)
+  const fnr = p50('fnr') ?? 0
+  const porch = p50('porch') ?? 0
+  const list = (arm: string) => (waits[arm] ?? []).map((w) => Math.round(w)).join(' / ')
+  const before = waits['fnr-before'] ? `; fnr before: p50 ${p50('fnr-before')} ms (${list('fnr-before')})` : ''
+  return {case: name, p50: fnr, p95: round1(Math.max(...(waits.fnr ?? [0]))), baselineP50: porch, baselineP95: round1(Math.max(...(waits.porch ?? [0]))), ratio: porch > 0 ? round1(fnr / porch) : undefined, unit: 'ms', note: `${note}; each round: fnr ${list('fnr')}, Porch ${list('porch')}${before}; the p95 columns hold the longest`}
+}
+
+/**
+ * Every scenario `rounds` times, the arms in a rotating order within each round (each round starts
+ * with another arm), so that fnr, an earlier build of fnr (`beforeBin`) and Porch's runner are
+ * measured side by side in one run. Each fnr build runs as two servers: the Deployment's budget, and
+ * two slots for F-b12.
+ */
+export async function benchFairness(bin = path.join(ROOT, 'bin', 'run.js'), beforeBin?: string, rounds = 3): Promise<{rows: Row[]; raw: Record<string, unknown>}> {
   const {server} = buildPorchRunner()
   const dir = await mkdtemp(path.join(os.tmpdir(), 'fnr-bench-fairness-'))
   const bed = await fairnessBed(dir)
+  const arms: Arm[] = [{name: 'fnr', bin}, ...(beforeBin ? [{name: 'fnr-before' as const, bin: beforeBin}] : []), {name: 'porch'}]
   const porch = await startPorchRunner(server, bed)
+  const servers = new Map<string, {port: number; two: number}>([['porch', {port: porch.port, two: porch.port}]])
+  const started: Fnr[] = []
   const rows: Row[] = []
-  const raw: Record<string, unknown> = {}
+  const raw: Record<string, Record<string, unknown[]>> = {}
+  const waits: Record<string, Waits> = {}
+  const record = (scenario: string, arm: string, wait: number, detail: unknown) => {
+    ;((waits[scenario] ??= {})[arm] ??= []).push(wait)
+    ;((raw[scenario] ??= {})[arm] ??= []).push(detail)
+  }
   const addr = (port: number) => ({a: `127.0.0.1:${port}`, b: `[::1]:${port}`})
   try {
-    const fnr = await startFnr(bin, bed, [])
-    try {
-      for (const hung of [20, 40]) {
-        const f = await hungThenOther(bed, addr(fnr.port).a, {hung, bDeadlineMs: 20_000, bAddress: addr(fnr.port).b})
-        const p = await hungThenOther(bed, addr(porch.port).a, {hung, bDeadlineMs: 20_000, bAddress: addr(porch.port).b})
-        raw[`F-a${hung}`] = {fnr: f, porch: p}
-        rows.push(row(`F-a${hung} B's call behind ${hung} hung calls`, f.b.ms, p.b.ms, `fnr ${f.b.code} (${f.hungStarted} hung running), Porch ${p.b.code} (${p.hungStarted})`))
+    for (const arm of arms) {
+      if (!arm.bin) continue
+      const full = await startFnr(arm.bin, bed, [])
+      const two = await startFnr(arm.bin, bed, ['--max-concurrent-calls=2'])
+      started.push(full, two)
+      servers.set(arm.name, {port: full.port, two: two.port})
+    }
+    for (let r = 0; r < rounds; r++) {
+      const order = arms.map((_, i) => arms[(i + r) % arms.length]!)
+      for (const arm of order) {
+        const {port, two} = servers.get(arm.name)!
+        for (const hung of [20, 40]) {
+          const res = await hungThenOther(bed, addr(port).a, {hung, bDeadlineMs: 20_000, bAddress: addr(port).b})
+          record(`F-a${hung}`, arm.name, res.b.ms, {...res, note: `${res.b.code}, ${res.hungStarted} hung running`})
+        }
+        const burst = {calls: 320, connections: 20, image: IMAGES.slow, runningBeforeB: 0, waitMs: 500}
+        const fb = await burstThenOther(bed, addr(port).a, {...burst, bAddress: addr(port).b})
+        record('F-b320', arm.name, fb.b.ms, {...fb, aCalls: undefined})
+        const fc = await porchPattern(bed, addr(port).a, {hung: 24, normal: 8, capMs: 30_000})
+        record('F-c', arm.name, Math.max(...fc.normal.map((c) => c.ms)), fc)
+        const f12 = await burstThenOther(bed, addr(two).a, {calls: 12, connections: 3, image: IMAGES.busy, runningBeforeB: 2, bAddress: addr(two).b})
+        record('F-b12', arm.name, f12.b.ms, {...f12, aCalls: undefined})
       }
-      const burst = {calls: 320, connections: 20, image: IMAGES.slow, runningBeforeB: 0, waitMs: 500}
-      const fb = await burstThenOther(bed, addr(fnr.port).a, {...burst, bAddress: addr(fnr.port).b})
-      const pb = await burstThenOther(bed, addr(porch.port).a, {...burst, bAddress: addr(porch.port).b})
-      raw['F-b320'] = {fnr: {...fb, aCalls: undefined}, porch: {...pb, aCalls: undefined}}
-      rows.push(row('F-b320 B\'s call behind 320 x 3 s calls', fb.b.ms, pb.b.ms, `A drained at ${Math.round(fb.aDrainedAt)} / ${Math.round(pb.aDrainedAt)} ms; ${fb.aEndedBeforeB} / ${pb.aEndedBeforeB} of A's ended before B`))
-      const fc = await porchPattern(bed, addr(fnr.port).a, {hung: 24, normal: 8, capMs: 30_000})
-      const pc = await porchPattern(bed, addr(porch.port).a, {hung: 24, normal: 8, capMs: 30_000})
-      const worst = (rs: Array<{ms: number}>) => Math.max(...rs.map((r) => r.ms))
-      raw['F-c'] = {fnr: fc, porch: pc}
-      rows.push(row('F-c longest normal call among 24 hung, one connection', worst(fc.normal), worst(pc.normal), `stuck (cancelled at 30 s): fnr ${fc.normalStuck}, Porch ${pc.normalStuck}`))
-    } finally {
-      await stopFnr(fnr)
     }
-    const two = await startFnr(bin, bed, ['--max-concurrent-calls=2'])
-    try {
-      const opts = {calls: 12, connections: 3, image: IMAGES.busy, runningBeforeB: 2}
-      const f = await burstThenOther(bed, addr(two.port).a, {...opts, bAddress: addr(two.port).b})
-      const p = await burstThenOther(bed, addr(porch.port).a, {...opts, bAddress: addr(porch.port).b})
-      raw['F-b12'] = {fnr: f, porch: p}
-      rows.push(row('F-b12 B\'s call behind 12 x 1 s busy calls (fnr: 2 slots)', f.b.ms, p.b.ms, `${f.aEndedBeforeB} / ${p.aEndedBeforeB} of A's ended before B; A drained at ${Math.round(f.aDrainedAt)} / ${Math.round(p.aDrainedAt)} ms`))
-    } finally {
-      await stopFnr(two)
-    }
+    const drained = (scenario: string, arm: string) => (raw[scenario]?.[arm] ?? []).map((d) => Math.round((d as {aDrainedAt: number}).aDrainedAt)).join(' / ')
+    const stuck = (arm: string) => (raw['F-c']?.[arm] ?? []).reduce((n: number, d) => n + (d as {normalStuck: number}).normalStuck, 0)
+    for (const hung of [20, 40]) rows.push(row(`F-a${hung} B's call behind ${hung} hung calls`, waits[`F-a${hung}`]!, `B's codes: fnr ${(raw[`F-a${hung}`]!.fnr as Array<{note: string}>).map((d) => d.note).join('; ')}`))
+    rows.push(row("F-b320 B's call behind 320 x 3 s calls", waits['F-b320']!, `A drained at: fnr ${drained('F-b320', 'fnr')}, Porch ${drained('F-b320', 'porch')} ms`))
+    rows.push(row('F-c longest normal call among 24 hung, one connection', waits['F-c']!, `normal calls stuck (cancelled at 30 s): fnr ${stuck('fnr')}, Porch ${stuck('porch')}`))
+    rows.push(row("F-b12 B's call behind 12 x 1 s busy calls (fnr: 2 slots)", waits['F-b12']!, `A drained at: fnr ${drained('F-b12', 'fnr')}, Porch ${drained('F-b12', 'porch')} ms`))
   } finally {
+    for (const f of started) await stopFnr(f)
     await porch.stop()
     await rm(dir, {recursive: true, force: true})
   }
@@ -108,13 +140,15 @@ export async function benchFairness(bin = path.join(ROOT, 'bin', 'run.js')): Pro
 
 if (process.argv[1] && path.resolve(process.argv[1]) === new URL(import.meta.url).pathname) {
   const bin = process.env.FNR_FAIRNESS_BIN || path.join(ROOT, 'bin', 'run.js')
+  const before = process.env.FNR_FAIRNESS_BEFORE_BIN || undefined
+  const rounds = Number(process.env.FNR_FAIRNESS_ROUNDS ?? 3)
   const loadBefore = loadAverage()
   const competitors = Number(process.env.FNR_BENCH_COMPETITOR ?? 0)
   const competitor = competitors > 0 ? startCompetitors(competitors) : undefined
-  const {rows, raw} = await benchFairness(bin).finally(() => competitor?.stop())
+  const {rows, raw} = await benchFairness(bin, before, rounds).finally(() => competitor?.stop())
   const load = `${loadBefore} -> ${loadAverage()}`
-  console.log(`fnr: ${bin}; load average ${load}; ${competitors} busy processes beside it`)
+  console.log(`fnr: ${bin}${before ? `; fnr before: ${before}` : ''}; ${rounds} rounds; load average ${load}; ${competitors} busy processes beside it`)
   console.log(printTable(rows))
   const name = `${process.env.FNR_FAIRNESS_BIN ? 'fairness-other' : 'fairness'}${competitors > 0 ? '-competitor' : ''}`
-  console.log(`written: ${await saveResults(name, {date: new Date().toISOString(), bin, load, competitors, rows, raw})}`)
+  console.log(`written: ${await saveResults(name, {date: new Date().toISOString(), bin, before, rounds, load, competitors, rows, raw})}`)
 }
