@@ -19,7 +19,8 @@
  *     slots on, one is kept for a client with no call running (spareSlots), so that another client's
  *     burst never makes it wait for a judgment;
  *   - the rest wait in a fair queue (fair-queue.ts): round-robin between clients, then between a
- *     client's connections, in order within a connection; at most `maxQueuedCalls` of them. A call
+ *     client's connections; a connection's turn goes to its oldest call of the function (image) with
+ *     the fewest calls running (chooseOnTurn); at most `maxQueuedCalls` of them. A call
  *     beyond that fails RESOURCE_EXHAUSTED with a message that says which limit was hit. A call
  *     cancelled (or past its deadline) while queued leaves the queue;
  *   - HTTP/2 streams: each connection may open `maxConcurrentStreams`, plus one per call asleep
@@ -182,7 +183,7 @@ function clamp(n: number, lo: number, hi: number): number {
 /**
  * The budget for a memory limit (docs/limits.md has the table): 25% of the limit for request
  * (and response) bytes held, a sixth for running calls' working sets, one running call per 64 MiB (2 to 256),
- * as many HTTP/2 streams per connection, 64 queued calls per running one (at most 10,000). Node's own heap limit caps the derivation too:
+ * twice as many HTTP/2 streams per connection, 64 queued calls per running one (at most 10,000). Node's own heap limit caps the derivation too:
  * parsed results live on the heap.
  */
 export function deriveBudget(overrides: BudgetOverrides = {}, detected: () => MemoryLimit = detectMemoryLimit): BudgetSettings {
@@ -196,10 +197,14 @@ export function deriveBudget(overrides: BudgetOverrides = {}, detected: () => Me
     maxQueuedCalls: overrides.maxQueuedCalls ?? clamp(maxConcurrentCalls * 64, 64, 10_000),
     maxHeldBytes: overrides.maxHeldBytes ?? Math.floor(limit * HELD_SHARE),
     maxRunningBytes: Math.floor(Math.min(limit / RUNNING_DIVISOR, heap / 2)),
-    // As many streams per connection as calls may run: a client with more calls keeps them
-    // itself (grpc-go waits for stream quota, in order), so a single connection can never make
-    // the server hold more requests than it can work on; several connections queue here, fairly.
-    maxConcurrentStreams: overrides.maxConcurrentStreams ?? Math.max(4, maxConcurrentCalls),
+    // Twice as many streams per connection as calls may run: a client with more calls keeps them
+    // itself (grpc-go waits for stream quota, in order). The runner sees as many calls again as it
+    // can run, so that a turn can go to a call of another function (chooseOnTurn) rather than to the
+    // next in the client's order: with one stream per slot, normal calls on Porch's one connection
+    // waited in the client behind calls that hang. At the default request size (6 MiB), a single
+    // connection's requests then hold at most 2 x 6 MiB per 64 MiB slot (19 % of the memory limit), within
+    // the held-bytes budget (25 %).
+    maxConcurrentStreams: overrides.maxConcurrentStreams ?? Math.max(4, 2 * maxConcurrentCalls),
   }
 }
 
@@ -224,6 +229,7 @@ export type Release = () => void
 
 interface Waiter {
   key: QueueKey
+  image: string
   bytes: number
   cost: number
   resolve: (release: Release) => void
@@ -235,6 +241,9 @@ interface Waiter {
 
 /** Where a call comes from when the server does not say (one client, one connection). */
 const NO_PEER: QueueKey = {client: '', connection: ''}
+
+/** How many of a connection's waiting calls chooseOnTurn looks at. */
+const CHOOSE_WINDOW = 64
 
 /** How long sampling goes on after it was last needed. */
 const SAMPLING_LINGER_MS = 1_000
@@ -266,13 +275,15 @@ export class CallBudget {
   private running = 0
   /** Calls running per client (the queue key's client): the spare slot is for a client with none. */
   private readonly runningByClient = new Map<string, number>()
+  /** Calls running per image: a connection's turn goes to its waiting call whose image has the fewest (chooseOnTurn). */
+  private readonly runningByImage = new Map<string, number>()
   private runningBytes = 0
   /** Request bytes held: being received (hygiene.ts), queued, running. */
   private held = 0
   /** Requests being received, by the id their stream carries (openReception). */
   private readonly receptions = new Map<string, Reception>()
   private receptionSeq = 0
-  private readonly queue = new FairQueue<Waiter>()
+  private readonly queue = new FairQueue<Waiter>((waiting) => this.chooseOnTurn(waiting))
   private readonly logger: Logger
   /** Gives back the memory of what calls released (reclaim.ts). */
   private readonly reclaimer: MemoryReclaimer
@@ -498,7 +509,7 @@ export class CallBudget {
     const fits = (this.queue.size === 0 || !this.runningByClient.has(key.client)) && this.fits(cost, key.client)
     if (fits && !this.pacing) {
       this.held += bytes
-      return Promise.resolve(this.start(bytes, cost, key.client))
+      return Promise.resolve(this.start(bytes, cost, key.client, image))
     }
     const s = this.settings
     if (this.queue.size >= s.maxQueuedCalls) {
@@ -510,7 +521,7 @@ export class CallBudget {
     if (signal?.aborted) return Promise.reject(withoutStack(() => new FnrError('Cancelled', 'the call was cancelled before it could run')))
     this.held += bytes
     return new Promise<Release>((resolve, reject) => {
-      const waiter: Waiter = {key, bytes, cost, resolve, reject, signal, queuedAt: performance.now()}
+      const waiter: Waiter = {key, image, bytes, cost, resolve, reject, signal, queuedAt: performance.now()}
       if (signal) {
         waiter.onAbort = () => {
           if (!this.queue.remove(waiter)) return
@@ -569,9 +580,10 @@ export class CallBudget {
     return taken < slots
   }
 
-  private start(bytes: number, cost: number, client: string): Release {
+  private start(bytes: number, cost: number, client: string, image: string): Release {
     this.running++
     this.runningByClient.set(client, (this.runningByClient.get(client) ?? 0) + 1)
+    this.runningByImage.set(image, (this.runningByImage.get(image) ?? 0) + 1)
     this.runningBytes += cost
     this.pace()
     this.keepSampling()
@@ -583,6 +595,9 @@ export class CallBudget {
       const left = (this.runningByClient.get(client) ?? 1) - 1
       if (left > 0) this.runningByClient.set(client, left)
       else this.runningByClient.delete(client)
+      const ofImage = (this.runningByImage.get(image) ?? 1) - 1
+      if (ofImage > 0) this.runningByImage.set(image, ofImage)
+      else this.runningByImage.delete(image)
       // The call may have been one of those asleep: its lent share goes with it until the next sample.
       if (this.idle.lent > 0) this.idle = {idle: Math.max(0, this.idle.idle - 1), lent: Math.max(0, this.idle.lent - (1 - 1 / 16))}
       this.runningBytes -= cost
@@ -593,6 +608,24 @@ export class CallBudget {
       this.noteFreed(cost - RUNNING_COST_BASE)
       this.drain()
     }
+  }
+
+  /**
+   * Which of a connection's waiting calls (in arrival order) goes when its turn comes: the first of
+   * the image with the fewest calls running, among the first CHOOSE_WINDOW.
+   */
+  private chooseOnTurn(waiting: readonly Waiter[]): number {
+    let best = 0
+    let fewest = Infinity
+    const n = Math.min(waiting.length, CHOOSE_WINDOW)
+    for (let i = 0; i < n && fewest > 0; i++) {
+      const running = this.runningByImage.get(waiting[i]!.image) ?? 0
+      if (running < fewest) {
+        fewest = running
+        best = i
+      }
+    }
+    return best
   }
 
   /**
@@ -637,7 +670,7 @@ export class CallBudget {
       else this.queue.remove(w)
       if (w.signal && w.onAbort) w.signal.removeEventListener('abort', w.onAbort)
       this.metrics.queueWait((performance.now() - w.queuedAt) / 1000)
-      w.resolve(this.start(w.bytes, w.cost, w.key.client))
+      w.resolve(this.start(w.bytes, w.cost, w.key.client, w.image))
     }
   }
 

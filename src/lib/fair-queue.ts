@@ -3,8 +3,10 @@
  * connections per client (the peer's address without its port), and turns go round-robin, first
  * between clients, then between a client's connections, one call per turn. A client that sends a
  * burst of hundreds of calls thus delays another client's call by at most one call per turn, not by
- * the whole burst; a client gains nothing by opening more connections (they share its turns). Within
- * one connection calls keep their order (Porch sends all of its calls over one).
+ * the whole burst; a client gains nothing by opening more connections (they share its turns). Which
+ * of a connection's calls goes on its turn is the owner's choice (`choose`; the oldest by default):
+ * Porch sends all of its calls over one connection, and the budget gives the turn to a function
+ * that has fewer calls running (budget.ts chooseOnTurn).
  *
  * Pure: no timers, no I/O. Clients and connections join the back of their ring when their first call
  * arrives and leave it when their last call has gone.
@@ -17,6 +19,12 @@ export interface QueueKey {
 }
 
 export class FairQueue<T> {
+  /**
+   * @param choose Which of a connection's waiting calls goes when its turn comes (an index into
+   *   them, in arrival order); default the first.
+   */
+  constructor(private readonly choose?: (waiting: readonly T[]) => number) {}
+
   /** client → connection → calls, each Map in turn order (the next turn is the first entry). */
   private readonly clients = new Map<string, Map<string, T[]>>()
   private count = 0
@@ -53,15 +61,24 @@ export class FairQueue<T> {
     this.count++
   }
 
-  /** The call whose turn it is, left in the queue. */
-  peek(): T | undefined {
-    const connections = this.clients.values().next().value
-    return connections?.values().next().value?.[0]
+  /** Which of a connection's calls goes on its turn. */
+  private next(q: readonly T[]): number {
+    return this.choose && q.length > 1 ? this.choose(q) : 0
   }
 
-  /** The first call, in turn order, of the first client `admits` lets in; left in the queue. */
+  /** The call whose turn it is, left in the queue. */
+  peek(): T | undefined {
+    const q = this.clients.values().next().value?.values().next().value
+    return q?.[this.next(q)]
+  }
+
+  /** The call, in turn order, of the first client `admits` lets in; left in the queue. */
   firstOf(admits: (client: string) => boolean): T | undefined {
-    for (const [client, connections] of this.clients) if (admits(client)) return connections.values().next().value?.[0]
+    for (const [client, connections] of this.clients)
+      if (admits(client)) {
+        const q = connections.values().next().value!
+        return q[this.next(q)]
+      }
     return undefined
   }
 
@@ -71,7 +88,7 @@ export class FairQueue<T> {
     if (!first) return undefined
     const [client, connections] = first
     const [connection, q] = connections.entries().next().value!
-    const item = q.shift()!
+    const item = q.splice(this.next(q), 1)[0]!
     this.where.delete(item)
     this.count--
     connections.delete(connection)

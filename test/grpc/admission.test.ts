@@ -93,6 +93,19 @@ describe('fair admission', () => {
       expect([q.shift(), q.shift(), q.shift()]).to.deep.equal(['a0', 'a1', undefined])
     })
 
+    it('lets a chooser pick which of a connection\'s calls goes on its turn; turns between clients and connections stay', () => {
+      // the chooser takes the first call whose name does not start with "h"
+      const q = new FairQueue<string>((waiting) => Math.max(0, waiting.findIndex((c) => !c.includes('.h'))))
+      for (const c of ['a1.h0', 'a1.h1', 'a1.n0', 'a1.h2', 'a1.n1']) q.push(c, A(1))
+      q.push('a2.h0', A(2))
+      q.push('b.h0', B)
+      expect(q.peek()).to.equal('a1.n0')
+      expect(q.firstOf((client) => client === B.client)).to.equal('b.h0')
+      const order: string[] = []
+      while (q.size > 0) order.push(q.shift()!)
+      expect(order).to.deep.equal(['a1.n0', 'b.h0', 'a2.h0', 'a1.n1', 'a1.h0', 'a1.h1', 'a1.h2'])
+    })
+
     it('keys a peer by its address (client) and address with port (connection)', () => {
       expect(peerKey('127.0.0.1:5000')).to.deep.equal({client: '127.0.0.1', connection: '127.0.0.1:5000'})
       expect(peerKey('ipv4:127.0.0.1:5000')).to.deep.equal({client: '127.0.0.1', connection: '127.0.0.1:5000'})

@@ -65,7 +65,7 @@ describe('call budget', () => {
 
   it('derives the Deployment\'s budget from 1 GiB, and the flags override it', () => {
     const b = deriveBudget({}, () => ({bytes: GiB, source: 'cgroup-v1'}))
-    expect(b).to.deep.include({maxConcurrentCalls: 16, maxQueuedCalls: 1024, maxConcurrentStreams: 16})
+    expect(b).to.deep.include({maxConcurrentCalls: 16, maxQueuedCalls: 1024, maxConcurrentStreams: 32})
     expect(b.maxHeldBytes).to.equal(Math.floor(GiB * 0.25))
     expect(b.maxRunningBytes).to.be.at.most(GiB / 6)
     const o = deriveBudget({memoryLimitBytes: 4 * GiB, maxConcurrentCalls: 3, maxQueuedCalls: 0, maxHeldBytes: 10 * MiB, maxConcurrentStreams: 50})
@@ -127,6 +127,33 @@ describe('call budget', () => {
     for (const r of await Promise.all(q.slice(0, 2))) r()
     ;(await q[2]!)()
     expect(budget.snapshot()).to.deep.include({running: 0, queued: 0, heldBytes: 0, runningBytes: 0, idle: 0, queuedClients: 0})
+  })
+
+  it('gives a connection\'s turn to its waiting call whose image has the fewest calls running (Porch\'s one connection: a normal call does not wait behind hung ones of another function)', async () => {
+    const budget = new CallBudget(settings({maxConcurrentCalls: 3, maxQueuedCalls: 10}))
+    const porch = {client: 'porch', connection: 'porch:1'}
+    const hung = [await budget.admit(10, 'hang', undefined, porch), await budget.admit(10, 'hang', undefined, porch)]
+    const normal = await budget.admit(10, 'cat', undefined, porch)
+    const started: string[] = []
+    const q = ['hang-1', 'hang-2', 'cat-1', 'cat-2', 'other-1'].map((n) => budget.admit(10, n.split('-')[0]!, undefined, porch).then((r) => (started.push(n), r)))
+    await new Promise((r) => setImmediate(r))
+    expect(started).to.deep.equal([])
+    const step = async (release: () => void, expected: string[]) => {
+      release()
+      await new Promise((r) => setImmediate(r))
+      expect(started).to.deep.equal(expected)
+    }
+    // hang has one call running, cat one, other none: other goes first, although it came last.
+    await step(hung[0]!, ['other-1'])
+    // hang 1, cat 0, other 1: cat's oldest.
+    await step(normal, ['other-1', 'cat-1'])
+    // hang 1, cat 1, other 0 and none waiting: a tie goes to the oldest (hang-1).
+    await step(await q[4]!, ['other-1', 'cat-1', 'hang-1'])
+    // hang 2, cat 0: the second cat, ahead of the older hang-2; then hang-2.
+    await step(await q[2]!, ['other-1', 'cat-1', 'hang-1', 'cat-2'])
+    await step(hung[1]!, ['other-1', 'cat-1', 'hang-1', 'cat-2', 'hang-2'])
+    for (const r of await Promise.all(q)) r()
+    expect(budget.snapshot()).to.deep.include({running: 0, queued: 0, heldBytes: 0})
   })
 
   it('refuses a call when the queue is full, or when its bytes would pass the held-bytes budget, saying which', async () => {

@@ -19,11 +19,11 @@ describe('gRPC listener hygiene (settings, byte count, address families)', funct
     for (const s of servers.splice(0)) s.forceShutdown()
   })
 
-  it('announces --max-concurrent-streams (default: the calls that may run at once) in its SETTINGS', async () => {
+  it('announces --max-concurrent-streams (default: twice the calls that may run at once) in its SETTINGS', async () => {
     const server = await startServer({budget: new CallBudget(deriveBudget({memoryLimitBytes: 1024 * MiB}))})
     servers.push(server)
     const session = await h2(`127.0.0.1:${server.port}`)
-    expect(session.remoteSettings.maxConcurrentStreams).to.equal(16)
+    expect(session.remoteSettings.maxConcurrentStreams).to.equal(32)
     session.destroy()
     const other = await startServer({http2: {maxConcurrentStreams: 3}})
     servers.push(other)

@@ -34,7 +34,7 @@ export const LIMIT_FLAGS = {
   'max-concurrent-calls': {summary: 'Slots: calls evaluated at once whose function works (a call whose function sleeps takes only a share of one; from 4 slots, one is kept for a client with no call running); default one per 64 MiB of the memory limit (2-256).', kind: 'int', key: 'maxConcurrentCalls'},
   'max-queued-calls': {summary: 'Calls waiting for a turn before calls are refused RESOURCE_EXHAUSTED; default 64 per concurrent call (64-10000).', kind: 'int', key: 'maxQueuedCalls'},
   'max-inflight-bytes': {summary: 'Request bytes held by calls being received, queued or running (1Gi, 512Mi); default half of the memory limit.', kind: 'bytes', key: 'maxHeldBytes'},
-  'max-concurrent-streams': {summary: 'HTTP/2 streams per connection, plus one per call whose function sleeps (clients queue the rest); default --max-concurrent-calls (at least 4).', kind: 'int', key: 'maxConcurrentStreams'},
+  'max-concurrent-streams': {summary: 'HTTP/2 streams per connection, plus one per call whose function sleeps (clients queue the rest); default twice --max-concurrent-calls (at least 4).', kind: 'int', key: 'maxConcurrentStreams'},
   'connection-idle-timeout': {summary: 'Close (GOAWAY) a connection that has had no call for this long; default 5m, 0 never.', kind: 'duration', key: 'connectionIdleMs'},
   'message-receive-timeout': {summary: 'Reset a stream whose request message, still incomplete, received less than 1 KiB a second over this long (a stalled or trickling client); default 60s, 0 never.', kind: 'duration', key: 'receiveTimeoutMs'},
   'handshake-timeout': {summary: 'Close a connection that has not sent the HTTP/2 preface within this; default 10s, 0 never.', kind: 'duration', key: 'handshakeTimeoutMs'},
