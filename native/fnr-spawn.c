@@ -8,14 +8,16 @@
  * descriptor travels as {"cmd":"NODE_HANDLE","type":"net.Socket","msg":...} with SCM_RIGHTS.
  *
  * Requests (runner -> here), one line each:
- *   {"t":"spawn","id":N,"b":"BASE64"}  BASE64 decodes to NUL-terminated strings:
+ *   {"t":"spawn","id":N,"b":"BASE64"[,"s":BYTES]}  BASE64 decodes to NUL-terminated strings:
  *       cwd ("" for the runner's), command, argc (decimal), argc arguments (argv[0] first), then
- *       the environment's NAME=value strings up to the end.
+ *       the environment's NAME=value strings up to the end. BYTES (at most 1 MiB): the size of
+ *       the stdin and stdout pipes, for a large input.
  *   Node's own {"cmd":"NODE_HANDLE_ACK"} and NACK lines are read and dropped.
  * Replies (here -> runner):
  *   {"t":"ready"} once at start;
  *   {"t":"spawned","id":N,"pid":P} then {"t":"stdio","id":N,"fd":F} for F = 0, 1, 2, each carrying
- *       the runner's end of a new socketpair whose other end is the function's descriptor F;
+ *       the runner's end of a new pipe whose other end is the function's descriptor F (Node takes
+ *       a pipe in as it takes a socket: a net.Socket on a Pipe handle);
  *       written back to back, without waiting for Node's acknowledgements;
  *   {"t":"failed","id":N,"code":"EMFILE","message":"..."} when it could not be started;
  *   {"t":"exit","id":N,"code":C,"signal":S,"orphans":K} when it ended (reaped here). K is how many
@@ -70,7 +72,7 @@ static size_t running_len, running_cap;
 
 /*
  * Functions forked whose exec is not confirmed yet: the read end of each one's error pipe, the
- * runner's ends of its stdio socketpairs (handed over once the exec is confirmed), and its exit
+ * runner's ends of its stdio pipes (handed over once the exec is confirmed), and its exit
  * status if it was reaped before that.
  */
 struct pending {
@@ -487,7 +489,7 @@ static void confirm(size_t i) {
   if (p.reaped) report_exit(p.id, p.status, for_each_orphan(NULL));
 }
 
-static void handle_spawn(long long id, char *payload, long len) {
+static void handle_spawn(long long id, char *payload, long len, int pipe_size) {
   /* Split the payload at NULs. */
   size_t count = 0;
   for (long i = 0; i < len; i++)
@@ -526,29 +528,36 @@ static void handle_spawn(long long id, char *payload, long len) {
   argv[argc] = NULL;
   char **envp = parts + 3 + argc;
 
-  int pairs[3][2];
+  /* The function's stdio are pipes, as Go's os/exec (Porch's runner, kpt) gives it: a socket
+     would do for read() and write(), but not for open("/dev/stdin"), `> /dev/stderr` or
+     `[ -p /dev/stdin ]` (ENXIO, false), which scripts use. ends[i]: the runner's end of pipe i
+     (stdin's write end, stdout's and stderr's read ends); child_ends[i]: the function's. */
+  int ends[3] = {-1, -1, -1}, child_ends[3] = {-1, -1, -1};
   int errpipe[2] = {-1, -1};
   int made = 0, err = 0;
   for (; made < 3; made++) {
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pairs[made]) != 0) {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) {
       err = errno;
       break;
     }
+    /* A large input's stdin and stdout hold more (best effort: the kernel refuses a user over
+       its pipe-user-pages-soft, and the default then stays). */
+    if (pipe_size > 0 && made < 2) fcntl(p[0], F_SETPIPE_SZ, pipe_size);
+    ends[made] = made == 0 ? p[1] : p[0];
+    child_ends[made] = made == 0 ? p[0] : p[1];
   }
   if (!err && pipe2(errpipe, O_CLOEXEC) != 0) err = errno;
   pid_t pid = -1;
   if (!err) {
     pid = fork();
-    if (pid == 0) {
-      int child_ends[3] = {pairs[0][1], pairs[1][1], pairs[2][1]};
-      child_exec(parts[1], argv, (int)argc, envp, cwd, child_ends, errpipe[1]);
-    }
+    if (pid == 0) child_exec(parts[1], argv, (int)argc, envp, cwd, child_ends, errpipe[1]);
     if (pid < 0) err = errno;
   }
-  for (int i = 0; i < made; i++) close(pairs[i][1]);
+  for (int i = 0; i < made; i++) close(child_ends[i]);
   if (errpipe[1] >= 0) close(errpipe[1]);
   if (err) {
-    for (int i = 0; i < made; i++) close(pairs[i][0]);
+    for (int i = 0; i < made; i++) close(ends[i]);
     if (errpipe[0] >= 0) close(errpipe[0]);
     reply_failed(id, parts[1], err);
     free(argv);
@@ -561,7 +570,7 @@ static void handle_spawn(long long id, char *payload, long len) {
   p->pid = pid;
   p->id = id;
   p->err_fd = errpipe[0];
-  for (int i = 0; i < 3; i++) p->ends[i] = pairs[i][0];
+  for (int i = 0; i < 3; i++) p->ends[i] = ends[i];
   snprintf(p->command, sizeof p->command, "%s", parts[1]);
   free(argv);
   free(parts);
@@ -580,6 +589,10 @@ static void handle_line(char *line, size_t len) {
   char *end = strchr(bp, '"');
   if (!end) return;
   size_t blen = (size_t)(end - bp);
+  /* "s": the pipe size asked for a large input (after "b", whose base64 has no quote). */
+  char *sp = strstr(end, "\"s\":");
+  long pipe_size = sp ? strtol(sp + 4, NULL, 10) : 0;
+  if (pipe_size < 0 || pipe_size > (1L << 20)) pipe_size = 0;
   char *payload = malloc(blen / 4 * 3 + 4);
   if (!payload) {
     reply_failed(id, "?", ENOMEM);
@@ -587,7 +600,7 @@ static void handle_line(char *line, size_t len) {
   }
   long plen = b64decode(bp, blen, payload);
   if (plen < 0) reply_failed(id, "?", EINVAL);
-  else handle_spawn(id, payload, plen);
+  else handle_spawn(id, payload, plen, (int)pipe_size);
   free(payload);
 }
 
@@ -601,7 +614,7 @@ int main(void) {
   /* Orphans of the functions come here rather than to PID 1 (see the top of this file). */
   if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) children_path[0] = 0;
   else snprintf(children_path, sizeof children_path, "/proc/%d/task/%d/children", (int)getpid(), (int)getpid());
-  /* Descriptors 0-2 open (on /dev/null if not): a socketpair made later must never land on them,
+  /* Descriptors 0-2 open (on /dev/null if not): a pipe made later must never land on them,
      where dup2 onto the function's own 0-2 would not clear its close-on-exec flag. */
   for (int fd = 0; fd < 3; fd++) {
     if (fd != channel && fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) != fd) return 71;

@@ -306,8 +306,9 @@ function resultsOfFailedRun(stdout: Buffer): rl.FunctionResult[] {
 function localRunner(options: EvalOptions, io: EvalIO): FunctionRunner {
   return async (label, input) => {
     const containers = options.image !== undefined ? imageContainers({...options.container, env: options.env}, io.stderr) : undefined
-    // The command's own launcher: the function starts directly, and is swept before eval reports.
-    const launcher = new ProcessLauncher()
+    // The command's own launcher (through the native helper when it is built, else directly); the
+    // function is swept before eval reports.
+    const launcher = await ProcessLauncher.forCommand()
     try {
       return await runFunction({...options, containers, launcher}, label, input)
     } finally {

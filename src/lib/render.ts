@@ -95,8 +95,8 @@ interface Package {
 
 export async function runRender(options: RenderOptions, io: EvalIO): Promise<void> {
   const containers = options.imageRunner ? undefined : imageContainers(options.container ?? {}, io.stderr)
-  // The command's own launcher: every function of the pipeline starts directly through it.
-  const launcher = new ProcessLauncher()
+  // The command's own launcher: every function of the pipeline starts through it.
+  const launcher = await ProcessLauncher.forCommand()
   try {
     await render({...options, containers, launcher}, io)
   } catch (err) {

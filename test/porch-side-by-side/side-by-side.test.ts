@@ -17,6 +17,9 @@ import {startServeProcess, type ServeProcess} from '../support/serve.js'
 import {TempDirs} from '../support/tmp.js'
 import {conformanceCorpus, goClient, grpcCode, runnerBed, startPorchRunner, stopRunners, type CorpusCase, type GoReply, type PorchRunner, type RunnerBed} from './support.js'
 
+/** The corpus's small input (its `cat` case's). */
+const small = (corpus: CorpusCase[]): string => corpus.find((c) => c.name === 'cat')!.input.toString()
+
 describe('a Go client and Porch\'s own runner side by side with fnr serve', function () {
   this.timeout(BUILD_TIMEOUT_MS)
   const temp = new TempDirs()
@@ -59,6 +62,9 @@ describe('a Go client and Porch\'s own runner side by side with fnr serve', func
     expect(grpcCode(by.get('7 MiB (over the client limit)')!.error)).to.equal('ResourceExhausted')
     expect(by.get('exit 2')!.error).to.contain('bad things happened')
     expect(by.get('failure with results')!.error).to.contain('fatal: boom')
+    // Before 2026-12-01 fnr gave functions socketpairs: the script failed (ENXIO on /dev/stderr).
+    expect(by.get('stdio by name (/dev/stdin)')!.error).to.equal(undefined)
+    expect(by.get('stdio by name (/dev/stdin)')!.output.toString()).to.equal(small(corpus))
     const ok = fromFnr.filter((r) => r.error === undefined)
     expect(ok.length).to.be.greaterThan(corpus.length / 2)
     for (const r of ok) expect(r.output.toString(), r.name).to.match(/^(apiVersion|\{)/)
@@ -92,6 +98,7 @@ describe('a Go client and Porch\'s own runner side by side with fnr serve', func
         failedOnBoth++
       }
     }
+    expect(fromPorch.find((r) => r.name === 'stdio by name (/dev/stdin)')!.error).to.equal(undefined)
     expect(identical).to.be.greaterThan(10)
     expect(failedOnBoth).to.be.greaterThan(3)
   })

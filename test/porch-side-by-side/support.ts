@@ -58,6 +58,9 @@ const SHELL = {
   stderr: SCRIPTS.stderr,
   'fail-with-results': SCRIPTS.failWithResults,
   'exit-2': '#!/bin/sh\ncat >/dev/null\necho "bad things happened" >&2\nexit 2\n',
+  // Its stdio by name, as shell functions use them: Go's os/exec (both of Porch's servers) gives a
+  // function pipes, which /dev/stdin, /dev/stdout and /dev/stderr open and `[ -p ]` recognises.
+  'dev-stdio': '#!/bin/sh\n[ -p /dev/stdin ] || { echo "stdin is not a pipe" >&2; exit 3; }\necho "reading /dev/stdin" > /dev/stderr\ncat /dev/stdin > /dev/stdout\n',
 }
 
 /**
@@ -105,6 +108,7 @@ export async function conformanceCorpus(dir: string): Promise<CorpusCase[]> {
     {name: 'stderr and output', image: 'example.com/stderr:v1', input: small},
     {name: 'failure with results', image: 'example.com/fail-with-results:v1', input: small},
     {name: 'exit 2', image: 'example.com/exit-2:v1', input: small},
+    {name: 'stdio by name (/dev/stdin)', image: 'example.com/dev-stdio:v1', input: small},
     {name: '2 MiB through cat', image: 'example.com/cat:v1', input: big},
     {name: '7 MiB (over the client limit)', image: 'example.com/cat:v1', input: Buffer.concat([small, Buffer.from(`  big: "${'y'.repeat(7 * 1024 * 1024)}"\n`)])},
   )

@@ -5,7 +5,7 @@
  */
 import {expect} from 'chai'
 
-import {nativeRequest} from '../../src/lib/process/native-spawner.js'
+import {LARGE_INPUT_PIPE_BYTES, nativeRequest} from '../../src/lib/process/native-spawner.js'
 import {ProcessLauncher} from '../../src/lib/process/launcher.js'
 import {loaderFlags} from '../../src/lib/process/spawner.js'
 
@@ -27,6 +27,14 @@ describe('process spawner: requests, flags and the missing helper', () => {
     expect(Buffer.from(r.b, 'base64').toString().split('\0')).to.deep.equal(['/tmp', '/bin/echo', '3', '/bin/echo', 'a b', '', 'A=1', 'E=', ''])
     expect(() => nativeRequest(1, {command: '/bin/echo', args: ['a\0b'], env: {}})).to.throw(TypeError).with.property('code', 'ERR_INVALID_ARG_VALUE')
     expect(() => nativeRequest(1, {command: '/bin/echo', args: [], env: {X: 'a\0'}})).to.throw(TypeError)
+  })
+
+  it('native helper requests ask for larger stdin and stdout pipes only for an input over 64 KiB', () => {
+    const spec = {command: '/bin/cat', args: [], env: {}}
+    expect(nativeRequest(1, spec)).to.not.have.property('s')
+    expect(nativeRequest(1, {...spec, inputBytes: 64 * 1024})).to.not.have.property('s')
+    expect(nativeRequest(1, {...spec, inputBytes: 64 * 1024 + 1}).s).to.equal(LARGE_INPUT_PIPE_BYTES)
+    expect(LARGE_INPUT_PIPE_BYTES).to.equal(256 * 1024)
   })
 
   it('from sources, passes on only the runner\'s module loader flags', () => {

@@ -138,6 +138,34 @@ for (const kind of KINDS) describe(`process spawner, ${kind.name}: functions sta
     })
   }
 
+  // The one difference: Node's spawn (directly, and in the Node spawner) gives socketpairs; the
+  // native helper gives pipes, as Go's os/exec does in kpt and Porch's runner, so /dev/stdin,
+  // /dev/stdout and /dev/stderr open and `[ -p /dev/stdin ]` holds.
+  it(kind.mode === 'native' ? 'gives the function pipes as its stdio (Go\'s os/exec does): /dev/stdin, /dev/stdout and /dev/stderr open, 5 MiB each way' : 'gives the function socketpairs as its stdio, as Node\'s spawn does', async () => {
+    const script = 'for f in 0 1 2; do readlink /proc/$$/fd/$f | cut -d: -f1 >&2; done; cat /dev/stdin > /dev/stdout; echo said > /dev/stderr'
+    const input = Buffer.alloc(5 * 1024 * 1024, 0x62)
+    const r = await run(kind.mode, {command: '/bin/sh', args: ['-c', script], input})
+    if (kind.mode === 'native') {
+      expect({exitCode: r.exitCode, stderr: r.stderr.toString()}).to.deep.equal({exitCode: 0, stderr: 'pipe\npipe\npipe\nsaid\n'})
+      expect(Buffer.compare(r.stdout, input)).to.equal(0)
+    } else {
+      expect(r.stderr.toString()).to.match(/^socket\nsocket\nsocket\n/)
+      expect(r.exitCode).to.not.equal(0)
+    }
+  })
+
+  if (kind.mode === 'native') {
+    it('gives a large input\'s stdin and stdout pipes of 256 KiB, a small one\'s the default 64 KiB (F_GETPIPE_SZ in the function)', async () => {
+      // perl (Debian's essential perl-base) reads each descriptor's pipe size: fcntl F_GETPIPE_SZ (1032).
+      const sizes = async (bytes: number): Promise<string> => {
+        const r = await run('native', {command: 'perl', args: ['-e', 'my @s = map { fcntl($_, 1032, 0) + 0 } (*STDIN, *STDOUT, *STDERR); local $/; my $in = <STDIN>; print STDERR "@s"'], input: Buffer.alloc(bytes, 0x63)})
+        return r.stderr.toString()
+      }
+      expect(await sizes(100)).to.equal('65536 65536 65536')
+      expect(await sizes(200_000)).to.equal('262144 262144 65536')
+    })
+  }
+
   it('a call cancelled while its function runs ends Cancelled and the function is gone', async () => {
     for (const mode of MODES) {
       const abort = new AbortController()

@@ -103,7 +103,7 @@ export async function runCaseScript(
   // print what kpt prints.
   delete env.FNR_CONTENT_TYPE
   // The script's own launcher: its processes, swept when it ends, before the next script runs.
-  const launcher = new ProcessLauncher()
+  const launcher = await ProcessLauncher.forCommand()
   try {
     const r = await runFunctionProcess({
       launcher,

@@ -10,9 +10,15 @@
  * The one thing all launchers of a process share is that pids are the process's: a sweep spares a
  * process any launcher holds (sweep.ts addFunctionHolder).
  */
-import {nativeHelperCandidates, NATIVE_HELPER_ENV, nativeRequest, nativeSpawnerCommand} from './native-spawner.js'
+import {nativeHelperCandidates, NATIVE_HELPER_ENV, nativeHelperPath, nativeRequest, nativeSpawnerCommand} from './native-spawner.js'
 import {launchDirect, ProcessSpawner, SPAWNER_SWITCH_ENV, type FunctionChild, type LaunchMode, type LaunchSpec} from './spawner.js'
 import {addFunctionHolder, removeFunctionHolder, Sweeper, sweepSync, type FunctionHolder, type SweepTarget} from './sweep.js'
+
+/**
+ * How long a one-shot command waits for its native helper before its first function (it answers
+ * in about a millisecond; a machine too busy to start it in this time starts the function directly).
+ */
+export const COMMAND_HELPER_WAIT_MS = 5000
 
 export class ProcessLauncher implements FunctionHolder {
   /** Function processes running a call: pid -> the call's marker (run.ts keeps it; the budget reads it as running calls). */
@@ -27,10 +33,28 @@ export class ProcessLauncher implements FunctionHolder {
   private nodeSpawner: ProcessSpawner | undefined
   private nativeSpawner: ProcessSpawner | undefined
   private closed = false
+  /** Once the native helper is given up: false, functions start directly (a one-shot command's launcher). */
+  private nodeFallback = true
 
-  /** `mode`: how functions start (serverLaunchMode for a server; 'direct' for one-shot commands). */
+  /** `mode`: how functions start (serverLaunchMode for a server; forCommand for one-shot commands). */
   constructor(readonly mode: LaunchMode = 'direct') {
     addFunctionHolder(this)
+  }
+
+  /**
+   * The launcher of a one-shot command (`fnr eval`, `render`, `test`): through the native helper
+   * when it is built, waiting for it before the first function, so that every function of the
+   * command gets pipes as its stdin, stdout and stderr, as kpt's do (Node's own spawn gives
+   * socketpairs, on which `/dev/stdin`, `> /dev/stderr` and `[ -p /dev/stdin ]` fail). Directly when
+   * there is no helper, or FNR_SPAWNER=off|node.
+   */
+  static async forCommand(env: NodeJS.ProcessEnv = process.env): Promise<ProcessLauncher> {
+    const chosen = env[SPAWNER_SWITCH_ENV]
+    if (chosen === 'off' || chosen === 'node' || !nativeHelperPath(env)) return new ProcessLauncher()
+    const launcher = new ProcessLauncher('native')
+    launcher.nodeFallback = false
+    await launcher.native().whenReady(COMMAND_HELPER_WAIT_MS)
+    return launcher
   }
 
   /** Whether a function start forks the runner itself (no spawner): the call budget paces such starts. */
@@ -47,7 +71,7 @@ export class ProcessLauncher implements FunctionHolder {
   }
 
   private native(): ProcessSpawner {
-    return (this.nativeSpawner ??= new ProcessSpawner(nativeSpawnerCommand, {encode: nativeRequest, fallback: 'through the Node process spawner'}))
+    return (this.nativeSpawner ??= new ProcessSpawner(nativeSpawnerCommand, {encode: nativeRequest, fallback: 'through the Node process spawner', pipes: true}))
   }
 
   /** Starts a function process the way the mode says; throws what the start throws (a NUL byte, EMFILE when started directly). */
@@ -58,7 +82,7 @@ export class ProcessLauncher implements FunctionHolder {
       const native = this.native()
       const child = native.launch(spec)
       if (child) return child
-      if (!native.usable()) return this.node().launch(spec) ?? launchDirect(spec)
+      if (!native.usable()) return (this.nodeFallback ? this.node().launch(spec) : undefined) ?? launchDirect(spec)
       return launchDirect(spec)
     }
     return (this.mode === 'spawner' && !this.closed ? this.node().launch(spec) : undefined) ?? launchDirect(spec)

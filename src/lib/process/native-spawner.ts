@@ -62,17 +62,29 @@ function noNul(value: string, what: string): string {
 }
 
 /**
+ * The pipe size the helper is asked for when a call's input is larger than a pipe's default (64
+ * KiB): its stdin's and stdout's pipes hold this much. Through 64 KiB pipes a 5 MiB call took ~10 %
+ * more of the runner's CPU and time than through socketpairs (more wake-ups: a read or write per
+ * 64 KiB, each after the function's turn); at 256 KiB it is back to theirs (docs/process.md). Only
+ * large calls get it: the kernel counts every pipe's size against its user (pipe-user-pages-soft,
+ * 64 MiB), past which new pipes of that user get 8 KiB, and calls that hang hold their pipes.
+ */
+export const LARGE_INPUT_PIPE_BYTES = 256 * 1024
+
+/**
  * A spawn request for the helper: `b` is base64 of NUL-terminated strings: the working directory
  * ('' for the runner's), the command, the argument count, the arguments (argv[0], the command,
  * first, as Node passes it) and the environment's NAME=value strings (Node's order: the object's).
  * Throws, as Node's spawn does, on a NUL byte in any of them.
  */
-export function nativeRequest(id: number, spec: LaunchSpec): {t: 'spawn'; id: number; b: string} {
+export function nativeRequest(id: number, spec: LaunchSpec): {t: 'spawn'; id: number; b: string; s?: number} {
   const parts: string[] = [noNul(spec.cwd ?? '', 'options.cwd'), noNul(spec.command, 'file'), String(spec.args.length + 1), spec.command]
   spec.args.forEach((a, i) => parts.push(noNul(a, `args[${i}]`)))
   for (const [k, v] of Object.entries(spec.env)) {
     if (v !== undefined) parts.push(noNul(`${k}=${v}`, 'options.env'))
   }
   parts.push('')
-  return {t: 'spawn', id, b: Buffer.from(parts.join('\0')).toString('base64')}
+  const b = Buffer.from(parts.join('\0')).toString('base64')
+  // `s`: larger stdin and stdout pipes for a large input (LARGE_INPUT_PIPE_BYTES).
+  return (spec.inputBytes ?? 0) > 64 * 1024 ? {t: 'spawn', id, b, s: LARGE_INPUT_PIPE_BYTES} : {t: 'spawn', id, b}
 }

@@ -76,10 +76,10 @@ export interface StartedFunction {
  * Starts a function process with a call marker of its own, the way runFunctionProcess does;
  * throws what the launch throws (a NUL byte, EMFILE when started directly).
  */
-export function startFunctionProcess(spec: {command: string; args?: readonly string[]; env?: NodeJS.ProcessEnv; cwd?: string}, launcher: ProcessLauncher): StartedFunction {
+export function startFunctionProcess(spec: {command: string; args?: readonly string[]; env?: NodeJS.ProcessEnv; cwd?: string; input?: Uint8Array}, launcher: ProcessLauncher): StartedFunction {
   const marker = newCallMarker()
   const startedAt = Date.now()
-  const child = launcher.launch({command: spec.command, args: spec.args ?? [], env: {...(spec.env ?? minimalEnvironment()), [CALL_MARKER_ENV]: marker}, cwd: spec.cwd})
+  const child = launcher.launch({command: spec.command, args: spec.args ?? [], env: {...(spec.env ?? minimalEnvironment()), [CALL_MARKER_ENV]: marker}, cwd: spec.cwd, inputBytes: spec.input?.length})
   return {child, marker, startedAt}
 }
 

@@ -38,6 +38,8 @@ export interface LaunchSpec {
   args: readonly string[]
   env: NodeJS.ProcessEnv
   cwd?: string
+  /** The input's size when the call knows it: the native helper gives a large input larger pipes (native-spawner.ts). */
+  inputBytes?: number
 }
 
 export interface SpawnRequest {

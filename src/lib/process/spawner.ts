@@ -138,7 +138,15 @@ class SpawnedFunction extends EventEmitter implements FunctionChild {
   leftNothing: boolean | undefined
   private timer: NodeJS.Timeout | undefined
 
-  constructor(readonly id: number) {
+  /**
+   * `pipes`: its stdio are pipes (the native helper's), not socketpairs (the Node spawner's). A pipe
+   * has no half-close: the function sees the end of its input only when the runner's end is
+   * closed, so that end is destroyed once the input is written.
+   */
+  constructor(
+    readonly id: number,
+    private readonly pipes = false,
+  ) {
     super()
   }
 
@@ -147,8 +155,15 @@ class SpawnedFunction extends EventEmitter implements FunctionChild {
   }
 
   writeInput(input: Uint8Array): void {
-    if (this.spawned) this.stdin?.end(input)
+    if (this.spawned) this.endInput(input)
     else this.input = input
+  }
+
+  private endInput(input: Uint8Array): void {
+    const stdin = this.stdin
+    if (!stdin) return
+    if (this.pipes) stdin.end(input, () => stdin.destroy())
+    else stdin.end(input)
   }
 
   /** The spawner started it; its descriptors follow. */
@@ -163,7 +178,7 @@ class SpawnedFunction extends EventEmitter implements FunctionChild {
   }
 
   /**
-   * One of its descriptors arrived (the runner's end of the socketpair), or its message came
+   * One of its descriptors arrived (the runner's end of the pipe or socketpair), or its message came
    * without it (`socket` undefined): the spawner hands descriptors over one at a time, and Node
    * closes a child's stdin the moment the child exits, so a function that ended quickly (or was
    * killed at once, a cancelled call) has no stdin left to send. Its input has nowhere to go; the
@@ -187,7 +202,9 @@ class SpawnedFunction extends EventEmitter implements FunctionChild {
     if (fd === 0) {
       this.stdin = socket
       this.stdinArrived = true
-      // Nothing comes from the function's stdin; what a function writes there is dropped.
+      // Nothing comes from the function's stdin; what a function writes there is dropped (a
+      // socketpair's; a pipe's write end has nothing to read, and reading it fails only once the
+      // function closed its end, an error dropped above like EPIPE).
       socket.resume()
     } else {
       if (fd === 1) this.stdout = socket
@@ -207,7 +224,7 @@ class SpawnedFunction extends EventEmitter implements FunctionChild {
     this.spawned = true
     this.emit('spawn')
     if (this.input) {
-      this.stdin?.end(this.input)
+      this.endInput(this.input)
       this.input = undefined
     }
     this.maybeClose()
@@ -268,6 +285,8 @@ function nodeRequest(id: number, spec: LaunchSpec): SpawnRequest {
 export class ProcessSpawner {
   private child: ChildProcess | undefined
   private ready = false
+  /** Resolved when the spawner is ready or given up (whenReady). */
+  private readyWaiters: (() => void)[] = []
   /** Calls sent to the spawner whose function has not started yet, or whose descriptors are on their way (at most MAX_STARTING). */
   private starting = 0
   /** Calls waiting for one of those places. */
@@ -283,11 +302,12 @@ export class ProcessSpawner {
 
   /**
    * `fallback`: how functions start once this spawner is given up, for the message saying so.
-   * `encode`: the request a call sends (the Node spawner's by default).
+   * `encode`: the request a call sends (the Node spawner's by default). `pipes`: the spawner hands
+   * over pipes (the native helper), not socketpairs.
    */
   constructor(
     private readonly command: SpawnerCommand = spawnerCommand,
-    private readonly options: {encode?: SpawnRequestEncoder; fallback?: string} = {},
+    private readonly options: {encode?: SpawnRequestEncoder; fallback?: string; pipes?: boolean} = {},
   ) {}
 
   usable(): boolean {
@@ -304,6 +324,30 @@ export class ProcessSpawner {
     if (this.usable()) this.ensureChild()
   }
 
+  /**
+   * Resolves once the spawner takes calls (true), or when it is given up or `timeoutMs` passed
+   * first (false). Starts it. A one-shot command waits for it before its first call, so every
+   * function it runs starts the same way.
+   */
+  async whenReady(timeoutMs: number): Promise<boolean> {
+    if (!this.usable()) return false
+    this.ensureChild()
+    if (this.ready) return true
+    let timer: NodeJS.Timeout | undefined
+    await new Promise<void>((resolve) => {
+      this.readyWaiters.push(resolve)
+      timer = setTimeout(resolve, timeoutMs)
+    })
+    clearTimeout(timer)
+    return this.ready && this.usable()
+  }
+
+  private wakeReadyWaiters(): void {
+    const waiters = this.readyWaiters
+    this.readyWaiters = []
+    for (const wake of waiters) wake()
+  }
+
   /** Starts a function through the spawner; undefined while it is not ready (the caller starts it directly). */
   launch(spec: LaunchSpec): FunctionChild | undefined {
     if (!this.usable()) return undefined
@@ -314,7 +358,7 @@ export class ProcessSpawner {
     const id = this.nextId++
     // Before anything is kept: a request that cannot be made (a NUL byte) throws to the caller, as spawn does.
     const request = (this.options.encode ?? nodeRequest)(id, spec)
-    const fn = new SpawnedFunction(id)
+    const fn = new SpawnedFunction(id, this.options.pipes)
     this.calls.set(fn.id, fn)
     this.holdLoop()
     const forget = (): void => {
@@ -385,6 +429,7 @@ export class ProcessSpawner {
     switch (message.t) {
       case 'ready': {
         this.ready = true
+        this.wakeReadyWaiters()
         return
       }
       case 'spawned': {
@@ -414,6 +459,7 @@ export class ProcessSpawner {
     if (this.child !== child) return
     this.child = undefined
     this.ready = false
+    this.wakeReadyWaiters()
     this.starting = 0
     this.waiting = []
     const error = new FnrError('Unavailable', `the runner's process spawner ${why}; retry the call`)
@@ -432,6 +478,7 @@ export class ProcessSpawner {
    */
   close(): void {
     this.disabledBecause ??= 'closed'
+    this.wakeReadyWaiters()
     const child = this.child
     if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
   }
@@ -443,6 +490,7 @@ export class ProcessSpawner {
   private disable(why: string): void {
     if (this.disabledBecause) return
     this.disabledBecause = why
+    this.wakeReadyWaiters()
     this.onDisabled?.(why)
   }
 }
