@@ -10,6 +10,9 @@
  * The one thing all launchers of a process share is that pids are the process's: a sweep spares a
  * process any launcher holds (sweep.ts addFunctionHolder).
  */
+import {EventEmitter} from 'node:events'
+import type {Readable} from 'node:stream'
+
 import {nativeHelperCandidates, NATIVE_HELPER_ENV, nativeHelperPath, nativeRequest, nativeSpawnerCommand} from './native-spawner.js'
 import {launchDirect, ProcessSpawner, SPAWNER_SWITCH_ENV, type FunctionChild, type LaunchMode, type LaunchSpec} from './spawner.js'
 import {addFunctionHolder, removeFunctionHolder, Sweeper, sweepSync, type FunctionHolder, type SweepTarget} from './sweep.js'
@@ -19,6 +22,67 @@ import {addFunctionHolder, removeFunctionHolder, Sweeper, sweepSync, type Functi
  * in about a millisecond; a machine too busy to start it in this time starts the function directly).
  */
 export const COMMAND_HELPER_WAIT_MS = 5000
+
+/**
+ * How long a call made in the native helper's first milliseconds waits for it (ProcessLauncher.
+ * launch) before it starts otherwise. The helper answers in about a millisecond; one that cannot
+ * start at all is given up at once (its start fails), and the call goes on without it.
+ */
+export const HELPER_START_WAIT_MS = 2000
+
+/**
+ * A function whose start waits for the native helper to be ready: stands for the process started
+ * then (attach), whose events it passes on. Until then it has no pid and its stdio are pending, as a
+ * function the helper is starting has (run.ts waits for 'spawn'); its input is kept.
+ */
+class DeferredFunction extends EventEmitter implements FunctionChild {
+  private real: FunctionChild | undefined
+  private input: Uint8Array | undefined
+
+  get pid(): number | undefined {
+    return this.real?.pid
+  }
+
+  get stdout(): Readable | null | undefined {
+    return this.real?.stdout
+  }
+
+  get stderr(): Readable | null | undefined {
+    return this.real?.stderr
+  }
+
+  get stdioPending(): boolean {
+    return this.real === undefined || this.real.stdioPending === true
+  }
+
+  get leftNothing(): boolean | undefined {
+    return this.real?.leftNothing
+  }
+
+  /** The started process's stdin where it has one in view (a direct start's), for abandonFunctionProcess. */
+  get stdin(): {destroy(): void} | null | undefined {
+    return (this.real as {stdin?: {destroy(): void} | null} | undefined)?.stdin
+  }
+
+  writeInput(input: Uint8Array): void {
+    if (this.real) this.real.writeInput(input)
+    else this.input = input
+  }
+
+  attach(real: FunctionChild): void {
+    this.real = real
+    for (const event of ['spawn', 'error', 'exit', 'close']) real.on(event, (...args: unknown[]) => this.emit(event, ...args))
+    if (this.input) {
+      real.writeInput(this.input)
+      this.input = undefined
+    }
+  }
+
+  /** It could not be started (what the start threw): 'error', as a start that fails later. */
+  fail(err: Error): void {
+    this.emit('error', err)
+  }
+}
 
 export class ProcessLauncher implements FunctionHolder {
   /** Function processes running a call: pid -> the call's marker (run.ts keeps it; the budget reads it as running calls). */
@@ -76,16 +140,33 @@ export class ProcessLauncher implements FunctionHolder {
 
   /** Starts a function process the way the mode says; throws what the start throws (a NUL byte, EMFILE when started directly). */
   launch(spec: LaunchSpec): FunctionChild {
-    // Until a spawner is ready (the helper's first milliseconds, the Node spawner's first ~100 ms,
-    // or never when it cannot start), calls start directly.
     if (this.mode === 'native' && !this.closed) {
       const native = this.native()
       const child = native.launch(spec)
       if (child) return child
-      if (!native.usable()) return (this.nodeFallback ? this.node().launch(spec) : undefined) ?? launchDirect(spec)
-      return launchDirect(spec)
+      if (!native.usable()) return this.afterHelper(spec)
+      // The helper's first milliseconds: the call waits for it (at most HELPER_START_WAIT_MS), so
+      // that every function of a server gets the helper's pipes, the first ones too. A request it
+      // could not take (a NUL byte) throws now, as it would once the helper is there.
+      nativeRequest(0, spec)
+      const deferred = new DeferredFunction()
+      void native.whenReady(HELPER_START_WAIT_MS).then(() => {
+        try {
+          deferred.attach(this.closed ? launchDirect(spec) : (native.launch(spec) ?? this.afterHelper(spec)))
+        } catch (err) {
+          deferred.fail(err as Error)
+        }
+      })
+      return deferred
     }
+    // Until the Node spawner is ready (its first ~100 ms, or never when it cannot start), calls
+    // start directly.
     return (this.mode === 'spawner' && !this.closed ? this.node().launch(spec) : undefined) ?? launchDirect(spec)
+  }
+
+  /** How a function starts when the native helper is given up (or not ready in time): the Node spawner for a server, else directly. */
+  private afterHelper(spec: LaunchSpec): FunctionChild {
+    return (this.nodeFallback && !this.closed ? this.node().launch(spec) : undefined) ?? launchDirect(spec)
   }
 
   /**
