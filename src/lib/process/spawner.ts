@@ -162,8 +162,15 @@ class SpawnedFunction extends EventEmitter implements FunctionChild {
   private endInput(input: Uint8Array): void {
     const stdin = this.stdin
     if (!stdin) return
-    if (this.pipes) stdin.end(input, () => stdin.destroy())
-    else stdin.end(input)
+    if (!this.pipes) {
+      stdin.end(input)
+      return
+    }
+    // A pipe's end closes as soon as the input is written, in the write's own callback: end()
+    // would first ask for a shutdown, which a pipe does not have and which takes the event loop
+    // another turn, and a function that has read its input meanwhile waits for the end of it
+    // (asleep to the call budget, which lends its slot).
+    stdin.write(input, () => stdin.destroy())
   }
 
   /** The spawner started it; its descriptors follow. */
