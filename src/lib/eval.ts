@@ -308,7 +308,7 @@ function localRunner(options: EvalOptions, io: EvalIO): FunctionRunner {
     const containers = options.image !== undefined ? imageContainers({...options.container, env: options.env}, io.stderr) : undefined
     // The command's own launcher (through the native helper when it is built, else directly); the
     // function is swept before eval reports.
-    const launcher = await ProcessLauncher.forCommand()
+    const launcher = ProcessLauncher.forCommand()
     try {
       return await runFunction({...options, containers, launcher}, label, input)
     } finally {

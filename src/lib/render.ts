@@ -96,7 +96,7 @@ interface Package {
 export async function runRender(options: RenderOptions, io: EvalIO): Promise<void> {
   const containers = options.imageRunner ? undefined : imageContainers(options.container ?? {}, io.stderr)
   // The command's own launcher: every function of the pipeline starts through it.
-  const launcher = await ProcessLauncher.forCommand()
+  const launcher = ProcessLauncher.forCommand()
   try {
     await render({...options, containers, launcher}, io)
   } catch (err) {

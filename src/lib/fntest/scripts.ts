@@ -103,7 +103,7 @@ export async function runCaseScript(
   // print what kpt prints.
   delete env.FNR_CONTENT_TYPE
   // The script's own launcher: its processes, swept when it ends, before the next script runs.
-  const launcher = await ProcessLauncher.forCommand()
+  const launcher = ProcessLauncher.forCommand()
   try {
     const r = await runFunctionProcess({
       launcher,

@@ -18,12 +18,6 @@ import {launchDirect, ProcessSpawner, SPAWNER_SWITCH_ENV, type FunctionChild, ty
 import {addFunctionHolder, removeFunctionHolder, Sweeper, sweepSync, type FunctionHolder, type SweepTarget} from './sweep.js'
 
 /**
- * How long a one-shot command waits for its native helper before its first function (it answers
- * in about a millisecond; a machine too busy to start it in this time starts the function directly).
- */
-export const COMMAND_HELPER_WAIT_MS = 5000
-
-/**
  * How long a call made in the native helper's first milliseconds waits for it (ProcessLauncher.
  * launch) before it starts otherwise. The helper answers in about a millisecond; one that cannot
  * start at all is given up at once (its start fails), and the call goes on without it.
@@ -107,17 +101,17 @@ export class ProcessLauncher implements FunctionHolder {
 
   /**
    * The launcher of a one-shot command (`fnr eval`, `render`, `test`): through the native helper
-   * when it is built, waiting for it before the first function, so that every function of the
-   * command gets pipes as its stdin, stdout and stderr, as kpt's do (Node's own spawn gives
-   * socketpairs, on which `/dev/stdin`, `> /dev/stderr` and `[ -p /dev/stdin ]` fail). Directly when
-   * there is no helper, or FNR_SPAWNER=off|node.
+   * when it is built (its first function waits for it, as a server's first calls do: launch), so
+   * that every function of the command gets pipes as its stdin, stdout and stderr, as kpt's do
+   * (Node's own spawn gives socketpairs, on which `/dev/stdin`, `> /dev/stderr` and `[ -p
+   * /dev/stdin ]` fail). Directly when there is no helper, or FNR_SPAWNER=off|node.
    */
-  static async forCommand(env: NodeJS.ProcessEnv = process.env): Promise<ProcessLauncher> {
+  static forCommand(env: NodeJS.ProcessEnv = process.env): ProcessLauncher {
     const chosen = env[SPAWNER_SWITCH_ENV]
     if (chosen === 'off' || chosen === 'node' || !nativeHelperPath(env)) return new ProcessLauncher()
     const launcher = new ProcessLauncher('native')
     launcher.nodeFallback = false
-    await launcher.native().whenReady(COMMAND_HELPER_WAIT_MS)
+    launcher.native().warm()
     return launcher
   }
 

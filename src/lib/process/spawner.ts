@@ -333,8 +333,8 @@ export class ProcessSpawner {
 
   /**
    * Resolves once the spawner takes calls (true), or when it is given up or `timeoutMs` passed
-   * first (false). Starts it. A one-shot command waits for it before its first call, so every
-   * function it runs starts the same way.
+   * first (false). Starts it. A launcher's calls made before it is ready wait for it this way
+   * (launcher.ts), so every function starts the same way.
    */
   async whenReady(timeoutMs: number): Promise<boolean> {
     if (!this.usable()) return false
