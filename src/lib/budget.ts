@@ -20,7 +20,9 @@
  *     burst never makes it wait for a judgment;
  *   - the rest wait in a fair queue (fair-queue.ts): round-robin between clients, then between a
  *     client's connections; a connection's turn goes to its oldest call of the function (image) with
- *     the fewest calls running (chooseOnTurn); at most `maxQueuedCalls` of them. A call
+ *     the fewest calls running (chooseOnTurn); at most `maxQueuedCalls` of them. The calls that
+ *     arrive in the turn of the event loop in which one started wait for its end and then take
+ *     these turns too (gather), instead of starting in arrival order. A call
  *     beyond that fails RESOURCE_EXHAUSTED with a message that says which limit was hit. A call
  *     cancelled (or past its deadline) while queued leaves the queue;
  *   - HTTP/2 streams: each connection may open `maxConcurrentStreams`, plus one per call asleep
@@ -237,6 +239,10 @@ interface Waiter {
   signal?: AbortSignal
   onAbort?: () => void
   queuedAt: number
+  /** It would have started at once, but came in a turn of the event loop in which a call started (gathered), and this turn has not ended. */
+  gathered?: boolean
+  /** Started, refused or cancelled: no longer waiting. */
+  settled?: boolean
 }
 
 /** Where a call comes from when the server does not say (one client, one connection). */
@@ -247,6 +253,9 @@ const CHOOSE_WINDOW = 64
 
 /** How long sampling goes on after it was last needed. */
 const SAMPLING_LINGER_MS = 1_000
+
+/** How often the budget samples while no call waits for a slot, but the slots are full or calls are asleep (keepSampling). */
+export const QUIET_SAMPLE_INTERVAL_MS = 250
 
 export type {IdleSource} from './idle-calls.js'
 
@@ -260,7 +269,7 @@ export interface CallBudgetOptions {
   /** The pids of the server's running function processes (process/launcher.ts liveCalls). */
   runningPids?: () => Iterable<number>
   /**
-   * Whether starting a call forks the runner itself (functions started directly: pace() says why
+   * Whether starting a call forks the runner itself (functions started directly: `pacing` says why
    * that needs pacing). Default true. Through a spawner a start is a message on a socket, and
    * pacing only delays calls: 16 starts took 85 ms paced against 50 ms, and normal calls behind hung
    * ones on one connection waited ~50 ms longer (test/grpc/fairness.test.ts (c)).
@@ -291,7 +300,11 @@ export class CallBudget {
   private readonly paceStarts: boolean
   /** The last sample: running calls asleep, and the slots they lend. */
   private idle: IdleSample = {idle: 0, lent: 0}
+  /** The next sample's timer (keepSampling), and when it is due (performance.now()). */
   private sampling: NodeJS.Timeout | undefined
+  private samplingDueAt = 0
+  /** Sampling has started and not stopped (keepSampling). */
+  private samplingOn = false
   /** When sampling was last needed (performance.now()). */
   private neededAt = 0
   /** The HTTP/2 sessions of the server and the stream limit each was sent, raised with the calls asleep. */
@@ -366,27 +379,39 @@ export class CallBudget {
   }
 
   /**
-   * Samples every SAMPLE_INTERVAL_MS while calls wait or every slot is taken, and for
-   * SAMPLING_LINGER_MS after that; stops otherwise. Stopping the moment a call ended and restarting
-   * when the next one filled the slots again threw away the readings a judgment needs and delayed
-   * the first new one by a whole interval: with hung and normal calls on one connection (slots
-   * taken, freed, taken again every few ms), no sample came for 180 ms at a time.
+   * Samples every SAMPLE_INTERVAL_MS while a call waits for a slot; every QUIET_SAMPLE_INTERVAL_MS
+   * while none does but every slot is taken or calls are asleep, and for SAMPLING_LINGER_MS after
+   * that; stops otherwise. Stopping the moment a call ended and restarting when the next one filled
+   * the slots again threw away the readings a judgment needs and delayed the first new one by a
+   * whole interval: with hung and normal calls on one connection (slots taken, freed, taken again
+   * every few ms), no sample came for 180 ms at a time. Sampling fast while nothing waits cost a
+   * runner holding 24 hung calls ~0.1 s of CPU per second, for as long as they hung (Porch's
+   * runner: none); a call that comes then is judged at once against the quiet readings (fits()
+   * samples before it queues), and sampling turns fast while it waits.
    */
   private keepSampling(): void {
     if (!this.idleSource) return
-    const needed = this.queue.size > 0 || this.running >= this.settings.maxConcurrentCalls || this.extraStreams > 0
+    const waiting = this.queue.size > this.gatheredWaiting
+    const needed = waiting || this.running >= this.settings.maxConcurrentCalls || this.extraStreams > 0
     const now = performance.now()
     if (needed) this.neededAt = now
-    if (needed && !this.sampling) {
-      this.sampling = setInterval(() => {
+    if (needed || now - this.neededAt < SAMPLING_LINGER_MS) {
+      this.samplingOn = true
+      const interval = waiting ? SAMPLE_INTERVAL_MS : QUIET_SAMPLE_INTERVAL_MS
+      if (this.sampling && this.samplingDueAt <= now + interval) return
+      clearTimeout(this.sampling)
+      this.samplingDueAt = now + interval
+      this.sampling = setTimeout(() => {
+        this.sampling = undefined
         this.refreshIdle()
         this.drain()
         this.keepSampling()
-      }, SAMPLE_INTERVAL_MS)
+      }, interval)
       this.sampling.unref()
-    } else if (!needed && this.sampling && now - this.neededAt >= SAMPLING_LINGER_MS) {
-      clearInterval(this.sampling)
+    } else if (this.samplingOn) {
+      clearTimeout(this.sampling)
       this.sampling = undefined
+      this.samplingOn = false
       this.idleSource.reset()
       this.idle = {idle: 0, lent: 0}
     }
@@ -506,8 +531,8 @@ export class CallBudget {
     const cost = bytes * RUNNING_COST_FACTOR + RUNNING_COST_BASE
     // Ahead of the queue only where the queue would not be: nothing waits, or this client has
     // nothing running and takes the spare slot (the calls waiting are other clients' that do not fit).
-    const fits = (this.queue.size === 0 || !this.runningByClient.has(key.client)) && this.fits(cost, key.client)
-    if (fits && !this.pacing) {
+    const fits = (this.queue.size === this.gatheredWaiting || !this.runningByClient.has(key.client)) && this.fits(cost, key.client)
+    if (fits && !this.pacing && !this.gathering) {
       this.held += bytes
       return Promise.resolve(this.start(bytes, cost, key.client, image))
     }
@@ -525,6 +550,7 @@ export class CallBudget {
       if (signal) {
         waiter.onAbort = () => {
           if (!this.queue.remove(waiter)) return
+          this.settle(waiter)
           this.held -= bytes
           this.noteFreed(bytes)
           const waited = Math.round(performance.now() - waiter.queuedAt)
@@ -540,13 +566,21 @@ export class CallBudget {
         signal.addEventListener('abort', waiter.onAbort, {once: true})
       }
       this.queue.push(waiter, key)
-      this.keepSampling()
-      // Only waiting for the next turn of the event loop (pacing) is not queueing.
-      if (!fits) {
-        this.metrics.admission('queued')
-        this.logger.info('call queued: the runner is at its concurrency or memory budget', {image, bytes, running: this.running, idle: this.idle.idle, queued: this.queue.size, runningBytes: this.runningBytes, maxConcurrentCalls: s.maxConcurrentCalls})
+      // Only waiting for the end of the turn of the event loop (gathered, or paced) is not queueing;
+      // a gathered call left waiting once the turn's calls have started is (endTurn).
+      if (!fits) this.noteQueued(waiter)
+      else {
+        waiter.gathered = true
+        this.gatheredCalls.push(waiter)
+        this.gatheredWaiting++
       }
+      this.keepSampling()
     })
+  }
+
+  private noteQueued(w: Waiter): void {
+    this.metrics.admission('queued')
+    this.logger.info('call queued: the runner is at its concurrency or memory budget', {image: w.image, bytes: w.bytes, running: this.running, idle: this.idle.idle, queued: this.queue.size, runningBytes: this.runningBytes, maxConcurrentCalls: this.settings.maxConcurrentCalls})
   }
 
   /**
@@ -585,7 +619,7 @@ export class CallBudget {
     this.runningByClient.set(client, (this.runningByClient.get(client) ?? 0) + 1)
     this.runningByImage.set(image, (this.runningByImage.get(image) ?? 0) + 1)
     this.runningBytes += cost
-    this.pace()
+    this.gather()
     this.keepSampling()
     let released = false
     return () => {
@@ -629,22 +663,62 @@ export class CallBudget {
   }
 
   /**
-   * At most one call starts per turn of the event loop. Starting a call spawns its function
-   * process, and spawn() forks the runner on the event loop's thread and returns once the child has
-   * exec'd: ~3-10 ms each for a runner of a few hundred MiB, more on a busy machine. Sixteen calls started in one turn held every other call,
-   * health checks included, for seconds (test/reliability/memory-limit.test.ts); one per turn
-   * lets the event loop serve its sockets between two. Only when starts fork the runner
-   * (`paceStarts`).
+   * The calls that arrive in the turn of the event loop in which a call started wait for the end of
+   * that turn, and then start by turns (drain), instead of in the order they arrived. HTTP/2 delivers
+   * a client's burst of calls in one read: Porch's server sends its hung and normal calls on one
+   * connection, and in arrival order the slots went to the hung calls that came first while the normal
+   * ones waited for them to be judged asleep (test/grpc/fairness.test.ts (c)). One call that arrives
+   * alone still starts at once.
+   */
+  private gathering = false
+  /** The calls gathered in this turn that would have started at once (noteQueued when they wait on). */
+  private gatheredCalls: Waiter[] = []
+  /** How many of them still wait: the queue less these is what really waits (keepSampling, admit). */
+  private gatheredWaiting = 0
+  /**
+   * At most one call starts per turn of the event loop when starts fork the runner (`paceStarts`):
+   * spawn() forks the runner on the event loop's thread and returns once the child has exec'd, ~3-10
+   * ms each for a runner of a few hundred MiB, more on a busy machine. Sixteen calls started in one
+   * turn held every other call, health checks included, for seconds
+   * (test/reliability/memory-limit.test.ts); one per turn lets the event loop serve its sockets
+   * between two.
    */
   private pacing = false
 
-  private pace(): void {
-    if (!this.paceStarts) return
-    this.pacing = true
-    setImmediate(() => {
-      this.pacing = false
-      this.drain()
-    })
+  private gather(): void {
+    if (this.paceStarts) this.pacing = true
+    if (this.gathering) return
+    this.gathering = true
+    setImmediate(() => this.endTurn())
+  }
+
+  private endTurn(): void {
+    this.gathering = false
+    this.pacing = false
+    this.drain()
+    if (this.pacing) {
+      // One started, paced: the others that fit wait for the next turn, as if they came in it.
+      this.gatheredCalls = this.gatheredCalls.filter((w) => !w.settled)
+      this.keepSampling()
+      return
+    }
+    const gathered = this.gatheredCalls
+    this.gatheredCalls = []
+    this.gatheredWaiting = 0
+    for (const w of gathered) {
+      w.gathered = false
+      if (!w.settled) this.noteQueued(w)
+    }
+    this.keepSampling()
+  }
+
+  /** A waiter leaves the queue (started, or cancelled). */
+  private settle(w: Waiter): void {
+    w.settled = true
+    if (w.gathered) {
+      w.gathered = false
+      this.gatheredWaiting--
+    }
   }
 
   /**
@@ -668,6 +742,7 @@ export class CallBudget {
       }
       if (w === next) this.queue.shift()
       else this.queue.remove(w)
+      this.settle(w)
       if (w.signal && w.onAbort) w.signal.removeEventListener('abort', w.onAbort)
       this.metrics.queueWait((performance.now() - w.queuedAt) / 1000)
       w.resolve(this.start(w.bytes, w.cost, w.key.client, w.image))

@@ -6,7 +6,7 @@
  */
 import {expect} from 'chai'
 
-import {CallBudget, type BudgetSettings, type IdleSource} from '../../src/lib/budget.js'
+import {CallBudget, QUIET_SAMPLE_INTERVAL_MS, type BudgetSettings, type IdleSource} from '../../src/lib/budget.js'
 import {FnrError} from '../../src/lib/errors.js'
 import {FairQueue, peerKey} from '../../src/lib/fair-queue.js'
 import {IdleSampler, judgeGroups, MIN_IDLE_AGE_MS, MIN_IDLE_WEIGHT, MIN_IDLE_WINDOW_MS, SAMPLE_INTERVAL_MS, SAMPLE_SLICE_MS, type GroupReading, type IdleSample} from '../../src/lib/idle-calls.js'
@@ -316,18 +316,37 @@ describe('fair admission', () => {
       const budget = new CallBudget(settings({maxConcurrentCalls: 2}), undefined, {idle})
       const r1 = await budget.admit(10, 'a')
       await turn()
-      const r2 = await budget.admit(10, 'b') // every slot taken: sampling starts
-      await new Promise((resolve) => setTimeout(resolve, 120))
+      const r2 = await budget.admit(10, 'b') // every slot taken: sampling starts, slowly (nothing waits)
+      await new Promise((resolve) => setTimeout(resolve, QUIET_SAMPLE_INTERVAL_MS + 50))
       const before = idle.samples
-      expect(before).to.be.greaterThan(0)
+      expect(before).to.be.at.least(1)
       r2() // a slot free again, for a moment
-      await new Promise((resolve) => setTimeout(resolve, 120))
+      await new Promise((resolve) => setTimeout(resolve, QUIET_SAMPLE_INTERVAL_MS + 50))
       expect(idle.resets, 'the sampler was not reset').to.equal(0)
       expect(idle.samples).to.be.greaterThan(before)
       r1()
     })
 
-    it('starts calls in one turn when starts do not fork the runner (paceStarts: false), one per turn otherwise', async () => {
+    it('samples every 20 ms while a call waits for a slot, every 250 ms while none does', async () => {
+      const idle = new ScriptedIdle()
+      const budget = new CallBudget(settings({maxConcurrentCalls: 2, maxQueuedCalls: 10}), undefined, {idle})
+      const running = [await budget.admit(10, 'a')]
+      await turn()
+      running.push(await budget.admit(10, 'b'))
+      await turn()
+      const quiet = idle.samples
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      expect(idle.samples - quiet, 'slots full, nothing waiting: no sample within 200 ms').to.equal(0)
+      const waiting = budget.admit(10, 'c')
+      const from = idle.samples
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      expect(idle.samples - from, 'a call waiting: a sample every 20 ms').to.be.at.least(4)
+      running[0]!()
+      ;(await waiting)()
+      running[1]!()
+    })
+
+    it('starts the calls gathered in a turn together at its end when starts do not fork the runner (paceStarts: false), one per turn otherwise', async () => {
       for (const paceStarts of [false, true]) {
         const budget = new CallBudget(settings({maxConcurrentCalls: 4}), undefined, {idle: null, paceStarts})
         const releases = await Promise.all([1, 2, 3].map((n) => budget.admit(10, `c${n}`)))
@@ -341,13 +360,17 @@ describe('fair admission', () => {
       void paced.admit(10, 'second').then(() => (second = true))
       await Promise.resolve()
       expect(second, 'paced: the second start waits for the next turn').to.equal(false)
+      await turn()
+      expect(second).to.equal(true)
       const unpaced = new CallBudget(settings({maxConcurrentCalls: 4}), undefined, {idle: null, paceStarts: false})
       await unpaced.admit(10, 'first')
       expect(unpaced.snapshot().running).to.equal(1)
-      await unpaced.admit(10, 'second')
-      expect(unpaced.snapshot(), 'not paced: both run without a turn between').to.include({running: 2, queued: 0})
-      await turn()
-      expect(second).to.equal(true)
+      // Gathered: calls that come in the turn in which one started wait for its end, then all start.
+      const more = [unpaced.admit(10, 'second'), unpaced.admit(10, 'third')]
+      expect(unpaced.snapshot()).to.include({running: 1, queued: 2})
+      await new Promise((r) => setImmediate(r))
+      expect(unpaced.snapshot(), 'not paced: both start at the end of the turn').to.include({running: 3, queued: 0})
+      for (const r of await Promise.all(more)) r()
     })
 
     it('still holds a call by the running-bytes budget, asleep or not', async () => {

@@ -11,6 +11,7 @@ import path from 'node:path'
 import {CallBudget, cgroupMemoryLimit, deriveBudget, parseByteQuantity, type BudgetSettings} from '../../src/lib/budget.js'
 import {FnrError} from '../../src/lib/errors.js'
 import {parseLimitFlags} from '../../src/lib/grpc/limits.js'
+import {silentLogger, type Logger} from '../../src/lib/telemetry/log.js'
 
 const MiB = 1024 * 1024
 const GiB = 1024 * MiB
@@ -153,6 +154,29 @@ describe('call budget', () => {
     await step(await q[2]!, ['other-1', 'cat-1', 'hang-1', 'cat-2'])
     await step(hung[1]!, ['other-1', 'cat-1', 'hang-1', 'cat-2', 'hang-2'])
     for (const r of await Promise.all(q)) r()
+    expect(budget.snapshot()).to.deep.include({running: 0, queued: 0, heldBytes: 0})
+  })
+
+  it('starts the calls that arrive in one turn of the event loop by turns, not in arrival order, and counts as queued only those left waiting at its end', async () => {
+    const queued: string[] = []
+    const logger = {...silentLogger, info: (msg: string, fields?: Record<string, unknown>) => void queued.push(`${msg} ${String(fields?.image)}`)}
+    // Four slots: one client runs three (one is kept for another client); no pacing (a spawner starts the functions).
+    const budget = new CallBudget(settings({maxConcurrentCalls: 4, maxQueuedCalls: 10}), logger as Logger, {idle: null, paceStarts: false})
+    const porch = {client: 'porch', connection: 'porch:1'}
+    const started: string[] = []
+    // Porch's server sends its calls on one connection, read in one go: three that hang come first.
+    const calls = ['hang-1', 'hang-2', 'hang-3', 'cat-1'].map((n) => budget.admit(10, n.split('-')[0]!, undefined, porch).then((r) => (started.push(n), r)))
+    // The first starts at once (a call that arrives alone never waits); the others wait for the end of the turn.
+    expect(budget.snapshot()).to.deep.include({running: 1, queued: 3})
+    await new Promise((r) => setImmediate(r))
+    // hang has one running, cat none: cat goes before the older hang-2; hang-3 waits for a slot.
+    expect(started).to.deep.equal(['hang-1', 'cat-1', 'hang-2'])
+    expect(budget.snapshot()).to.deep.include({running: 3, queued: 1})
+    expect(queued).to.deep.equal(['call queued: the runner is at its concurrency or memory budget hang'])
+    ;(await calls[3]!)()
+    await new Promise((r) => setImmediate(r))
+    expect(started).to.deep.equal(['hang-1', 'cat-1', 'hang-2', 'hang-3'])
+    for (const r of await Promise.all(calls)) r()
     expect(budget.snapshot()).to.deep.include({running: 0, queued: 0, heldBytes: 0})
   })
 
