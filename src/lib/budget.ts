@@ -262,11 +262,12 @@ export type {IdleSource} from './idle-calls.js'
 export interface CallBudgetOptions {
   /**
    * Which running calls are asleep. Default: an IdleSampler over `runningPids` (the process groups of
-   * the server's running calls, its launcher's liveCalls, read from /proc); none without those.
+   * the server's running calls whose input is all written, its launcher's sleepCandidates, read from
+   * /proc); none without those.
    * null: no call is ever asleep (every call costs a slot).
    */
   idle?: IdleSource | null
-  /** The pids of the server's running function processes (process/launcher.ts liveCalls). */
+  /** The pids of the server's running function processes that may be judged asleep (process/launcher.ts sleepCandidates). */
   runningPids?: () => Iterable<number>
   /**
    * Whether starting a call forks the runner itself (functions started directly: `pacing` says why

@@ -72,8 +72,9 @@ export interface GroupReading {
   /** When it was read (ms since the epoch). */
   at: number
   /**
-   * Whether one of its processes was running or waiting for the disk when read (state R or D): a
-   * group working, or ready to work on a busy machine, is never asleep, however little CPU it got.
+   * Whether one of its processes was running or waiting for the disk when read (state R or D), or
+   * its leader had exited (Z: the call is ending): a group working, or ready to work on a busy
+   * machine, is never asleep, however little CPU it got.
    */
   runnable: boolean
 }
@@ -120,8 +121,8 @@ function bootTime(): number {
   return bootTimeMs
 }
 
-/** utime+stime+cutime+cstime (ticks), rss (pages), start time (ticks since boot), running or in disk wait, of one process. */
-function statTimes(pid: number): {ticks: number; rssPages: number; start: number; runnable: boolean} | undefined {
+/** utime+stime+cutime+cstime (ticks), rss (pages), start time (ticks since boot), running or in disk wait, exited and not yet reaped, of one process. */
+function statTimes(pid: number): {ticks: number; rssPages: number; start: number; runnable: boolean; zombie: boolean} | undefined {
   let stat: string
   try {
     stat = readFileSync(`/proc/${pid}/stat`, 'latin1')
@@ -130,7 +131,7 @@ function statTimes(pid: number): {ticks: number; rssPages: number; start: number
   }
   // Fields follow the last ')' (the command may hold spaces and parentheses): [0] is the state.
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return {ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]), rssPages: Number(f[21]), start: Number(f[19]), runnable: f[0] === 'R' || f[0] === 'D'}
+  return {ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]), rssPages: Number(f[21]), start: Number(f[19]), runnable: f[0] === 'R' || f[0] === 'D', zombie: f[0] === 'Z'}
 }
 
 /** rchar + wchar of /proc/PID/io (0 when it cannot be read). */
@@ -181,7 +182,11 @@ export function readGroup(leader: number, at: number, uptime = uptimeMs()): Grou
   let ticks = head.ticks
   let rssPages = head.rssPages
   let ioBytes = ioOf(leader)
-  let runnable = head.runnable
+  // A leader that has exited (not yet reaped, or reaped and its end not yet read by the runner) is
+  // ending, not asleep: its call ends in a moment, and its slot is free then. Judged asleep, it
+  // lent its slot to one more call while it still counted among the container's processes (a
+  // flooded runner reads exits late: 17-19 processes at 16 slots, test/reliability/memory-limit.test.ts).
+  let runnable = head.runnable || head.zombie
   const todo = childrenOf(leader)
   for (let seen = 1; todo.length > 0 && seen < MAX_GROUP_PROCESSES; seen++) {
     const pid = todo.pop()!

@@ -428,7 +428,7 @@ export async function startServe(options: ServeOptions, logger: Logger, handleSi
     port: options.port,
     credentials: tls?.credentials,
     telemetry,
-    ...serverLimits(options.limits, logger, {runningPids: () => launcher.liveCalls.keys(), paceStarts: launcher.startsInRunner, telemetry}),
+    ...serverLimits(options.limits, logger, {runningPids: () => launcher.sleepCandidates(), paceStarts: launcher.startsInRunner, telemetry}),
   })
   let port: number
   try {

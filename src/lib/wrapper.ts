@@ -143,7 +143,7 @@ export async function startWrapperServer(options: WrapperOptions, logger: Logger
   // This server's telemetry: tracing only (the wrapper serves no metrics), handed to what it builds.
   const telemetry: Telemetry = traced.tracing ? {...NO_TELEMETRY, tracing: traced.tracing} : NO_TELEMETRY
   const evaluator = telemetry.tracing ? tracedFunction(entrypoint, options.entrypoint, telemetry.tracing) : entrypoint
-  const limits = serverLimits(options.limits, logger, {quiet: true, runningPids: () => launcher.liveCalls.keys(), paceStarts: launcher.startsInRunner, telemetry})
+  const limits = serverLimits(options.limits, logger, {quiet: true, runningPids: () => launcher.sleepCandidates(), paceStarts: launcher.startsInRunner, telemetry})
   const server = new EvaluatorServer({evaluator, maxMessageSize: options.maxRequestBodySize, logger, host: options.host, port: options.port, telemetry, ...limits})
   let port: number
   try {

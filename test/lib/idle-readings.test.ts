@@ -2,7 +2,8 @@
  * Reading a process group from /proc for the call budget's idle judgement (src/lib/idle-calls.ts
  * readGroups), on this test's own process (no process is started): CPU time, resident memory,
  * start time and age by the kernel's clock, a running process is runnable, and a pid that is gone
- * is left out. The judgement on such readings is in test/grpc/admission.test.ts.
+ * is left out. The judgement on such readings is in test/grpc/admission.test.ts; a group whose
+ * leader exited, in test/process/idle-ending.test.ts.
  */
 import {readdirSync, readFileSync} from 'node:fs'
 

@@ -4,7 +4,7 @@
  * drain's kill took every function of the process: a second server's too); each has its own
  * spawner, which its close ends; and a sweep of one spares a process the other holds.
  */
-import {readFileSync} from 'node:fs'
+import {existsSync, readFileSync} from 'node:fs'
 import path from 'node:path'
 
 import {expect} from 'chai'
@@ -33,6 +33,8 @@ async function pidIn(file: string): Promise<number> {
   return pid
 }
 
+const MiB = 1024 * 1024
+
 describe('process launchers: two in one process share nothing but the pids', function () {
   this.timeout(30_000)
   const temp = new TempDirs()
@@ -60,6 +62,26 @@ describe('process launchers: two in one process share nothing but the pids', fun
     await a.close()
     await b.close()
   })
+
+  for (const mode of ['direct', 'spawner', 'native'] as const) {
+    it(`a call whose input is still being written is not a candidate for sleep; once its function has it all, it is (${mode})`, async () => {
+      const launcher = new ProcessLauncher(mode).start(() => {}, mode === 'spawner' ? {FNR_SPAWNER: 'node'} : process.env)
+      // Writes its pid, lets its stdin fill (a megabyte does not fit a pipe), then reads it all and sleeps.
+      const fn = await writeExecutable(path.join(dir, `slow-reader-${mode}`), `#!/bin/sh\necho $$ > ${path.join(dir, `slow-reader-${mode}.pid`)}\nsleep 0.5\ncat > /dev/null\necho read > ${path.join(dir, `slow-reader-${mode}.read`)}\nexec sleep 30\n`)
+      const abort = new AbortController()
+      const call = runFunctionProcess({command: fn, input: Buffer.alloc(MiB, 'x'), maxStdoutBytes: 1024, label: 'slow-reader', launcher, signal: abort.signal}).catch((e: Error) => e)
+      const pid = await pidIn(path.join(dir, `slow-reader-${mode}.pid`))
+      await waitFor(() => launcher.liveCalls.has(pid), 'the call to be held')
+      expect(launcher.sleepCandidates(), 'its input not all written').to.not.include(pid)
+      await waitFor(() => existsSync(path.join(dir, `slow-reader-${mode}.read`)), 'the function to read its input')
+      await waitFor(() => launcher.sleepCandidates().includes(pid), 'the call to be a candidate for sleep')
+      abort.abort()
+      expect(await call).to.be.instanceOf(Error)
+      expect(launcher.liveCalls.has(pid)).to.equal(false)
+      expect(launcher.feeding.size).to.equal(0)
+      await launcher.close()
+    })
+  }
 
   it("a sweep spares a process another launcher holds (a pid the kernel gave again), and takes it once that one let go", async () => {
     const holder = new ProcessLauncher()

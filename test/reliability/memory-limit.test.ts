@@ -311,12 +311,11 @@ describe('reliability: under the Deployment\'s memory limit (cgroup)', function 
     try {
       // Without pre-started functions: the check below counts every function process, and a
       // pre-started one waits for the next call by design (test/process/prestart.test.ts checks
-      // that the pool leaves nothing behind when the server stops). With 16 streams, as before
-      // 2026-12-01: at the default 32, the connection's later calls wait in the runner, and a
-      // function waiting over 30 ms for the input of a runner this flooded is judged asleep and
-      // lends its slot (docs/limits.md), so 17-19 processes were seen in about one run in six;
-      // the count here is of the slots, which the same spec at 16 streams keeps (10 runs of 10).
-      bed = await serveBed(['--prestart-functions=0', '--max-concurrent-streams=16'])
+      // that the pool leaves nothing behind when the server stops). At the default 32 streams the
+      // connection's later calls wait in the runner; until 2026-12-02 a function that had exited
+      // while this flooded runner had not yet read its end was judged asleep and lent its slot,
+      // and 17-19 processes were counted in 4 runs of 12 (idle-calls.ts readGroup).
+      bed = await serveBed(['--prestart-functions=0'])
       const prober = probe(bed)
       const client = new EvaluatorClient(bed.address, {channelOptions: {'grpc.use_local_subchannel_pool': 1}})
       let maxProcs = 0

@@ -32,6 +32,7 @@ export const HELPER_START_WAIT_MS = 2000
 class DeferredFunction extends EventEmitter implements FunctionChild {
   private real: FunctionChild | undefined
   private input: Uint8Array | undefined
+  private written: (() => void) | undefined
 
   get pid(): number | undefined {
     return this.real?.pid
@@ -58,17 +59,21 @@ class DeferredFunction extends EventEmitter implements FunctionChild {
     return (this.real as {stdin?: {destroy(): void} | null} | undefined)?.stdin
   }
 
-  writeInput(input: Uint8Array): void {
-    if (this.real) this.real.writeInput(input)
-    else this.input = input
+  writeInput(input: Uint8Array, written?: () => void): void {
+    if (this.real) this.real.writeInput(input, written)
+    else {
+      this.input = input
+      this.written = written
+    }
   }
 
   attach(real: FunctionChild): void {
     this.real = real
     for (const event of ['spawn', 'error', 'exit', 'close']) real.on(event, (...args: unknown[]) => this.emit(event, ...args))
     if (this.input) {
-      real.writeInput(this.input)
+      real.writeInput(this.input, this.written)
       this.input = undefined
+      this.written = undefined
     }
   }
 
@@ -81,6 +86,20 @@ class DeferredFunction extends EventEmitter implements FunctionChild {
 export class ProcessLauncher implements FunctionHolder {
   /** Function processes running a call: pid -> the call's marker (run.ts keeps it; the budget reads it as running calls). */
   readonly liveCalls = new Map<number, string>()
+  /**
+   * Those of liveCalls whose input the runner is still writing (run.ts): their function waits for
+   * the runner, not for the world: the call budget never judges them asleep (sleepCandidates), so
+   * a runner too busy to feed its functions does not lend their slots to more calls.
+   */
+  readonly feeding = new Set<number>()
+
+  /** The running calls' process groups the call budget may judge asleep (idle-calls.ts): those whose input is all written. */
+  sleepCandidates(): number[] {
+    const out: number[] = []
+    for (const pid of this.liveCalls.keys()) if (!this.feeding.has(pid)) out.push(pid)
+    return out
+  }
+
   /**
    * Function processes started ahead of their call and waiting for it (prestart.ts): pid -> marker.
    * Kept apart from liveCalls, which the budget reads as running calls (idle-calls.ts); a sweep
@@ -216,6 +235,7 @@ export class ProcessLauncher implements FunctionHolder {
       }
     }
     this.liveCalls.clear()
+    this.feeding.clear()
     this.idleFunctions.clear()
     sweepSync([...targets, ...this.sweeper.takePending()])
     return targets.length

@@ -294,19 +294,28 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
       return
     }
     const {child, marker, startedAt} = launched
-    const {liveCalls, sweeper} = options.launcher
-    if (child.pid !== undefined) liveCalls.set(child.pid, marker)
+    const {liveCalls, feeding, sweeper} = options.launcher
+    // Until its input is all written, the function waits for the runner: not asleep (launcher.ts feeding).
+    let inputWritten = false
+    const live = (pid: number): void => {
+      liveCalls.set(pid, marker)
+      if (!inputWritten) feeding.add(pid)
+    }
+    if (child.pid !== undefined) live(child.pid)
     else {
       // Through the spawner the pid comes a moment later; a call that ended meanwhile (deadline,
       // cancellation) kills the process as soon as it exists.
       child.once('spawn', () => {
         if (settled || ending) killGroup(child.pid)
-        else liveCalls.set(child.pid!, marker)
+        else live(child.pid!)
       })
     }
     let sweepRequested = false
     const forget = (): void => {
-      if (child.pid !== undefined && liveCalls.get(child.pid) === marker) liveCalls.delete(child.pid)
+      if (child.pid !== undefined && liveCalls.get(child.pid) === marker) {
+        liveCalls.delete(child.pid)
+        feeding.delete(child.pid)
+      }
     }
     const swept = (): void => {
       forget()
@@ -368,7 +377,10 @@ export function runFunctionProcess(options: FunctionProcessOptions): Promise<Fun
     else if (child.stdioPending) child.once('spawn', readOutput)
     else return
 
-    child.writeInput(options.input)
+    child.writeInput(options.input, () => {
+      inputWritten = true
+      if (child.pid !== undefined && liveCalls.get(child.pid) === marker) feeding.delete(child.pid)
+    })
 
     child.on('exit', () => {
       // stdio normally closes right after exit. If a grandchild holds it open, kill the group;

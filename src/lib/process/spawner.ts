@@ -44,8 +44,12 @@ export interface FunctionChild extends EventEmitter {
   readonly stderr: Readable | null | undefined
   /** True while the streams are on their way (started through the spawner): they are there at 'spawn'. */
   readonly stdioPending?: boolean
-  /** Writes the whole input to stdin and closes it (a process that does not read it is no error). */
-  writeInput(input: Uint8Array): void
+  /**
+   * Writes the whole input to stdin and closes it (a process that does not read it is no error).
+   * `written` is called once the function has it all (the pipe took its last byte), or it can no
+   * longer take it (it exited, or closed its stdin).
+   */
+  writeInput(input: Uint8Array, written?: () => void): void
   /**
    * True once it exited when the spawner knows it left no process alive: the native helper is a
    * child subreaper and counted no orphan at its exit (run.ts then skips the /proc sweep).
@@ -65,10 +69,14 @@ export type LaunchMode = 'direct' | 'spawner' | 'native'
 export function launchDirect(spec: LaunchSpec): FunctionChild {
   const child = spawn(spec.command, spec.args, {stdio: ['pipe', 'pipe', 'pipe'], env: spec.env, cwd: spec.cwd, detached: true, windowsHide: true})
   return Object.assign(child, {
-    writeInput(input: Uint8Array): void {
+    writeInput(input: Uint8Array, written?: () => void): void {
       // A function may exit without reading its input: EPIPE on stdin is not an error.
-      child.stdin?.on('error', () => {})
-      child.stdin?.end(input)
+      if (!child.stdin) {
+        written?.()
+        return
+      }
+      child.stdin.on('error', () => written?.())
+      child.stdin.end(input, () => written?.())
     },
   }) as ChildProcess & FunctionChild
 }
@@ -131,6 +139,7 @@ class SpawnedFunction extends EventEmitter implements FunctionChild {
   /** stdin's message came: with the descriptor (stdin), or without it (the function had exited). */
   private stdinArrived = false
   private input: Uint8Array | undefined
+  private written: (() => void) | undefined
   private spawned = false
   private ended = false
   private exit: {code: number | null; signal: NodeJS.Signals | null} | undefined
@@ -154,23 +163,37 @@ class SpawnedFunction extends EventEmitter implements FunctionChild {
     return !this.spawned && !this.ended
   }
 
-  writeInput(input: Uint8Array): void {
+  writeInput(input: Uint8Array, written?: () => void): void {
+    this.written = written
     if (this.spawned) this.endInput(input)
     else this.input = input
   }
 
+  /** The input is all in the pipe, or cannot go there any more: tells writeInput's caller, once. */
+  private inputDone(): void {
+    const written = this.written
+    this.written = undefined
+    written?.()
+  }
+
   private endInput(input: Uint8Array): void {
     const stdin = this.stdin
-    if (!stdin) return
+    if (!stdin) {
+      this.inputDone()
+      return
+    }
     if (!this.pipes) {
-      stdin.end(input)
+      stdin.end(input, () => this.inputDone())
       return
     }
     // A pipe's end closes as soon as the input is written, in the write's own callback: end()
     // would first ask for a shutdown, which a pipe does not have and which takes the event loop
     // another turn, and a function that has read its input meanwhile waits for the end of it
     // (asleep to the call budget, which lends its slot).
-    stdin.write(input, () => stdin.destroy())
+    stdin.write(input, () => {
+      stdin.destroy()
+      this.inputDone()
+    })
   }
 
   /** The spawner started it; its descriptors follow. */
@@ -257,6 +280,7 @@ class SpawnedFunction extends EventEmitter implements FunctionChild {
     if (this.ended) return
     this.ended = true
     clearTimeout(this.timer)
+    this.inputDone()
     for (const socket of [this.stdin, this.stdout, this.stderr]) socket?.destroy()
     this.emit('error', err)
   }
@@ -265,6 +289,7 @@ class SpawnedFunction extends EventEmitter implements FunctionChild {
     if (this.ended || !this.spawned || !this.exit || this.open > 0) return
     this.ended = true
     this.stdin?.destroy()
+    this.inputDone()
     this.emit('close', this.exit.code, this.exit.signal)
   }
 }
