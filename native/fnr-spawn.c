@@ -35,25 +35,31 @@
  * exited or was killed) every group started here and still running is killed with SIGKILL and
  * this program exits.
  *
- * A function is started with fork(), and its exec is confirmed without waiting for it: the child
- * writes a failed exec's errno to a close-on-exec pipe, whose end-of-file says the exec succeeded,
- * and this program serves other requests meanwhile. posix_spawn (glibc: clone(CLONE_VM |
- * CLONE_VFORK)) suspends its caller until the child has exec'd, and on a busy machine the child
- * first waits for a core: starting every function of its runner that way, one after another, this
- * program spent 75 % of its time suspended in the clone, and the runner's calls stopped at ~250/s
- * beside two busy processes (docs/process.md). Go's os/exec in Porch's runner vforks too, but from
- * whichever of its threads the call runs on. The fork copies the page tables of a process of a few
- * hundred KiB: ~20 us more than posix_spawn.
+ * A function is started by one of a few spawn threads, with clone(CLONE_VM | CLONE_VFORK), as
+ * glibc's posix_spawn and Go's os/exec do: the child runs in this program's memory on a stack of
+ * its own until its exec, so nothing is copied (a fork copies the page tables, and every page
+ * either side then writes: on a machine whose page faults are slow that cost the child and this
+ * program 2-3 ms of CPU per function more than the function's own start, docs/process.md). Only
+ * the spawn thread is suspended until the child has exec'd; the main thread goes on reading
+ * requests, handing over descriptors and reaping, so a child that waits for a core on a busy
+ * machine holds up no other call (when this program vforked from its one thread, it sat 75 % of
+ * its time suspended beside two busy processes, and the runner's calls stopped at ~250/s). The
+ * kernel writes the child's pid into its job at the clone (CLONE_PARENT_SETTID), before the child
+ * can run, so a function that exits before its spawn thread resumes is still known when it is
+ * reaped. A failed exec leaves its errno in the job (the memory is shared), and the child exits.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -71,34 +77,68 @@ static struct running *running;
 static size_t running_len, running_cap;
 
 /*
- * Functions forked whose exec is not confirmed yet: the read end of each one's error pipe, the
- * runner's ends of its stdio pipes (handed over once the exec is confirmed), and its exit
- * status if it was reaped before that.
+ * A start asked for: made by the main thread (its strings, argument vectors and pipes), started by
+ * a spawn thread, and finished by the main thread (descriptors handed over, the pid tracked).
  */
-struct pending {
-  pid_t pid;
+struct job {
   long long id;
-  int err_fd;
-  int ends[3];
-  int reaped;
-  int status;
+  char *payload;  /* the decoded request: every string below points into it */
+  char **argv;    /* argc + 1 */
+  char **shargv;  /* argc + 2: /bin/sh, the file, argv[1..]: the fallback for a script without #! */
+  char **envp;
+  const char *file;
+  const char *cwd;
+  int argc;
+  int ends[3];       /* the runner's ends: stdin's write end, stdout's and stderr's read ends */
+  int child_ends[3]; /* the function's */
   char command[200];
+  pid_t pid;  /* written by the kernel at the clone (CLONE_PARENT_SETTID); 0 if there was none */
+  int err;    /* the child's errno when its exec failed, or the clone's */
+  int reaped; /* main thread only: it was reaped before it was finished */
+  int status;
+  struct job *next;
 };
-static struct pending *pending;
-static size_t pending_len, pending_cap;
+
+/* How many functions can be between their clone and their exec at once. */
+#define SPAWN_THREADS 4
+/* The child's stack until its exec (one per spawn thread: the thread waits while its child runs). */
+#define CHILD_STACK_BYTES (256 * 1024)
+
+/* The queue of starts, those being started (by thread) and those started and not yet finished:
+   all under `jobs_lock`, held only to move a job. */
+static pthread_mutex_t jobs_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t jobs_queued = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t jobs_idle = PTHREAD_COND_INITIALIZER;
+static struct job *queue_head, *queue_tail, *done_head, *done_tail;
+static struct job *starting[SPAWN_THREADS];
+static int exiting;
 
 static int channel = -1;
 static int wake[2] = {-1, -1};
 
+/* The job started or being started whose child is `pid`, or NULL. Call with jobs_lock held. */
+static struct job *job_of(pid_t pid) {
+  for (struct job *j = done_head; j; j = j->next)
+    if (j->pid == pid) return j;
+  for (size_t t = 0; t < SPAWN_THREADS; t++)
+    if (starting[t] && __atomic_load_n(&starting[t]->pid, __ATOMIC_ACQUIRE) == pid) return starting[t];
+  return NULL;
+}
+
 static int is_running(pid_t pid) {
   for (size_t i = 0; i < running_len; i++)
     if (running[i].pid == pid) return 1;
-  for (size_t i = 0; i < pending_len; i++)
-    if (pending[i].pid == pid) return 1;
-  return 0;
+  pthread_mutex_lock(&jobs_lock);
+  int found = job_of(pid) != NULL;
+  pthread_mutex_unlock(&jobs_lock);
+  return found;
 }
 
-/* The path of this program's children list (/proc/PID/task/PID/children: it has one thread). */
+/*
+ * The path of the main thread's children list (/proc/PID/task/PID/children). The functions are
+ * children of the spawn threads, which list them in their own; what a function leaves behind when
+ * it exits is re-parented to this program's first thread, this one.
+ */
 static char children_path[64];
 
 /*
@@ -146,12 +186,29 @@ static void kill_orphan(pid_t pid) {
 }
 
 static void kill_all_and_exit(int code) {
-  for (size_t i = 0; i < running_len; i++) kill(-running[i].pid, SIGKILL);
-  /* A child not yet in a session of its own is killed by its pid. */
-  for (size_t i = 0; i < pending_len; i++) {
-    kill(-pending[i].pid, SIGKILL);
-    kill(pending[i].pid, SIGKILL);
+  /* No start begins now; those between their clone and their exec are killed and awaited, so
+     every function started is in a table below. */
+  pthread_mutex_lock(&jobs_lock);
+  exiting = 1;
+  for (;;) {
+    int busy = 0;
+    for (size_t t = 0; t < SPAWN_THREADS; t++) {
+      if (!starting[t]) continue;
+      busy = 1;
+      pid_t pid = __atomic_load_n(&starting[t]->pid, __ATOMIC_ACQUIRE);
+      if (pid > 0) kill(pid, SIGKILL);
+    }
+    if (!busy) break;
+    pthread_cond_wait(&jobs_idle, &jobs_lock);
   }
+  /* Started and not yet handed over; a child not yet in a session of its own is killed by its pid. */
+  for (struct job *j = done_head; j; j = j->next) {
+    if (j->pid <= 0) continue;
+    kill(-j->pid, SIGKILL);
+    kill(j->pid, SIGKILL);
+  }
+  pthread_mutex_unlock(&jobs_lock);
+  for (size_t i = 0; i < running_len; i++) kill(-running[i].pid, SIGKILL);
   /* What the functions left behind and was re-parented here dies with them. */
   for_each_orphan(kill_orphan);
   _exit(code);
@@ -267,15 +324,6 @@ static void track(pid_t pid, long long id) {
   running_len++;
 }
 
-/* Room for one more pending start; NULL when memory is out (the table is unchanged). */
-static struct pending *grow_pending(void) {
-  size_t cap = pending_cap ? pending_cap * 2 : 64;
-  struct pending *p = realloc(pending, cap * sizeof *p);
-  if (!p) return NULL;
-  pending_cap = cap;
-  return p;
-}
-
 /* Functions reaped in one pass, reported together once the orphans are counted. */
 struct ended {
   long long id;
@@ -314,12 +362,15 @@ static void reap(void) {
         found = 1;
         break;
       }
-      /* A function that ended before its exec was confirmed: reported once it is (confirm()). */
-      for (size_t i = 0; !found && i < pending_len; i++) {
-        if (pending[i].pid != pid) continue;
-        pending[i].reaped = 1;
-        pending[i].status = status;
-        break;
+      /* A function that ended before it was handed over: reported once it is (finish()). */
+      if (!found) {
+        pthread_mutex_lock(&jobs_lock);
+        struct job *j = job_of(pid);
+        if (j) {
+          j->reaped = 1;
+          j->status = status;
+        }
+        pthread_mutex_unlock(&jobs_lock);
       }
       continue;
     }
@@ -367,36 +418,25 @@ static long b64decode(const char *in, size_t len, char *out) {
  */
 static sigset_t default_signals;
 
-/* In the child: reports `err` to the parent on the error pipe and exits. */
-static void child_fail(int err_fd, int err) {
-  ssize_t r = write(err_fd, &err, sizeof err);
-  (void)r;
-  _exit(127);
-}
-
 /* In the child: execve, and for ENOEXEC (a script without a #! line) /bin/sh with the file, as
-   execvp (and so Node) runs it. Returns only on failure, with errno set. */
-static void exec_file(const char *file, char **argv, int argc, char *const envp[]) {
-  execve(file, argv, envp);
-  if (errno != ENOEXEC) return;
-  char **shargv = calloc((size_t)argc + 2, sizeof *shargv);
-  if (!shargv) {
-    errno = ENOMEM;
-    return;
-  }
-  shargv[0] = "/bin/sh";
-  shargv[1] = (char *)file;
-  for (int i = 1; i < argc; i++) shargv[i + 1] = argv[i];
-  execve("/bin/sh", shargv, envp);
+   execvp (and so Node) runs it. Returns only on failure, with the errno. */
+static int exec_file(struct job *j, const char *file) {
+  execve(file, j->argv, j->envp);
+  if (errno != ENOEXEC) return errno;
+  j->shargv[1] = (char *)file;
+  execve("/bin/sh", j->shargv, j->envp);
+  return errno;
 }
 
 /*
- * In the child, after fork: its own session, every signal at its default action and none blocked,
- * its ends as descriptors 0-2 (dup2 clears their close-on-exec flag; every other descriptor of this
- * program is close-on-exec), the working directory, then the exec with the function's PATH
- * searched as execvp does. Never returns: a failure's errno goes to the error pipe.
+ * In the child, between its clone and its exec, in this program's memory (on its own stack, with
+ * its spawn thread suspended; it allocates nothing and writes only its job): its own session,
+ * every signal at its default action and none blocked, its ends as descriptors 0-2 (dup2 clears
+ * their close-on-exec flag; every other descriptor of this program is close-on-exec), the working
+ * directory, then the exec with the function's PATH searched as execvp does. Returns only on
+ * failure, with the errno.
  */
-static void child_exec(const char *file, char **argv, int argc, char *const envp[], const char *cwd, const int fds[3], int err_fd) {
+static int child_exec(struct job *j) {
   struct sigaction dfl;
   memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
@@ -405,34 +445,85 @@ static void child_exec(const char *file, char **argv, int argc, char *const envp
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
-  if (setsid() < 0) child_fail(err_fd, errno);
+  if (setsid() < 0) return errno;
   for (int i = 0; i < 3; i++)
-    if (dup2(fds[i], i) < 0) child_fail(err_fd, errno);
-  if (cwd && cwd[0] && chdir(cwd) != 0) child_fail(err_fd, errno);
-  if (strchr(file, '/')) {
-    exec_file(file, argv, argc, envp);
-    child_fail(err_fd, errno);
-  }
+    if (dup2(j->child_ends[i], i) < 0) return errno;
+  if (j->cwd[0] && chdir(j->cwd) != 0) return errno;
+  const char *file = j->file;
+  if (strchr(file, '/')) return exec_file(j, file);
   const char *search = "/usr/local/bin:/usr/bin:/bin";
-  for (char *const *e = envp; *e; e++)
+  for (char *const *e = j->envp; *e; e++)
     if (strncmp(*e, "PATH=", 5) == 0) search = *e + 5;
-  int denied = 0;
+  int denied = 0, err = ENOENT;
   size_t flen = strlen(file);
+  /* Longer than this is longer than execve takes (PATH_MAX): ENAMETOOLONG, as execve says. */
+  char candidate[8192];
   for (const char *p = search;;) {
     const char *end = strchr(p, ':');
     size_t dlen = end ? (size_t)(end - p) : strlen(p);
-    char *candidate = malloc(dlen + flen + 2);
-    if (!candidate) child_fail(err_fd, ENOMEM);
-    if (dlen == 0) snprintf(candidate, flen + 1, "%s", file);
-    else snprintf(candidate, dlen + flen + 2, "%.*s/%s", (int)dlen, p, file);
-    exec_file(candidate, argv, argc, envp);
-    int err = errno;
-    free(candidate);
+    if (dlen + flen + 2 > sizeof candidate) {
+      err = ENAMETOOLONG;
+    } else {
+      /* An empty entry is the working directory. */
+      size_t at = 0;
+      if (dlen) {
+        memcpy(candidate, p, dlen);
+        candidate[dlen] = '/';
+        at = dlen + 1;
+      }
+      memcpy(candidate + at, file, flen + 1);
+      err = exec_file(j, candidate);
+    }
     if (err == EACCES) denied = 1;
-    else if (err != ENOENT && err != ENOTDIR) child_fail(err_fd, err);
-    if (!end) child_fail(err_fd, denied ? EACCES : err);
+    else if (err != ENOENT && err != ENOTDIR) return err;
+    if (!end) return denied ? EACCES : err;
     p = end + 1;
   }
+}
+
+/* The child's start: it never returns (its exec replaces it, or it exits with the errno in its job). */
+static int child_main(void *arg) {
+  struct job *j = arg;
+  int err = child_exec(j);
+  j->err = err ? err : EINVAL;
+  _exit(127);
+}
+
+/* A spawn thread: starts queued jobs, one at a time, suspended from each clone to its child's exec. */
+static void *spawn_thread(void *arg) {
+  size_t slot = (size_t)arg;
+  char *stack = mmap(NULL, CHILD_STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  for (;;) {
+    pthread_mutex_lock(&jobs_lock);
+    while (!queue_head || exiting) pthread_cond_wait(&jobs_queued, &jobs_lock);
+    struct job *j = queue_head;
+    queue_head = j->next;
+    if (!queue_head) queue_tail = NULL;
+    j->next = NULL;
+    starting[slot] = j;
+    pthread_mutex_unlock(&jobs_lock);
+    if (stack == MAP_FAILED) {
+      j->err = ENOMEM;
+    } else {
+      /* The stack grows down: the child starts at its top. SIGCHLD: reaped as any child. */
+      pid_t pid = clone(child_main, stack + CHILD_STACK_BYTES, CLONE_VM | CLONE_VFORK | CLONE_PARENT_SETTID | SIGCHLD, j, &j->pid);
+      if (pid < 0) {
+        j->err = errno;
+        __atomic_store_n(&j->pid, 0, __ATOMIC_RELEASE);
+      }
+    }
+    pthread_mutex_lock(&jobs_lock);
+    starting[slot] = NULL;
+    if (done_tail) done_tail->next = j;
+    else done_head = j;
+    done_tail = j;
+    if (exiting) pthread_cond_broadcast(&jobs_idle);
+    pthread_mutex_unlock(&jobs_lock);
+    char b = 0;
+    ssize_t r = write(wake[1], &b, 1);
+    (void)r;
+  }
+  return NULL;
 }
 
 static void set_nonblocking(int fd) {
@@ -444,51 +535,72 @@ static void close_ends(const int ends[3]) {
   for (int i = 0; i < 3; i++) close(ends[i]);
 }
 
+static void free_job(struct job *j) {
+  free(j->argv);
+  free(j->shargv);
+  free(j->envp);
+  free(j->payload);
+  free(j);
+}
+
 /*
- * The exec of pending[i] is confirmed (its error pipe ended empty): hands the runner its ends, and
- * its exit if it was reaped already. Or the exec failed (the pipe brought its errno): `failed`.
+ * A start is over (its child exec'd, or failed to): hands the runner its ends, and its exit if it
+ * was reaped already; or says it failed.
  */
-static void confirm(size_t i) {
-  struct pending p = pending[i];
-  int err = 0;
-  ssize_t n;
-  do n = read(p.err_fd, &err, sizeof err);
-  while (n < 0 && errno == EINTR);
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-  close(p.err_fd);
-  pending[i] = pending[--pending_len];
-  if (n == (ssize_t)sizeof err) {
-    /* The child exits at once; it is reaped as any child that is not a function. */
-    close_ends(p.ends);
-    reply_failed(p.id, p.command, err);
+static void finish(struct job *j) {
+  for (int k = 0; k < 3; k++) close(j->child_ends[k]);
+  if (j->err) {
+    /* A child whose exec failed has exited; it is reaped as any child that is not a function. */
+    close_ends(j->ends);
+    reply_failed(j->id, j->command, j->err);
+    free_job(j);
     return;
   }
   /* Tracked before anything is sent: a runner gone meanwhile (EPIPE below) ends this program, which
-     kills what its tables hold, and the function is no longer in the pending one. */
-  if (!p.reaped) track(p.pid, p.id);
+     kills what its tables hold, and the function is no longer a job. */
+  if (!j->reaped) track(j->pid, j->id);
   /* The runner's ends: reading and writing them must not block its event loop. */
-  for (int k = 0; k < 3; k++) set_nonblocking(p.ends[k]);
+  for (int k = 0; k < 3; k++) set_nonblocking(j->ends[k]);
   char line[256];
-  int m0 = snprintf(line, sizeof line, "{\"t\":\"spawned\",\"id\":%lld,\"pid\":%d}\n", p.id, (int)p.pid);
+  int m0 = snprintf(line, sizeof line, "{\"t\":\"spawned\",\"id\":%lld,\"pid\":%d}\n", j->id, (int)j->pid);
   /* `spawned` goes in the same write as stdin's descriptor; each descriptor in a write of its own,
      because Node takes in one per read of its channel. */
   for (int fd = 0; fd < 3; fd++) {
     int off = fd == 0 ? m0 : 0;
-    int m = snprintf(line + off, sizeof line - (size_t)off, "{\"cmd\":\"NODE_HANDLE\",\"type\":\"net.Socket\",\"msg\":{\"t\":\"stdio\",\"id\":%lld,\"fd\":%d}}\n", p.id, fd);
-    int e = send_message(line, (size_t)(m + off), p.ends[fd]);
+    int m = snprintf(line + off, sizeof line - (size_t)off, "{\"cmd\":\"NODE_HANDLE\",\"type\":\"net.Socket\",\"msg\":{\"t\":\"stdio\",\"id\":%lld,\"fd\":%d}}\n", j->id, fd);
+    int e = send_message(line, (size_t)(m + off), j->ends[fd]);
     if (e == -EPIPE || e == -ECONNRESET || e == -EBADF) kill_all_and_exit(0);
     if (e != 0) {
       /* The descriptors could not be handed over (ETOOMANYREFS: too many in flight): the call fails. */
-      kill(-p.pid, SIGKILL);
-      close_ends(p.ends);
-      reply_failed(p.id, p.command, -e);
+      kill(-j->pid, SIGKILL);
+      close_ends(j->ends);
+      reply_failed(j->id, j->command, -e);
+      free_job(j);
       return;
     }
   }
-  close_ends(p.ends);
-  if (p.reaped) report_exit(p.id, p.status, for_each_orphan(NULL));
+  close_ends(j->ends);
+  if (j->reaped) report_exit(j->id, j->status, for_each_orphan(NULL));
+  free_job(j);
 }
 
+/* Finishes the starts the spawn threads are done with, one at a time (those left stay where
+   kill_all_and_exit finds them). */
+static void finish_started(void) {
+  for (;;) {
+    pthread_mutex_lock(&jobs_lock);
+    struct job *j = done_head;
+    if (j) {
+      done_head = j->next;
+      if (!done_head) done_tail = NULL;
+    }
+    pthread_mutex_unlock(&jobs_lock);
+    if (!j) return;
+    finish(j);
+  }
+}
+
+/* A start asked for: `payload` (the decoded request, handed over here) made into a job and queued. */
 static void handle_spawn(long long id, char *payload, long len, int pipe_size) {
   /* Split the payload at NULs. */
   size_t count = 0;
@@ -496,44 +608,58 @@ static void handle_spawn(long long id, char *payload, long len, int pipe_size) {
     if (payload[i] == 0) count++;
   if (len == 0 || payload[len - 1] != 0 || count < 3) {
     reply_failed(id, "?", EINVAL);
+    free(payload);
     return;
   }
   char **parts = malloc((count + 1) * sizeof *parts);
-  if (!parts) {
+  struct job *j = calloc(1, sizeof *j);
+  if (!parts || !j) {
     reply_failed(id, "?", ENOMEM);
+    free(parts);
+    free(j);
+    free(payload);
     return;
   }
+  j->id = id;
+  j->payload = payload;
   size_t k = 0;
   for (long i = 0; i < len; i += (long)strlen(payload + i) + 1) parts[k++] = payload + i;
   parts[k] = NULL;
-  const char *cwd = parts[0];
+  j->cwd = parts[0];
+  j->file = parts[1];
+  snprintf(j->command, sizeof j->command, "%s", parts[1]);
   long argc = strtol(parts[2], NULL, 10);
   if (argc < 1 || (size_t)argc > count - 3) {
     reply_failed(id, parts[1], EINVAL);
     free(parts);
+    free_job(j);
     return;
   }
-  char **argv = malloc(((size_t)argc + 1) * sizeof *argv);
-  if (argv && pending_len == pending_cap) {
-    struct pending *grown = grow_pending();
-    if (grown) pending = grown;
-  }
-  if (!argv || pending_len == pending_cap) {
+  j->argc = (int)argc;
+  j->argv = malloc(((size_t)argc + 1) * sizeof *j->argv);
+  j->shargv = malloc(((size_t)argc + 2) * sizeof *j->shargv);
+  /* The environment's strings follow the arguments: a vector of its own, NULL-terminated. */
+  j->envp = malloc((count - 3 - (size_t)argc + 1) * sizeof *j->envp);
+  if (!j->argv || !j->shargv || !j->envp) {
     reply_failed(id, parts[1], ENOMEM);
-    free(argv);
     free(parts);
+    free_job(j);
     return;
   }
-  for (long i = 0; i < argc; i++) argv[i] = parts[3 + i];
-  argv[argc] = NULL;
-  char **envp = parts + 3 + argc;
+  for (long i = 0; i < argc; i++) j->argv[i] = parts[3 + i];
+  j->argv[argc] = NULL;
+  j->shargv[0] = "/bin/sh";
+  j->shargv[1] = (char *)j->file;
+  for (long i = 1; i < argc; i++) j->shargv[i + 1] = j->argv[i];
+  j->shargv[argc + 1] = NULL;
+  size_t e = 0;
+  for (char **p = parts + 3 + argc; *p; p++) j->envp[e++] = *p;
+  j->envp[e] = NULL;
+  free(parts);
 
   /* The function's stdio are pipes, as Go's os/exec (Porch's runner, kpt) gives it: a socket
      would do for read() and write(), but not for open("/dev/stdin"), `> /dev/stderr` or
-     `[ -p /dev/stdin ]` (ENXIO, false), which scripts use. ends[i]: the runner's end of pipe i
-     (stdin's write end, stdout's and stderr's read ends); child_ends[i]: the function's. */
-  int ends[3] = {-1, -1, -1}, child_ends[3] = {-1, -1, -1};
-  int errpipe[2] = {-1, -1};
+     `[ -p /dev/stdin ]` (ENXIO, false), which scripts use. */
   int made = 0, err = 0;
   for (; made < 3; made++) {
     int p[2];
@@ -544,36 +670,24 @@ static void handle_spawn(long long id, char *payload, long len, int pipe_size) {
     /* A large input's stdin and stdout hold more (best effort: the kernel refuses a user over
        its pipe-user-pages-soft, and the default then stays). */
     if (pipe_size > 0 && made < 2) fcntl(p[0], F_SETPIPE_SZ, pipe_size);
-    ends[made] = made == 0 ? p[1] : p[0];
-    child_ends[made] = made == 0 ? p[0] : p[1];
+    j->ends[made] = made == 0 ? p[1] : p[0];
+    j->child_ends[made] = made == 0 ? p[0] : p[1];
   }
-  if (!err && pipe2(errpipe, O_CLOEXEC) != 0) err = errno;
-  pid_t pid = -1;
-  if (!err) {
-    pid = fork();
-    if (pid == 0) child_exec(parts[1], argv, (int)argc, envp, cwd, child_ends, errpipe[1]);
-    if (pid < 0) err = errno;
-  }
-  for (int i = 0; i < made; i++) close(child_ends[i]);
-  if (errpipe[1] >= 0) close(errpipe[1]);
   if (err) {
-    for (int i = 0; i < made; i++) close(ends[i]);
-    if (errpipe[0] >= 0) close(errpipe[0]);
-    reply_failed(id, parts[1], err);
-    free(argv);
-    free(parts);
+    for (int i = 0; i < made; i++) {
+      close(j->ends[i]);
+      close(j->child_ends[i]);
+    }
+    reply_failed(id, j->command, err);
+    free_job(j);
     return;
   }
-  set_nonblocking(errpipe[0]);
-  struct pending *p = &pending[pending_len++];
-  memset(p, 0, sizeof *p);
-  p->pid = pid;
-  p->id = id;
-  p->err_fd = errpipe[0];
-  for (int i = 0; i < 3; i++) p->ends[i] = ends[i];
-  snprintf(p->command, sizeof p->command, "%s", parts[1]);
-  free(argv);
-  free(parts);
+  pthread_mutex_lock(&jobs_lock);
+  if (queue_tail) queue_tail->next = j;
+  else queue_head = j;
+  queue_tail = j;
+  pthread_cond_signal(&jobs_queued);
+  pthread_mutex_unlock(&jobs_lock);
 }
 
 /* One line from the runner. */
@@ -599,9 +713,12 @@ static void handle_line(char *line, size_t len) {
     return;
   }
   long plen = b64decode(bp, blen, payload);
-  if (plen < 0) reply_failed(id, "?", EINVAL);
-  else handle_spawn(id, payload, plen, (int)pipe_size);
-  free(payload);
+  if (plen < 0) {
+    reply_failed(id, "?", EINVAL);
+    free(payload);
+    return;
+  }
+  handle_spawn(id, payload, plen, (int)pipe_size);
 }
 
 int main(void) {
@@ -649,6 +766,22 @@ int main(void) {
     struct sigaction now;
     if (s != SIGKILL && s != SIGSTOP && sigaction(s, NULL, &now) == 0 && now.sa_handler == SIG_IGN) sigaddset(&default_signals, s);
   }
+  /* The spawn threads block every signal (SIGCHLD is the main thread's; a child starts with them
+     blocked and sets its own mask), with small stacks of their own. */
+  sigset_t all;
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, NULL);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 64 * 1024);
+  for (size_t t = 0; t < SPAWN_THREADS; t++) {
+    pthread_t thread;
+    if (pthread_create(&thread, &attr, spawn_thread, (void *)t) != 0) {
+      fprintf(stderr, "fnr-spawn: cannot start its spawn threads\n");
+      return 71;
+    }
+  }
+  pthread_attr_destroy(&attr);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
@@ -659,22 +792,10 @@ int main(void) {
   size_t cap = 65536, have = 0;
   char *buf = malloc(cap);
   if (!buf) return 71;
-  struct pollfd *polls = NULL;
-  size_t polls_cap = 0;
   for (;;) {
-    /* The channel, the SIGCHLD pipe, and the error pipe of each start not confirmed yet. */
-    if (polls_cap < pending_len + 2) {
-      size_t want = (pending_len + 2) * 2;
-      struct pollfd *grown = realloc(polls, want * sizeof *grown);
-      if (!grown) kill_all_and_exit(70);
-      polls = grown;
-      polls_cap = want;
-    }
-    polls[0] = (struct pollfd){.fd = channel, .events = POLLIN};
-    polls[1] = (struct pollfd){.fd = wake[0], .events = POLLIN};
-    size_t watched = pending_len;
-    for (size_t i = 0; i < watched; i++) polls[i + 2] = (struct pollfd){.fd = pending[i].err_fd, .events = POLLIN};
-    if (poll(polls, watched + 2, -1) < 0) {
+    /* The channel, and the pipe that SIGCHLD and the spawn threads write to. */
+    struct pollfd polls[2] = {{.fd = channel, .events = POLLIN}, {.fd = wake[0], .events = POLLIN}};
+    if (poll(polls, 2, -1) < 0) {
       if (errno == EINTR) continue;
       kill_all_and_exit(71);
     }
@@ -683,15 +804,7 @@ int main(void) {
       while (read(wake[0], drain, sizeof drain) > 0) {
       }
       reap();
-    }
-    /* Starts confirmed or failed, by descriptor: confirm() reorders the table. */
-    for (size_t i = 0; i < watched; i++) {
-      if (!polls[i + 2].revents) continue;
-      for (size_t j = 0; j < pending_len; j++) {
-        if (pending[j].err_fd != polls[i + 2].fd) continue;
-        confirm(j);
-        break;
-      }
+      finish_started();
     }
     if (!polls[0].revents) continue;
     if (have + 1 >= cap) {

@@ -19,7 +19,7 @@ export const DEFAULT_OUT = path.join(ROOT, 'dist', 'native', 'fnr-spawn')
 // -z now: every symbol is bound at start-up. Lazily bound, each function's child (a fork of the
 // helper, native/fnr-spawn.c) bound setsid, dup2, chdir and execve again, writing to a page it
 // shared with the helper: a copy per start (~30 us of the child's CPU per call, measured).
-export const CFLAGS = ['-std=c11', '-O2', '-Wall', '-Wextra', '-Werror', '-Wl,-z,now']
+export const CFLAGS = ['-std=c11', '-O2', '-Wall', '-Wextra', '-Werror', '-pthread', '-Wl,-z,now']
 
 function mtime(p) {
   try {

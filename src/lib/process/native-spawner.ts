@@ -6,8 +6,9 @@
  * (docs/process.md "The native spawn helper").
  *
  * Why: Node starts a child with fork(), copying the parent's page tables (tens of MiB), also from
- * the small Node spawner, and waits for it; the helper forks a process of ~1.5 MiB without waiting
- * for the child's exec, and holds ~1 MiB instead of the Node spawner's ~16 MiB.
+ * the small Node spawner, and waits for it; the helper starts it from a spawn thread with a
+ * vfork-style clone that copies nothing, while its main thread serves other calls, and holds
+ * ~1 MiB instead of the Node spawner's ~16 MiB.
  */
 import {existsSync} from 'node:fs'
 import path from 'node:path'

@@ -1,5 +1,5 @@
 /** Functions directories for the process tests. */
-import {readFileSync} from 'node:fs'
+import {readdirSync, readFileSync} from 'node:fs'
 import {mkdir, writeFile} from 'node:fs/promises'
 import path from 'node:path'
 
@@ -28,9 +28,10 @@ export async function functionsDirWith(dir: string, scripts: Record<string, stri
  * environment. A runner's first calls may start directly, before its spawner is ready.
  */
 export function functionProcesses(runnerPid: number): number[] {
+  // Every thread's list: the native helper's functions are children of its spawn threads.
   const children = (pid: number): number[] => {
     try {
-      return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+      return readdirSync(`/proc/${pid}/task`).flatMap((tid) => readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number))
     } catch {
       return []
     }
