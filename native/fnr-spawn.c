@@ -7,12 +7,16 @@
  * (spawner-process.ts), in Node's own framing of that channel: one JSON document per line, and a
  * descriptor travels as {"cmd":"NODE_HANDLE","type":"net.Socket","msg":...} with SCM_RIGHTS.
  *
- * Requests (runner -> here), one line each:
+ * Requests (runner -> here) come on this program's stdin, a pipe from the runner, one line each:
  *   {"t":"spawn","id":N,"b":"BASE64"[,"s":BYTES]}  BASE64 decodes to NUL-terminated strings:
  *       cwd ("" for the runner's), command, argc (decimal), argc arguments (argv[0] first), then
  *       the environment's NAME=value strings up to the end. BYTES (at most 1 MiB): the size of
  *       the stdin and stdout pipes, for a large input.
- *   Node's own {"cmd":"NODE_HANDLE_ACK"} and NACK lines are read and dropped.
+ * What Node writes on the channel is its own acknowledgement of each descriptor received
+ * ({"cmd":"NODE_HANDLE_ACK"}, or NACK): three per call, which this program does not need. So it
+ * does not wait for the channel to be readable (each acknowledgement would wake it, and on a busy
+ * machine take a core from the runner or a function); it reads and drops what is there whenever
+ * it is awake anyway, and watches the channel only for its end (the runner gone).
  * Replies (here -> runner):
  *   {"t":"ready"} once at start;
  *   {"t":"spawned","id":N,"pid":P} then {"t":"stdio","id":N,"fd":F} for F = 0, 1, 2, each carrying
@@ -251,6 +255,19 @@ static int send_message(const char *data, size_t len, int fd) {
     off += (size_t)n;
   }
   return 0;
+}
+
+/* Reads and drops what Node wrote on the channel (its acknowledgements); its end ends this program. */
+static void drain_channel(void) {
+  char sink[4096];
+  for (;;) {
+    ssize_t n = recv(channel, sink, sizeof sink, MSG_DONTWAIT);
+    if (n > 0) continue;
+    if (n == 0) kill_all_and_exit(0);
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+    kill_all_and_exit(0);
+  }
 }
 
 /* A reply without a descriptor; the runner being gone ends this program. */
@@ -693,7 +710,6 @@ static void handle_spawn(long long id, char *payload, long len, int pipe_size) {
 /* One line from the runner. */
 static void handle_line(char *line, size_t len) {
   line[len] = 0;
-  if (strstr(line, "\"cmd\":\"NODE_")) return; /* Node's acknowledgements of our descriptors */
   if (!strstr(line, "\"t\":\"spawn\"")) return;
   char *idp = strstr(line, "\"id\":");
   char *bp = strstr(line, "\"b\":\"");
@@ -792,13 +808,23 @@ int main(void) {
   size_t cap = 65536, have = 0;
   char *buf = malloc(cap);
   if (!buf) return 71;
+  /* Requests come on stdin, without blocking (poll says when). */
+  fcntl(0, F_SETFD, FD_CLOEXEC);
+  int in_flags = fcntl(0, F_GETFL);
+  if (in_flags < 0 || fcntl(0, F_SETFL, in_flags | O_NONBLOCK) != 0) {
+    fprintf(stderr, "fnr-spawn: no request pipe on stdin\n");
+    return 2;
+  }
   for (;;) {
-    /* The channel, and the pipe that SIGCHLD and the spawn threads write to. */
-    struct pollfd polls[2] = {{.fd = channel, .events = POLLIN}, {.fd = wake[0], .events = POLLIN}};
-    if (poll(polls, 2, -1) < 0) {
+    /* Node's acknowledgements: read and dropped, without waiting for them. */
+    drain_channel();
+    /* Requests, the pipe that SIGCHLD and the spawn threads write to, and the channel's end only. */
+    struct pollfd polls[3] = {{.fd = 0, .events = POLLIN}, {.fd = wake[0], .events = POLLIN}, {.fd = channel, .events = 0}};
+    if (poll(polls, 3, -1) < 0) {
       if (errno == EINTR) continue;
       kill_all_and_exit(71);
     }
+    if (polls[2].revents & (POLLHUP | POLLERR)) kill_all_and_exit(0);
     if (polls[1].revents) {
       char drain[64];
       while (read(wake[0], drain, sizeof drain) > 0) {
@@ -815,7 +841,7 @@ int main(void) {
       buf = b;
       cap *= 2;
     }
-    ssize_t n = recv(channel, buf + have, cap - have - 1, MSG_DONTWAIT);
+    ssize_t n = read(0, buf + have, cap - have - 1);
     if (n == 0) kill_all_and_exit(0);
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;

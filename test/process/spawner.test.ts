@@ -462,8 +462,8 @@ describe('process spawner: when it cannot run', function () {
     }
   })
 
-  it('the native helper answers malformed requests with `failed` (EINVAL) and keeps serving', async () => {
-    const c = spawn(buildHelper(), [], {stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'json'})
+  it('the native helper answers malformed requests (on its stdin) with `failed` (EINVAL) and keeps serving', async () => {
+    const c = spawn(buildHelper(), [], {stdio: ['pipe', 'inherit', 'inherit', 'ipc'], serialization: 'json'})
     try {
       const got: {t: string; id?: number; code?: string}[] = []
       c.on('message', (m: {t: string; id?: number; code?: string}, handle?: {destroy(): void}) => {
@@ -479,12 +479,19 @@ describe('process spawner: when it cannot run', function () {
         {id: 5, b: b(['', '/bin/true', '-1', ''])},
         {id: 6, b: b(['', 'true', '1', 'true', 'PATH=/nonexistent:/bin', ''])},
       ]
-      for (const r of requests) c.send({t: 'spawn', ...r})
-      c.send({t: 'something else'})
+      for (const r of requests) c.stdin!.write(`${JSON.stringify({t: 'spawn', ...r})}\n`)
+      c.stdin!.write(`${JSON.stringify({t: 'something else'})}\n`)
+      // What comes on the channel is not a request: a spawn sent there starts nothing.
+      c.send({t: 'spawn', id: 7, b: Buffer.from(['', '/bin/true', '1', '/bin/true', ''].join('\0')).toString('base64')})
       await waitFor(() => got.some((m) => m.t === 'exit' && m.id === 6), 'the good request to run')
       expect(got.filter((m) => m.t === 'failed').map((m) => [m.id, m.code])).to.deep.equal([1, 2, 3, 4, 5].map((id) => [id, 'EINVAL']))
       expect(got.filter((m) => m.id === 6).map((m) => m.t)).to.deep.equal(['spawned', 'stdio', 'stdio', 'stdio', 'exit'])
+      expect(got.filter((m) => m.id === 7)).to.deep.equal([])
       expect(c.exitCode).to.equal(null)
+      // Its request pipe closed (the runner gone): it exits.
+      c.stdin!.end()
+      await waitFor(() => c.exitCode !== null, 'the helper to exit when its requests end')
+      expect(c.exitCode).to.equal(0)
     } finally {
       c.kill('SIGKILL')
     }

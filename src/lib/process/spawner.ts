@@ -335,11 +335,13 @@ export class ProcessSpawner {
   /**
    * `fallback`: how functions start once this spawner is given up, for the message saying so.
    * `encode`: the request a call sends (the Node spawner's by default). `pipes`: the spawner hands
-   * over pipes (the native helper), not socketpairs.
+   * over pipes (the native helper), not socketpairs. `requestsOnStdin`: requests go to the
+   * spawner's stdin, one JSON line each, not over the IPC channel (the native helper: it then
+   * never wakes for Node's acknowledgements of the descriptors it sends, native/fnr-spawn.c).
    */
   constructor(
     private readonly command: SpawnerCommand = spawnerCommand,
-    private readonly options: {encode?: SpawnRequestEncoder; fallback?: string; pipes?: boolean} = {},
+    private readonly options: {encode?: SpawnRequestEncoder; fallback?: string; pipes?: boolean; requestsOnStdin?: boolean} = {},
   ) {}
 
   usable(): boolean {
@@ -424,7 +426,8 @@ export class ProcessSpawner {
     }
     fn.once('spawn', started)
     fn.once('error', started)
-    this.child!.send(request)
+    if (this.options.requestsOnStdin) this.child!.stdin!.write(`${JSON.stringify(request)}\n`)
+    else this.child!.send(request)
   }
 
   private ensureChild(): void {
@@ -435,7 +438,7 @@ export class ProcessSpawner {
       // The IPC channel is a socketpair the spawner inherits: the only way to it (no listening
       // socket, nothing another process can connect to).
       child = spawn(how.execPath, how.args, {
-        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+        stdio: [this.options.requestsOnStdin ? 'pipe' : 'ignore', 'inherit', 'inherit', 'ipc'],
         env: {PATH: process.env.PATH ?? '/usr/bin:/bin', ...how.env},
         serialization: 'json',
       })
@@ -448,6 +451,10 @@ export class ProcessSpawner {
     // The spawner must not keep a runner (or a test) alive: calls in flight hold their sockets.
     child.unref()
     child.channel?.unref()
+    // The request pipe: unreferenced too, and a spawner gone is told by its exit, not a write's EPIPE.
+    const requests = child.stdin as Socket | null
+    requests?.unref()
+    requests?.on('error', () => {})
     child.on('message', (message: SpawnerMessage, handle?: unknown) => this.onMessage(message, handle as Socket | undefined))
     // 'error' at start: the executable cannot be run at all (ENOENT, EACCES), retrying will not help.
     child.on('error', (err) => {
