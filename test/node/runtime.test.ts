@@ -284,9 +284,10 @@ describe('runc node: pods from a real registry under runc, without an API server
         containers: [
           { name: 'limits', image: img, args: ['cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/cpu/cpu.cfs_quota_us'], resources: { limits: { memory: '48Mi', cpu: '500m' }, requests: { cpu: '250m' } } },
           // The node sees an OOM kill through `runc events`, which it starts once the container runs: the
-          // hog waits a second so that a loaded machine cannot kill it before the watch is in place
-          // (a CI run saw exit 137 reported as Error).
-          { name: 'hog', image: img, args: ['sleep 1; x=$(head -c 200000000 /dev/zero | tr "\\0" a); echo survived'], resources: { limits: { memory: '32Mi' } } },
+          // hog waits so that a loaded machine cannot kill it before the watch is in place. A CI run saw
+          // exit 137 reported as Error with a wait of one second (2026-12-02, a machine whose process
+          // starts were slow: `node -e 0` took 110 ms), so it waits three.
+          { name: 'hog', image: img, args: ['sleep 3; x=$(head -c 200000000 /dev/zero | tr "\\0" a); echo survived'], resources: { limits: { memory: '32Mi' } } },
         ],
       }),
       h,
