@@ -89,7 +89,7 @@ struct job {
   char *payload;  /* the decoded request: every string below points into it */
   char **argv;    /* argc + 1 */
   char **shargv;  /* argc + 2: /bin/sh, the file, argv[1..]: the fallback for a script without #! */
-  char **envp;
+  char **envp;    /* in argv's allocation, after its NULL */
   const char *file;
   const char *cwd;
   int argc;
@@ -129,26 +129,18 @@ static struct job *job_of(pid_t pid) {
   return NULL;
 }
 
-static int is_running(pid_t pid) {
-  for (size_t i = 0; i < running_len; i++)
-    if (running[i].pid == pid) return 1;
-  pthread_mutex_lock(&jobs_lock);
-  int found = job_of(pid) != NULL;
-  pthread_mutex_unlock(&jobs_lock);
-  return found;
-}
-
 /*
  * The path of the main thread's children list (/proc/PID/task/PID/children). The functions are
  * children of the spawn threads, which list them in their own; what a function leaves behind when
- * it exits is re-parented to this program's first thread, this one.
+ * it exits is re-parented to this program's first thread, this one, which starts nothing itself:
+ * everything in its list is such an orphan.
  */
 static char children_path[64];
 
 /*
- * Calls fn(pid) for each child of this program that is not a running function (an orphan
- * re-parented here, or a function's zombie not reaped yet). Returns how many, or -1 when the list
- * cannot be read (a kernel without CONFIG_PROC_CHILDREN, /proc not mounted).
+ * Calls fn(pid) for each orphan re-parented here (alive, or a zombie not reaped yet). Returns how
+ * many, or -1 when the list cannot be read (a kernel without CONFIG_PROC_CHILDREN, /proc not
+ * mounted).
  */
 static long for_each_orphan(void (*fn)(pid_t)) {
   int fd = open(children_path, O_RDONLY | O_CLOEXEC);
@@ -170,10 +162,8 @@ static long for_each_orphan(void (*fn)(pid_t)) {
         pid = pid * 10 + (buf[i] - '0');
         in_number = 1;
       } else if (in_number && (i < n || n == 0)) {
-        if (!is_running(pid)) {
-          count++;
-          if (fn) fn(pid);
-        }
+        count++;
+        if (fn) fn(pid);
         pid = 0;
         in_number = 0;
       }
@@ -553,9 +543,8 @@ static void close_ends(const int ends[3]) {
 }
 
 static void free_job(struct job *j) {
-  free(j->argv);
+  free(j->argv); /* envp too: it is the vector's second part */
   free(j->shargv);
-  free(j->envp);
   free(j->payload);
   free(j);
 }
@@ -619,7 +608,7 @@ static void finish_started(void) {
 
 /* A start asked for: `payload` (the decoded request, handed over here) made into a job and queued. */
 static void handle_spawn(long long id, char *payload, long len, int pipe_size) {
-  /* Split the payload at NULs. */
+  /* The payload's strings, each ending in a NUL: cwd, file, argc, the arguments, the environment. */
   size_t count = 0;
   for (long i = 0; i < len; i++)
     if (payload[i] == 0) count++;
@@ -628,51 +617,46 @@ static void handle_spawn(long long id, char *payload, long len, int pipe_size) {
     free(payload);
     return;
   }
-  char **parts = malloc((count + 1) * sizeof *parts);
   struct job *j = calloc(1, sizeof *j);
-  if (!parts || !j) {
+  if (!j) {
     reply_failed(id, "?", ENOMEM);
-    free(parts);
-    free(j);
     free(payload);
     return;
   }
   j->id = id;
   j->payload = payload;
-  size_t k = 0;
-  for (long i = 0; i < len; i += (long)strlen(payload + i) + 1) parts[k++] = payload + i;
-  parts[k] = NULL;
-  j->cwd = parts[0];
-  j->file = parts[1];
-  snprintf(j->command, sizeof j->command, "%s", parts[1]);
-  long argc = strtol(parts[2], NULL, 10);
+  char *p = payload;
+  j->cwd = p;
+  p += strlen(p) + 1;
+  j->file = p;
+  p += strlen(p) + 1;
+  snprintf(j->command, sizeof j->command, "%s", j->file);
+  long argc = strtol(p, NULL, 10);
+  p += strlen(p) + 1;
   if (argc < 1 || (size_t)argc > count - 3) {
-    reply_failed(id, parts[1], EINVAL);
-    free(parts);
+    reply_failed(id, j->command, EINVAL);
     free_job(j);
     return;
   }
   j->argc = (int)argc;
-  j->argv = malloc(((size_t)argc + 1) * sizeof *j->argv);
+  /* One vector for both: the arguments and a NULL, then the environment and a NULL. */
+  j->argv = malloc((count - 1) * sizeof *j->argv);
   j->shargv = malloc(((size_t)argc + 2) * sizeof *j->shargv);
-  /* The environment's strings follow the arguments: a vector of its own, NULL-terminated. */
-  j->envp = malloc((count - 3 - (size_t)argc + 1) * sizeof *j->envp);
-  if (!j->argv || !j->shargv || !j->envp) {
-    reply_failed(id, parts[1], ENOMEM);
-    free(parts);
+  if (!j->argv || !j->shargv) {
+    reply_failed(id, j->command, ENOMEM);
     free_job(j);
     return;
   }
-  for (long i = 0; i < argc; i++) j->argv[i] = parts[3 + i];
-  j->argv[argc] = NULL;
+  char **v = j->argv;
+  for (long i = 0; i < argc; i++, p += strlen(p) + 1) *v++ = p;
+  *v++ = NULL;
+  j->envp = v;
+  for (; p < payload + len; p += strlen(p) + 1) *v++ = p;
+  *v = NULL;
   j->shargv[0] = "/bin/sh";
   j->shargv[1] = (char *)j->file;
   for (long i = 1; i < argc; i++) j->shargv[i + 1] = j->argv[i];
   j->shargv[argc + 1] = NULL;
-  size_t e = 0;
-  for (char **p = parts + 3 + argc; *p; p++) j->envp[e++] = *p;
-  j->envp[e] = NULL;
-  free(parts);
 
   /* The function's stdio are pipes, as Go's os/exec (Porch's runner, kpt) gives it: a socket
      would do for read() and write(), but not for open("/dev/stdin"), `> /dev/stderr` or
