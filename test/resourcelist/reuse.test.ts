@@ -15,6 +15,7 @@ import {
   stringifyResourceList,
   type FunctionOutput,
 } from '../../src/lib/resourcelist/index.js'
+import {parseItemBlocksInterruptible} from '../../src/lib/resourcelist/read.js'
 import {endsInComment, mergeReused, planReuse, splitListItems} from '../../src/lib/resourcelist/reuse.js'
 import {Scratch} from './helpers.js'
 
@@ -97,6 +98,12 @@ const EDITS: Record<string, (text: string) => string> = {
     return HEAD + s.items.join('') + s.items[0] + s.tail
   },
   'lays the items out in flow style': (t) => t.replace('\nitems:\n', '\nitems: [{apiVersion: v1, kind: ConfigMap, metadata: {name: flow}}]\nx:\n'),
+  'changes every item': (t) => t.replace(/\n {2}kind: /g, '\n  # edited\n  kind: '),
+  'changes every item and adds blank lines between them': (t) => t.replace(/([^:])\n- /g, '$1\n\n- ').replace(/\n {2}kind: /g, '\n  kind:  '),
+  'changes every item, one to a duplicate key': (t) => t.replace(/\n {2}kind: /g, '\n  kind: ').replace('\n  kind: ConfigMap', '\n  kind: ConfigMap\n  kind: Secret'),
+  'changes every item, one to a key-line comment over a map and a multi-line value': (t) =>
+    t.replace(/\n {2}kind: /g, '\n  kind:   ').replace('  labels:\n', '  labels: # over the labels\n').replace("k: 'foo'", 'k: a plain\n      scalar on two lines'),
+  'changes every item, one to a syntax error': (t) => t.replace(/\n {2}kind: /g, '\n  kind:  ').replace("k: 'foo'", "k: 'foo"),
   'puts a comment at column 0 between items': (t) => t.replace('\n- apiVersion: apps/v1', '\n# between\n- apiVersion: apps/v1'),
 }
 
@@ -158,6 +165,17 @@ describe('resourcelist: keeping the items a function gives back unchanged (reuse
     expect(items.find((i) => i.flow)).to.not.equal(undefined)
   })
 
+  it('reads the lists where every item changed block by block (the specs above compare them with the whole parse)', async () => {
+    const functionConfig = (await readPackage([pkg])).items[0]!
+    for (const name of ['changes every item', 'changes every item and adds blank lines between them', 'changes every item, one to a key-line comment over a map and a multi-line value']) {
+      const items = (await readPackage([pkg])).items
+      const input = buildFunctionInput(items, {functionConfig, keepItemTexts: true})
+      const plan = planReuse(EDITS[name]!(input.text), input.sent!.items, input.sent!.texts)
+      expect(plan?.changed, name).to.have.length(items.length)
+      expect(await parseItemBlocksInterruptible(plan!.changed), name).to.have.length(items.length)
+    }
+  })
+
   it('keeps every node, in the function\'s order, when the function only reorders', async () => {
     const {reused, items} = await both(EDITS['reverses the items']!)
     const out = (reused as FunctionOutput).list.items
@@ -187,9 +205,8 @@ describe('resourcelist: keeping the items a function gives back unchanged (reuse
     expect(planReuse(`${HEAD + block}  # the end\n`, [item], [block])).to.equal(undefined)
     expect(planReuse(`${HEAD + block}# col 0\n${block}`, [item], [block])).to.equal(undefined)
     expect(planReuse(`${HEAD.replace('items:\n', 'items: [')}]\n`, [item], [block])).to.equal(undefined)
-    expect(planReuse(HEAD + block, [{flow: true} as YAMLMap], [block])).to.equal(undefined)
-    // Nothing unchanged: nothing to keep.
-    expect(planReuse(HEAD + block.replace('name: a', 'name: b'), [item], [block])).to.equal(undefined)
+    // A flow-style input item is never kept: its block is parsed.
+    expect(planReuse(HEAD + block, [{flow: true} as YAMLMap], [block])?.kept).to.deep.equal([undefined])
   })
 
   it('splits only the layout it knows', () => {
@@ -212,12 +229,39 @@ describe('resourcelist: keeping the items a function gives back unchanged (reuse
     expect(endsInComment('\n\n')).to.equal(false)
   })
 
-  it('mergeReused refuses a parse that found another number of items', () => {
+  it('mergeReused refuses another number of parsed items, and a frame that held items or was no ResourceList', () => {
     const item = {flow: false} as YAMLMap
-    const plan = {text: '', kept: [item, undefined], parsed: 1}
-    const list = {apiVersion: 'v1', kind: 'ResourceList', items: [] as YAMLMap[], functionConfig: null, results: null, wrapped: true}
-    expect(mergeReused(plan, list)).to.equal(undefined)
+    const plan = {frame: '', changed: ['- b: 1\n'], kept: [item, undefined]}
+    const frame = {apiVersion: 'v1', kind: 'ResourceList', items: [] as YAMLMap[], functionConfig: null, results: null, wrapped: true}
     const other = {flow: false} as YAMLMap
-    expect(mergeReused(plan, {...list, items: [other]})?.items).to.deep.equal([item, other])
+    expect(mergeReused(plan, frame, [])).to.equal(undefined)
+    expect(mergeReused(plan, frame, [other, other])).to.equal(undefined)
+    expect(mergeReused(plan, {...frame, items: [other]}, [other])).to.equal(undefined)
+    expect(mergeReused(plan, {...frame, wrapped: false}, [other])).to.equal(undefined)
+    expect(mergeReused(plan, frame, [other])?.items).to.deep.equal([item, other])
+  })
+
+  it('parses each changed block on its own, and the text around the items once', () => {
+    const item = {flow: false} as YAMLMap
+    const a = '- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: a\n'
+    const b = a.replace('name: a', 'name: b')
+    const plan = planReuse(`${HEAD}${b}${a}${b.replace('name: b', 'name: c')}functionConfig:\n  x: 1\n`, [item], [a])
+    expect(plan?.kept).to.deep.equal([undefined, item, undefined])
+    expect(plan?.changed).to.deep.equal([b, b.replace('name: b', 'name: c')])
+    expect(plan?.frame).to.equal(`${HEAD}functionConfig:\n  x: 1\n`)
+    // Nothing unchanged, nothing sent: every block is parsed on its own.
+    expect(planReuse(HEAD + b, [item], [a])?.changed).to.deep.equal([b])
+    expect(planReuse(HEAD + b, [], [])?.kept).to.deep.equal([undefined])
+  })
+
+  it('reads no block that is not exactly one item without an error: the whole parse gives the message', async () => {
+    for (const block of ['- a: 1\n  a: 2\n', '- a: [1\n', '- x\n', '- - x\n', '- a: 1\n- b: 2\n']) {
+      expect(await parseItemBlocksInterruptible([block]), block).to.equal(undefined)
+    }
+    const items = await parseItemBlocksInterruptible(['- a: 1\n\n  b: {c: 2}\n', '- {d: 3}\n'])
+    expect(items?.map((i) => stringifyResourceList([i]))).to.deep.equal([
+      `${HEAD}- a: 1\n  b: {c: 2}\n`,
+      `${HEAD}- d: 3\n`,
+    ])
   })
 })

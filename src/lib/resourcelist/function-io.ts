@@ -15,7 +15,7 @@ import {isMap, isScalar, isSeq, type Node, type YAMLMap} from 'yaml'
 import {FnrError} from '../errors.js'
 import {A} from './constants.js'
 import {annotationsOf, deleteAnnotation, getAnnotation, krmError, setAnnotation} from './meta.js'
-import {copyLegacyAnnotations, parseResourceList, parseResourceListInterruptible, type ResourceList} from './read.js'
+import {copyLegacyAnnotations, parseItemBlocksInterruptible, parseResourceList, parseResourceListInterruptible, type ResourceList} from './read.js'
 import {extractResults, type FunctionResult} from './results.js'
 import {mergeReused, planReuse} from './reuse.js'
 import {checkPathInvariants, cleanPath, defaultPaths, stringifyResourceListSteps} from './write.js'
@@ -146,20 +146,22 @@ export async function readFunctionOutputInterruptible(output: Uint8Array | strin
   return functionOutputOf(reused ?? (await parseResourceListInterruptible(output, {...OUTPUT_PARSE, signal})), input, options)
 }
 
-/** The output list with the unchanged items kept (reuse.ts), or undefined to parse it whole. */
+/** The output list read block by block, with the unchanged items kept (reuse.ts), or undefined to parse it whole. */
 async function parseReusing(output: Uint8Array | string, sent: NonNullable<FunctionInput['sent']>, signal: AbortSignal | undefined): Promise<ResourceList | undefined> {
   const text = typeof output === 'string' ? output : Buffer.from(output.buffer, output.byteOffset, output.byteLength).toString('utf8')
   const plan = planReuse(text, sent.items, sent.texts)
   if (plan === undefined) return undefined
-  let parsed: ResourceList
+  let frame: ResourceList
+  let parsed: YAMLMap[] | undefined
   try {
-    parsed = await parseResourceListInterruptible(plan.text, {...OUTPUT_PARSE, signal})
+    frame = await parseResourceListInterruptible(plan.frame, {...OUTPUT_PARSE, signal})
+    parsed = await parseItemBlocksInterruptible(plan.changed, signal)
   } catch (error) {
     // The whole parse gives the error with the output's own line numbers.
     if (signal?.aborted) throw error
     return undefined
   }
-  return mergeReused(plan, parsed)
+  return parsed && mergeReused(plan, frame, parsed)
 }
 
 function functionOutputOf(list: ResourceList, input: FunctionInput | undefined, options: OutputOptions): FunctionOutput {

@@ -3,12 +3,26 @@
  * multi-document YAML stream whose documents become the items, as `kpt fn eval -` and kpt's
  * function runner read them (kyaml ByteReader). Items stay YAML nodes so comments survive.
  */
-import {Document, isMap, isScalar, isSeq, Pair, Scalar, YAMLMap, YAMLSeq, type Node} from 'yaml'
+import {Document, isMap, isScalar, isSeq, Pair, parseAllDocuments, Scalar, YAMLMap, YAMLSeq, type Node} from 'yaml'
 
 import {FnrError, type ErrorKind} from '../errors.js'
 import {A, BARE_SEQ_KEY, RESOURCE_LIST_API_VERSION, RESOURCE_LIST_KIND} from './constants.js'
 import {getAnnotation, setAnnotation} from './meta.js'
-import {deriveSeqIndent, dropBlankLines, getIn, pairOf, parseStreamSteps, runSteps, runStepsInterruptible, scalarString, stringScalar, type Steps} from './yaml.js'
+import {
+  deriveSeqIndent,
+  dropBlankLines,
+  duplicateKey,
+  getIn,
+  keepKeyLineComments,
+  pairOf,
+  PARSE_OPTIONS,
+  parseStreamSteps,
+  runSteps,
+  runStepsInterruptible,
+  scalarString,
+  stringScalar,
+  type Steps,
+} from './yaml.js'
 
 /** A ResourceList in memory: items and functionConfig are YAML nodes (comments included). */
 export interface ResourceList {
@@ -153,6 +167,36 @@ function* unwrapList(node: YAMLMap, origin: string, kind: ErrorKind, blockStyle:
   const results = getIn(node, 'results')
   list.results = results ?? null
   return list
+}
+
+/**
+ * The items of a wrapped ResourceList's `items`, each block (`- ` at column 0 and the lines under
+ * it, reuse.ts splitListItems) parsed on its own, each made an item as unwrapList makes one;
+ * undefined when any block is not exactly one map without an error (the caller then parses the
+ * whole text, which gives the message). Lets SIGINT/SIGTERM handlers run between blocks.
+ */
+export async function parseItemBlocksInterruptible(blocks: readonly string[], signal?: AbortSignal): Promise<YAMLMap[] | undefined> {
+  return guardDepth(() => runStepsInterruptible(parseItemBlocksSteps(blocks), signal), {})
+}
+
+function* parseItemBlocksSteps(blocks: readonly string[]): Steps<YAMLMap[] | undefined> {
+  const items: YAMLMap[] = []
+  for (const block of blocks) {
+    yield
+    const docs = parseAllDocuments(block, PARSE_OPTIONS)
+    const doc = Array.isArray(docs) && docs.length === 1 ? docs[0]! : undefined
+    if (!doc || doc.errors.length > 0 || doc.commentBefore || doc.comment) return undefined
+    const seq = doc.contents
+    if (!isSeq(seq) || seq.flow || seq.items.length !== 1 || seq.commentBefore || seq.comment) return undefined
+    const item = seq.items[0]
+    // The whole parse's checks and fixes of a document, on this item (parseStreamSteps).
+    if (!isMap(item) || duplicateKey(item) !== undefined) return undefined
+    keepKeyLineComments(item, block)
+    toBlockStyle(item)
+    dropBlankLines(item)
+    items.push(item)
+  }
+  return items
 }
 
 /** A document or list element as an item: maps as they are, bare sequences wrapped as kpt does. */

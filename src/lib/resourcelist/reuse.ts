@@ -1,5 +1,6 @@
 /**
- * Reading a function's output without parsing again the items it gave back unchanged (fnr render).
+ * Reading a function's output item by item, without parsing again the items it gave back
+ * unchanged (fnr render).
  *
  * A pipeline step sends every item as a block of text (its `- ` line and the lines under it,
  * write.ts stringifyResourceListSteps); a function that leaves an item alone usually writes that
@@ -7,11 +8,16 @@
  * `cat` does too), only the order of the items may change. Parsing such a block gives back the
  * node it was written from, so the input's node is kept and only the other blocks are parsed.
  *
+ * Those are parsed one block at a time (read.ts parseItemBlocksInterruptible), and the text
+ * around the items on its own: the same nodes as one parse of the whole text, for less work. The
+ * YAML parser's tokens of a small block are garbage before the next young-generation collection,
+ * where a whole list's tokens live until its end and are copied by every collection meanwhile.
+ *
  * It is done only where the text's layout leaves no doubt about which lines belong to which item
  * (splitListItems), and only where a block cannot mean anything else in its new neighbourhood:
  * no anchor, alias or tag anywhere in the items (an alias may name another item's anchor), no
  * item ending in a comment line (the parser may give such a comment to the next item), each input
- * item kept at most once, and the parse of the remaining text must find exactly the blocks left.
+ * item kept at most once, and each block must parse as exactly one item, with no error.
  * Anything else, and any error, goes the whole-text way (read.ts), which gives the messages and
  * line numbers as before. The result is the same list either way; test/resourcelist/reuse.test.ts
  * and the render specs against kpt pin that.
@@ -82,21 +88,21 @@ export function endsInComment(block: string): boolean {
 }
 
 export interface ReusePlan {
-  /** The text to parse: HEAD, the blocks that changed, the tail. */
-  text: string
+  /** The text around the items (HEAD and the tail): the list's other fields. */
+  frame: string
+  /** The blocks that changed, in order: each one is parsed on its own. */
+  changed: string[]
   /** For each output item in order: the input item kept, or undefined for the next parsed one. */
   kept: Array<YAMLMap | undefined>
-  /** How many blocks the parse must find. */
-  parsed: number
 }
 
 /**
  * Which output items are the input's blocks unchanged (`inputTexts[i]` was written for
- * `inputItems[i]`), and the text left to parse; undefined when the output cannot be read this
- * way (see the module comment), or when no item is kept.
+ * `inputItems[i]`), and the blocks left to parse; undefined when the output cannot be read this
+ * way (see the module comment).
  */
 export function planReuse(output: string, inputItems: readonly YAMLMap[], inputTexts: readonly string[]): ReusePlan | undefined {
-  if (inputItems.length !== inputTexts.length || inputItems.length === 0) return undefined
+  if (inputItems.length !== inputTexts.length) return undefined
   const split = splitListItems(output)
   if (split === undefined) return undefined
   // Input items by the length of their text: a block is compared only with texts as long as it
@@ -109,7 +115,6 @@ export function planReuse(output: string, inputItems: readonly YAMLMap[], inputT
   })
   const kept: Array<YAMLMap | undefined> = []
   const changed: string[] = []
-  let reused = 0
   for (const block of split.items) {
     const candidates = byLength.get(block.length)
     const at = candidates?.findIndex((i) => inputTexts[i] === block) ?? -1
@@ -118,23 +123,24 @@ export function planReuse(output: string, inputItems: readonly YAMLMap[], inputT
       // Each input item is kept at most once.
       candidates!.splice(at, 1)
       kept.push(item)
-      reused++
     } else {
       kept.push(undefined)
       changed.push(block)
     }
   }
-  // The lookups first: when every item changed, the checks below are not worth their time.
-  if (reused === 0) return undefined
   if (NODE_PROPERTY.test(output.slice(HEAD.length, output.length - split.tail.length))) return undefined
   if (split.items.some(endsInComment)) return undefined
-  return {text: HEAD + changed.join('') + split.tail, kept, parsed: changed.length}
+  return {frame: HEAD + split.tail, changed, kept}
 }
 
-/** The output list: the kept items and the parsed ones in the function's order; undefined when the parse found another number of items. */
-export function mergeReused(plan: ReusePlan, parsed: ResourceList): ResourceList | undefined {
-  if (parsed.items.length !== plan.parsed || !parsed.wrapped) return undefined
+/**
+ * The output list: the frame's fields, with the kept items and the parsed ones (one per changed
+ * block) in the function's order; undefined when the frame held items or is no ResourceList, or
+ * when there is another number of parsed items.
+ */
+export function mergeReused(plan: ReusePlan, frame: ResourceList, parsed: readonly YAMLMap[]): ResourceList | undefined {
+  if (frame.items.length !== 0 || !frame.wrapped || parsed.length !== plan.changed.length) return undefined
   let next = 0
-  const items = plan.kept.map((item) => item ?? parsed.items[next++]!)
-  return {...parsed, items}
+  const items = plan.kept.map((item) => item ?? parsed[next++]!)
+  return {...frame, items}
 }
