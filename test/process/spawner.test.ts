@@ -552,7 +552,7 @@ describe('process spawner: when it cannot run', function () {
   it('descriptors lost on the way (Node drops a descriptor message it cannot take in): the call fails UNAVAILABLE at the function\'s exit, not after 10 s', async () => {
     // A stand-in spawner that says a function started and exited, and sends no descriptor: what the
     // runner sees when Node answered NODE_HANDLE_NACK for all three (it was out of descriptors).
-    const fake = `process.on('message', (m) => { process.send({t: 'spawned', id: m.id, pid: 999999}); process.send({t: 'exit', id: m.id, code: 0, signal: null}) }); process.send({t: 'ready'})`
+    const fake = `process.stdin.on('data', (d) => { const m = JSON.parse(d); process.send({t: 'spawned', id: m.id, pid: 999999}); process.send({t: 'exit', id: m.id, code: 0, signal: null}) }); process.send({t: 'ready'})`
     const spawner = new ProcessSpawner(() => ({execPath: process.execPath, args: ['-e', fake], env: {}}))
     let child: ReturnType<ProcessSpawner['launch']>
     await waitFor(() => (child = spawner.launch({command: '/bin/true', args: [], env: {}})) !== undefined, 'the stand-in spawner to be ready')

@@ -148,7 +148,7 @@ export class ProcessLauncher implements FunctionHolder {
   }
 
   private native(): ProcessSpawner {
-    return (this.nativeSpawner ??= new ProcessSpawner(nativeSpawnerCommand, {encode: nativeRequest, fallback: 'through the Node process spawner', pipes: true, requestsOnStdin: true}))
+    return (this.nativeSpawner ??= new ProcessSpawner(nativeSpawnerCommand, {encode: nativeRequest, fallback: 'through the Node process spawner', pipes: true}))
   }
 
   /** Starts a function process the way the mode says; throws what the start throws (a NUL byte, EMFILE when started directly). */

@@ -7,17 +7,18 @@
  * other call. This process holds almost nothing, so its forks are cheap, and they happen off the
  * runner's event loop.
  *
- * Protocol: the runner starts this process with an IPC channel (a Unix socketpair it inherits at
- * start; nothing listens, so no other process can reach it):
- * - at start this process sends `ready`;
- * - for a call the runner sends `spawn` (command, arguments, environment, working directory);
+ * Protocol: the runner starts this process with a pipe as its stdin and an IPC channel (a Unix
+ * socketpair it inherits at start; nothing listens, so no other process can reach either):
+ * - at start this process sends `ready` on the channel;
+ * - for a call the runner writes `spawn` (command, arguments, environment, working directory) on
+ *   this process's stdin, one JSON line, as to the native helper (native/fnr-spawn.c);
  * - this process starts the function with three new socketpairs as its stdio, sends `spawned`
  *   (its pid), then its own end of each pair, one `stdio` message each, with the descriptor
  *   attached (SCM_RIGHTS, Node's handle passing), and closes its copies once the runner has them.
  *   It never reads from them: the function's input and output flow between the runner and the
  *   function directly. (`failed` instead when it cannot be started.)
  * - when the function exits it sends `exit` with its code and signal.
- * When the IPC channel closes (the runner exited, or was killed) this process kills the process
+ * When the IPC channel or stdin closes (the runner exited, or was killed) this process kills the process
  * groups of the functions still running and exits: no function outlives a runner that can no
  * longer end its call (a runner killed with SIGKILL used to leave them running).
  *
@@ -137,9 +138,25 @@ export function runSpawnerProcess(): void {
       if (err) exitWithFunctions(0)
     })
   }
-  process.on('message', (message: SpawnRequest) => {
-    if (message?.t === 'spawn') startFunction(message, send)
+  // Requests: one JSON line each on stdin. What comes on the channel is not a request.
+  let pending = ''
+  process.stdin.setEncoding('utf8')
+  process.stdin.on('data', (chunk: string) => {
+    pending += chunk
+    for (let nl = pending.indexOf('\n'); nl >= 0; nl = pending.indexOf('\n')) {
+      const line = pending.slice(0, nl)
+      pending = pending.slice(nl + 1)
+      let message: SpawnRequest | undefined
+      try {
+        message = JSON.parse(line) as SpawnRequest
+      } catch {
+        continue
+      }
+      if (message?.t === 'spawn') startFunction(message, send)
+    }
   })
+  process.stdin.on('end', () => exitWithFunctions(0))
+  process.stdin.on('error', () => exitWithFunctions(0))
   process.on('disconnect', () => exitWithFunctions(0))
   // And if the channel's end is missed (the runner exited while this process started), being
   // re-parented says the same.

@@ -335,13 +335,13 @@ export class ProcessSpawner {
   /**
    * `fallback`: how functions start once this spawner is given up, for the message saying so.
    * `encode`: the request a call sends (the Node spawner's by default). `pipes`: the spawner hands
-   * over pipes (the native helper), not socketpairs. `requestsOnStdin`: requests go to the
-   * spawner's stdin, one JSON line each, not over the IPC channel (the native helper: it then
-   * never wakes for Node's acknowledgements of the descriptors it sends, native/fnr-spawn.c).
+   * over pipes (the native helper), not socketpairs. Requests go to the spawner's stdin, one JSON
+   * line each, and answers come on the IPC channel: the native helper then never wakes for Node's
+   * acknowledgements of the descriptors it sends (native/fnr-spawn.c).
    */
   constructor(
     private readonly command: SpawnerCommand = spawnerCommand,
-    private readonly options: {encode?: SpawnRequestEncoder; fallback?: string; pipes?: boolean; requestsOnStdin?: boolean} = {},
+    private readonly options: {encode?: SpawnRequestEncoder; fallback?: string; pipes?: boolean} = {},
   ) {}
 
   usable(): boolean {
@@ -426,8 +426,7 @@ export class ProcessSpawner {
     }
     fn.once('spawn', started)
     fn.once('error', started)
-    if (this.options.requestsOnStdin) this.child!.stdin!.write(`${JSON.stringify(request)}\n`)
-    else this.child!.send(request)
+    this.child!.stdin!.write(`${JSON.stringify(request)}\n`)
   }
 
   private ensureChild(): void {
@@ -438,7 +437,7 @@ export class ProcessSpawner {
       // The IPC channel is a socketpair the spawner inherits: the only way to it (no listening
       // socket, nothing another process can connect to).
       child = spawn(how.execPath, how.args, {
-        stdio: [this.options.requestsOnStdin ? 'pipe' : 'ignore', 'inherit', 'inherit', 'ipc'],
+        stdio: ['pipe', 'inherit', 'inherit', 'ipc'],
         env: {PATH: process.env.PATH ?? '/usr/bin:/bin', ...how.env},
         serialization: 'json',
       })
@@ -452,9 +451,9 @@ export class ProcessSpawner {
     child.unref()
     child.channel?.unref()
     // The request pipe: unreferenced too, and a spawner gone is told by its exit, not a write's EPIPE.
-    const requests = child.stdin as Socket | null
-    requests?.unref()
-    requests?.on('error', () => {})
+    const requests = child.stdin as Socket
+    requests.unref()
+    requests.on('error', () => {})
     child.on('message', (message: SpawnerMessage, handle?: unknown) => this.onMessage(message, handle as Socket | undefined))
     // 'error' at start: the executable cannot be run at all (ENOENT, EACCES), retrying will not help.
     child.on('error', (err) => {
