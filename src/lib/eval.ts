@@ -363,7 +363,9 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
   io.stderr.write(`[RUNNING] ${JSON.stringify(label)}${selection.filtered ? ` on ${selection.selected.length} resource(s)` : ''}\n`)
   let input: rl.FunctionInput
   try {
-    input = await rl.buildFunctionInputInterruptible(selection.selected, {functionConfig}, options.signal)
+    // Items the function gives back unchanged are kept rather than parsed again, the changed ones
+    // are parsed one at a time (resourcelist/reuse.ts), as render reads its steps.
+    input = await rl.buildFunctionInputInterruptible(selection.selected, {functionConfig, keepItemTexts: true}, options.signal)
   } catch (err) {
     // A resource that is not KRM fails the function's run, as in kpt: [FAIL] in 0s, then the reason.
     if (!options.signal?.aborted) io.stderr.write(`[FAIL] ${JSON.stringify(label)} in ${rl.formatKptDuration(0)}\n`)
@@ -398,7 +400,7 @@ async function evaluate(options: EvalOptions, io: EvalIO, runner?: FunctionRunne
         `function ${JSON.stringify(label)} exited 0 but wrote ${run.stdout.length === 0 ? 'nothing' : 'only white space'} to stdout (a function must write a ResourceList; \`items: []\` deletes everything); nothing was written`,
       )
     }
-    output = await rl.readFunctionOutputInterruptible(run.stdout, input, options.signal)
+    output = await rl.readFunctionOutputInterruptible(run.stdout, input, options.signal, {reuseUnchanged: true})
     if (selection.filtered) output.list.items = selection.merge(output.list.items)
   } catch (err) {
     if (options.signal?.aborted) throw err

@@ -54,6 +54,27 @@ describe('fnr eval', function () {
     expect(kptResult['deploy.yaml']).to.contain('namespace: prod')
   })
 
+  it('the same files as kpt fn eval whether the function gives back every item unchanged, changes one, or changes all (unchanged items are kept, the others parsed one at a time)', async () => {
+    const edits: Record<string, string> = {
+      unchanged: 'cat',
+      'one changed': "sed 's/replicas: 2 # scale as needed/replicas: 3 # scaled/'",
+      'all changed': "sed 's/^  kind: /  # edited\\n  kind: /'",
+    }
+    for (const [name, filter] of Object.entries(edits)) {
+      const fn = await writeExecutable(path.join(work, `${name.replace(' ', '-')}.sh`), `#!/bin/sh\n${filter}\n`)
+      const fnrPkg = path.join(work, `fnr-${name.replace(' ', '-')}`)
+      const kptPkg = path.join(work, `kpt-${name.replace(' ', '-')}`)
+      await cp(EXAMPLE, fnrPkg, {recursive: true})
+      await cp(EXAMPLE, kptPkg, {recursive: true})
+      await execa(KPT, ['fn', 'eval', kptPkg, '--exec', fn])
+      const r = await runCli(['eval', fnrPkg, '--exec', fn])
+      expect(r.exitCode, r.stderr).to.equal(0)
+      expect(await tree(fnrPkg), name).to.deep.equal(await tree(kptPkg))
+    }
+    expect(await readFile(path.join(work, 'fnr-one-changed', 'deploy.yaml'), 'utf8')).to.contain('replicas: 3 # scaled')
+    expect(await readFile(path.join(work, 'fnr-all-changed', 'deploy.yaml'), 'utf8')).to.contain('# edited\nkind: Service')
+  })
+
   it('--input DIR --output NEWDIR gives the same files', async () => {
     const out = path.join(work, 'sunk')
     const r = await runCli(['eval', '--input', EXAMPLE, '--output', out, '--exec', SET_NS, '--', 'namespace=prod'])

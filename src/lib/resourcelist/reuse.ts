@@ -1,6 +1,6 @@
 /**
  * Reading a function's output item by item, without parsing again the items it gave back
- * unchanged (fnr render).
+ * unchanged (fnr render, fnr eval).
  *
  * A pipeline step sends every item as a block of text (its `- ` line and the lines under it,
  * write.ts stringifyResourceListSteps); a function that leaves an item alone usually writes that
