@@ -18,9 +18,9 @@
  *   It never reads from them: the function's input and output flow between the runner and the
  *   function directly. (`failed` instead when it cannot be started.)
  * - when the function exits it sends `exit` with its code and signal.
- * When the IPC channel or stdin closes (the runner exited, or was killed) this process kills the process
- * groups of the functions still running and exits: no function outlives a runner that can no
- * longer end its call (a runner killed with SIGKILL used to leave them running).
+ * When the IPC channel or stdin closes (the runner exited, or was killed) this process kills the
+ * process groups of the functions still running and exits: no function outlives a runner that can
+ * no longer end its call (a runner killed with SIGKILL used to leave them running).
  *
  * It imports nothing of fnr, to stay small.
  */
