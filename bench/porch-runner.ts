@@ -91,6 +91,16 @@ export function startCompetitors(n: number): {stop(): void} {
   return {stop}
 }
 
+/** Runs `fn` with `n` busy processes beside it (none when n is 0), stopped when it ends. */
+export async function besideCompetitors<T>(n: number, fn: () => Promise<T>): Promise<T> {
+  const competitor = n > 0 ? startCompetitors(n) : undefined
+  try {
+    return await fn()
+  } finally {
+    competitor?.stop()
+  }
+}
+
 interface Arm {
   name: 'fnr' | 'fnr-before' | 'porch'
   client: EvaluatorClient

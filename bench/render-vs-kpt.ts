@@ -20,7 +20,7 @@
  *   writes bench/results/render-vs-kpt-x.json instead of render-vs-kpt.json.
  *   FNR_BENCH_BEFORE_ROOT=<a built checkout> adds an arm: that checkout's fnr render.
  *   FNR_BENCH_COMPETITOR=N runs N busy processes beside the whole bench (porch-runner.ts
- *   startCompetitors); the results then go to render-vs-kpt-competitor.json (or -x-competitor).
+ *   besideCompetitors); the results then go to render-vs-kpt-competitor.json (or -x-competitor).
  */
 import {spawnSync} from 'node:child_process'
 import {cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile} from 'node:fs/promises'
@@ -29,7 +29,7 @@ import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 import {buildCatalogFunctions} from '../scripts/catalog-peers.mjs'
-import {startCompetitors} from './porch-runner.js'
+import {besideCompetitors} from './porch-runner.js'
 import {BIN_RUN, ROOT, benchEnv, loadAverage, percentile, printTable, round, saveResults, type Row} from './lib.js'
 
 const ENV = benchEnv()
@@ -187,14 +187,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   const resources = Number(process.env.FNR_BENCH_RK_RESOURCES ?? 200)
   const competitors = Number(process.env.FNR_BENCH_COMPETITOR ?? 0)
   const loadBefore = loadAverage()
-  const competitor = competitors > 0 ? startCompetitors(competitors) : undefined
-  let result: Awaited<ReturnType<typeof benchRenderVsKpt>>
-  try {
-    result = await benchRenderVsKpt(rounds, resources)
-  } finally {
-    competitor?.stop()
-  }
-  const {rows, raw} = result
+  const {rows, raw} = await besideCompetitors(competitors, () => benchRenderVsKpt(rounds, resources))
   const loadAfter = loadAverage()
   const beside = competitors > 0 ? `, ${competitors} busy processes beside it` : ''
   process.stdout.write(`${printTable(rows)}\n\nload average (1/5/15 min) before: ${loadBefore}, after: ${loadAfter}; ${rounds} rounds${beside}, ${process.version}, ${os.cpus().length} CPUs (shared with other work)\n`)

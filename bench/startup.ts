@@ -21,6 +21,8 @@
  *   command line: bin/run.js re-runs the process with them), `node --expose-gc --disable-sigusr1
  *   bin/run.js serve` (the images' way: no shell, no re-run), fnr with FNR_SPAWNER=off (no
  *   spawner process) and fnr with FNR_NO_BUNDLE=1 (the plain modules instead of the serve bundle).
+ *   FNR_BENCH_COMPETITOR=N runs N busy processes beside the whole bench (porch-runner.ts
+ *   besideCompetitors); the results then go to startup-competitor.json (or startup-x-competitor).
  */
 import {spawn} from 'node:child_process'
 import {copyFile, mkdir, mkdtemp, rm, writeFile} from 'node:fs/promises'
@@ -28,6 +30,7 @@ import path from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 import {buildPorchRunner} from '../scripts/catalog-peers.mjs'
+import {besideCompetitors} from './porch-runner.js'
 import {ROOT, benchEnv, loadAverage, percentile, printTable, round, saveResults, type Row} from './lib.js'
 import {freePort, waitServing} from './wrapper.js'
 
@@ -132,11 +135,14 @@ export async function benchStartup(rounds: number): Promise<{rows: Row[]; raw: R
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const rounds = Number(process.env.FNR_BENCH_S_ROUNDS ?? 20)
+  const competitors = Number(process.env.FNR_BENCH_COMPETITOR ?? 0)
   const loadBefore = loadAverage()
-  const {rows, raw} = await benchStartup(rounds)
+  const {rows, raw} = await besideCompetitors(competitors, () => benchStartup(rounds))
   const loadAfter = loadAverage()
-  process.stdout.write(`${printTable(rows)}\n\nload average (1/5/15 min) before: ${loadBefore}, after: ${loadAfter}; ${rounds} rounds, ${process.version}\n`)
+  const beside = competitors > 0 ? `, ${competitors} busy processes beside it` : ''
+  process.stdout.write(`${printTable(rows)}\n\nload average (1/5/15 min) before: ${loadBefore}, after: ${loadAfter}; ${rounds} rounds${beside}, ${process.version}\n`)
   const label = process.env.FNR_BENCH_S_LABEL
-  const file = await saveResults(label ? `startup-${label}` : 'startup', {date: new Date().toISOString(), rounds, loadBefore, loadAfter, rows, raw})
+  const name = `startup${label ? `-${label}` : ''}${competitors > 0 ? '-competitor' : ''}`
+  const file = await saveResults(name, {date: new Date().toISOString(), rounds, competitors, loadBefore, loadAfter, rows, raw})
   process.stdout.write(`results: ${path.relative(ROOT, file)}\n`)
 }
