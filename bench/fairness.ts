@@ -18,7 +18,7 @@
  * round's value. `FNR_FAIRNESS_BEFORE_BIN=/path/to/bin/run.js` adds another build of fnr as a third
  * arm in the same run (the "before" column of docs/limits.md); `FNR_FAIRNESS_BIN` replaces this
  * build (results then go to fairness-other.json); `FNR_BENCH_COMPETITOR=N` runs N busy processes
- * beside the whole bench (porch-runner.ts startCompetitors). Run with
+ * beside the whole bench (porch-runner.ts besideCompetitors). Run with
  * `node --import tsx bench/fairness.ts` after `npm run build`; writes bench/results/fairness.json.
  */
 import {spawn, type ChildProcess} from 'node:child_process'
@@ -31,7 +31,7 @@ import {buildPorchRunner} from '../scripts/catalog-peers.mjs'
 import {startPorchRunner} from '../test/porch-side-by-side/support.js'
 import {burstThenOther, fairnessBed, hungThenOther, IMAGES, porchPattern, round1, type FairnessBed} from '../test/support/fairness.js'
 import {loadAverage, median, printTable, ROOT, saveResults, type Row} from './lib.js'
-import {startCompetitors} from './porch-runner.js'
+import {besideCompetitors} from './porch-runner.js'
 
 interface Fnr {
   child: ChildProcess
@@ -144,8 +144,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === new URL(import.meta.url
   const rounds = Number(process.env.FNR_FAIRNESS_ROUNDS ?? 3)
   const loadBefore = loadAverage()
   const competitors = Number(process.env.FNR_BENCH_COMPETITOR ?? 0)
-  const competitor = competitors > 0 ? startCompetitors(competitors) : undefined
-  const {rows, raw} = await benchFairness(bin, before, rounds).finally(() => competitor?.stop())
+  const {rows, raw} = await besideCompetitors(competitors, () => benchFairness(bin, before, rounds))
   const load = `${loadBefore} -> ${loadAverage()}`
   console.log(`fnr: ${bin}${before ? `; fnr before: ${before}` : ''}; ${rounds} rounds; load average ${load}; ${competitors} busy processes beside it`)
   console.log(printTable(rows))

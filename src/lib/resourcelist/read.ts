@@ -173,10 +173,11 @@ function* unwrapList(node: YAMLMap, origin: string, kind: ErrorKind, blockStyle:
  * The items of a wrapped ResourceList's `items`, each block (`- ` at column 0 and the lines under
  * it, reuse.ts splitListItems) parsed on its own, each made an item as unwrapList makes one;
  * undefined when any block is not exactly one map without an error (the caller then parses the
- * whole text, which gives the message). Lets SIGINT/SIGTERM handlers run between blocks.
+ * whole text, which gives the message, and does so for anything this throws). Lets SIGINT/SIGTERM
+ * handlers run between blocks.
  */
 export async function parseItemBlocksInterruptible(blocks: readonly string[], signal?: AbortSignal): Promise<YAMLMap[] | undefined> {
-  return guardDepth(() => runStepsInterruptible(parseItemBlocksSteps(blocks), signal), {})
+  return runStepsInterruptible(parseItemBlocksSteps(blocks), signal)
 }
 
 function* parseItemBlocksSteps(blocks: readonly string[]): Steps<YAMLMap[] | undefined> {
